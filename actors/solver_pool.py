@@ -1,0 +1,157 @@
+"""The solver pool on Ray: one actor per worker process, bounded in-flight work, crash recovery.
+
+Each :class:`SolverActor` owns one :class:`solvers.worker.SolverProcess` (so one
+Z3 context, one SWI-Prolog session) and runs one call at a time. The driver
+keeps at most ``queue_per_actor`` calls queued on each actor, so an actor
+never idles waiting for the driver, while a crash costs at most that many
+retries. When an actor dies (its node went away, someone killed it), its
+queued requests are resubmitted to a freshly started replacement; a request
+that has crashed workers ``max_attempts`` times is recorded as
+``ErrorKind.WORKER_CRASH`` instead of being lost.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+from dataclasses import dataclass
+from typing import Any, Iterable, Iterator
+
+import ray
+from ray.exceptions import RayActorError
+
+from solvers.pool import PoolResult, crash_outcome, should_retry
+from solvers.records import Outcome, SolveRequest
+from solvers.worker import SolverProcess
+
+
+class SolverActor:
+    """Ray actor body (decorated in :func:`_actor_class`). Thin: checks input, keeps identity."""
+
+    def __init__(self, memory_mb: int, name: str) -> None:
+        self._proc = SolverProcess(memory_mb=memory_mb, name=name)
+        self._proc.start()
+        self._name = name
+
+    def solve(self, request: dict[str, Any]) -> tuple[dict[str, Any], str]:
+        req = SolveRequest.from_dict(request)
+        outcome = self._proc.solve(req)
+        return outcome.to_dict(), f"{self._name}/{self._proc.pid}@{socket.gethostname()}"
+
+    def worker_pid(self) -> int | None:
+        """PID of the solver process (tests kill it to simulate a crash)."""
+        return self._proc.pid
+
+    def actor_pid(self) -> int:
+        return os.getpid()
+
+
+def _actor_class(num_cpus: float) -> Any:
+    return ray.remote(num_cpus=num_cpus, max_restarts=0, max_concurrency=1)(SolverActor)
+
+
+@dataclass
+class _Pending:
+    request: SolveRequest
+    slot: int
+    attempts: int
+    t0: float
+    actor: Any = None
+
+
+class RaySolverPool:
+    """Solver pool on Ray actors. Starts Ray locally if it is not initialised.
+
+    Args:
+        workers: number of solver actors (each owns one worker process).
+        memory_mb: address-space limit per worker process.
+        num_cpus: CPUs reserved per actor (fractions allowed, e.g. 0.5 to oversubscribe).
+        queue_per_actor: calls queued on each actor at once (>= 1; 2 hides round trips).
+        max_attempts: runs per request before a crash is recorded.
+        address: Ray cluster address (``"auto"``, ``"ray://..."``); None starts or
+            joins according to ``RAY_ADDRESS``.
+    """
+
+    def __init__(self, workers: int = 2, *, memory_mb: int = 2048, num_cpus: float = 1.0, queue_per_actor: int = 2,
+                 max_attempts: int = 2, address: str | None = None) -> None:
+        if workers < 1:
+            raise ValueError(f"workers must be >= 1, got {workers}")
+        if queue_per_actor < 1:
+            raise ValueError(f"queue_per_actor must be >= 1, got {queue_per_actor}")
+        if not ray.is_initialized():
+            ray.init(address=address, include_dashboard=False, logging_level="ERROR", log_to_driver=False)
+        self.workers = workers
+        self.memory_mb = memory_mb
+        self.queue_per_actor = queue_per_actor
+        self.max_attempts = max_attempts
+        self._cls = _actor_class(num_cpus)
+        self._generation = 0
+        self.actors: list[Any] = [self._new_actor(i) for i in range(workers)]
+        self.replaced = 0
+
+    def _new_actor(self, slot: int) -> Any:
+        self._generation += 1
+        return self._cls.remote(self.memory_mb, f"solver-{slot}.{self._generation}")
+
+    def _replace(self, slot: int, dead: Any) -> None:
+        if self.actors[slot] is dead:
+            ray.kill(dead, no_restart=True)
+            self.actors[slot] = self._new_actor(slot)
+            self.replaced += 1
+
+    def imap_unordered(self, requests: Iterable[SolveRequest]) -> Iterator[PoolResult]:
+        it = iter(requests)
+        pending: dict[Any, _Pending] = {}
+        load = [0] * self.workers
+        retry: list[_Pending] = []
+        exhausted = False
+
+        def submit(p: _Pending) -> None:
+            slot = min(range(self.workers), key=load.__getitem__)
+            p.slot, p.actor = slot, self.actors[slot]
+            ref = p.actor.solve.remote(p.request.to_dict())
+            pending[ref] = p
+            load[slot] += 1
+
+        while True:
+            while sum(load) < self.workers * self.queue_per_actor:
+                if retry:
+                    submit(retry.pop())
+                    continue
+                if exhausted:
+                    break
+                try:
+                    request = next(it)
+                except StopIteration:
+                    exhausted = True
+                    break
+                submit(_Pending(request, -1, 1, time.monotonic()))
+            if not pending:
+                return
+            ready, _ = ray.wait(list(pending), num_returns=1)
+            ref = ready[0]
+            p = pending.pop(ref)
+            load[p.slot] -= 1
+            try:
+                outcome_dict, worker = ray.get(ref)
+                outcome = Outcome.from_dict(outcome_dict)
+            except RayActorError as exc:
+                self._replace(p.slot, p.actor)
+                outcome = crash_outcome(f"solver actor died: {type(exc).__name__}")
+                worker = f"solver-{p.slot}/dead"
+            if should_retry(outcome, p.attempts, self.max_attempts):
+                retry.append(_Pending(p.request, -1, p.attempts + 1, p.t0))
+                continue
+            yield PoolResult(p.request, outcome, worker, p.attempts, time.monotonic() - p.t0)
+
+    def close(self) -> None:
+        for a in self.actors:
+            ray.kill(a, no_restart=True)
+        self.actors = []
+
+    def __enter__(self) -> "RaySolverPool":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,145 @@
+"""The ``symbolkg`` command line."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+from pathlib import Path
+
+from solvers.records import Limits
+
+
+def _cmd_datasets(args: argparse.Namespace) -> int:
+    from jobs.datasets import dataset_counts, default_data_dir
+
+    root = default_data_dir(args.data_dir)
+    counts = dataset_counts(root)
+    if args.json:
+        print(json.dumps({"data_dir": str(root), "datasets": counts}, indent=2))
+        return 0
+    print(f"data dir: {root}")
+    print(f"{'dataset':32s} {'problems':>9s}")
+    for name, n in counts.items():
+        print(f"{name:32s} {n:9d}")
+    return 0
+
+
+def _make_pool(args: argparse.Namespace):
+    if args.executor == "local":
+        from solvers.pool import LocalSolverPool
+
+        return LocalSolverPool(args.workers, memory_mb=args.memory_mb)
+    from actors.solver_pool import RaySolverPool
+
+    return RaySolverPool(args.workers, memory_mb=args.memory_mb, num_cpus=args.cpus_per_worker, address=args.ray_address)
+
+
+def _cmd_solve(args: argparse.Namespace) -> int:
+    from jobs.datasets import InputError, load_dataset, load_problems
+    from jobs.report import format_table, summarize
+    from jobs.solve import run_solve
+    from jobs.store import ResultStore, read_run
+
+    out = Path(args.out)
+    if args.overwrite:
+        out.unlink(missing_ok=True)
+        shutil.rmtree(out.with_name(out.name + ".parts"), ignore_errors=True)
+    try:
+        if args.programs:
+            loaded = load_problems(args.programs, args.data_dir, skip_bad=args.skip_bad, dataset=args.dataset)
+        elif args.dataset:
+            loaded = load_dataset(args.dataset, args.data_dir, skip_bad=args.skip_bad)
+        else:
+            print("symbolkg solve: give --programs FILE (and/or --dataset NAME)", file=sys.stderr)
+            return 2
+    except InputError as exc:
+        print(f"symbolkg solve: bad input: {exc}", file=sys.stderr)
+        if not args.skip_bad:
+            print("  (use --skip-bad to solve the good rows and report the bad ones)", file=sys.stderr)
+        return 2
+    for err in loaded.errors:
+        print(f"skipped bad row: {err}", file=sys.stderr)
+    problems = loaded.problems[: args.limit] if args.limit else loaded.problems
+    if not args.programs and not any(p.program for p in problems):
+        print(f"symbolkg solve: dataset {args.dataset} has no programs; give --programs FILE "
+              "(LLM methods that write programs come with --method)", file=sys.stderr)
+        return 2
+    limits = Limits(timeout_s=args.timeout_s, memory_mb=args.memory_mb)
+    store = ResultStore(out, run_info={"source": args.programs or args.dataset, "workers": args.workers,
+                                       "executor": args.executor, "timeout_s": args.timeout_s})
+    pool = _make_pool(args)
+    try:
+        summary = run_solve(problems, store, pool, limits=limits, progress=not args.no_progress)
+    finally:
+        pool.close()
+    print(f"{summary.solved} solved this session, {summary.skipped_done} already done; results: {out}", file=sys.stderr)
+    table, meta = read_run(out)
+    print(format_table(summarize(table, meta)))
+    return 0
+
+
+def _cmd_report(args: argparse.Namespace) -> int:
+    from jobs.report import report
+
+    try:
+        print(report(args.run, as_json=args.json))
+    except FileNotFoundError as exc:
+        print(f"symbolkg report: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def _cmd_check(args: argparse.Namespace) -> int:
+    from solvers.worker import main as worker_main
+
+    return worker_main(["--check"])
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="symbolkg", description="Batch engine for verifiable logical reasoning.")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("datasets", help="list the datasets it can load, with counts")
+    p.add_argument("--data-dir", help="data root (default: $SYMBOLKG_DATA, else ../shared/data)")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(func=_cmd_datasets)
+
+    p = sub.add_parser("solve", help="solve problems with given programs; write results Parquet (resumable)")
+    p.add_argument("--programs", help="Logic-LM program file (JSON) or problems with programs (JSONL/Parquet)")
+    p.add_argument("--dataset", help="dataset name (inferred from the ids of a Logic-LM program file)")
+    p.add_argument("--out", required=True, help="results Parquet; rerunning the same command resumes it")
+    p.add_argument("--workers", type=int, default=2, help="solver worker processes (default 2)")
+    p.add_argument("--limit", type=int, help="solve only the first N problems")
+    p.add_argument("--timeout-s", type=float, default=10.0, help="per-program time limit (default 10)")
+    p.add_argument("--memory-mb", type=int, default=2048, help="per-worker memory limit (default 2048)")
+    p.add_argument("--executor", choices=("ray", "local"), default="ray", help="Ray actors (default) or local threads")
+    p.add_argument("--cpus-per-worker", type=float, default=1.0, help="Ray CPUs reserved per solver actor")
+    p.add_argument("--ray-address", help="Ray cluster to join (default: $RAY_ADDRESS or a local Ray)")
+    p.add_argument("--data-dir", help="data root (default: $SYMBOLKG_DATA, else ../shared/data)")
+    p.add_argument("--skip-bad", action="store_true", help="skip malformed input rows (reported) instead of failing")
+    p.add_argument("--overwrite", action="store_true", help="discard earlier results at --out instead of resuming")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.set_defaults(func=_cmd_solve)
+
+    p = sub.add_parser("report", help="accuracy, execution rate, errors by kind, timings of a run")
+    p.add_argument("run", help="results Parquet written by `symbolkg solve`")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(func=_cmd_report)
+
+    p = sub.add_parser("check", help="start a solver worker and run one program per native solver")
+    p.set_defaults(func=_cmd_check)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if getattr(args, "workers", 1) < 1:
+        print("symbolkg: --workers must be >= 1", file=sys.stderr)
+        return 2
+    return int(args.func(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,184 @@
+"""Typed records of the batch jobs: problems in, result rows out.
+
+The Arrow schemas here are the contract of the results Parquet: every writer
+goes through :func:`result_table` and every reader can rely on these columns.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+import pyarrow as pa
+
+from solvers.records import Program
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One reasoning problem.
+
+    Attributes:
+        id: unique within its dataset (the source's own id, as a string).
+        dataset: registry name, e.g. ``"logiclm/folio"`` (``"custom"`` for user files).
+        context: premises / story / puzzle setup in natural language.
+        question: the question (or statement to judge).
+        options: answer options ``"A) ..."``; empty for free-form answers.
+        answer: gold answer: an option letter when ``options`` is non-empty,
+            otherwise free text (multi-hop QA, math word problems); None if unknown.
+        program: a recorded or user-supplied program for this problem, if any.
+        meta: dataset-specific extras (JSON-serialisable), e.g. answer aliases,
+            SymBa goals, LogicGraph knowledge bases.
+    """
+
+    id: str
+    dataset: str
+    context: str
+    question: str
+    options: tuple[str, ...] = ()
+    answer: str | None = None
+    program: Program | None = None
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.id, str) or not self.id:
+            raise ValueError(f"Problem.id must be a non-empty string, got {self.id!r}")
+        object.__setattr__(self, "options", tuple(self.options))
+
+    def with_program(self, program: Program | None) -> "Problem":
+        return Problem(self.id, self.dataset, self.context, self.question, self.options, self.answer, program, self.meta)
+
+    def to_row(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "dataset": self.dataset,
+            "context": self.context,
+            "question": self.question,
+            "options": list(self.options),
+            "answer": self.answer,
+            "program_language": self.program.language if self.program else None,
+            "program_text": self.program.text if self.program else None,
+            "meta": json.dumps(self.meta, sort_keys=True, ensure_ascii=False),
+        }
+
+    @classmethod
+    def from_row(cls, row: dict[str, Any]) -> "Problem":
+        program = None
+        if row.get("program_text") is not None:
+            program = Program(language=row["program_language"], text=row["program_text"])
+        meta = row.get("meta") or "{}"
+        return cls(
+            id=row["id"],
+            dataset=row["dataset"],
+            context=row["context"],
+            question=row["question"],
+            options=tuple(row.get("options") or ()),
+            answer=row.get("answer"),
+            program=program,
+            meta=json.loads(meta) if isinstance(meta, str) else dict(meta),
+        )
+
+
+PROBLEM_SCHEMA = pa.schema(
+    [
+        pa.field("id", pa.string(), nullable=False),
+        pa.field("dataset", pa.string(), nullable=False),
+        pa.field("context", pa.string(), nullable=False),
+        pa.field("question", pa.string(), nullable=False),
+        pa.field("options", pa.list_(pa.string())),
+        pa.field("answer", pa.string()),
+        pa.field("program_language", pa.string()),
+        pa.field("program_text", pa.string()),
+        pa.field("meta", pa.string()),  # JSON object
+    ]
+)
+
+
+@dataclass(frozen=True)
+class ResultRow:
+    """One problem's result: one row of the results Parquet.
+
+    Attributes:
+        problem_id: :attr:`Problem.id`.
+        dataset: :attr:`Problem.dataset`.
+        method: how the program was obtained (``"recorded"`` for given programs).
+        language: program language that was run (None if there was no program).
+        program: the program text that was run.
+        status: :class:`solvers.records.Status` value.
+        executed: the program ran to a verdict (Logic-LM's "executable").
+        answer: the solver's normalised answer (``True``/``False``/``Unknown``, letter, ...).
+        predicted: the answer mapped onto the problem's answer space (option letter
+            or text); None when the program gave none. Never a random guess.
+        gold: :attr:`Problem.answer`.
+        correct: ``predicted == gold`` (False when unexecuted).
+        error_kind, error_message, error_line: why it did not execute / answer.
+        proof: proof, model or trace (possibly truncated).
+        backend: which solver ran it.
+        solve_seconds: solver time as measured inside the worker.
+        latency_seconds: submit-to-result time seen by the job (includes queueing).
+        worker: which worker ran it (``pid@host``).
+        attempts: how many times the pool had to run it (>1 after a worker crash).
+        finished_at: UNIX time the row was produced.
+    """
+
+    problem_id: str
+    dataset: str
+    method: str
+    language: str | None
+    program: str | None
+    status: str
+    executed: bool
+    answer: str | None
+    predicted: str | None
+    gold: str | None
+    correct: bool
+    error_kind: str | None
+    error_message: str | None
+    error_line: int | None
+    proof: str | None
+    backend: str
+    solve_seconds: float
+    latency_seconds: float
+    worker: str
+    attempts: int
+    finished_at: float
+
+    def to_row(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+    @classmethod
+    def from_row(cls, row: dict[str, Any]) -> "ResultRow":
+        return cls(**{f.name: row[f.name] for f in fields(cls)})
+
+
+RESULT_SCHEMA = pa.schema(
+    [
+        pa.field("problem_id", pa.string(), nullable=False),
+        pa.field("dataset", pa.string(), nullable=False),
+        pa.field("method", pa.string(), nullable=False),
+        pa.field("language", pa.string()),
+        pa.field("program", pa.string()),
+        pa.field("status", pa.string(), nullable=False),
+        pa.field("executed", pa.bool_(), nullable=False),
+        pa.field("answer", pa.string()),
+        pa.field("predicted", pa.string()),
+        pa.field("gold", pa.string()),
+        pa.field("correct", pa.bool_(), nullable=False),
+        pa.field("error_kind", pa.string()),
+        pa.field("error_message", pa.string()),
+        pa.field("error_line", pa.int64()),
+        pa.field("proof", pa.string()),
+        pa.field("backend", pa.string(), nullable=False),
+        pa.field("solve_seconds", pa.float64(), nullable=False),
+        pa.field("latency_seconds", pa.float64(), nullable=False),
+        pa.field("worker", pa.string(), nullable=False),
+        pa.field("attempts", pa.int64(), nullable=False),
+        pa.field("finished_at", pa.float64(), nullable=False),
+    ]
+)
+
+
+def result_table(rows: list[ResultRow]) -> pa.Table:
+    """Rows -> an Arrow table with exactly :data:`RESULT_SCHEMA`."""
+    return pa.Table.from_pylist([r.to_row() for r in rows], schema=RESULT_SCHEMA)

@@ -1,0 +1,107 @@
+"""`symbolkg report`: accuracy, execution rate, errors by kind and timings of a run."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import Counter
+from typing import Any
+
+import pyarrow as pa
+
+from jobs.store import read_run
+
+
+def _percentile(values: list[float], q: float) -> float:
+    if not values:
+        return 0.0
+    s = sorted(values)
+    k = (len(s) - 1) * q
+    lo, hi = int(k), min(int(k) + 1, len(s) - 1)
+    return s[lo] + (s[hi] - s[lo]) * (k - lo)
+
+
+def latency_stats(values: list[float]) -> dict[str, float]:
+    return {
+        "count": len(values),
+        "p50_s": round(_percentile(values, 0.5), 4),
+        "p95_s": round(_percentile(values, 0.95), 4),
+        "max_s": round(max(values), 4) if values else 0.0,
+        "total_s": round(sum(values), 3),
+    }
+
+
+def _metrics(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    n = len(rows)
+    executed = sum(r["executed"] for r in rows)
+    correct = sum(r["correct"] for r in rows)
+    errors = Counter(r["error_kind"] or r["status"] for r in rows if not r["executed"] or r["error_kind"])
+    return {
+        "problems": n,
+        "executed": executed,
+        "execution_rate": round(executed / n, 4) if n else 0.0,
+        "correct": correct,
+        "accuracy": round(correct / n, 4) if n else 0.0,
+        "accuracy_on_executed": round(correct / executed, 4) if executed else 0.0,
+        "errors_by_kind": dict(sorted(errors.items())),
+        "status_counts": dict(sorted(Counter(r["status"] for r in rows).items())),
+    }
+
+
+def summarize(table: pa.Table, meta: dict[str, Any]) -> dict[str, Any]:
+    """The report as one JSON-serialisable object (``--json``)."""
+    rows = table.to_pylist()
+    out = _metrics(rows)
+    wall = float(meta.get("wall_seconds") or 0.0)
+    out["wall_seconds"] = round(wall, 3)
+    out["problems_per_second"] = round(len(rows) / wall, 3) if wall > 0 else None
+    out["finished"] = bool(meta.get("finished", True))
+    out["sessions"] = len(meta.get("sessions", {}))
+    out["latency_by_backend"] = {
+        b: latency_stats([r["solve_seconds"] for r in rows if r["backend"] == b])
+        for b in sorted({r["backend"] for r in rows})
+    }
+    out["latency"] = latency_stats([r["solve_seconds"] for r in rows])
+    by_ds: dict[str, Any] = {}
+    for ds in sorted({r["dataset"] for r in rows}):
+        sub = [r for r in rows if r["dataset"] == ds]
+        by_ds[ds] = {**_metrics(sub), "latency": latency_stats([r["solve_seconds"] for r in sub])}
+    out["by_dataset"] = by_ds
+    out["retried"] = sum(1 for r in rows if r["attempts"] > 1)
+    return out
+
+
+def format_table(s: dict[str, Any]) -> str:
+    lines = []
+    head = f"{'dataset':28s} {'problems':>8s} {'executed':>9s} {'exec rate':>9s} {'accuracy':>9s} {'acc|exec':>9s} {'p50 s':>7s} {'p95 s':>7s} {'max s':>7s}"
+    lines.append(head)
+    lines.append("-" * len(head))
+
+    def line(name: str, m: dict[str, Any], lat: dict[str, float]) -> str:
+        return (f"{name:28s} {m['problems']:8d} {m['executed']:9d} {m['execution_rate']:9.1%} {m['accuracy']:9.1%} "
+                f"{m['accuracy_on_executed']:9.1%} {lat['p50_s']:7.3f} {lat['p95_s']:7.3f} {lat['max_s']:7.2f}")
+
+    for ds, m in s["by_dataset"].items():
+        lines.append(line(ds, m, m["latency"]))
+    if len(s["by_dataset"]) > 1:
+        lines.append(line("ALL", s, s["latency"]))
+    lines.append("")
+    lines.append(f"wall time: {s['wall_seconds']:.1f} s over {s['sessions']} session(s)"
+                 + (f", {s['problems_per_second']:.1f} problems/s" if s["problems_per_second"] else "")
+                 + ("" if s["finished"] else "  (UNFINISHED: rerun the same command to resume)"))
+    if s["errors_by_kind"]:
+        lines.append("errors by kind (unexecuted, or executed without an answer):")
+        for k, v in sorted(s["errors_by_kind"].items(), key=lambda kv: -kv[1]):
+            lines.append(f"  {k:20s} {v:6d}")
+    lines.append("solver time by backend:")
+    for b, lat in s["latency_by_backend"].items():
+        lines.append(f"  {b or '-':20s} n={lat['count']:<6d} p50={lat['p50_s']:.3f}s p95={lat['p95_s']:.3f}s max={lat['max_s']:.2f}s")
+    if s["retried"]:
+        lines.append(f"retried after a worker crash: {s['retried']}")
+    return "\n".join(lines)
+
+
+def report(path: str | os.PathLike[str], *, as_json: bool = False) -> str:
+    table, meta = read_run(path)
+    s = summarize(table, meta)
+    return json.dumps(s, indent=2) if as_json else format_table(s)

@@ -1,0 +1,63 @@
+"""Program languages by name, and the one entry point that runs a program.
+
+Every language module exposes two functions:
+
+* ``parse(text: str) -> <typed program>`` raising :class:`solvers.records.ProgramError`
+  with a line number and an actionable message for malformed input;
+* ``solve(text: str, limits: Limits) -> Outcome`` which never raises for a bad
+  program.
+
+Modules are imported lazily so that a worker only pays for the solvers it uses.
+"""
+
+from __future__ import annotations
+
+import importlib
+import traceback
+from typing import Any, Callable
+
+from solvers.records import ErrorKind, Limits, Outcome, SolveRequest, Status
+
+#: language name -> (module, what it is)
+LANGUAGES: dict[str, tuple[str, str]] = {
+    "logiclm-lp": ("solvers.lp", "Logic-LM logic program (ProntoQA/ProofWriter): Pred($x, True) facts, >>> rules"),
+    "logiclm-fol": ("solvers.fol", "Logic-LM first-order logic (FOLIO): Unicode connectives, Prover9 backend"),
+    "logiclm-csp": ("solvers.csp", "Logic-LM constraint program (LogicalDeduction): Domain/Variables/Constraints/Query"),
+    "logiclm-smt": ("solvers.lsat", "Logic-LM SAT/SMT DSL (AR-LSAT): EnumSort, Function, ForAll, Count, options"),
+    "prolog": ("solvers.prolog", "SWI-Prolog program text with a '% query: Goal' line (tabled, bounded)"),
+    "prover9": ("solvers.prover9", "Prover9 input: formulas(assumptions)/formulas(goals) lists"),
+    "smtlib2": ("solvers.smtlib", "SMT-LIB2 script for Z3"),
+}
+
+
+def language_module(language: str) -> Any:
+    try:
+        module_name, _ = LANGUAGES[language]
+    except KeyError:
+        raise ValueError(f"unknown program language {language!r}; known: {', '.join(sorted(LANGUAGES))}") from None
+    return importlib.import_module(module_name)
+
+
+def parse(language: str, text: str) -> Any:
+    """Parse ``text`` as ``language``; raises ProgramError on malformed input."""
+    return language_module(language).parse(text)
+
+
+def run(request: SolveRequest) -> Outcome:
+    """Run one program in this process. Never raises for a bad program.
+
+    This is what a solver worker process calls; the orchestrator never calls it
+    on LLM-written programs (it goes through :mod:`solvers.worker`).
+    """
+    if request.language not in LANGUAGES:
+        return Outcome.error(Status.PARSE_ERROR, ErrorKind.UNSUPPORTED, f"unknown program language {request.language!r}")
+    solve: Callable[[str, Limits], Outcome] = language_module(request.language).solve
+    try:
+        return solve(request.text, request.limits)
+    except MemoryError:
+        return Outcome.error(Status.MEMORY, ErrorKind.MEMORY, "out of memory (worker memory limit reached)")
+    except RecursionError:
+        return Outcome.error(Status.RUNTIME_ERROR, ErrorKind.UNSUPPORTED, "program nested too deeply to process")
+    except Exception as exc:  # noqa: BLE001 - the worker boundary: a bug of ours becomes a recorded outcome
+        tb = traceback.format_exc(limit=4)
+        return Outcome.error(Status.RUNTIME_ERROR, ErrorKind.INTERNAL, f"{type(exc).__name__}: {exc}\n{tb}")

@@ -1,0 +1,52 @@
+"""Shared fixtures: data root, tiny generated problem sets."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+DATA = Path(os.environ.get("SYMBOLKG_DATA", REPO.parent / "shared" / "data"))
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+
+
+def data_or_skip(*parts: str) -> Path:
+    path = DATA.joinpath(*parts)
+    if not path.exists():
+        pytest.skip(f"shared data not found: {path}")
+    return path
+
+
+def lp_problem(i: int, *, chain: int = 3) -> dict:
+    """A generated Logic-LM LP problem whose answer is known by construction.
+
+    Even ``i``: the query is derivable along a chain of ``chain`` rules -> "A" (True).
+    Odd ``i``: the query's negation is derivable -> "B" (False).
+    """
+    preds = [f"P{k}" for k in range(chain + 1)]
+    rules = [f"{preds[k]}($x, True) >>> {preds[k + 1]}($x, True)" for k in range(chain - 1)]
+    last = "True" if i % 2 == 0 else "False"
+    rules.append(f"{preds[chain - 1]}($x, True) >>> {preds[chain]}($x, {last})")
+    text = "\n".join(
+        ["Predicates:", *[f"{p}($x, bool)" for p in preds], "Facts:", f"P0(Obj{i}, True)", "Rules:", *rules,
+         "Query:", f"{preds[chain]}(Obj{i}, True)"]
+    )
+    return {"id": f"gen-{i:05d}", "context": "generated", "question": f"Is Obj{i} {preds[chain]}?",
+            "options": ["A) True", "B) False", "C) Unknown"], "answer": "A" if i % 2 == 0 else "B",
+            "program": {"language": "logiclm-lp", "text": text}}
+
+
+def write_jsonl(path: Path, rows: list[dict]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+@pytest.fixture
+def generated_jsonl(tmp_path: Path):
+    def make(n: int, name: str = "gen.jsonl") -> Path:
+        return write_jsonl(tmp_path / name, [lp_problem(i) for i in range(n)])
+
+    return make
