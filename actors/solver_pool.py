@@ -37,7 +37,7 @@ class SolverActor:
     def solve(self, request: dict[str, Any]) -> tuple[dict[str, Any], str]:
         req = SolveRequest.from_dict(request)
         outcome = self._proc.solve(req)
-        return outcome.to_dict(), f"{self._name}/{self._proc.pid}@{socket.gethostname()}"
+        return outcome.to_dict(), f"{self._name}/{self._proc.last_pid}@{socket.gethostname()}"
 
     def worker_pid(self) -> int | None:
         """PID of the solver process (tests kill it to simulate a crash)."""

@@ -14,7 +14,11 @@ from solvers.records import Limits
 def _cmd_datasets(args: argparse.Namespace) -> int:
     from jobs.datasets import dataset_counts, default_data_dir
 
-    root = default_data_dir(args.data_dir)
+    try:
+        root = default_data_dir(args.data_dir)
+    except FileNotFoundError as exc:
+        print(f"symbolkg datasets: {exc}", file=sys.stderr)
+        return 2
     counts = dataset_counts(root)
     if args.json:
         print(json.dumps({"data_dir": str(root), "datasets": counts}, indent=2))
@@ -46,11 +50,15 @@ def _cmd_solve(args: argparse.Namespace) -> int:
     if args.overwrite:
         out.unlink(missing_ok=True)
         shutil.rmtree(out.with_name(out.name + ".parts"), ignore_errors=True)
+    if args.limit is not None and args.limit < 1:
+        print("symbolkg solve: --limit must be >= 1", file=sys.stderr)
+        return 2
     try:
         if args.programs:
-            loaded = load_problems(args.programs, args.data_dir, skip_bad=args.skip_bad, dataset=args.dataset)
+            loaded = load_problems(args.programs, args.data_dir, skip_bad=args.skip_bad, limit=args.limit,
+                                   dataset=args.dataset)
         elif args.dataset:
-            loaded = load_dataset(args.dataset, args.data_dir, skip_bad=args.skip_bad)
+            loaded = load_dataset(args.dataset, args.data_dir, skip_bad=args.skip_bad, limit=args.limit)
         else:
             print("symbolkg solve: give --programs FILE (and/or --dataset NAME)", file=sys.stderr)
             return 2
@@ -59,9 +67,14 @@ def _cmd_solve(args: argparse.Namespace) -> int:
         if not args.skip_bad:
             print("  (use --skip-bad to solve the good rows and report the bad ones)", file=sys.stderr)
         return 2
+    except (FileNotFoundError, ValueError) as exc:
+        print(f"symbolkg solve: {exc}", file=sys.stderr)
+        return 2
+    for note in loaded.notes:
+        print(f"note: {note}", file=sys.stderr)
     for err in loaded.errors:
         print(f"skipped bad row: {err}", file=sys.stderr)
-    problems = loaded.problems[: args.limit] if args.limit else loaded.problems
+    problems = loaded.problems
     if not args.programs and not any(p.program for p in problems):
         print(f"symbolkg solve: dataset {args.dataset} has no programs; give --programs FILE "
               "(LLM methods that write programs come with --method)", file=sys.stderr)

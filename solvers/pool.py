@@ -103,7 +103,7 @@ class LocalSolverPool:
                         outcome = proc.solve(request)
                         if not should_retry(outcome, attempts, self.max_attempts):
                             break
-                    done.put(PoolResult(request, outcome, f"{proc.name}/{proc.pid}", attempts, time.monotonic() - t0))
+                    done.put(PoolResult(request, outcome, f"{proc.name}/{proc.last_pid}", attempts, time.monotonic() - t0))
                 except BaseException as exc:  # noqa: BLE001 - re-raised in the consumer thread
                     done.put(exc)
 

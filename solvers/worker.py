@@ -78,9 +78,11 @@ class SolverProcess:
         self.memory_mb = memory_mb
         self.name = name
         self.restarts = 0
+        self.last_pid: int | None = None  # pid of the process that ran the latest call
         self._proc: subprocess.Popen[bytes] | None = None
         self._workdir: tempfile.TemporaryDirectory[str] | None = None
         self._buffer = b""
+        self._eof = False
 
     # -- lifecycle -------------------------------------------------------
     @property
@@ -145,6 +147,7 @@ class SolverProcess:
         """Run one program; always returns an Outcome, restarting the worker if it had to die."""
         self.start()
         assert self._proc is not None and self._proc.stdin is not None
+        self.last_pid = self._proc.pid
         t0 = time.monotonic()
         budget = request.limits.timeout_s + request.limits.kill_grace_s
         try:
@@ -154,7 +157,7 @@ class SolverProcess:
             return self._crashed(t0, "worker pipe closed before the call")
         line = self._read_line(deadline=t0 + budget)
         if line is None:
-            if self._proc is not None and self._proc.poll() is None:
+            if not self._eof:
                 # Still running past its limit: the call ignored its own timeout.
                 self._restart()
                 return Outcome.error(
@@ -168,20 +171,28 @@ class SolverProcess:
         return Outcome.from_dict(json.loads(line)["outcome"])
 
     def _crashed(self, t0: float, what: str) -> Outcome:
-        code = self._proc.poll() if self._proc is not None else None
+        code = None
+        if self._proc is not None:
+            try:
+                code = self._proc.wait(timeout=5.0)  # EOF can come a moment before the exit status
+            except subprocess.TimeoutExpired:
+                pass
         self._restart()
-        # -9 without a kill of ours is almost always the kernel's OOM killer.
-        status = Status.MEMORY if code == -signal.SIGKILL else Status.RUNTIME_ERROR
-        kind = ErrorKind.MEMORY if status is Status.MEMORY else ErrorKind.WORKER_CRASH
-        return Outcome.error(status, kind, f"{what} (exit code {code})", seconds=time.monotonic() - t0, backend="watchdog")
+        # A memory blow-up under RLIMIT_AS ends as MemoryError inside the worker (an outcome);
+        # a death is something else (a kill, a segfault in a solver, the OOM killer): the pool
+        # retries it once, then records it.
+        hint = " (SIGKILL: killed from outside or by the kernel's OOM killer)" if code == -signal.SIGKILL else ""
+        return Outcome.error(Status.RUNTIME_ERROR, ErrorKind.WORKER_CRASH, f"{what} (exit code {code}){hint}",
+                             seconds=time.monotonic() - t0, backend="watchdog")
 
     def _restart(self) -> None:
         self.kill()
         self.restarts += 1
 
     def _read_line(self, deadline: float) -> bytes | None:
-        """One line from the worker, or None on timeout / EOF."""
+        """One line from the worker, or None on timeout / EOF (then ``self._eof`` is True)."""
         assert self._proc is not None and self._proc.stdout is not None
+        self._eof = False
         fd = self._proc.stdout.fileno()
         with selectors.DefaultSelector() as sel:
             sel.register(fd, selectors.EVENT_READ)
@@ -191,6 +202,7 @@ class SolverProcess:
                     return None
                 chunk = os.read(fd, 1 << 16)
                 if not chunk:
+                    self._eof = True
                     return None
                 self._buffer += chunk
         line, _, self._buffer = self._buffer.partition(b"\n")

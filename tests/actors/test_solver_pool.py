@@ -1,0 +1,63 @@
+"""The Ray solver pool: real Ray, real worker processes, actors killed mid-run."""
+
+from __future__ import annotations
+
+import os
+import signal
+
+import pytest
+
+ray = pytest.importorskip("ray")
+
+from actors.solver_pool import RaySolverPool  # noqa: E402
+from solvers.records import SolveRequest, Status  # noqa: E402
+from tests.conftest import lp_problem  # noqa: E402
+
+
+def requests(n: int):
+    for i in range(n):
+        p = lp_problem(i)
+        yield SolveRequest(p["id"], p["program"]["language"], p["program"]["text"])
+
+
+@pytest.fixture(scope="module")
+def ray_local():
+    ray.init(num_cpus=2, include_dashboard=False, logging_level="ERROR", log_to_driver=False)
+    yield
+    ray.shutdown()
+
+
+def check_complete(results, n):
+    ids = [r.request.problem_id for r in results]
+    assert len(ids) == n and len(set(ids)) == n
+    for r in results:
+        i = int(r.request.problem_id.split("-")[1])
+        assert r.outcome.status is (Status.PROVED if i % 2 == 0 else Status.DISPROVED), r
+
+
+def test_pool_solves_everything_once(ray_local):
+    with RaySolverPool(2) as pool:
+        results = list(pool.imap_unordered(requests(50)))
+    check_complete(results, 50)
+    assert len({r.worker.split("/")[0] for r in results}) == 2
+
+
+def test_killing_an_actor_mid_run_loses_no_problem(ray_local):
+    with RaySolverPool(2) as pool:
+        results = []
+        for i, r in enumerate(pool.imap_unordered(requests(60))):
+            results.append(r)
+            if i == 10:
+                ray.kill(pool.actors[0], no_restart=True)
+        assert pool.replaced >= 1
+    check_complete(results, 60)
+
+
+def test_killing_a_worker_process_mid_run_loses_no_problem(ray_local):
+    with RaySolverPool(1) as pool:
+        results = []
+        for i, r in enumerate(pool.imap_unordered(requests(30))):
+            results.append(r)
+            if i == 5:
+                os.kill(ray.get(pool.actors[0].worker_pid.remote()), signal.SIGKILL)
+    check_complete(results, 30)
