@@ -39,12 +39,19 @@ def interpret(problem: Problem, answer: str | None) -> str | None:
 
     Returns:
         An option letter when the problem has options, else the answer text;
-        None when the answer does not name any option (e.g. ``Unknown`` on a
-        True/False dataset), which scores as wrong.
+        None when the answer does not name any option, which scores as wrong.
+
+    Closed world: a True/False problem without an Unknown option (ProntoQA,
+    PARARULE-Plus, SymBa's sets) is posed under the closed-world assumption, so
+    a goal the program cannot derive is False (negation as failure), exactly as
+    a Prolog query would answer. That is the dataset's semantics, not a guess:
+    the program still has to run, and an unexecuted program stays unanswered.
 
     >>> p = Problem("p1", "x", "", "", ("A) True", "B) False", "C) Uncertain"), "C")
     >>> interpret(p, "Unknown"), interpret(p, "B"), interpret(p, None)
     ('C', 'B', None)
+    >>> interpret(Problem("p2", "x", "", "", ("A) True", "B) False"), "B"), "Unknown")
+    'B'
     """
     if answer is None:
         return None
@@ -54,13 +61,14 @@ def interpret(problem: Problem, answer: str | None) -> str | None:
     letters = option_letters(problem)
     if answer in letters:
         return answer
-    texts = _VERDICT_TEXTS.get(answer.lower())
-    if texts is None:
+    verdict = answer.lower()
+    if verdict not in _VERDICT_TEXTS:
         return None
-    for letter, text in letters.items():
-        if text.lower() in texts:
-            return letter
-    return None
+    by_verdict = {v: letter for letter, text in letters.items() for v, texts in _VERDICT_TEXTS.items()
+                  if text.lower() in texts}
+    if verdict == "unknown" and "unknown" not in by_verdict and {"true", "false"} <= by_verdict.keys():
+        return by_verdict["false"]  # closed world: not derivable = false
+    return by_verdict.get(verdict)
 
 
 def normalise_text(s: str) -> str:

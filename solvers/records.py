@@ -10,7 +10,12 @@ Answer conventions (``Outcome.answer``):
   ``"True"``, ``"False"`` or ``"Unknown"``;
 * option programs (Logic-LM CSP and the AR-LSAT SAT/SMT DSL): the selected
   option letter (``"A"`` ... ``"G"``), or ``None`` when no single option holds;
-* SMT-LIB2: ``"sat"``, ``"unsat"`` or ``"unknown"`` (of the last ``check-sat``).
+* SMT-LIB2: ``"sat"``, ``"unsat"`` or ``"unknown"`` (of the last ``check-sat``);
+  with a ``; goal: <term>`` line, the entailment verdict True/False/Unknown.
+
+A program that runs but contradicts itself (clashing constraints, an LP program
+that derives both an atom and its negation) ends as ``Status.UNSAT`` with no
+answer and ``ErrorKind.NO_ANSWER``: it executed, and it is scored wrong.
 """
 
 from __future__ import annotations

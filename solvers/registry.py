@@ -51,8 +51,8 @@ def run(request: SolveRequest) -> Outcome:
     """
     if request.language not in LANGUAGES:
         return Outcome.error(Status.PARSE_ERROR, ErrorKind.UNSUPPORTED, f"unknown program language {request.language!r}")
-    solve: Callable[[str, Limits], Outcome] = language_module(request.language).solve
     try:
+        solve: Callable[[str, Limits], Outcome] = language_module(request.language).solve
         return solve(request.text, request.limits)
     except MemoryError:
         return Outcome.error(Status.MEMORY, ErrorKind.MEMORY, "out of memory (worker memory limit reached)")

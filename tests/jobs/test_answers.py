@@ -15,8 +15,12 @@ def test_verdicts_map_to_option_letters():
     assert interpret(p(TFU, "C"), "Unknown") == "C"  # "Uncertain" in FOLIO
 
 
-def test_unknown_on_true_false_dataset_is_no_answer_not_a_guess():
-    assert interpret(p(TF, "A"), "Unknown") is None
+def test_unknown_on_a_closed_world_true_false_dataset_is_false():
+    # negation as failure: without an Unknown option the world is closed
+    assert interpret(p(TF, "B"), "Unknown") == "B"
+    assert interpret(p(TF, "B"), "False") == "B"
+    # ... but no answer at all is never turned into one
+    assert interpret(p(TF, "A"), None) is None
     assert not is_correct(p(TF, "A"), None)
 
 

