@@ -84,3 +84,25 @@ def test_worker_environment_is_scrubbed(monkeypatch):
 def test_memory_limit_rejects_tiny_budgets():
     with pytest.raises(ValueError, match="memory_mb"):
         SolverProcess(memory_mb=16)
+
+
+# 2048-bit multiplications: bit-blasting needs far more than the 600 MB the worker may use.
+BV_MEMORY_EATER = (
+    "(declare-const x (_ BitVec 2048)) (declare-const y (_ BitVec 2048)) (declare-const z (_ BitVec 2048))\n"
+    "(assert (= (bvmul x (bvmul y z)) (bvmul z (bvmul x (bvadd y #x" + "0" * 511 + "1)))))\n"
+    "(assert (distinct x #x" + "0" * 512 + "))\n(check-sat)\n"
+)
+
+
+@pytest.mark.parametrize(
+    "language,text",
+    [("smtlib2", BV_MEMORY_EATER), ("prolog", "p(L) :- length(L, 200000000).\n% query: p(_)\n")],
+)
+def test_memory_eaters_are_stopped_within_the_limit_and_the_worker_survives(language, text):
+    limits = Limits(timeout_s=30, memory_mb=600)
+    with SolverProcess(memory_mb=600, name="mem") as p:
+        t0 = time.monotonic()
+        out = p.solve(SolveRequest("m", language, text, limits))
+        assert out.status is Status.MEMORY and out.error_kind == "memory", out
+        assert time.monotonic() - t0 < 30
+        assert p.solve(SolveRequest("ok", "smtlib2", SAT)).status is Status.SAT
