@@ -109,7 +109,8 @@ def run_solve(
         nonlocal solved
         for p in todo:
             if p.program is None:
-                outcome = Outcome.error(Status.PARSE_ERROR, ErrorKind.NO_PROGRAM, "the problem has no program")
+                outcome = Outcome.error(Status.PARSE_ERROR, ErrorKind.NO_PROGRAM, "the problem has no program",
+                                        backend="none")
                 store.append(result_row(p, outcome, method=method, worker="-", attempts=0, latency_s=0.0))
                 solved += 1
                 if bar is not None:
