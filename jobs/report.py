@@ -68,6 +68,26 @@ def summarize(table: pa.Table, meta: dict[str, Any]) -> dict[str, Any]:
         by_ds[ds] = {**_metrics(sub), "latency": latency_stats([r["solve_seconds"] for r in sub])}
     out["by_dataset"] = by_ds
     out["retried"] = sum(1 for r in rows if r["attempts"] > 1)
+    # LLM accounting (zero for runs on given programs)
+    out["prompt_tokens"] = sum(r["prompt_tokens"] for r in rows)
+    out["completion_tokens"] = sum(r["completion_tokens"] for r in rows)
+    out["llm_calls"] = sum(r["llm_calls"] for r in rows)
+    out["cached_calls"] = sum(r["cached_calls"] for r in rows)
+    out["tokens_per_second"] = round(out["completion_tokens"] / wall, 2) if wall > 0 else None
+    out["rounds_histogram"] = {str(k): v for k, v in sorted(Counter(r["rounds"] for r in rows).items())}
+    out["success_round_histogram"] = {
+        str(k): v for k, v in sorted(Counter(r["success_round"] for r in rows if r["success_round"]).items())
+    }
+    out["methods"] = sorted({r["method"] for r in rows})
+    out["models"] = sorted({r["model"] for r in rows if r["model"]})
+    fb = [r for r in rows if r["fallback_method"]]
+    if fb:
+        out["fallback"] = {
+            "method": sorted({r["fallback_method"] for r in fb}),
+            "answered": sum(r["fallback_predicted"] is not None for r in fb),
+            "correct": sum(bool(r["fallback_correct"]) for r in fb),
+            "accuracy_with_fallback": round((out["correct"] + sum(bool(r["fallback_correct"]) for r in fb)) / len(rows), 4),
+        }
     return out
 
 
@@ -98,6 +118,15 @@ def format_table(s: dict[str, Any]) -> str:
         lines.append(f"  {b or '-':20s} n={lat['count']:<6d} p50={lat['p50_s']:.3f}s p95={lat['p95_s']:.3f}s max={lat['max_s']:.2f}s")
     if s["retried"]:
         lines.append(f"retried after a worker crash: {s['retried']}")
+    if s["llm_calls"]:
+        lines.append(f"LLM: {', '.join(s['models'])}: {s['llm_calls']} calls ({s['cached_calls']} from cache), "
+                     f"{s['prompt_tokens']} prompt + {s['completion_tokens']} completion tokens"
+                     + (f", {s['tokens_per_second']:.1f} tokens/s" if s["tokens_per_second"] else ""))
+        lines.append(f"rounds per problem: {s['rounds_histogram']}; round that executed: {s['success_round_histogram']}")
+    if "fallback" in s:
+        f = s["fallback"]
+        lines.append(f"fallback {'/'.join(f['method'])}: answered {f['answered']}, correct {f['correct']} "
+                     f"(accuracy with fallback {f['accuracy_with_fallback']:.1%}, reported separately)")
     return "\n".join(lines)
 
 

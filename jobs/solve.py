@@ -53,6 +53,8 @@ def result_row(problem: Problem, outcome: Outcome, *, method: str, worker: str, 
         worker=worker,
         attempts=attempts,
         finished_at=time.time(),
+        rounds=1 if problem.program else 0,
+        success_round=1 if outcome.executed else None,
     )
 
 

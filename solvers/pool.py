@@ -19,6 +19,7 @@ record ``ErrorKind.WORKER_CRASH``: a problem is never lost.
 
 from __future__ import annotations
 
+import asyncio
 import queue
 import threading
 import time
@@ -49,11 +50,18 @@ class PoolResult:
 
 
 class SolverPool(Protocol):
-    """Runs solver requests on isolated workers; see the module docstring."""
+    """Runs solver requests on isolated workers; see the module docstring.
+
+    Two ways in: ``imap_unordered`` for a batch job that streams requests, and
+    ``await solve(request)`` for asynchronous stage code (the LLM methods) that
+    has many problems in flight, each waiting on its own solver call.
+    """
 
     workers: int
 
     def imap_unordered(self, requests: Iterable[SolveRequest]) -> Iterator[PoolResult]: ...
+
+    async def solve(self, request: SolveRequest) -> PoolResult: ...
 
     def close(self) -> None: ...
 
@@ -84,6 +92,9 @@ class LocalSolverPool:
         self.max_in_flight = max_in_flight or 2 * workers
         self.max_attempts = max_attempts
         self._procs = [SolverProcess(memory_mb=memory_mb, name=f"local-{i}") for i in range(workers)]
+        self._idle: queue.Queue[SolverProcess] = queue.Queue()  # workers free for solve()
+        for p in self._procs:
+            self._idle.put(p)
 
     @property
     def processes(self) -> list[SolverProcess]:
@@ -142,6 +153,29 @@ class LocalSolverPool:
                             todo.get_nowait()
                         except queue.Empty:
                             pass
+
+    async def solve(self, request: SolveRequest) -> PoolResult:
+        """Run one request on the next idle worker (waits while all are busy).
+
+        The wait, the call and the release all happen in one thread: a cancelled caller
+        cannot hand a worker back while its call is still running, and no asyncio
+        object ties the pool to one event loop.
+        """
+        return await asyncio.to_thread(self._solve_blocking, request)
+
+    def _solve_blocking(self, request: SolveRequest) -> PoolResult:
+        t0 = time.monotonic()
+        proc = self._idle.get()
+        try:
+            attempts = 0
+            while True:
+                attempts += 1
+                outcome = proc.solve(request)
+                if not should_retry(outcome, attempts, self.max_attempts):
+                    break
+        finally:
+            self._idle.put(proc)
+        return PoolResult(request, outcome, f"{proc.name}/{proc.last_pid}", attempts, time.monotonic() - t0)
 
     def close(self) -> None:
         for p in self._procs:

@@ -62,6 +62,7 @@ class ErrorKind(str, enum.Enum):
     MEMORY = "memory"
     WORKER_CRASH = "worker_crash"  # the worker process died during the call
     INTERNAL = "internal"  # a bug of ours, caught at the worker boundary
+    LLM = "llm_error"  # the LLM engine could not answer (server down, bad request, ...)
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,194 @@
+"""The LLM engine interface: async, batched, per-request sampling and structured output.
+
+Stage code (``jobs/``) receives an engine object and awaits ``engine.generate(requests)``.
+It never imports ``vllm`` or an HTTP client; a backend does, inside its own module.
+
+Backends (one module each, in this package):
+
+* ``vllm``     — :mod:`actors.engines.vllm_engine`: vLLM in-process (GPU build or CPU build).
+* ``openai``   — :mod:`actors.engines.openai_engine`: any OpenAI-compatible server.
+* ``scripted`` — :mod:`actors.engines.scripted`: deterministic fake for unit tests.
+* ``recorded`` — :mod:`actors.engines.recorded`: answers formulation requests with a
+  recorded program for the request's problem id (Logic-LM's program files).
+* ``replay``   — :mod:`actors.engines.replay`: a content-addressed cache of completions;
+  also the write-through wrapper any other backend can be put behind.
+
+Concurrency contract: ``generate`` may be called concurrently from many coroutines, each
+with a few requests; a backend batches across calls (vLLM's continuous batching, an HTTP
+concurrency limit). Callers should therefore keep many problems in flight instead of
+sending one big batch and waiting for it.
+
+Errors: a request the engine could not answer raises :class:`EngineError` (recoverable:
+the caller records it for that problem and goes on); an engine that cannot serve any more
+requests raises :class:`EngineDeadError` (the job stops, results so far are kept).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal, Protocol, Sequence
+
+
+@dataclass(frozen=True)
+class SamplingParams:
+    """Per-request sampling parameters.
+
+    Attributes:
+        max_tokens: most tokens to generate.
+        temperature: 0 means greedy (reproducible).
+        top_p: nucleus sampling mass.
+        stop: strings that end generation (not included in the text).
+        seed: sampling seed (only meaningful with temperature > 0).
+    """
+
+    max_tokens: int = 512
+    temperature: float = 0.0
+    top_p: float = 1.0
+    stop: tuple[str, ...] = ()
+    seed: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.max_tokens < 1:
+            raise ValueError(f"max_tokens must be >= 1, got {self.max_tokens}")
+        if not 0.0 <= self.temperature <= 5.0:
+            raise ValueError(f"temperature must be in [0, 5], got {self.temperature}")
+        if not 0.0 < self.top_p <= 1.0:
+            raise ValueError(f"top_p must be in (0, 1], got {self.top_p}")
+        object.__setattr__(self, "stop", tuple(self.stop))
+
+
+@dataclass(frozen=True)
+class StructuredOutput:
+    """A constraint on the shape of the output, for backends that support it.
+
+    Exactly one of the fields is set. Backends without structured decoding ignore it
+    (``Completion.structured`` then says False) and callers parse plain text.
+
+    Attributes:
+        json_schema: a JSON schema the output must match.
+        regex: a regular expression the output must match.
+        grammar: an EBNF/Lark grammar (vLLM ``grammar``).
+        choice: the output must be one of these strings.
+    """
+
+    json_schema: dict[str, Any] | None = None
+    regex: str | None = None
+    grammar: str | None = None
+    choice: tuple[str, ...] | None = None
+
+    def __post_init__(self) -> None:
+        set_fields = [f for f in ("json_schema", "regex", "grammar", "choice") if getattr(self, f) is not None]
+        if len(set_fields) != 1:
+            raise ValueError(f"StructuredOutput needs exactly one of json_schema/regex/grammar/choice, got {set_fields}")
+        if self.choice is not None:
+            object.__setattr__(self, "choice", tuple(self.choice))
+
+    @property
+    def kind(self) -> Literal["json_schema", "regex", "grammar", "choice"]:
+        for f in ("json_schema", "regex", "grammar", "choice"):
+            if getattr(self, f) is not None:
+                return f  # type: ignore[return-value]
+        raise AssertionError("unreachable")
+
+
+@dataclass(frozen=True)
+class Message:
+    role: Literal["system", "user", "assistant"]
+    content: str
+
+
+@dataclass(frozen=True)
+class ChatRequest:
+    """One chat completion request.
+
+    Attributes:
+        messages: the conversation so far.
+        params: sampling parameters.
+        structured: optional output constraint.
+        problem_id: the problem this request serves (accounting; the recorded engine keys on it).
+        purpose: what the caller asks for: ``"formulate"``, ``"refine"``, ``"answer"``, ...
+            (the recorded engine only answers ``"formulate"``/``"refine"``).
+        request_id: unique within a run (problem id + purpose + round).
+    """
+
+    messages: tuple[Message, ...]
+    params: SamplingParams = field(default_factory=SamplingParams)
+    structured: StructuredOutput | None = None
+    problem_id: str = ""
+    purpose: str = "answer"
+    request_id: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.messages:
+            raise ValueError("a ChatRequest needs at least one message")
+        object.__setattr__(self, "messages", tuple(self.messages))
+
+    def cache_key(self, model: str) -> str:
+        """Content address of (model, messages, params, structured): what the replay cache keys on.
+
+        ``problem_id``/``purpose``/``request_id`` are deliberately not part of it: the same
+        prompt gives the same completion whoever asks.
+        """
+        payload = {
+            "model": model,
+            "messages": [asdict(m) for m in self.messages],
+            "params": asdict(self.params),
+            "structured": asdict(self.structured) if self.structured else None,
+        }
+        blob = json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+        return hashlib.sha256(blob.encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class Completion:
+    """What an engine returns for one request.
+
+    Attributes:
+        text: the generated text.
+        prompt_tokens: tokens in the prompt (0 when the backend cannot tell).
+        completion_tokens: generated tokens (0 for cache hits: they cost nothing).
+        latency_s: seconds from submission to completion as seen by the backend.
+        finish_reason: ``"stop"``, ``"length"``, ...
+        model: the model that produced it.
+        cached: served from the replay cache.
+        structured: the output was constrained by ``ChatRequest.structured``.
+    """
+
+    text: str
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_s: float = 0.0
+    finish_reason: str = "stop"
+    model: str = ""
+    cached: bool = False
+    structured: bool = False
+
+
+class EngineError(RuntimeError):
+    """A request could not be answered (bad request, server error after retries, ...)."""
+
+
+class EngineDeadError(EngineError):
+    """The engine cannot serve any further request (process died, server gone for good)."""
+
+
+class LLMEngine(Protocol):
+    """An LLM backend. Implementations: see the module docstring.
+
+    Attributes:
+        model: the model's name (part of every cache key).
+        supports_structured: whether ``ChatRequest.structured`` is enforced.
+    """
+
+    model: str
+    supports_structured: bool
+
+    async def generate(self, requests: Sequence[ChatRequest]) -> list[Completion]:
+        """Complete ``requests``; the result is in the same order. Raises EngineError."""
+        ...
+
+    async def close(self) -> None:
+        """Release the engine (GPU memory, HTTP sessions). Idempotent."""
+        ...

@@ -1,0 +1,84 @@
+"""Build an engine from its name and options (what ``symbolkg solve --engine`` means).
+
+Backend modules are imported only when chosen: picking ``recorded`` never imports vLLM.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from actors.engines.base import LLMEngine
+
+ENGINES: tuple[str, ...] = ("vllm", "openai", "recorded", "replay")
+
+
+@dataclass(frozen=True)
+class EngineOptions:
+    """Options of :func:`make_engine`.
+
+    Attributes:
+        kind: one of :data:`ENGINES` (``scripted`` is for tests and built in code).
+        model: model name or path (vllm: a registry name, HF folder or repo id, default the
+            embedded SmolLM2-135M-Instruct; openai: the served model name; replay: the model
+            the cached completions came from).
+        recorded: Logic-LM program file for the ``recorded`` engine.
+        cache_dir: the replay cache; with any engine but ``replay`` it is written through.
+        openai_url: base URL of an OpenAI-compatible server.
+        tensor_parallel_size, gpu_memory_utilization, max_model_len, max_num_seqs: vLLM
+            options (GPU clusters: e.g. TP 2-8 and 0.9 for a 70B model).
+    """
+
+    kind: str
+    model: str | None = None
+    recorded: str | None = None
+    cache_dir: str | None = None
+    openai_url: str | None = None
+    tensor_parallel_size: int = 1
+    gpu_memory_utilization: float | None = None
+    max_model_len: int | None = None
+    max_num_seqs: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.kind not in ENGINES:
+            raise ValueError(f"unknown engine {self.kind!r}; choose one of {', '.join(ENGINES)}")
+        if self.kind == "recorded" and not self.recorded:
+            raise ValueError("--engine recorded needs --recorded FILE (a Logic-LM program file)")
+        if self.kind == "replay" and not (self.cache_dir and self.model):
+            raise ValueError("--engine replay needs --cache DIR and --model NAME (the model the cache was filled by)")
+        if self.kind == "openai" and not (self.openai_url and self.model):
+            raise ValueError("--engine openai needs --openai-url URL and --model NAME")
+
+
+def make_engine(opts: EngineOptions) -> LLMEngine:
+    """The engine ``opts`` describes, wrapped in the write-through cache if ``cache_dir`` is set."""
+    engine: LLMEngine
+    if opts.kind == "recorded":
+        from actors.engines.recorded import RecordedEngine
+
+        engine = RecordedEngine.from_logiclm_file(opts.recorded)  # type: ignore[arg-type]
+    elif opts.kind == "replay":
+        from actors.engines.replay import CompletionCache, ReplayEngine
+
+        return ReplayEngine(CompletionCache(Path(opts.cache_dir)), opts.model)  # type: ignore[arg-type]
+    elif opts.kind == "openai":
+        from actors.engines.openai_engine import OpenAIConfig, OpenAIEngine
+
+        engine = OpenAIEngine(OpenAIConfig(base_url=opts.openai_url, model=opts.model))  # type: ignore[arg-type]
+    else:
+        from actors.engines.vllm_engine import VLLMConfig, VLLMEngine
+
+        kwargs = {k: v for k, v in {
+            "tensor_parallel_size": opts.tensor_parallel_size,
+            "gpu_memory_utilization": opts.gpu_memory_utilization,
+            "max_model_len": opts.max_model_len,
+            "max_num_seqs": opts.max_num_seqs,
+        }.items() if v is not None}
+        if opts.model:
+            kwargs["model"] = opts.model
+        engine = VLLMEngine(VLLMConfig(**kwargs))
+    if opts.cache_dir:
+        from actors.engines.replay import CachingEngine, CompletionCache
+
+        engine = CachingEngine(engine, CompletionCache(Path(opts.cache_dir)))
+    return engine

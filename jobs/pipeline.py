@@ -1,0 +1,100 @@
+"""The LLM batch job: many problems in flight through one engine and one solver pool.
+
+An engine is only saturated when it sees many requests at once (continuous batching;
+DESIGN.md: one problem at a time wastes ~17/18 of a 70B engine). So the job runs
+``max_in_flight`` problem coroutines concurrently, each awaiting its own LLM and solver
+calls, instead of batching problems in lockstep: a problem whose program needs a repair
+round does not hold up the others, and the engine always has work queued.
+
+Rows stream into the resumable :class:`jobs.store.ResultStore` as problems finish; a
+rerun skips the problems already recorded (and with the replay cache on, a rerun of
+finished LLM calls costs no tokens).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import time
+from typing import Iterable
+
+from actors.engines.base import EngineDeadError, LLMEngine
+from jobs.methods import MethodConfig, run_problem
+from jobs.records import Problem
+from jobs.solve import SolveSummary
+from jobs.store import ResultStore
+from solvers.pool import SolverPool
+
+
+async def run_method_job(
+    problems: Iterable[Problem],
+    store: ResultStore,
+    cfg: MethodConfig,
+    engine: LLMEngine,
+    solver: SolverPool | None,
+    *,
+    max_in_flight: int = 64,
+    progress: bool = True,
+) -> SolveSummary:
+    """Run ``cfg.method`` on every problem not yet in ``store``.
+
+    Args:
+        problems: the problems (ids must be unique).
+        store: results store; finalized when every problem has a row.
+        cfg: the method and its settings.
+        engine: the LLM backend (used concurrently).
+        solver: the solver pool (needed by ``logiclm``).
+        max_in_flight: problems processed concurrently (keep it >= the engine's batch size).
+        progress: progress bar on stderr.
+
+    Raises:
+        EngineDeadError: the engine died; rows finished so far are flushed, a rerun resumes.
+        ValueError: duplicate problem ids, or ``max_in_flight`` < 1.
+    """
+    if max_in_flight < 1:
+        raise ValueError(f"max_in_flight must be >= 1, got {max_in_flight}")
+    t0 = time.monotonic()
+    problems = list(problems)
+    ids = [p.id for p in problems]
+    if len(set(ids)) != len(ids):
+        raise ValueError("duplicate problem ids in the input")
+    done = store.done_ids()
+    todo = iter([p for p in problems if p.id not in done])
+    skipped = sum(1 for p in problems if p.id in done)
+    bar = None
+    if progress:
+        from tqdm import tqdm
+
+        bar = tqdm(total=len(problems), initial=skipped, unit="problem", dynamic_ncols=True, file=sys.stderr)
+    solved = correct = tokens = 0
+
+    async def worker() -> None:
+        nonlocal solved, correct, tokens
+        for problem in todo:  # a shared iterator: each problem goes to exactly one worker
+            row = await run_problem(problem, cfg, engine, solver)
+            store.append(row)
+            solved += 1
+            correct += row.correct
+            tokens += row.completion_tokens
+            if bar is not None:
+                elapsed = max(time.monotonic() - t0, 1e-9)
+                bar.set_postfix(correct=f"{correct}/{solved}", tok_s=f"{tokens / elapsed:.0f}", refresh=False)
+                bar.update(1)
+
+    tasks = [asyncio.create_task(worker()) for _ in range(max_in_flight)]
+    try:
+        await asyncio.gather(*tasks)
+        store.finalize()
+    except BaseException:
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        raise
+    finally:
+        store.flush()
+        if bar is not None:
+            bar.close()
+    return SolveSummary(total=len(problems), skipped_done=skipped, solved=solved, wall_seconds=time.monotonic() - t0)
+
+
+__all__ = ["run_method_job", "EngineDeadError"]
