@@ -109,7 +109,7 @@ class ChatRequest:
         structured: optional output constraint.
         problem_id: the problem this request serves (accounting; the recorded engine keys on it).
         purpose: what the caller asks for: ``"formulate"``, ``"refine"``, ``"answer"``, ...
-            (the recorded engine only answers ``"formulate"``/``"refine"``).
+            (the recorded engine only answers ``"formulate"``).
         request_id: unique within a run (problem id + purpose + round).
     """
 
