@@ -5,10 +5,12 @@ Backend modules are imported only when chosen: picking ``recorded`` never import
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable, Sequence
 
-from actors.engines.base import LLMEngine
+from actors.engines.base import ChatRequest, Completion, LLMEngine
 
 ENGINES: tuple[str, ...] = ("vllm", "openai", "recorded", "replay")
 
@@ -50,6 +52,45 @@ class EngineOptions:
             raise ValueError("--engine openai needs --openai-url URL and --model NAME")
 
 
+class LazyEngine:
+    """Builds its engine on the first ``generate``: a rerun fully served by the cache never loads a model.
+
+    Args:
+        build: makes the engine (e.g. loads vLLM; may take tens of seconds).
+        model: the model name, known before the engine exists (it keys the cache).
+        supports_structured: what the engine will support.
+    """
+
+    def __init__(self, build: Callable[[], LLMEngine], *, model: str, supports_structured: bool) -> None:
+        self._build = build
+        self._engine: LLMEngine | None = None
+        self._lock = asyncio.Lock()
+        self.model = model
+        self.supports_structured = supports_structured
+
+    @property
+    def started(self) -> bool:
+        return self._engine is not None
+
+    async def generate(self, requests: Sequence[ChatRequest]) -> list[Completion]:
+        if self._engine is None:
+            async with self._lock:
+                if self._engine is None:
+                    self._engine = await asyncio.to_thread(self._build)
+        return await self._engine.generate(requests)
+
+    async def close(self) -> None:
+        if self._engine is not None:
+            await self._engine.close()
+
+
+def vllm_model_name(config) -> str:  # noqa: ANN001 - a VLLMConfig; vllm_engine is imported lazily
+    """The name a VLLMEngine built from ``config`` will have, without loading anything."""
+    from actors.engines.models import resolve_model
+
+    return config.served_model_name or resolve_model(config.model, prepare_embedded=False).name
+
+
 def make_engine(opts: EngineOptions) -> LLMEngine:
     """The engine ``opts`` describes, wrapped in the write-through cache if ``cache_dir`` is set."""
     engine: LLMEngine
@@ -76,7 +117,8 @@ def make_engine(opts: EngineOptions) -> LLMEngine:
         }.items() if v is not None}
         if opts.model:
             kwargs["model"] = opts.model
-        engine = VLLMEngine(VLLMConfig(**kwargs))
+        config = VLLMConfig(**kwargs)
+        engine = LazyEngine(lambda: VLLMEngine(config), model=vllm_model_name(config), supports_structured=True)
     if opts.cache_dir:
         from actors.engines.replay import CachingEngine, CompletionCache
 

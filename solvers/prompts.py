@@ -1,0 +1,762 @@
+"""Prompts and output parsing for the LLM methods ``direct``, ``cot`` and ``logiclm``.
+
+This module builds chat messages and parses completions; it never calls a model
+(stage code in ``jobs/`` does, through an engine it is given) and imports nothing
+outside ``solvers/``. Messages are lists of ``(role, content)`` tuples with
+``role`` in ``system`` / ``user`` / ``assistant``; the caller converts them to its
+own message type.
+
+Logic-LM (``logiclm``): :func:`formulation_messages` asks for a program in the
+dataset's language (:data:`LANGUAGE_FOR_DATASET`); :func:`extract_program` cuts the
+program out of the completion; the solver runs it; on an error (or when it runs
+but gives no unique answer) :func:`refine_messages` shows the model its program
+with line numbers and the solver's message and asks for a corrected program.
+
+Each language's system message states exactly what its parser accepts
+(:mod:`solvers.lp`, :mod:`solvers.fol`, :mod:`solvers.csp`, :mod:`solvers.lsat`)
+and is followed by hand-written few-shot examples (:data:`EXAMPLES`: made-up
+problems in the style of each dataset, not taken from any dev set or from
+Logic-LM's prompts); the tests run every example program through its solver and
+check the intended answer. The formulation and refine prompts of a language
+share their whole prefix (system message and examples), so that an engine with
+prefix caching (vLLM) computes it once.
+
+Baselines: :func:`direct_messages` (answer letter only) and :func:`cot_messages`
+(short reasoning ending with ``The answer is X.``); :func:`extract_answer` reads
+the option letter back; :func:`answer_structured_output` gives the matching
+decoding constraint.
+
+Structured decoding (:func:`program_structured_output`): the LP language gets a
+regular expression of its full line grammar (sections, declarations, atoms,
+rules, one query atom); the other languages get a regular expression of their
+section skeleton (headers in order, one item per line, option lines of the right
+shape, nothing after the last section), which keeps prose and Markdown out but
+does not check formulas. All regexes use only what both xgrammar and Python's
+``re`` read the same way: no flags, lookarounds or backreferences.
+
+Example:
+    >>> msgs = formulation_messages("logiclm-lp", "Bob is big.", "Is Bob big?", ["A) True", "B) False"])
+    >>> [role for role, _ in msgs][:2], msgs[-1][0]
+    (['system', 'user'], 'user')
+    >>> extract_answer("Reasoning...\\nThe answer is B.", ["A) True", "B) False"])
+    'B'
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Sequence
+
+#: Logic-LM dataset name -> the program language Logic-LM uses for it.
+LANGUAGE_FOR_DATASET: dict[str, str] = {
+    "logiclm/prontoqa": "logiclm-lp",
+    "logiclm/proofwriter": "logiclm-lp",
+    "logiclm/folio": "logiclm-fol",
+    "logiclm/logicaldeduction": "logiclm-csp",
+    "logiclm/ar-lsat": "logiclm-smt",
+}
+
+Messages = list[tuple[str, str]]
+
+
+# --------------------------------------------------------------------------- few-shot examples
+
+
+@dataclass(frozen=True)
+class FewShot:
+    """A hand-written example problem with its program.
+
+    Attributes:
+        context: the premises or puzzle setup.
+        question: the question as the dataset phrases it.
+        options: answer options, ``"A) ..."`` style.
+        program: the program the model should write for it.
+        solver_answer: what the solver must answer for ``program``
+            (``"True"``/``"False"``/``"Unknown"`` or an option letter).
+        answer: the correct option letter.
+    """
+
+    context: str
+    question: str
+    options: tuple[str, ...]
+    program: str
+    solver_answer: str
+    answer: str
+
+
+_LP_EXAMPLES = (
+    FewShot(
+        context=(
+            "Every lorpin is a tremp. Each tremp is not shiny. Every zindle is shiny. Mira is a lorpin."
+        ),
+        question="Is the following statement true or false? Mira is shiny.",
+        options=("A) True", "B) False"),
+        program="""Predicates:
+Lorpin($x, bool)
+Tremp($x, bool)
+Shiny($x, bool)
+Zindle($x, bool)
+
+Facts:
+Lorpin(Mira, True)
+
+Rules:
+Lorpin($x, True) >>> Tremp($x, True)
+Tremp($x, True) >>> Shiny($x, False)
+Zindle($x, True) >>> Shiny($x, True)
+
+Query:
+Shiny(Mira, True)""",
+        solver_answer="False",
+        answer="B",
+    ),
+    FewShot(
+        context=(
+            "The bear is big. The bear likes the mouse. The mouse is cold. The mouse does not like the bear. "
+            "If someone likes the mouse then they are kind. If someone is big and kind then they are not quiet."
+        ),
+        question="Based on the above information, is the following statement true, false, or unknown? The bear is not quiet.",
+        options=("A) True", "B) False", "C) Unknown"),
+        program="""Predicates:
+Big($x, bool) ::: Is x big?
+Likes($x, $y, bool) ::: Does x like y?
+Cold($x, bool) ::: Is x cold?
+Kind($x, bool) ::: Is x kind?
+Quiet($x, bool) ::: Is x quiet?
+
+Facts:
+Big(bear, True) ::: The bear is big.
+Likes(bear, mouse, True) ::: The bear likes the mouse.
+Cold(mouse, True) ::: The mouse is cold.
+Likes(mouse, bear, False) ::: The mouse does not like the bear.
+
+Rules:
+Likes($x, mouse, True) >>> Kind($x, True) ::: If someone likes the mouse then they are kind.
+Big($x, True) && Kind($x, True) >>> Quiet($x, False) ::: If someone is big and kind then they are not quiet.
+
+Query:
+Quiet(bear, False) ::: The bear is not quiet.""",
+        solver_answer="True",
+        answer="A",
+    ),
+)
+
+_FOL_EXAMPLES = (
+    FewShot(
+        context=(
+            "All librarians in Tromso read every day. Some people who read every day write poems. "
+            "Everyone who reads every day is either a student or a teacher, but not both. "
+            "If someone is a teacher, then they have a library card. "
+            "Ingrid is a librarian in Tromso, and she is not a teacher."
+        ),
+        question="Based on the above information, is the following statement true, false, or uncertain? Ingrid is a student.",
+        options=("A) True", "B) False", "C) Uncertain"),
+        program="""Predicates:
+Librarian(x) ::: x is a librarian in Tromso.
+ReadsDaily(x) ::: x reads every day.
+WritesPoems(x) ::: x writes poems.
+Student(x) ::: x is a student.
+Teacher(x) ::: x is a teacher.
+HasCard(x) ::: x has a library card.
+Premises:
+∀x (Librarian(x) → ReadsDaily(x)) ::: All librarians in Tromso read every day.
+∃x (ReadsDaily(x) ∧ WritesPoems(x)) ::: Some people who read every day write poems.
+∀x (ReadsDaily(x) → (Student(x) ⊕ Teacher(x))) ::: Everyone who reads every day is either a student or a teacher, but not both.
+∀x (Teacher(x) → HasCard(x)) ::: If someone is a teacher, then they have a library card.
+Librarian(ingrid) ∧ ¬Teacher(ingrid) ::: Ingrid is a librarian in Tromso, and she is not a teacher.
+Conclusion:
+Student(ingrid) ::: Ingrid is a student.""",
+        solver_answer="True",
+        answer="A",
+    ),
+)
+
+_CSP_EXAMPLES = (
+    FewShot(
+        context=(
+            "The following paragraphs each describe a set of three objects arranged in a fixed order. "
+            "The statements are logically consistent within each paragraph.\n\n"
+            "In a bakery window, there are three cakes: a lemon cake, a plum cake, and a fig cake. "
+            "The plum cake is cheaper than the fig cake. The lemon cake is the most expensive."
+        ),
+        question="Which of the following is true?",
+        options=(
+            "A) The lemon cake is the cheapest.",
+            "B) The plum cake is the cheapest.",
+            "C) The fig cake is the cheapest.",
+        ),
+        program="""Domain:
+1: cheapest
+3: most expensive
+Variables:
+lemon_cake [IN] [1, 2, 3]
+plum_cake [IN] [1, 2, 3]
+fig_cake [IN] [1, 2, 3]
+Constraints:
+plum_cake < fig_cake ::: The plum cake is cheaper than the fig cake.
+lemon_cake == 3 ::: The lemon cake is the most expensive.
+AllDifferentConstraint([lemon_cake, plum_cake, fig_cake]) ::: Each cake has its own place.
+Query:
+A) lemon_cake == 1 ::: The lemon cake is the cheapest.
+B) plum_cake == 1 ::: The plum cake is the cheapest.
+C) fig_cake == 1 ::: The fig cake is the cheapest.""",
+        solver_answer="B",
+        answer="B",
+    ),
+)
+
+_SMT_EXAMPLES = (
+    FewShot(
+        context=(
+            "Three interns—Kim, Lee, and Moss—are each assigned to exactly one of two projects, Alpha and Beta. "
+            "The following conditions apply: Each project has at least one intern. "
+            "Kim and Lee are not assigned to the same project. "
+            "If Moss is assigned to Alpha, then Lee is assigned to Beta."
+        ),
+        question="If Kim is assigned to Beta, then which one of the following must be true?",
+        options=(
+            "A) Lee is assigned to Beta.",
+            "B) Moss is assigned to Alpha.",
+            "C) Lee and Moss are assigned to the same project.",
+            "D) Moss is assigned to Beta.",
+            "E) All three interns are assigned to Beta.",
+        ),
+        program="""# Declarations
+interns = EnumSort([Kim, Lee, Moss])
+projects = EnumSort([Alpha, Beta])
+assigned = Function([interns] -> [projects])
+
+# Constraints
+ForAll([p:projects], Exists([i:interns], assigned(i) == p)) ::: Each project has at least one intern.
+assigned(Kim) != assigned(Lee) ::: Kim and Lee are not assigned to the same project.
+Implies(assigned(Moss) == Alpha, assigned(Lee) == Beta) ::: If Moss is assigned to Alpha, then Lee is assigned to Beta.
+assigned(Kim) == Beta ::: If Kim is assigned to Beta
+
+# Options
+Question ::: If Kim is assigned to Beta, then which one of the following must be true?
+is_valid(assigned(Lee) == Beta) ::: (A)
+is_valid(assigned(Moss) == Alpha) ::: (B)
+is_valid(assigned(Lee) == assigned(Moss)) ::: (C)
+is_valid(assigned(Moss) == Beta) ::: (D)
+is_valid(Count([i:interns], assigned(i) == Beta) == 3) ::: (E)""",
+        solver_answer="D",
+        answer="D",
+    ),
+)
+
+#: Few-shot examples per language, in prompt order.
+EXAMPLES: dict[str, tuple[FewShot, ...]] = {
+    "logiclm-lp": _LP_EXAMPLES,
+    "logiclm-fol": _FOL_EXAMPLES,
+    "logiclm-csp": _CSP_EXAMPLES,
+    "logiclm-smt": _SMT_EXAMPLES,
+}
+
+
+# --------------------------------------------------------------------------- system messages
+
+_ONLY = "Reply with ONLY the program: no explanation, no Markdown, no ``` fences."
+
+_SYSTEMS: dict[str, str] = {
+    "logiclm-lp": f"""Translate the problem into a logic program. {_ONLY}
+Sections, in this order, each header alone on its line: Predicates:, Facts:, Rules:, Query:.
+Predicates: declarations like Likes($x, $y, bool)
+Facts: atoms like Likes(Anne, Bob, True)
+Rules: premises >>> conclusion, premises joined by &&
+Query: exactly one atom, the statement to check
+An atom ends with True or False, saying whether it holds: "Bob is not cold" is Cold(Bob, False).
+Constants are single words (Bob, cat); variables ($x, $y) belong in rules. Keep each predicate's number of arguments.
+Text after ::: is an optional comment.""",
+    "logiclm-fol": f"""Translate the problem into first-order logic. {_ONLY}
+Sections, in this order, each header alone on its line:
+Predicates: one per line, e.g. Dog(x) ::: x is a dog.
+Premises: one formula per premise sentence.
+Conclusion: exactly one formula, the statement to check.
+Symbols: ∀x ∃x ¬ ∧ ∨ → (if-then) ↔ (if and only if) ⊕ (either-or, not both), parentheses, = and ≠.
+Predicates start with a capital letter and keep the same number of arguments everywhere.
+Constants are lowercase names (rex, new_york); the variables x, y, z must be bound by ∀ or ∃.
+No arithmetic or comparisons such as < or >: use a predicate instead, e.g. OlderThan(x, y).
+Text after ::: is a comment (the sentence).""",
+    "logiclm-csp": f"""Translate the ordering puzzle into a constraint program. {_ONLY}
+Sections, in this order, each header alone on its line:
+Domain: what the positions mean, e.g. 1: leftmost and 3: rightmost (N objects -> positions 1 to N).
+Variables: one per object, name [IN] [1, 2, 3]; names use letters, digits and _.
+Constraints: one Python condition per line (== != < > <= >=, + -, abs(), and, or, not), and AllDifferentConstraint([all variables]).
+Query: one line per answer option, with its letter, e.g. A) name == 1
+"Second from the right" among N objects is position N - 1.
+Text after ::: is a comment (the sentence).""",
+    "logiclm-smt": f"""Translate the puzzle into a Z3-style program. {_ONLY}
+Sections, in this order, each header alone on its line:
+# Declarations
+sorts: people = EnumSort([Ann, Bo]) or days = EnumSort([1, 2, 3]); functions: f = Function([people] -> [days]) (several argument sorts allowed; the result may also be int or bool)
+# Constraints
+one formula per line: == != < <= > >= + -, And(...), Or(...), Not(x), Implies(a, b), If(c, a, b), Distinct(...), ForAll([x:people], ...), Exists([x:people], ...), Count([x:people], condition)
+The question's own condition ("If Ann ..., then") is a constraint too.
+# Options
+Question ::: the question
+one check per option, ending with ::: (A), ::: (B), ...:
+is_valid(f) must be true; is_sat(f) could be true; is_unsat(f) cannot be true; is_exception(is_sat(f)) for "could be true EXCEPT".
+Text after ::: is a comment.""",
+}
+
+
+def _check_language(language: str) -> None:
+    if language not in _SYSTEMS:
+        raise ValueError(f"no prompts for language {language!r}; known: {', '.join(sorted(_SYSTEMS))}")
+
+
+# --------------------------------------------------------------------------- problem text
+
+
+def _problem_text(context: str, question: str, options: Sequence[str]) -> str:
+    parts = [f"Context:\n{context.strip()}", f"Question: {question.strip()}"]
+    if options:
+        parts.append("Options:\n" + "\n".join(o.strip() for o in options))
+    return "\n\n".join(parts)
+
+
+def _program_prefix(language: str) -> Messages:
+    """System message and few-shot turns: the shared prefix of formulation and refine prompts."""
+    _check_language(language)
+    messages: Messages = [("system", _SYSTEMS[language])]
+    for ex in EXAMPLES[language]:
+        messages.append(("user", _problem_text(ex.context, ex.question, ex.options)))
+        messages.append(("assistant", ex.program))
+    return messages
+
+
+def formulation_messages(language: str, context: str, question: str, options: Sequence[str]) -> Messages:
+    """Messages asking for a program in ``language`` for one problem.
+
+    Args:
+        language: a Logic-LM language (a value of :data:`LANGUAGE_FOR_DATASET`).
+        context: the problem's premises or setup.
+        question: the question, as the dataset phrases it.
+        options: the answer options (``"A) True"`` ...), shown to the model.
+
+    Returns:
+        System message, few-shot user/assistant turns, then the problem as the last user turn.
+
+    Raises:
+        ValueError: ``language`` has no prompts.
+    """
+    return _program_prefix(language) + [("user", _problem_text(context, question, options))]
+
+
+#: Longest solver message quoted in a refine prompt (characters); the rest is cut.
+MAX_ERROR_CHARS = 1500
+
+_REFINE_LEADS = {
+    "no_answer": "The program runs, but it does not give exactly one answer.",
+    "timeout": "The solver ran out of time on the program; make it simpler.",
+    "memory": "The solver ran out of memory on the program; make it simpler.",
+}
+
+
+def _numbered(program: str) -> str:
+    lines = program.splitlines() or [""]
+    width = len(str(len(lines)))
+    return "\n".join(f"{i:>{width}} | {line}" for i, line in enumerate(lines, start=1))
+
+
+def refine_messages(
+    language: str,
+    context: str,
+    question: str,
+    options: Sequence[str],
+    program: str,
+    error_kind: str | None,
+    error_message: str,
+    error_line: int | None,
+) -> Messages:
+    """Messages asking for a corrected program after the solver rejected ``program``.
+
+    Also for a program that ran but gave no unique answer (``error_kind="no_answer"``):
+    the message then says so and carries the solver's explanation (entailed options,
+    the atom derived both ways, an unsatisfiable core).
+
+    Args:
+        language: the program's language.
+        context, question, options: the problem, as for :func:`formulation_messages`.
+        program: the program as it was run.
+        error_kind: an :class:`solvers.records.ErrorKind` value, or None.
+        error_message: the solver's message.
+        error_line: 1-based line the error refers to, if known.
+
+    Returns:
+        The formulation prefix (system message and examples) and one user turn with the
+        problem, the program with line numbers, the error and the request for a full
+        corrected program.
+
+    Raises:
+        ValueError: ``language`` has no prompts.
+    """
+    lines = program.splitlines()
+    lead = _REFINE_LEADS.get(error_kind or "", "The solver could not run the program.")
+    message = error_message.strip() or "(no message)"
+    if len(message) > MAX_ERROR_CHARS:  # solver messages can carry whole models or derivations
+        message = message[:MAX_ERROR_CHARS].rstrip() + " ..."
+    error = f"Error ({error_kind or 'error'})"
+    if error_line is not None:
+        error += f" on line {error_line}"
+    error += f": {message}"
+    if error_line is not None and 1 <= error_line <= len(lines):
+        error += f"\nLine {error_line}: {lines[error_line - 1].strip()}"
+    body = (
+        f"{_problem_text(context, question, options)}\n\n"
+        f"Your program (line numbers added):\n{_numbered(program)}\n\n"
+        f"{lead}\n{error}\n\n"
+        "Write the corrected full program, without line numbers. " + _ONLY
+    )
+    return _program_prefix(language) + [("user", body)]
+
+
+# --------------------------------------------------------------------------- program extraction
+
+#: Section headers per language, in program order (canonical spelling).
+_SECTIONS: dict[str, tuple[str, ...]] = {
+    "logiclm-lp": ("Predicates:", "Facts:", "Rules:", "Query:"),
+    "logiclm-fol": ("Predicates:", "Premises:", "Conclusion:"),
+    "logiclm-csp": ("Domain:", "Variables:", "Constraints:", "Query:"),
+    "logiclm-smt": ("# Declarations", "# Constraints", "# Options"),
+}
+
+# A header line, possibly decorated with Markdown (**Rules:**, ## Rules, ### Rules:, **Query:** atom).
+# Without a colon only the bare name counts; 'Premises ::: ...' is a formula with a comment.
+_DECORATED_HEADER = re.compile(r"^[\s#*_>]*(?P<name>[A-Za-z]+)[\s*_]*(?::(?!::)[\s*_]*(?P<rest>.*))?$")
+_LINE_NUMBER = re.compile(r"^\s*\d+\s*[|:]\s?")
+_FENCE = re.compile(r"```[^\n]*\n(.*?)(?:```|\Z)", re.DOTALL)
+
+# Lines that belong to the last section of each language; the first other line ends the program.
+_LAST_SECTION_LINE: dict[str, re.Pattern[str]] = {
+    "logiclm-lp": re.compile(r"^\s*[!¬~]?\s*[A-Za-z_]\w*\s*\("),
+    "logiclm-fol": re.compile(r"^\s*(?:[∀∃¬(~]|[A-Za-z_]\w*\(|[a-z]\w*\s*(?:=|≠))"),
+    "logiclm-csp": re.compile(r"^\s*[A-Za-z]\s*\)"),
+    "logiclm-smt": re.compile(r"^\s*(?:Question\b|[A-Za-z_]\w*\s*\()"),
+}
+
+
+def _header_of(language: str, line: str) -> tuple[str, str] | None:
+    """(canonical header, rest of the line) when ``line`` is a section header of ``language``."""
+    match = _DECORATED_HEADER.match(line)
+    if not match:
+        return None
+    name = match.group("name").lower()
+    for header in _SECTIONS[language]:
+        canonical = header.lstrip("# ").rstrip(":").lower()
+        if name in (canonical, canonical + "s", "queries" if canonical == "query" else canonical):
+            rest = (match.group("rest") or "").strip().strip("*_ ")
+            if language == "logiclm-smt" and rest:
+                return None  # '# Constraints' must be alone on its line (else it is a comment)
+            return header, rest
+    return None
+
+
+def _pick_candidate(language: str, text: str) -> str:
+    blocks = [b for b in _FENCE.findall(text) if b.strip()]
+    if not blocks:
+        return text
+
+    def headers(s: str) -> int:
+        return sum(1 for line in s.splitlines() if _header_of(language, line))
+
+    best = max(blocks, key=headers)  # max() keeps the first of equals
+    if headers(best):
+        return best
+    if any(_header_of(language, line) for line in text.splitlines()):
+        return re.sub(r"^```[^\n]*$", "", text, flags=re.MULTILINE)
+    return max(blocks, key=len)
+
+
+def extract_program(language: str, text: str) -> str:
+    """Cut the program out of an LLM completion, as the language's parser expects it.
+
+    Takes the fenced block that holds the language's section headers (or the whole
+    text), removes line numbers copied from a refine prompt (when every line has
+    one), rewrites Markdown-decorated headers (``**Rules:**``, ``## Premises``) to
+    the plain form, drops prose before the first header and, after the last
+    section's header, everything from the first line that does not look like an
+    item of that section (trailing explanations). Never raises.
+
+    Args:
+        language: the program's language.
+        text: the completion.
+
+    Returns:
+        The best candidate program, stripped; possibly empty.
+    """
+    if language not in _SECTIONS or not text:
+        return (text or "").strip()
+    candidate = _pick_candidate(language, text.replace("\r\n", "\n"))
+    lines = candidate.split("\n")
+    nonblank = [line for line in lines if line.strip()]
+    if nonblank and all(_LINE_NUMBER.match(line) for line in nonblank):
+        lines = [_LINE_NUMBER.sub("", line, count=1) for line in lines]
+
+    out: list[str] = []
+    started = False
+    last = _SECTIONS[language][-1]
+    in_last = False
+    for line in lines:
+        header = _header_of(language, line)
+        if header:
+            started = True
+            name, rest = header
+            in_last = name == last
+            out.append(name)
+            if rest:  # 'Query: Atom' -> the atom on its own line (the CSP parser wants that)
+                out.append(rest)
+            continue
+        if not started:
+            continue
+        if line.strip().startswith("```"):
+            if in_last:
+                break
+            continue
+        if in_last and line.strip() and not _LAST_SECTION_LINE[language].match(line):
+            break
+        out.append(line.rstrip())
+    if not started:
+        return candidate.strip()
+    return "\n".join(out).strip()
+
+
+# --------------------------------------------------------------------------- structured decoding
+
+# str.splitlines() (which every parser uses) also breaks lines at these; free text must not contain them.
+_BREAKS = r"\n\r\x0b\x0c\x1c-\x1e\x85\u2028\u2029"
+_TEXT = rf"[^{_BREAKS}]"
+_NAME = r"[A-Za-z][A-Za-z0-9_]*"
+_LP_VAR = r"\$[A-Za-z][A-Za-z0-9_]*"
+_LP_CONST = r"[A-Za-z0-9_]+"
+# At most three arguments before the truth value (the recorded programs use one or two): unbounded,
+# a small constrained model can loop on "Pred($x, bool, bool, ..." until max_tokens.
+_LP_ATOM = rf"!?{_NAME}\((({_LP_VAR}|{_LP_CONST}), ){{1,3}}(True|False)\)"
+_LP_GROUND_ATOM = rf"!?{_NAME}\(({_LP_CONST}, ){{1,3}}(True|False)\)"  # the query names constants only
+_LP_CONJ = rf"{_LP_ATOM}( && {_LP_ATOM})*"
+_COMMENT = rf"( ::: {_TEXT}*)?"
+_LP_DECL = rf"{_NAME}\(({_LP_VAR}, ){{1,3}}bool\){_COMMENT}"
+_LP_CLAUSE = rf"{_LP_CONJ}( >>> {_LP_CONJ})?{_COMMENT}"
+
+#: The LP line grammar: every program it admits parses (arities aside; tested by sampling).
+LP_PROGRAM_REGEX = (
+    rf"Predicates:\n({_LP_DECL}\n)*"
+    rf"\n?Facts:\n({_LP_CLAUSE}\n)*"
+    rf"\n?Rules:\n({_LP_CLAUSE}\n)*"
+    rf"\n?Query:\n{_LP_GROUND_ATOM}{_COMMENT}\n?"
+)
+
+# Items without ':' (formulas, Python expressions) cannot be mistaken for a header.
+_ITEM = rf"[^:{_BREAKS}]+"
+_FOL_DECL = rf"{_NAME}\(([A-Za-z][A-Za-z0-9_]*(, ?[A-Za-z][A-Za-z0-9_]*)*)?\){_COMMENT}"
+
+#: FOL skeleton: Predicates/Premises/Conclusion, one item per line, exactly one conclusion.
+FOL_PROGRAM_REGEX = (
+    rf"Predicates:\n({_FOL_DECL}\n)*"
+    rf"\n?Premises:\n({_ITEM}{_COMMENT}\n)+"
+    rf"\n?Conclusion:\n{_ITEM}{_COMMENT}\n?"
+)
+
+#: CSP skeleton: Domain notes, ``name [IN] domain`` variables, constraints, ``X) expr`` options.
+CSP_PROGRAM_REGEX = (
+    rf"(Domain:\n([0-9]+: {_TEXT}*\n)*)?"
+    rf"\n?Variables:\n([A-Za-z_][A-Za-z0-9_]* \[IN\] {_ITEM}{_COMMENT}\n)+"
+    rf"\n?Constraints:\n({_ITEM}{_COMMENT}\n)+"
+    rf"\n?Query:\n([A-G]\) {_ITEM}{_COMMENT}\n)*[A-G]\) {_ITEM}{_COMMENT}\n?"
+)
+
+_SMT_OPTION = rf"(is_sat|is_unsat|is_valid|is_exception|is_accurate_list)\({_TEXT}*\) ::: \([A-G]\)"
+_SMT_LINE = rf"[^#{_BREAKS}]{_TEXT}*\n"
+#: AR-LSAT skeleton: the three headers, one item per line, option checks labelled (A)...
+SMT_PROGRAM_REGEX = (
+    rf"# Declarations\n({_SMT_LINE})+\n?"
+    rf"# Constraints\n({_SMT_LINE})+\n?"
+    rf"# Options\n(Question ::: {_TEXT}*\n)?"
+    rf"({_SMT_OPTION}\n)*{_SMT_OPTION}\n?"
+)
+
+_PROGRAM_REGEXES = {
+    "logiclm-lp": LP_PROGRAM_REGEX,
+    "logiclm-fol": FOL_PROGRAM_REGEX,
+    "logiclm-csp": CSP_PROGRAM_REGEX,
+    "logiclm-smt": SMT_PROGRAM_REGEX,
+}
+
+
+def program_structured_output(language: str) -> dict | None:
+    """A structured-decoding constraint for programs of ``language``, or None.
+
+    Returns:
+        ``{"regex": ...}``. For ``logiclm-lp`` the regex is the language's line grammar in
+        the canonical spelling the prompts show (an output that matches it parses, unless
+        it uses a predicate with two arities); atoms take at most three arguments before
+        the truth value, so that a weak model cannot loop inside one atom.
+        For FOL, CSP and the AR-LSAT DSL it is a section skeleton: headers in order,
+        one item per line, nothing after the last section. It admits every recorded
+        GPT-4 program that our parser accepts (tested), so it never forbids a good
+        program of the style the prompts ask for. None for other languages.
+        The output of a constrained completion needs no :func:`extract_program`,
+        though running it is harmless.
+    """
+    regex = _PROGRAM_REGEXES.get(language)
+    return {"regex": regex} if regex else None
+
+
+# --------------------------------------------------------------------------- direct / CoT
+
+_LETTER_PREFIX = re.compile(r"^\s*\(?([A-Za-z])\s*[).:]\s*(.*)$", re.DOTALL)
+
+
+def _parse_options(options: Sequence[str]) -> list[tuple[str, str]]:
+    """(letter, text) per option: ``"A) True"`` -> ``("A", "True")``; unlabelled options get A, B, ..."""
+    parsed = []
+    for i, option in enumerate(options):
+        match = _LETTER_PREFIX.match(option)
+        if match and match.group(1).isupper():
+            parsed.append((match.group(1), match.group(2).strip()))
+        else:
+            parsed.append((chr(ord("A") + i), option.strip()))
+    return parsed
+
+
+_DIRECT_SYSTEM = "Answer the question about the context. Reply with the letter of the correct option only."
+_COT_SYSTEM = (
+    "Answer the question about the context. Reason step by step in a few short sentences, "
+    "then end with a last line of the form: The answer is X. (X is the letter of the correct option.)"
+)
+_COT_EXAMPLE = (
+    _problem_text(
+        "Tom is a cat. Every cat is an animal. No animal is made of metal. Some robots are made of metal.",
+        "Is the following statement true, false, or unknown? Tom is made of metal.",
+        ("A) True", "B) False", "C) Unknown"),
+    ),
+    "Tom is a cat, so Tom is an animal. No animal is made of metal, so Tom is not made of metal. "
+    "The statement is false.\nThe answer is B.",
+)
+
+
+def direct_messages(context: str, question: str, options: Sequence[str]) -> Messages:
+    """Messages for the ``direct`` baseline: the model replies with an option letter."""
+    return [("system", _DIRECT_SYSTEM), ("user", _problem_text(context, question, options))]
+
+
+def cot_messages(context: str, question: str, options: Sequence[str]) -> Messages:
+    """Messages for the ``cot`` baseline: short reasoning, then ``The answer is X.`` (one worked example)."""
+    return [
+        ("system", _COT_SYSTEM),
+        ("user", _COT_EXAMPLE[0]),
+        ("assistant", _COT_EXAMPLE[1]),
+        ("user", _problem_text(context, question, options)),
+    ]
+
+
+def answer_structured_output(options: Sequence[str], *, cot: bool) -> dict | None:
+    """The decoding constraint matching :func:`direct_messages` / :func:`cot_messages`.
+
+    Returns:
+        ``{"choice": ["A", "B", ...]}`` for direct answers; for CoT a regex that lets
+        the model write any lines and then requires the last one to be
+        ``The answer is X.`` with X an option letter. None when there are no options.
+    """
+    letters = sorted({letter for letter, _ in _parse_options(options)})
+    if not letters:
+        return None
+    if not cot:
+        return {"choice": letters}
+    return {"regex": rf"([^\n]*\n)*The answer is [{''.join(letters)}]\."}
+
+
+_MARKER = re.compile(
+    r"(?:\b(?i:final\s+answer|correct\s+answer|correct\s+option|correct\s+choice|answer)\b"
+    r"(?:\s*(?i:is|would\s+be|=|:|-))?(?:\s*(?i:option|choice))?\s*:?"
+    r"|\\boxed\{)"
+    r"(?P<rest>[^\n]*)"
+)
+_SYNONYMS = {
+    "unknown": ("unknown", "uncertain", "undetermined", "cannot be determined", "not enough information"),
+    "uncertain": ("uncertain", "unknown", "undetermined", "cannot be determined", "not enough information"),
+}
+_AMBIGUOUS = "?"
+
+
+def _norm(text: str) -> str:
+    return re.sub(r"\s+", " ", re.sub(r"[^\w\s]", " ", text.lower())).strip()
+
+
+def _resolve(fragment: str, parsed: list[tuple[str, str]], *, strict: bool) -> str | None:
+    """The option a fragment names: a letter, ``_AMBIGUOUS``, or None.
+
+    ``strict`` (no answer marker before the fragment): a letter counts only as
+    ``B``, ``B)``, ``(B)``, ``B.``, ``B:`` and an option text only as the whole fragment.
+    """
+    letters = {letter for letter, _ in parsed}
+    frag = re.sub(r"^[\s*_`\"'“:$]*(?:\\boxed\{)?", "", fragment).strip()
+    if strict:
+        match = re.match(r"\(([A-Z])\)|([A-Z])(?:[).:](?!\w)|\s*$)", frag)
+    else:  # after "answer is": B, (B), [B], B) False; a lowercase letter only as b)
+        match = re.match(r"[(\[{]?([A-Z])(?![A-Za-z0-9'])|\(?([a-z])\)", frag)
+    if match:
+        letter = (match.group(1) or match.group(2)).upper()
+        if letter not in letters:
+            return None
+        rest = frag[match.end():]
+        other = re.match(r"[)\]}*]*\s*(?:or|and|/|,|&)\s*\(?([A-Z])(?![A-Za-z0-9'])", rest)
+        if other and other.group(1) != letter and other.group(1) in letters:
+            return _AMBIGUOUS
+        return letter
+    norm = _norm(frag)
+    if not norm:
+        return None
+    hits: dict[str, int] = {}
+    for letter, text in parsed:
+        for name in _SYNONYMS.get(_norm(text), (_norm(text),)):
+            if not name:
+                continue
+            if norm == name or (not strict and norm.startswith(name + " ")):
+                hits[letter] = max(hits.get(letter, 0), len(name))
+    if not hits:
+        return None
+    best = max(hits.values())
+    winners = [letter for letter, n in hits.items() if n == best]
+    return winners[0] if len(winners) == 1 else _AMBIGUOUS
+
+
+def extract_answer(text: str, options: Sequence[str]) -> str | None:
+    """The option letter a direct or CoT completion gives, or None.
+
+    Read in this order: answer statements (``The answer is B``, ``Answer: (B)``,
+    ``Final answer: B) False``, ``\\boxed{B}``, ``The answer is True``), which must all
+    agree; else a bare first or last line (``B``, ``B)``, ``(B)``, ``B. False``,
+    ``True``); else a single parenthesised letter anywhere. ``Unknown`` and
+    ``Uncertain`` name the same option.
+
+    Args:
+        text: the completion.
+        options: the problem's options (``"A) True"`` ...).
+
+    Returns:
+        The letter, or None when no option is named, the letter is not an option,
+        or the completion names several (``A or B``; two answer statements that differ).
+    """
+    parsed = _parse_options(options)
+    if not text or not parsed:
+        return None
+    found = set()
+    for match in _MARKER.finditer(text):
+        result = _resolve(match.group("rest"), parsed, strict=False)
+        if result == _AMBIGUOUS:
+            return None
+        if result:
+            found.add(result)
+    if found:
+        return found.pop() if len(found) == 1 else None
+    lines = [line.strip().strip("*_`").strip() for line in text.splitlines() if line.strip()]
+    if not lines:
+        return None
+    ends = {_resolve(line, parsed, strict=True) for line in {lines[0], lines[-1]}} - {None}
+    if ends:
+        return ends.pop() if len(ends) == 1 and _AMBIGUOUS not in ends else None
+    letters = {letter for letter, _ in parsed}
+    bracketed = set(re.findall(r"\(([A-Z])\)", text)) & letters
+    return bracketed.pop() if len(bracketed) == 1 else None
