@@ -9,7 +9,7 @@ program; synthetic ones when ../shared/data is absent):
 * the speed-up of feeding the same N problems concurrently (``asyncio.gather``) instead of
   one at a time (sequential awaits): what continuous batching buys a pipeline.
 
-    python benchmarks/llm_throughput.py [--model smollm2-135m] [--max-tokens 96] [--problems 32]
+    python benchmarks/llm_throughput.py [--model smollm2-135m] [--max-tokens 64] [--problems 32]
 
 Writes benchmarks/out/llm_throughput.json and benchmarks/out/llm_throughput.png.
 Greedy decoding; completions end at the model's end token or at ``--max-tokens``, so token
@@ -191,12 +191,12 @@ def plot(result: dict, path: Path) -> None:
 def main(argv: Sequence[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--model", default=None, help="registered name, HF folder or cached repo id (default: smollm2-135m)")
-    parser.add_argument("--max-tokens", type=int, default=96, help="completion cap for the in-flight levels")
+    parser.add_argument("--max-tokens", type=int, default=64, help="completion cap for the in-flight levels")
     parser.add_argument("--in-flight", type=int, nargs="+", default=[1, 8, 64])
-    parser.add_argument("--requests-per-level", type=int, nargs="+", default=[4, 16, 128],
+    parser.add_argument("--requests-per-level", type=int, nargs="+", default=[4, 16, 96],
                         help="requests run at each in-flight level (same order as --in-flight)")
     parser.add_argument("--problems", type=int, default=32, help="N for the one-at-a-time vs all-in-flight comparison")
-    parser.add_argument("--speedup-max-tokens", type=int, default=48)
+    parser.add_argument("--speedup-max-tokens", type=int, default=32)
     parser.add_argument("--max-num-seqs", type=int, default=64)
     parser.add_argument("--data-dir", type=Path, default=None)
     parser.add_argument("--out", type=Path, default=OUT)

