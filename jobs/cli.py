@@ -57,17 +57,10 @@ def _resolve_dataset(name: str | None) -> str | None:
     raise ValueError(f"unknown dataset {name!r}; known: {', '.join(names)}")
 
 
-def _cmd_solve(args: argparse.Namespace) -> int:
-    if args.method != "recorded" or args.engine:
-        return _cmd_solve_llm(args)
+def _load_input(args: argparse.Namespace):  # -> LoadResult | None
+    """Problems from ``--programs`` / ``--dataset``; prints notes, skipped rows and errors (None on error)."""
     from jobs.datasets import InputError, load_dataset, load_problems
-    from jobs.report import format_table, summarize
-    from jobs.solve import run_solve
-    from jobs.store import ResultStore, read_run
 
-    out = _prepare_out(args)
-    if out is None:
-        return 2
     try:
         args.dataset = _resolve_dataset(args.dataset)
         if args.programs:
@@ -76,20 +69,36 @@ def _cmd_solve(args: argparse.Namespace) -> int:
         elif args.dataset:
             loaded = load_dataset(args.dataset, args.data_dir, skip_bad=args.skip_bad, limit=args.limit)
         else:
-            print("symbolkg solve: give --programs FILE (and/or --dataset NAME)", file=sys.stderr)
-            return 2
+            print("symbolkg solve: give --programs FILE and/or --dataset NAME", file=sys.stderr)
+            return None
     except InputError as exc:
         print(f"symbolkg solve: bad input: {exc}", file=sys.stderr)
         if not args.skip_bad:
             print("  (use --skip-bad to solve the good rows and report the bad ones)", file=sys.stderr)
-        return 2
+        return None
     except (FileNotFoundError, ValueError) as exc:
         print(f"symbolkg solve: {exc}", file=sys.stderr)
-        return 2
+        return None
     for note in loaded.notes:
         print(f"note: {note}", file=sys.stderr)
     for err in loaded.errors:
         print(f"skipped bad row: {err}", file=sys.stderr)
+    return loaded
+
+
+def _cmd_solve(args: argparse.Namespace) -> int:
+    if args.method != "recorded" or args.engine:
+        return _cmd_solve_llm(args)
+    from jobs.report import format_table, summarize
+    from jobs.solve import run_solve
+    from jobs.store import ResultStore, read_run
+
+    out = _prepare_out(args)
+    if out is None:
+        return 2
+    loaded = _load_input(args)
+    if loaded is None:
+        return 2
     problems = loaded.problems
     if not args.programs and not any(p.program for p in problems):
         print(f"symbolkg solve: dataset {args.dataset} has no programs; give --programs FILE "
@@ -126,7 +135,6 @@ def _cmd_solve_llm(args: argparse.Namespace) -> int:
 
     from actors.engines.base import EngineDeadError
     from actors.engines.factory import EngineOptions, make_engine
-    from jobs.datasets import InputError, load_dataset, load_problems
     from jobs.methods import MethodConfig
     from jobs.pipeline import run_method_job
     from jobs.report import format_table, summarize
@@ -138,32 +146,20 @@ def _cmd_solve_llm(args: argparse.Namespace) -> int:
     out = _prepare_out(args)
     if out is None:
         return 2
+    loaded = _load_input(args)
+    if loaded is None:
+        return 2
     try:
-        dataset = _resolve_dataset(args.dataset)
-        if args.programs:
-            loaded = load_problems(args.programs, args.data_dir, skip_bad=args.skip_bad, limit=args.limit, dataset=dataset)
-        elif dataset:
-            loaded = load_dataset(dataset, args.data_dir, skip_bad=args.skip_bad, limit=args.limit)
-        else:
-            print("symbolkg solve: give --dataset NAME (or --programs FILE with problems)", file=sys.stderr)
-            return 2
         opts = EngineOptions(kind=args.engine or "vllm", model=args.model, recorded=args.recorded, cache_dir=args.cache,
                              openai_url=args.openai_url, tensor_parallel_size=args.tensor_parallel_size,
                              gpu_memory_utilization=args.gpu_memory_utilization, max_model_len=args.max_model_len)
         cfg = MethodConfig(method=args.method, max_refine_rounds=args.max_refine_rounds,
                            limits=Limits(timeout_s=args.timeout_s, memory_mb=args.memory_mb),
                            structured=not args.no_structured, fallback=args.fallback)
-    except InputError as exc:
-        print(f"symbolkg solve: bad input: {exc}", file=sys.stderr)
-        return 2
-    except (FileNotFoundError, ValueError) as exc:
+    except ValueError as exc:
         print(f"symbolkg solve: {exc}", file=sys.stderr)
         return 2
-    for note in loaded.notes:
-        print(f"note: {note}", file=sys.stderr)
-    for err in loaded.errors:
-        print(f"skipped bad row: {err}", file=sys.stderr)
-    store = ResultStore(out, run_info={"source": args.programs or dataset, "method": args.method, "engine": opts.kind,
+    store = ResultStore(out, run_info={"source": args.programs or args.dataset, "method": args.method, "engine": opts.kind,
                                        "model": args.model, "workers": args.workers})
     pool = _make_pool(args) if args.method == "logiclm" else None
 
