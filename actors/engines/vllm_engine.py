@@ -335,8 +335,7 @@ class VLLMEngine:
             raise
         except Exception as exc:
             dead = isinstance(exc, VllmEngineDeadError) or self._engine is None or self._engine.errored
-            cause = exc.__cause__ or exc
-            failure = (dead, f"{type(cause).__name__}: {cause}", VLLMFailure.of(exc))
+            failure = (dead, VLLMFailure.summary(exc), VLLMFailure.of(exc))
         # Raised outside the except block, so that vLLM's exception is not kept as __context__:
         # its frames would keep vLLM's engine object alive after close (the cause chained
         # instead is the formatted traceback).
@@ -459,7 +458,14 @@ class VLLMFailure(Exception):
 
     @classmethod
     def of(cls, exc: BaseException) -> "VLLMFailure":
+        """The failure with ``exc``'s formatted traceback (and its causes') as message."""
         return cls("".join(traceback.format_exception(exc)).rstrip())
+
+    @staticmethod
+    def summary(exc: BaseException) -> str:
+        """One line: the root cause vLLM wrapped (EngineGenerateError hides it in __cause__)."""
+        cause = exc.__cause__ or exc
+        return f"{type(cause).__name__}: {cause}"
 
 
 def structured_outputs_params(structured: StructuredOutput | None) -> Any:
