@@ -85,6 +85,39 @@ def make_requests(pairs: Sequence[tuple[str, str]], max_tokens: int, tag: str) -
     ]
 
 
+class CpuMeter:
+    """CPU seconds used on the machine by processes outside this benchmark, between two marks.
+
+    The 2-core development box is shared; a throughput number means little without knowing
+    how much of the CPU something else took meanwhile. ``foreign_cpu_share`` is that other
+    work's CPU time over the phase's available CPU time (wall x cores).
+    """
+
+    def __init__(self) -> None:
+        import psutil
+
+        self._psutil = psutil
+        self._me = psutil.Process()
+
+    def mark(self) -> tuple[float, float, float]:
+        t = self._psutil.cpu_times()
+        busy = t.user + t.nice + t.system + getattr(t, "irq", 0.0) + getattr(t, "softirq", 0.0)
+        ours = 0.0
+        for p in [self._me, *self._me.children(recursive=True)]:
+            try:
+                c = p.cpu_times()
+                ours += c.user + c.system
+            except self._psutil.Error:
+                pass
+        return time.perf_counter(), busy, ours
+
+    @staticmethod
+    def foreign_share(start: tuple[float, float, float], end: tuple[float, float, float]) -> float:
+        wall = max(end[0] - start[0], 1e-9)
+        foreign = max(0.0, (end[1] - start[1]) - (end[2] - start[2]))
+        return round(foreign / (wall * (os.cpu_count() or 1)), 3)
+
+
 async def closed_loop(engine, requests: Sequence[ChatRequest], in_flight: int) -> tuple[list[Completion], float]:
     """Run ``requests`` keeping ``in_flight`` of them submitted at any time; (completions, wall s)."""
     queue = list(enumerate(requests))
@@ -112,7 +145,7 @@ async def all_at_once(engine, requests: Sequence[ChatRequest]) -> tuple[list[Com
     return [o[0] for o in out], time.perf_counter() - t0
 
 
-def summarize(completions: Sequence[Completion], wall_s: float) -> dict:
+def summarize(completions: Sequence[Completion], wall_s: float, foreign_cpu_share: float | None = None) -> dict:
     gen = sum(c.completion_tokens for c in completions)
     lat = sorted(c.latency_s for c in completions)
     return {
@@ -126,30 +159,36 @@ def summarize(completions: Sequence[Completion], wall_s: float) -> dict:
         "latency_p50_s": round(statistics.median(lat), 2),
         "latency_p95_s": round(lat[min(len(lat) - 1, int(0.95 * len(lat)))], 2),
         "finish_length": sum(c.finish_reason == "length" for c in completions),
+        "foreign_cpu_share": foreign_cpu_share,
     }
 
 
 async def measure(engine, args) -> dict:
+    meter = CpuMeter()
     # Warm-up outside the timed region (first-request paths, prefix cache of the system prompt).
     await engine.generate(make_requests(load_contexts(2, args.data_dir), 8, "warm"))
     levels = []
     for in_flight, n in zip(args.in_flight, args.requests_per_level):
         reqs = make_requests(load_contexts(n, args.data_dir), args.max_tokens, f"c{in_flight}")
+        m0 = meter.mark()
         completions, wall = await closed_loop(engine, reqs, in_flight)
-        row = {"in_flight": in_flight, **summarize(completions, wall)}
+        row = {"in_flight": in_flight, **summarize(completions, wall, meter.foreign_share(m0, meter.mark()))}
         levels.append(row)
         print(f"  in flight {in_flight:3d}: {row['requests']:4d} requests in {wall:6.1f} s  "
               f"{row['generated_tokens_per_s']:7.1f} gen tok/s  {row['requests_per_s']:6.2f} req/s  "
-              f"p50 {row['latency_p50_s']:.2f} s", flush=True)
+              f"p50 {row['latency_p50_s']:.2f} s  (other work: {row['foreign_cpu_share']:.0%} of the CPU)", flush=True)
     pairs = load_contexts(args.problems, args.data_dir)
+    m0 = meter.mark()
     seq_c, seq_s = await sequential(engine, make_requests(pairs, args.speedup_max_tokens, "seq"))
+    m1 = meter.mark()
     con_c, con_s = await all_at_once(engine, make_requests(pairs, args.speedup_max_tokens, "con"))
+    m2 = meter.mark()
     same_text = sum(a.text == b.text for a, b in zip(seq_c, con_c))
     speedup = {
         "problems": args.problems,
         "max_tokens": args.speedup_max_tokens,
-        "sequential": summarize(seq_c, seq_s),
-        "concurrent": summarize(con_c, con_s),
+        "sequential": summarize(seq_c, seq_s, meter.foreign_share(m0, m1)),
+        "concurrent": summarize(con_c, con_s, meter.foreign_share(m1, m2)),
         "speedup": round(seq_s / con_s, 2),
         "identical_texts": same_text,
     }
@@ -245,16 +284,19 @@ def print_table(result: dict) -> None:
     print(f"\nmodel {result['model']} ({result['platform']}, {result['machine']['cpus']} cores): "
           f"load {result['load_s']} s, close {result['close_s']} s, total {result['total_s']} s, "
           f"load average {result['machine']['loadavg_before'][0]} -> {result['machine']['loadavg_after'][0]}")
-    header = f"{'in flight':>9} {'requests':>8} {'wall s':>7} {'gen tok':>8} {'tok/s':>7} {'req/s':>6} {'p50 s':>6} {'p95 s':>6}"
+    header = (f"{'in flight':>9} {'requests':>8} {'wall s':>7} {'gen tok':>8} {'tok/s':>7} {'req/s':>6} "
+              f"{'p50 s':>6} {'p95 s':>6} {'other CPU':>9}")
     print(header)
     print("-" * len(header))
     for lv in result["levels"]:
         print(f"{lv['in_flight']:>9} {lv['requests']:>8} {lv['wall_s']:>7.1f} {lv['generated_tokens']:>8} "
-              f"{lv['generated_tokens_per_s']:>7.1f} {lv['requests_per_s']:>6.2f} {lv['latency_p50_s']:>6.2f} {lv['latency_p95_s']:>6.2f}")
+              f"{lv['generated_tokens_per_s']:>7.1f} {lv['requests_per_s']:>6.2f} {lv['latency_p50_s']:>6.2f} "
+              f"{lv['latency_p95_s']:>6.2f} {lv['foreign_cpu_share']:>9.0%}")
     s = result["sequential_vs_concurrent"]
     print(f"\n{s['problems']} problems: one at a time {s['sequential']['wall_s']} s "
-          f"({s['sequential']['generated_tokens_per_s']} tok/s), all in flight {s['concurrent']['wall_s']} s "
-          f"({s['concurrent']['generated_tokens_per_s']} tok/s): speed-up x{s['speedup']}")
+          f"({s['sequential']['generated_tokens_per_s']} tok/s, other work {s['sequential']['foreign_cpu_share']:.0%}), "
+          f"all in flight {s['concurrent']['wall_s']} s ({s['concurrent']['generated_tokens_per_s']} tok/s, "
+          f"other work {s['concurrent']['foreign_cpu_share']:.0%}): speed-up x{s['speedup']}")
 
 
 if __name__ == "__main__":  # vLLM spawns its processes: the guard is required
