@@ -9,6 +9,9 @@ program; synthetic ones when ../shared/data is absent):
 * the speed-up of feeding the same N problems concurrently (``asyncio.gather``) instead of
   one at a time (sequential awaits): what continuous batching buys a pipeline.
 
+Each phase also reports ``foreign_cpu_share``: the share of the machine's CPU time that other
+processes used meanwhile (a shared 2-core box makes numbers without it unreadable).
+
     python benchmarks/llm_throughput.py [--model smollm2-135m] [--max-tokens 64] [--problems 32]
 
 Writes benchmarks/out/llm_throughput.json and benchmarks/out/llm_throughput.png.
@@ -43,7 +46,8 @@ SYSTEM = (
 
 def load_contexts(n: int, data_dir: Path | None) -> list[tuple[str, str]]:
     """``n`` (context, question) pairs: ProntoQA dev problems, or synthetic chains."""
-    path = (data_dir or Path(os.environ.get("SYMBOLKG_DATA", REPO.parent / "shared" / "data"))) / "logiclm" / "ProntoQA" / "dev.json"
+    root = data_dir or Path(os.environ.get("SYMBOLKG_DATA", REPO.parent / "shared" / "data"))
+    path = root / "logiclm" / "ProntoQA" / "dev.json"
     if path.is_file():
         rows = json.loads(path.read_text())
         pairs = [(r["context"], r["question"]) for r in rows]
@@ -53,7 +57,8 @@ def load_contexts(n: int, data_dir: Path | None) -> list[tuple[str, str]]:
     for i in range(n):
         chain = [kinds[(i + k) % len(kinds)] for k in range(4)]
         facts = " ".join(f"Every {a} is a {b}." for a, b in zip(chain, chain[1:]))
-        out.append((f"{facts} Max{i} is a {chain[0]}.", f"Is the following statement true or false? Max{i} is a {chain[-1]}."))
+        question = f"Is the following statement true or false? Max{i} is a {chain[-1]}."
+        out.append((f"{facts} Max{i} is a {chain[0]}.", question))
     return out
 
 
@@ -71,11 +76,19 @@ EXAMPLE_PROGRAM = (
 
 
 def make_requests(pairs: Sequence[tuple[str, str]], max_tokens: int, tag: str) -> list[ChatRequest]:
-    """One-shot formalization chats (Logic-LM prompts are few-shot), one per problem."""
+    """One-shot formalization chats (Logic-LM prompts are few-shot), one per problem.
+
+    ``tag`` opens the system prompt: requests of one phase share their preamble in vLLM's
+    prefix cache (as a real job's do), but no phase reuses another phase's cached prompts.
+    """
     return [
         ChatRequest(
-            (Message("system", SYSTEM), Message("user", EXAMPLE_USER), Message("assistant", EXAMPLE_PROGRAM),
-             Message("user", f"Translate this problem into a Logic-LM LP program.\nContext: {c}\nQuestion: {q}")),
+            (
+                Message("system", f"[{tag}] {SYSTEM}"),
+                Message("user", EXAMPLE_USER),
+                Message("assistant", EXAMPLE_PROGRAM),
+                Message("user", f"Translate this problem into a Logic-LM LP program.\nContext: {c}\nQuestion: {q}"),
+            ),
             params=SamplingParams(max_tokens=max_tokens),
             problem_id=f"{tag}-{i}",
             purpose="formulate",
@@ -208,7 +221,8 @@ def plot(result: dict, path: Path) -> None:
     xs = [str(lv["in_flight"]) for lv in levels]
     bars = ax1.bar(xs, [lv["generated_tokens_per_s"] for lv in levels], color="#4c72b0")
     for b, lv in zip(bars, levels):
-        ax1.annotate(f"{lv['generated_tokens_per_s']:.0f} tok/s\n{lv['requests_per_s']:.2f} req/s",
+        ax1.annotate(f"{lv['generated_tokens_per_s']:.0f} tok/s\n{lv['requests_per_s']:.2f} req/s\n"
+                     f"other work {lv['foreign_cpu_share']:.0%}",
                      (b.get_x() + b.get_width() / 2, b.get_height()), ha="center", va="bottom", fontsize=8)
     ax1.set_xlabel("requests in flight")
     ax1.set_ylabel("generated tokens / s")
@@ -229,7 +243,8 @@ def plot(result: dict, path: Path) -> None:
 
 def main(argv: Sequence[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--model", default=None, help="registered name, HF folder or cached repo id (default: smollm2-135m)")
+    parser.add_argument("--model", default=None,
+                        help="registered name, HF folder or cached repo id (default: smollm2-135m)")
     parser.add_argument("--max-tokens", type=int, default=64, help="completion cap for the in-flight levels")
     parser.add_argument("--in-flight", type=int, nargs="+", default=[1, 8, 64])
     parser.add_argument("--requests-per-level", type=int, nargs="+", default=[4, 16, 96],
@@ -262,7 +277,8 @@ def main(argv: Sequence[str] | None = None) -> dict:
         "model_path": engine.spec.path,
         "platform": engine.platform,
         "config": {"max_num_seqs": config.max_num_seqs, "max_model_len": config.max_model_len,
-                   "dtype": engine._dtype(), "enforce_eager": config.enforce_eager, "cpu_omp_threads_bind": config.cpu_omp_threads_bind,
+                   "dtype": engine.dtype, "enforce_eager": engine.enforce_eager,
+                   "cpu_omp_threads_bind": config.cpu_omp_threads_bind,
                    "max_tokens": args.max_tokens, "temperature": 0.0},
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "machine": platform.machine(),
                     "loadavg_before": [round(x, 2) for x in load_before],
@@ -294,7 +310,8 @@ def print_table(result: dict) -> None:
               f"{lv['latency_p95_s']:>6.2f} {lv['foreign_cpu_share']:>9.0%}")
     s = result["sequential_vs_concurrent"]
     print(f"\n{s['problems']} problems: one at a time {s['sequential']['wall_s']} s "
-          f"({s['sequential']['generated_tokens_per_s']} tok/s, other work {s['sequential']['foreign_cpu_share']:.0%}), "
+          f"({s['sequential']['generated_tokens_per_s']} tok/s, "
+          f"other work {s['sequential']['foreign_cpu_share']:.0%}), "
           f"all in flight {s['concurrent']['wall_s']} s ({s['concurrent']['generated_tokens_per_s']} tok/s, "
           f"other work {s['concurrent']['foreign_cpu_share']:.0%}): speed-up x{s['speedup']}")
 

