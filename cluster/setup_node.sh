@@ -12,11 +12,16 @@ cd "$(dirname "$0")/.."
 VENV="${VENV:-.venv}"
 PYTHON="${PYTHON:-python3}"
 
-if ! command -v swipl >/dev/null 2>&1; then
-    echo "[setup] installing SWI-Prolog (swi-prolog-nox)"
+# Debian packages: SWI-Prolog (a solver backend) and Graphviz (`symbolkg lkg show` drawings).
+APT_PACKAGES=""
+command -v swipl >/dev/null 2>&1 || APT_PACKAGES="$APT_PACKAGES swi-prolog-nox"
+command -v dot >/dev/null 2>&1 || APT_PACKAGES="$APT_PACKAGES graphviz"
+if [ -n "$APT_PACKAGES" ]; then
+    echo "[setup] installing$APT_PACKAGES"
     SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
     $SUDO apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq swi-prolog-nox >/dev/null
+    # shellcheck disable=SC2086
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq $APT_PACKAGES >/dev/null
 fi
 
 if [ ! -x "$VENV/bin/python" ]; then

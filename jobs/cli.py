@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import sys
 from pathlib import Path
@@ -133,7 +134,7 @@ def _cmd_solve_llm(args: argparse.Namespace) -> int:
     """``--method direct|cot|logiclm --engine ...``: the LLM path."""
     import asyncio
 
-    from actors.engines.base import EngineDeadError
+    from actors.engines.base import EngineDeadError, SamplingParams
     from actors.engines.factory import EngineOptions, make_engine
     from jobs.methods import MethodConfig
     from jobs.pipeline import run_method_job
@@ -152,15 +153,27 @@ def _cmd_solve_llm(args: argparse.Namespace) -> int:
     try:
         opts = EngineOptions(kind=args.engine or "vllm", model=args.model, recorded=args.recorded, cache_dir=args.cache,
                              openai_url=args.openai_url, tensor_parallel_size=args.tensor_parallel_size,
-                             gpu_memory_utilization=args.gpu_memory_utilization, max_model_len=args.max_model_len)
+                             gpu_memory_utilization=args.gpu_memory_utilization, max_model_len=args.max_model_len,
+                             actor=args.llm_actor, ray_address=args.ray_address)
+        budget = {}
+        if args.max_tokens is not None:
+            if args.max_tokens < 1:
+                raise ValueError(f"--max-tokens must be >= 1, got {args.max_tokens}")
+            budget = {"formulate_params": SamplingParams(max_tokens=args.max_tokens),
+                      "cot_params": SamplingParams(max_tokens=args.max_tokens)}
         cfg = MethodConfig(method=args.method, max_refine_rounds=args.max_refine_rounds,
                            limits=Limits(timeout_s=args.timeout_s, memory_mb=args.memory_mb),
-                           structured=not args.no_structured, fallback=args.fallback)
+                           structured=not args.no_structured, fallback=args.fallback, **budget)
     except ValueError as exc:
         print(f"symbolkg solve: {exc}", file=sys.stderr)
         return 2
     store = ResultStore(out, run_info={"source": args.programs or args.dataset, "method": args.method, "engine": opts.kind,
-                                       "model": args.model, "workers": args.workers})
+                                       "model": args.model, "workers": args.workers,
+                                       "max_refine_rounds": cfg.max_refine_rounds,
+                                       "max_tokens": args.max_tokens})
+    # vLLM logs every start-up step at INFO; a batch job's console wants the progress bar and
+    # the report. This is the process entry point, so it may set the default (a user's value wins).
+    os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")
     pool = _make_pool(args) if args.method == "logiclm" else None
 
     async def main_async() -> None:
@@ -181,6 +194,72 @@ def _cmd_solve_llm(args: argparse.Namespace) -> int:
             pool.close()
     table, meta = read_run(out)
     print(format_table(summarize(table, meta)))
+    return 0
+
+
+def _cmd_lkg_build(args: argparse.Namespace) -> int:
+    """``symbolkg lkg build``: extract the LKGs of a dataset's or corpus' contexts into a store."""
+    import asyncio
+
+    from actors.engines.base import EngineDeadError, SamplingParams
+    from actors.engines.factory import EngineOptions, make_engine
+    from jobs.lkg import LKGConfig, run_lkg_build
+    from retrieval.lkg.store import LKGStore
+
+    if bool(args.dataset) == bool(args.corpus):
+        print("symbolkg lkg build: give exactly one of --dataset NAME and --corpus FILE", file=sys.stderr)
+        return 2
+    if args.limit is not None and args.limit < 1:
+        print("symbolkg lkg build: --limit must be >= 1", file=sys.stderr)
+        return 2
+    args.programs = args.corpus
+    args.skip_bad = False
+    loaded = _load_input(args)
+    if loaded is None:
+        return 2
+    try:
+        opts = EngineOptions(kind=args.engine, model=args.model, cache_dir=args.cache, openai_url=args.openai_url,
+                             max_model_len=args.max_model_len, tensor_parallel_size=args.tensor_parallel_size,
+                             actor=args.llm_actor, ray_address=args.ray_address)
+        cfg = LKGConfig(max_repair_rounds=args.max_repair_rounds, chunk_chars=args.chunk_chars,
+                        params=SamplingParams(max_tokens=args.max_tokens), structured=not args.no_structured)
+    except ValueError as exc:
+        print(f"symbolkg lkg build: {exc}", file=sys.stderr)
+        return 2
+    os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")  # see _cmd_solve_llm
+    store = LKGStore(args.store)
+
+    async def main_async():
+        engine = make_engine(opts)
+        try:
+            return await run_lkg_build(loaded.problems, store, engine, cfg, max_in_flight=args.max_in_flight,
+                                       progress=not args.no_progress)
+        finally:
+            await engine.close()
+
+    try:
+        report = asyncio.run(main_async())
+    except EngineDeadError as exc:
+        print(f"symbolkg lkg build: the LLM engine died: {exc}; finished graphs are stored, rerun to resume",
+              file=sys.stderr)
+        return 1
+    print(json.dumps(report.to_dict()) if args.json else report.format())
+    return 0
+
+
+def _cmd_lkg_show(args: argparse.Namespace) -> int:
+    from jobs.lkg import show
+    from retrieval.lkg.store import LKGStore
+
+    if not Path(args.store).is_dir():
+        print(f"symbolkg lkg show: no store at {args.store}", file=sys.stderr)
+        return 2
+    try:
+        graph = show(LKGStore(args.store), args.id, Path(args.out))
+    except (KeyError, ValueError, RuntimeError) as exc:
+        print(f"symbolkg lkg show: {exc.args[0] if exc.args else exc}", file=sys.stderr)
+        return 2
+    print(f"{args.out}: {len(graph.nodes)} nodes, {len(graph.edges)} edges")
     return 0
 
 
@@ -237,12 +316,50 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--openai-url", help="base URL of an OpenAI-compatible server (--engine openai)")
     g.add_argument("--max-refine-rounds", type=int, default=3, help="logiclm repair rounds after the first program")
     g.add_argument("--fallback", choices=("direct", "cot"), help="answer unanswered problems with this method (reported apart)")
+    g.add_argument("--max-tokens", type=int,
+                   help="most generated tokens per program (formulation, repair) or chain of thought "
+                        "(default 1024 for programs, 512 for cot; direct answers always 16)")
     g.add_argument("--max-in-flight", type=int, default=64, help="problems processed concurrently (default 64)")
     g.add_argument("--no-structured", action="store_true", help="plain-text decoding even where structured output is supported")
     g.add_argument("--tensor-parallel-size", type=int, default=1, help="vLLM tensor parallelism (GPUs per engine)")
     g.add_argument("--gpu-memory-utilization", type=float, help="vLLM GPU memory fraction (e.g. 0.9)")
     g.add_argument("--max-model-len", type=int, help="vLLM context length")
+    g.add_argument("--llm-actor", action="store_true",
+                   help="host the vLLM engine in a Ray actor (a GPU node of the cluster) instead of this process")
     p.set_defaults(func=_cmd_solve)
+
+    lkg = sub.add_parser("lkg", help="Logical Knowledge Graphs: build (offline extraction into a store), show")
+    lkg_sub = lkg.add_subparsers(dest="lkg_command", required=True)
+    p = lkg_sub.add_parser("build", help="extract the LKG of every distinct context into a Parquet store (cached, resumable)")
+    src = p.add_argument_group("input (one of)")
+    src.add_argument("--dataset", help="dataset name, e.g. folio or logiclm/folio (see `symbolkg datasets`)")
+    src.add_argument("--corpus", help="JSONL/Parquet file of problems (id, context, ...) or a Logic-LM file")
+    p.add_argument("--store", required=True, help="LKG store directory (also the cache: rerunning skips stored contexts)")
+    p.add_argument("--limit", type=int, help="only the first N problems")
+    p.add_argument("--data-dir", help="data root (default: $SYMBOLKG_DATA, else ../shared/data)")
+    p.add_argument("--engine", choices=("vllm", "openai", "replay"), default="vllm",
+                   help="LLM backend (default vllm with the embedded SmolLM2-135M-Instruct)")
+    p.add_argument("--model", help="model name or path (see `symbolkg solve --help`)")
+    p.add_argument("--cache", help="completion cache dir (written through; read by --engine replay)")
+    p.add_argument("--openai-url", help="base URL of an OpenAI-compatible server (--engine openai)")
+    p.add_argument("--max-repair-rounds", type=int, default=2, help="repair requests per chunk after a failed validation")
+    p.add_argument("--chunk-chars", type=int, default=2000, help="longest chunk of a context in characters")
+    p.add_argument("--max-tokens", type=int, default=1024, help="most generated tokens per extraction request")
+    p.add_argument("--max-in-flight", type=int, default=64, help="contexts extracted concurrently (default 64)")
+    p.add_argument("--no-structured", action="store_true", help="plain-text decoding instead of the JSON schema")
+    p.add_argument("--tensor-parallel-size", type=int, default=1, help="vLLM tensor parallelism (GPUs per engine)")
+    p.add_argument("--max-model-len", type=int, help="vLLM context length")
+    p.add_argument("--llm-actor", action="store_true",
+                   help="host the vLLM engine in a Ray actor (a GPU node of the cluster) instead of this process")
+    p.add_argument("--ray-address", help="Ray cluster for --llm-actor (default: $RAY_ADDRESS or a local Ray)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--json", action="store_true", help="print the report as one JSON object")
+    p.set_defaults(func=_cmd_lkg_build)
+    p = lkg_sub.add_parser("show", help="draw one problem's graph (PNG needs Graphviz; HTML works without)")
+    p.add_argument("--store", required=True, help="LKG store directory")
+    p.add_argument("--id", required=True, help="problem id")
+    p.add_argument("--out", required=True, help="FILE.png or FILE.html")
+    p.set_defaults(func=_cmd_lkg_show)
 
     p = sub.add_parser("report", help="accuracy, execution rate, errors by kind, timings of a run")
     p.add_argument("run", help="results Parquet written by `symbolkg solve`")

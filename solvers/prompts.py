@@ -529,7 +529,38 @@ _BREAKS = r"\n\r\x0b\x0c\x1c-\x1e\x85\u2028\u2029"
 _TEXT = rf"[^{_BREAKS}]"
 _NAME = r"[A-Za-z][A-Za-z0-9_]*"
 _LP_VAR = r"\$[A-Za-z][A-Za-z0-9_]*"
-_LP_CONST = r"[A-Za-z0-9_]+"
+_ID_CHAR = "A-Za-z0-9_"
+
+
+def _identifier_except(word: str) -> str:
+    """A regex for identifiers ``[A-Za-z0-9_]+`` other than ``word`` (letters only).
+
+    Written without lookahead (xgrammar has none): an identifier differs from ``word`` at
+    some first position, or is a proper prefix of it, or extends it.
+    """
+    alternatives = [f"{word[:i]}[{_except(ch)}][{_ID_CHAR}]*" for i, ch in enumerate(word)]
+    alternatives += [word[:i] for i in range(1, len(word))]
+    alternatives.append(f"{word}[{_ID_CHAR}]+")
+    return "(" + "|".join(alternatives) + ")"
+
+
+def _except(ch: str) -> str:
+    """The identifier character class without ``ch``, as ranges."""
+    ranges = []
+    for lo, hi in (("A", "Z"), ("a", "z"), ("0", "9")):
+        if lo <= ch <= hi:
+            if ch > lo:
+                ranges.append(f"{lo}-{chr(ord(ch) - 1)}" if chr(ord(ch) - 1) != lo else lo)
+            if ch < hi:
+                ranges.append(f"{chr(ord(ch) + 1)}-{hi}" if chr(ord(ch) + 1) != hi else hi)
+        else:
+            ranges.append(f"{lo}-{hi}")
+    return "".join(ranges) + "_"
+
+
+# A constant is any identifier but ``bool``: that word belongs in declarations only, and a small
+# model otherwise copies ``Pred($x, bool)`` into facts as ``Pred($x, bool, True)``.
+_LP_CONST = _identifier_except("bool")
 # At most three arguments before the truth value (the recorded programs use one or two): unbounded,
 # a small constrained model can loop on "Pred($x, bool, bool, ..." until max_tokens.
 _LP_ATOM = rf"!?{_NAME}\((({_LP_VAR}|{_LP_CONST}), ){{1,3}}(True|False)\)"

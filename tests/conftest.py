@@ -54,7 +54,8 @@ def generated_jsonl(tmp_path: Path):
 
 # Tests that load a real LLM (vLLM on 2 CPU cores: minutes each). They carry the `llm`
 # marker; `make test` (CI) leaves them out, `make test-llm` runs them. See the issue notes.
-_LLM_MODULES = {"test_vllm_engine", "test_openai_engine", "test_llm_e2e", "test_llm_actor", "test_models"}
+_LLM_MODULES = {"test_vllm_engine", "test_openai_engine", "test_llm_e2e", "test_llm_actor", "test_models",
+                "test_lkg_llm"}
 
 
 def pytest_collection_modifyitems(config, items):

@@ -29,6 +29,9 @@ class EngineOptions:
         openai_url: base URL of an OpenAI-compatible server.
         tensor_parallel_size, gpu_memory_utilization, max_model_len, max_num_seqs: vLLM
             options (GPU clusters: e.g. TP 2-8 and 0.9 for a 70B model).
+        actor: vllm only: host the engine in a Ray :class:`~actors.llm_actor.LLMActor` (on a
+            GPU node of the cluster) instead of in this process; the driver then needs no GPU.
+        ray_address: the Ray cluster for ``actor`` (None: ``RAY_ADDRESS`` or a local Ray).
     """
 
     kind: str
@@ -40,6 +43,8 @@ class EngineOptions:
     gpu_memory_utilization: float | None = None
     max_model_len: int | None = None
     max_num_seqs: int | None = None
+    actor: bool = False
+    ray_address: str | None = None
 
     def __post_init__(self) -> None:
         if self.kind not in ENGINES:
@@ -50,6 +55,8 @@ class EngineOptions:
             raise ValueError("--engine replay needs --cache DIR and --model NAME (the model the cache was filled by)")
         if self.kind == "openai" and not (self.openai_url and self.model):
             raise ValueError("--engine openai needs --openai-url URL and --model NAME")
+        if self.actor and self.kind != "vllm":
+            raise ValueError(f"--llm-actor hosts a vLLM engine in a Ray actor; it does not apply to --engine {self.kind}")
 
 
 class LazyEngine:
@@ -118,7 +125,14 @@ def make_engine(opts: EngineOptions) -> LLMEngine:
         if opts.model:
             kwargs["model"] = opts.model
         config = VLLMConfig(**kwargs)
-        engine = LazyEngine(lambda: VLLMEngine(config), model=vllm_model_name(config), supports_structured=True)
+        if opts.actor:
+            from actors.llm_actor import LLMActorConfig, start_llm_actor
+
+            actor_config = LLMActorConfig("vllm", config)
+            engine = LazyEngine(lambda: start_llm_actor(actor_config, address=opts.ray_address),
+                                model=vllm_model_name(config), supports_structured=True)
+        else:
+            engine = LazyEngine(lambda: VLLMEngine(config), model=vllm_model_name(config), supports_structured=True)
     if opts.cache_dir:
         from actors.engines.replay import CachingEngine, CompletionCache
 

@@ -114,3 +114,18 @@ def test_ray_executor_end_to_end(tmp_path, capsys, generated_jsonl):
     rep = report_json(out, capsys)
     assert rep["problems"] == 30 and rep["accuracy"] == 1.0
     assert {r.split("/")[0] for r in pq.read_table(out).column("worker").to_pylist()} == {"solver-0.1", "solver-1.2"}
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--max-tokens", "0"], "--max-tokens must be >= 1"),
+    (["--llm-actor"], "--llm-actor hosts a vLLM engine in a Ray actor"),
+])
+def test_llm_flags_are_checked_before_anything_starts(tmp_path, capsys, extra, message):
+    programs = tmp_path / "p.jsonl"
+    programs.write_text(json.dumps({"id": "p1", "context": "Bob is big.", "question": "Is Bob big?",
+                                    "options": ["A) True", "B) False"], "answer": "A"}) + "\n")
+    out = tmp_path / "run.parquet"
+    code = main(["solve", "--method", "cot", "--engine", "replay", "--cache", str(tmp_path / "c"), "--model", "m",
+                 "--programs", str(programs), "--out", str(out), *extra])
+    assert code == 2 and message in capsys.readouterr().err
+    assert not out.exists()

@@ -341,6 +341,15 @@ def test_every_program_the_lp_regex_admits_parses():
     assert kinds["ok"] > 50
 
 
+def test_lp_regex_keeps_bool_out_of_atoms_and_admits_the_recorded_constants():
+    program = "Predicates:\nRed($x, bool)\nFacts:\n{fact}\nRules:\nQuery:\nRed(Bob, True)\n"
+    # the degenerate copy of a declaration that SmolLM2-135M writes
+    assert not re.fullmatch(prompts.LP_PROGRAM_REGEX, program.format(fact="Red($x, bool, True)"))
+    assert not re.fullmatch(prompts.LP_PROGRAM_REGEX, program.format(fact="Red(bool, True)"))
+    for const in ("Bob", "squirrel", "b", "bo", "boo", "boolean", "Bool", "the_cat", "x1"):
+        assert re.fullmatch(prompts.LP_PROGRAM_REGEX, program.format(fact=f"Red({const}, True)")), const
+
+
 @pytest.mark.slow
 @settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
 @given(st.from_regex(prompts.LP_PROGRAM_REGEX, fullmatch=True))

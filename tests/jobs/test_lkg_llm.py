@@ -1,0 +1,73 @@
+"""LKG extraction with the embedded vLLM CPU engine (SmolLM2-135M-Instruct) over FOLIO dev contexts.
+
+What a 135M model extracts is what the store holds; these tests check that the offline
+build runs end to end (the first build with the engine in a Ray LLM actor, as on a cluster), that every stored graph is the validated part of an output (each
+raw_text is in its context, each edge joins stored nodes), that outputs failing validation
+are recorded with their issues, and that a second build is served entirely from the store.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from jobs.cli import main
+from jobs.datasets import load_dataset
+from retrieval.lkg.canonical import collapse_whitespace
+from retrieval.lkg.store import LKGStore
+from tests.conftest import data_or_skip
+
+pytestmark = pytest.mark.slow
+pytest.importorskip("vllm")
+
+LIMIT = 8  # FOLIO dev problems (several share a story)
+
+
+@pytest.fixture
+def ray_down():
+    yield
+    import ray
+
+    ray.shutdown()
+
+
+def build(store, capsys, *extra: str) -> dict:
+    capsys.readouterr()
+    code = main(["lkg", "build", "--dataset", "folio", "--limit", str(LIMIT), "--store", str(store), "--json",
+                 "--no-progress", "--data-dir", str(data_or_skip()), "--max-tokens", "384",
+                 "--max-repair-rounds", "1", *extra])
+    assert code == 0
+    return json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+
+
+def test_lkg_build_on_folio_then_a_rebuild_served_from_the_store(tmp_path, capsys, ray_down):
+    store_dir = tmp_path / "lkg"
+    first = build(store_dir, capsys, "--llm-actor")  # the engine in a Ray LLM actor, as on a cluster
+    problems = load_dataset("logiclm/folio", data_or_skip(), limit=LIMIT).problems
+    contexts = {p.context for p in problems}
+    assert first["problems"] == LIMIT and first["contexts"] == len(contexts)
+    assert first["cache_misses"] == first["contexts"] and first["cache_hits"] == 0
+    assert first["valid"] + first["invalid"] == first["contexts"]
+    assert first["completion_tokens"] > 0 and first["llm_calls"] >= first["contexts"]
+
+    store = LKGStore(store_dir)
+    by_id = {p.id: p for p in problems}
+    for pid, problem in by_id.items():
+        graph = store.graph_for_problem(pid)
+        record = store.context(graph.context_key)
+        assert record is not None and record.model == "smollm2-135m"
+        assert (record.status == "valid") == (not record.errors)
+        text = collapse_whitespace(problem.context)
+        for node in graph.nodes:  # what was stored passed validation
+            raw = getattr(node, "raw_text", "")
+            assert not raw or collapse_whitespace(raw) in text
+        ids = {n.id for n in graph.nodes}
+        assert all(e.source_id in ids and e.target_id in ids for e in graph.edges)
+
+    second = build(store_dir, capsys)
+    assert second["cache_hits"] == second["contexts"] == first["contexts"] and second["cache_misses"] == 0
+    assert second["completion_tokens"] == second["prompt_tokens"] == second["llm_calls"] == 0
+    assert second["nodes"] == first["nodes"] and second["edges"] == first["edges"]
+    assert second["seconds_saved"] > 0 and second["wall_seconds"] < first["wall_seconds"]
+    print("lkg build, SmolLM2-135M, FOLIO[:8]:", json.dumps(first), "\nrebuild:", json.dumps(second))
