@@ -120,7 +120,7 @@ def main() -> None:
     parser.add_argument("--repair-rounds", type=int, default=1)
     parser.add_argument("--data-dir")
     args = parser.parse_args()
-    os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")
+    os.environ.setdefault("VLLM_LOGGING_LEVEL", "ERROR")
     result = asyncio.run(measure(args))
     OUT.mkdir(exist_ok=True)
     (OUT / "lkg_extraction.json").write_text(json.dumps(result, indent=2) + "\n")

@@ -130,6 +130,13 @@ def _prepare_out(args: argparse.Namespace) -> Path | None:
     return out
 
 
+def _quiet_llm_imports() -> None:
+    """Hide the FutureWarnings vLLM's CPU build triggers on import (torch deprecations, not ours)."""
+    import warnings
+
+    warnings.filterwarnings("ignore", category=FutureWarning, module=r"vllm(\.|$)")
+
+
 def _cmd_solve_llm(args: argparse.Namespace) -> int:
     """``--method direct|cot|logiclm --engine ...``: the LLM path."""
     import asyncio
@@ -171,9 +178,11 @@ def _cmd_solve_llm(args: argparse.Namespace) -> int:
                                        "model": args.model, "workers": args.workers,
                                        "max_refine_rounds": cfg.max_refine_rounds,
                                        "max_tokens": args.max_tokens})
-    # vLLM logs every start-up step at INFO; a batch job's console wants the progress bar and
-    # the report. This is the process entry point, so it may set the default (a user's value wins).
-    os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")
+    # vLLM logs every start-up step at INFO and CPU-build notes at WARNING; a batch job's console
+    # wants the progress bar and the report. This is the process entry point, so it may set the
+    # default (a user's VLLM_LOGGING_LEVEL wins).
+    os.environ.setdefault("VLLM_LOGGING_LEVEL", "ERROR")
+    _quiet_llm_imports()
     pool = _make_pool(args) if args.method == "logiclm" else None
 
     async def main_async() -> None:
@@ -226,7 +235,8 @@ def _cmd_lkg_build(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"symbolkg lkg build: {exc}", file=sys.stderr)
         return 2
-    os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")  # see _cmd_solve_llm
+    os.environ.setdefault("VLLM_LOGGING_LEVEL", "ERROR")  # see _cmd_solve_llm
+    _quiet_llm_imports()
     store = LKGStore(args.store)
 
     async def main_async():

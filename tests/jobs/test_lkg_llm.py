@@ -18,7 +18,7 @@ from retrieval.lkg.canonical import collapse_whitespace
 from retrieval.lkg.store import LKGStore
 from tests.conftest import data_or_skip
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
 pytest.importorskip("vllm")
 
 LIMIT = 8  # FOLIO dev problems (several share a story)

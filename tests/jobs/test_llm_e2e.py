@@ -20,7 +20,8 @@ import pytest
 from jobs.cli import main
 from tests.conftest import data_or_skip
 
-pytestmark = pytest.mark.slow
+# ~8 minutes idle for the logiclm job on 2 cores; room for a loaded CI machine
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(2400)]
 pytest.importorskip("vllm")
 
 LLM_KEYS = {"prompt_tokens", "completion_tokens", "tokens_per_second", "problems_per_second", "rounds_histogram",
