@@ -73,8 +73,8 @@ def synthetic_vectors(n: int, latent_dim: int, rng: np.random.Generator, chunk: 
 
 def _latency(samples: list[float]) -> dict:
     a = np.sort(np.asarray(samples))
-    return {"p50_ms": round(1000 * float(np.percentile(a, 50)), 3), "p95_ms": round(1000 * float(np.percentile(a, 95)), 3),
-            "max_ms": round(1000 * float(a[-1]), 3)}
+    return {"p50_ms": round(1000 * float(np.percentile(a, 50)), 3),
+            "p95_ms": round(1000 * float(np.percentile(a, 95)), 3), "max_ms": round(1000 * float(a[-1]), 3)}
 
 
 def exact_top_k(x: np.ndarray, q: np.ndarray, k: int, chunk: int = 200_000) -> np.ndarray:
@@ -243,23 +243,25 @@ def plot(results: list[dict], path: Path) -> None:
     ax.set(xscale="log", yscale="log", xlabel="nodes", ylabel="seconds", title="Build")
     ax.legend(fontsize=8)
     ax = axes[1]
-    for key, label in (("query_batch_1", "batch 1"), ("query_batch_256", "batch 256 (whole batch)")):
-        ax.plot(n, [r[key]["p50_ms"] for r in results], "o-", label=f"{label} p50")
-        ax.plot(n, [r[key]["p95_ms"] for r in results], "s--", label=f"{label} p95")
+    for i, (key, label) in enumerate((("query_batch_1", "batch 1"), ("query_batch_256", "batch 256 (whole batch)"))):
+        ax.plot(n, [r[key]["p50_ms"] for r in results], "o-", color=f"C{i}", label=f"{label} p50")
+        ax.plot(n, [r[key]["p95_ms"] for r in results], "s--", color=f"C{i}", label=f"{label} p95")
     ax.set(xscale="log", yscale="log", xlabel="nodes", ylabel="ms", title="Query latency (k=10)")
     ax.legend(fontsize=8)
     ax = axes[2]
-    for k in ("k1", "k2", "k3"):
-        ax.plot(n, [r["hull_5_anchors"][k]["p50_ms"] for r in results], "o-", label=f"{k} p50")
-        ax.plot(n, [r["hull_5_anchors"][k]["p95_ms"] for r in results], "s--", label=f"{k} p95")
+    for i, k in enumerate(("k1", "k2", "k3")):
+        ax.plot(n, [r["hull_5_anchors"][k]["p50_ms"] for r in results], "o-", color=f"C{i}", label=f"{k} p50")
+        ax.plot(n, [r["hull_5_anchors"][k]["p95_ms"] for r in results], "s--", color=f"C{i}", label=f"{k} p95")
     ax.set(xscale="log", yscale="log", xlabel="nodes", ylabel="ms", title="Hull from 5 anchors")
     ax.legend(fontsize=8)
     ax = axes[3]
     ax.plot(n, [r["peak_rss_mb"] for r in results], "o-", label="peak RSS (process)")
     ax.plot(n, [r["index_file_mb"] for r in results], "s-", label="index files")
-    ax.plot(n, [r["data_rss_mb"] for r in results], "^--", label="raw vectors")
+    ax.plot(n, [r["data_rss_mb"] for r in results], "^--", label="vectors (+ generation)")
     ax.set(xscale="log", yscale="log", xlabel="nodes", ylabel="MiB", title="Memory")
     ax.legend(fontsize=8)
+    threads = results[0].get("faiss_threads")
+    fig.suptitle(f"retrieval_index: dim {DIM}, FAISS threads {threads}", fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
 

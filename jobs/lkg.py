@@ -25,14 +25,14 @@ issue: the context is reported but not stored, so a rerun asks again. Nothing is
 
 from __future__ import annotations
 
-import asyncio
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Iterable, Sequence
 
 from actors.engines.base import ChatRequest, EngineDeadError, EngineError, LLMEngine, Message, SamplingParams, StructuredOutput
+from jobs.concurrency import for_each_in_flight
 from jobs.records import Problem
 from retrieval.lkg.extract import PROMPT_VERSION, chunk_context, chunk_schema, extraction_messages, parse_extraction, repair_messages
 from retrieval.lkg.merge import merge_graphs
@@ -231,8 +231,6 @@ class BuildReport:
         return self.cache_hits / self.contexts if self.contexts else 0.0
 
     def to_dict(self) -> dict:
-        from dataclasses import asdict
-
         d = asdict(self)
         d["cache_hit_rate"] = round(self.hit_rate, 4)
         d["tokens_per_second"] = round(self.completion_tokens / self.wall_seconds, 2) if self.wall_seconds else 0.0
@@ -287,7 +285,7 @@ async def run_lkg_build(problems: Sequence[Problem], store: LKGStore, engine: LL
     t0 = time.monotonic()
     jobs = context_jobs(problems, engine.model, cfg.prompt_version)
     hits = [j for j in jobs if store.has(j.key)]
-    todo = iter([j for j in jobs if not store.has(j.key)])
+    todo = [j for j in jobs if not store.has(j.key)]
     for job in hits:
         store.link_problems(job.key, job.problem_ids)
     ledger = _Ledger()
@@ -301,34 +299,27 @@ async def run_lkg_build(problems: Sequence[Problem], store: LKGStore, engine: LL
     # transient failure (a timeout, a restarting server) must not become a permanent answer.
     failed: dict[str, dict] = {}
 
-    async def worker() -> None:
+    async def extract(job: ContextJob) -> None:
         nonlocal finished, valid
-        for job in todo:  # a shared iterator: each context goes to exactly one worker
-            record, graph = await extract_context(job, engine, cfg)
-            if any(e.kind == "llm_error" for e in record.errors):
-                failed[job.key] = {**record.to_row(), "n_nodes": len(graph.nodes), "n_edges": len(graph.edges)}
-            else:
-                store.put(record, graph)
-            ledger.prompt_tokens += record.prompt_tokens
-            ledger.completion_tokens += record.completion_tokens
-            ledger.calls += record.rounds
-            ledger.seconds += record.llm_seconds
-            finished += 1
-            valid += record.status == "valid"
-            if bar is not None:
-                elapsed = max(time.monotonic() - t0, 1e-9)
-                bar.set_postfix(valid=f"{valid}/{finished}", tok_s=f"{ledger.completion_tokens / elapsed:.0f}",
-                                refresh=False)
-                bar.update(1)
+        record, graph = await extract_context(job, engine, cfg)
+        if any(e.kind == "llm_error" for e in record.errors):
+            failed[job.key] = {**record.to_row(), "n_nodes": len(graph.nodes), "n_edges": len(graph.edges)}
+        else:
+            store.put(record, graph)
+        ledger.prompt_tokens += record.prompt_tokens
+        ledger.completion_tokens += record.completion_tokens
+        ledger.calls += record.rounds
+        ledger.seconds += record.llm_seconds
+        finished += 1
+        valid += record.status == "valid"
+        if bar is not None:
+            elapsed = max(time.monotonic() - t0, 1e-9)
+            bar.set_postfix(valid=f"{valid}/{finished}", tok_s=f"{ledger.completion_tokens / elapsed:.0f}",
+                            refresh=False)
+            bar.update(1)
 
-    tasks = [asyncio.create_task(worker()) for _ in range(max_in_flight)]
     try:
-        await asyncio.gather(*tasks)
-    except BaseException:
-        for t in tasks:
-            t.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        raise
+        await for_each_in_flight(todo, extract, max_in_flight)
     finally:
         store.flush()
         if bar is not None:

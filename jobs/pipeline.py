@@ -13,12 +13,12 @@ finished LLM calls costs no tokens).
 
 from __future__ import annotations
 
-import asyncio
 import sys
 import time
 from typing import Iterable
 
 from actors.engines.base import EngineDeadError, LLMEngine
+from jobs.concurrency import for_each_in_flight
 from jobs.methods import MethodConfig, run_problem
 from jobs.records import Problem
 from jobs.solve import SolveSummary
@@ -59,7 +59,7 @@ async def run_method_job(
     if len(set(ids)) != len(ids):
         raise ValueError("duplicate problem ids in the input")
     done = store.done_ids()
-    todo = iter([p for p in problems if p.id not in done])
+    todo = [p for p in problems if p.id not in done]
     skipped = sum(1 for p in problems if p.id in done)
     bar = None
     if progress:
@@ -68,28 +68,21 @@ async def run_method_job(
         bar = tqdm(total=len(problems), initial=skipped, unit="problem", dynamic_ncols=True, file=sys.stderr)
     solved = correct = tokens = 0
 
-    async def worker() -> None:
+    async def solve(problem: Problem) -> None:
         nonlocal solved, correct, tokens
-        for problem in todo:  # a shared iterator: each problem goes to exactly one worker
-            row = await run_problem(problem, cfg, engine, solver)
-            store.append(row)
-            solved += 1
-            correct += row.correct
-            tokens += row.completion_tokens
-            if bar is not None:
-                elapsed = max(time.monotonic() - t0, 1e-9)
-                bar.set_postfix(correct=f"{correct}/{solved}", tok_s=f"{tokens / elapsed:.0f}", refresh=False)
-                bar.update(1)
+        row = await run_problem(problem, cfg, engine, solver)
+        store.append(row)
+        solved += 1
+        correct += row.correct
+        tokens += row.completion_tokens
+        if bar is not None:
+            elapsed = max(time.monotonic() - t0, 1e-9)
+            bar.set_postfix(correct=f"{correct}/{solved}", tok_s=f"{tokens / elapsed:.0f}", refresh=False)
+            bar.update(1)
 
-    tasks = [asyncio.create_task(worker()) for _ in range(max_in_flight)]
     try:
-        await asyncio.gather(*tasks)
+        await for_each_in_flight(todo, solve, max_in_flight)
         store.finalize()
-    except BaseException:
-        for t in tasks:
-            t.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        raise
     finally:
         store.flush()
         if bar is not None:

@@ -23,6 +23,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import os
+import shutil
 import tempfile
 import zipfile
 from dataclasses import dataclass
@@ -172,6 +173,7 @@ def _unpack_zip(zip_path: Path, cache_dir: Path) -> Path:
     try:
         os.replace(staging, target)  # another process may have won the race: its copy is identical
     except OSError:
+        shutil.rmtree(staging, ignore_errors=True)
         if not all((target / f).is_file() for f in _MODEL_FILES):
             raise
     return target

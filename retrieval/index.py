@@ -300,8 +300,8 @@ class VectorIndex:
             mmap: map the vectors from the file instead of reading them (read-only index). Falls
                 back to a normal read when FAISS cannot map this index type. Moving an exact index
                 to GPU copies it anyway.
-            config: search and placement settings (default: the saved config); the index type is
-                the saved one whatever ``exact_max_vectors`` says.
+            config: search and placement settings (default: the saved config with ``device="auto"``);
+                the index type is the saved one whatever ``exact_max_vectors`` says.
 
         Returns:
             The index; ``read_only`` tells whether it is memory-mapped.
@@ -317,7 +317,9 @@ class VectorIndex:
         meta = json.loads(meta_path.read_text())
         if meta.get("format_version") != FORMAT_VERSION:
             raise ValueError(f"{folder}: index format {meta.get('format_version')!r}, this code reads {FORMAT_VERSION}")
-        out = cls(int(meta["dim"]), config or IndexConfig(**meta["config"]), embedder=meta["embedder"])
+        # Placement is a property of the machine, not of the index: a saved config loads with device="auto".
+        config = config or IndexConfig(**{**meta["config"], "device": "auto"})
+        out = cls(int(meta["dim"]), config, embedder=meta["embedder"])
         index_file = str(folder / "index.faiss")
         index = None
         if mmap:

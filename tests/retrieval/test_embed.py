@@ -20,7 +20,8 @@ from retrieval.embed import (
     make_embedder,
 )
 
-CAT, CAT_PARAPHRASE, UNRELATED = "A cat sits on the mat", "A cat is sitting on a mat", "Stock markets fell sharply today"
+CAT, CAT_PARAPHRASE = "A cat sits on the mat", "A cat is sitting on a mat"
+UNRELATED = "Stock markets fell sharply today"
 
 
 def cos(a: np.ndarray, b: np.ndarray) -> float:
@@ -36,7 +37,8 @@ def test_hashing_embedder_is_deterministic_normalized_and_lexical():
     vecs = emb.embed([CAT, CAT_PARAPHRASE, UNRELATED, "", "the"])
     assert vecs.shape == (5, 128) and vecs.dtype == np.float32
     np.testing.assert_allclose(np.linalg.norm(vecs, axis=1), 1.0, rtol=1e-6)
-    np.testing.assert_array_equal(vecs, HashingEmbedder(dim=128, seed=7).embed([CAT, CAT_PARAPHRASE, UNRELATED, "", "the"]))
+    again = HashingEmbedder(dim=128, seed=7).embed([CAT, CAT_PARAPHRASE, UNRELATED, "", "the"])
+    np.testing.assert_array_equal(vecs, again)
     assert cos(vecs[0], vecs[1]) > cos(vecs[0], vecs[2])
     np.testing.assert_array_equal(vecs[3], vecs[4])  # no tokens: the same fixed vector
     assert not np.array_equal(HashingEmbedder(dim=128, seed=8).embed([CAT]), vecs[:1])
