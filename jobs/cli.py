@@ -130,10 +130,16 @@ def _prepare_out(args: argparse.Namespace) -> Path | None:
     return out
 
 
-def _quiet_llm_imports() -> None:
-    """Hide the FutureWarnings vLLM's CPU build triggers on import (torch deprecations, not ours)."""
+def _quiet_vllm() -> None:
+    """Keep vLLM's start-up chatter off a batch job's console (the progress bar and report stay).
+
+    vLLM logs every start-up step at INFO and CPU-build notes at WARNING, and its imports raise
+    torch FutureWarnings. This is the process entry point, so it may set the default; a user's
+    ``VLLM_LOGGING_LEVEL`` wins.
+    """
     import warnings
 
+    os.environ.setdefault("VLLM_LOGGING_LEVEL", "ERROR")
     warnings.filterwarnings("ignore", category=FutureWarning, module=r"vllm(\.|$)")
 
 
@@ -178,11 +184,7 @@ def _cmd_solve_llm(args: argparse.Namespace) -> int:
                                        "model": args.model, "workers": args.workers,
                                        "max_refine_rounds": cfg.max_refine_rounds,
                                        "max_tokens": args.max_tokens})
-    # vLLM logs every start-up step at INFO and CPU-build notes at WARNING; a batch job's console
-    # wants the progress bar and the report. This is the process entry point, so it may set the
-    # default (a user's VLLM_LOGGING_LEVEL wins).
-    os.environ.setdefault("VLLM_LOGGING_LEVEL", "ERROR")
-    _quiet_llm_imports()
+    _quiet_vllm()
     pool = _make_pool(args) if args.method == "logiclm" else None
 
     async def main_async() -> None:
@@ -235,8 +237,7 @@ def _cmd_lkg_build(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"symbolkg lkg build: {exc}", file=sys.stderr)
         return 2
-    os.environ.setdefault("VLLM_LOGGING_LEVEL", "ERROR")  # see _cmd_solve_llm
-    _quiet_llm_imports()
+    _quiet_vllm()
     store = LKGStore(args.store)
 
     async def main_async():
