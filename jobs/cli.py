@@ -274,6 +274,209 @@ def _cmd_lkg_show(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_retrieve(args: argparse.Namespace) -> int:
+    """``symbolkg retrieve``: hybrid retrieval (and optional LLM pruning) over an LKG store."""
+    import asyncio
+
+    from retrieval.anchors import AnchorConfig
+    from retrieval.embed import ModelNotFoundError, make_embedder
+    from retrieval.hull import HullConfig
+    from retrieval.hybrid import HybridRetriever, store_subgraph
+    from retrieval.index import node_text
+    from retrieval.lkg.store import LKGStore
+    from retrieval.prune import PruneConfig
+
+    def fail(message: str) -> int:
+        print(f"symbolkg retrieve: {message}", file=sys.stderr)
+        return 2
+
+    if not (Path(args.store) / "contexts").is_dir():
+        return fail(f"no LKG store at {args.store} (build one with `symbolkg lkg build`)")
+    try:
+        hull_config = HullConfig(k=args.hops, max_nodes=args.max_nodes)
+        anchor_config = AnchorConfig(dense_threshold=args.dense_threshold)
+        prune = PruneConfig(enabled=args.prune, cap=args.prune_cap)
+        opts = None
+        if args.prune:
+            from actors.engines.factory import EngineOptions
+
+            opts = EngineOptions(kind=args.engine, model=args.model, cache_dir=args.llm_cache, openai_url=args.openai_url)
+        embedder = make_embedder(args.embedder, args.embedder_path)
+    except (ValueError, ModelNotFoundError) as exc:
+        return fail(str(exc))
+    store = LKGStore(args.store)
+    retriever = HybridRetriever.from_store(store, embedder, anchor_config=anchor_config, hull_config=hull_config)
+    result = retriever.retrieve(args.query)  # lexical query entities, no LLM
+    entities, anchors, hull = result.entities, tuple(a.node_id for a in result.anchors), tuple(result.node_ids)
+    kept, extra = hull, {"seconds": {k: round(v, 6) for k, v in result.seconds.items()}}
+    reasons = {a.node_id: f"{a.source} {a.score:.2f}" + (f" ({a.mention})" if a.mention else "") for a in result.anchors}
+    hops = result.hull.distances
+    if opts is not None:
+        from actors.engines.base import EngineDeadError
+        from actors.engines.factory import make_engine
+        from jobs.retrieve import retrieve
+
+        _quiet_vllm()
+
+        async def main_async():
+            engine = make_engine(opts)
+            try:
+                return await retrieve(engine, retriever, lambda ids: store_subgraph(store, ids), args.query,
+                                      problem_id="query", prune=prune)
+            finally:
+                await engine.close()
+
+        try:
+            outcome = asyncio.run(main_async())
+        except EngineDeadError as exc:
+            print(f"symbolkg retrieve: the LLM engine died: {exc}", file=sys.stderr)
+            return 1
+        entities, anchors, kept = outcome.entities, outcome.anchors, outcome.pruned
+        hull = tuple(dict.fromkeys(outcome.hull + hull))
+        extra = {"entities_source": outcome.entities_source, "prune_source": outcome.prune_source,
+                 "errors": outcome.errors, "prompt_tokens": outcome.prompt_tokens,
+                 "completion_tokens": outcome.completion_tokens}
+    graph = store_subgraph(store, hull)
+    nodes = [{"id": n.id, "type": n.node_type, "text": node_text(n), "hop": hops.get(n.id),
+              "anchor": reasons.get(n.id, "anchor" if n.id in anchors else None), "kept": n.id in kept}
+             for n in graph.nodes]
+    if args.json:
+        print(json.dumps({"query": args.query, "entities": list(entities), "anchors": list(anchors),
+                          "hull": list(hull), "kept": list(kept), "nodes": nodes, **extra}))
+        return 0
+    print(f"query: {args.query}\nentities: {', '.join(entities) or '-'}\n"
+          f"{len(anchors)} anchors, {len(hull)} nodes within {args.hops} hops, {len(kept)} kept")
+    for node in nodes:
+        mark = "*" if node["kept"] else " "
+        why = f"  <- {node['anchor']}" if node["anchor"] else ""
+        print(f" {mark} hop {node['hop']}  {node['type']:<10} {node['text'][:100]}{why}")
+    return 0
+
+
+def _cmd_retrieval_eval(args: argparse.Namespace) -> int:
+    """``symbolkg retrieval-eval``: Recall@2/5 and latency of a retrieval method on a multi-hop QA set."""
+    import asyncio
+
+    from jobs.datasets import InputError, load_dataset
+    from jobs.multihop import (MULTIHOP_DATASETS, PassageRetriever, answer_questions, build_pool, evaluate_retrieval,
+                               summarize, write_results)
+    from retrieval.embed import ModelNotFoundError, make_embedder, set_cpu_threads
+    from retrieval.embed_cache import EmbeddingCache
+
+    def fail(message: str) -> int:
+        print(f"symbolkg retrieval-eval: {message}", file=sys.stderr)
+        return 2
+
+    try:
+        dataset = _resolve_dataset(args.dataset)
+    except ValueError as exc:
+        return fail(str(exc))
+    if dataset not in MULTIHOP_DATASETS:
+        return fail(f"{args.dataset!r} is not a multi-hop QA set; expected one of {', '.join(MULTIHOP_DATASETS)}")
+    if args.limit is not None and args.limit < 1:
+        return fail("--limit must be >= 1")
+    if args.threads is not None:
+        try:
+            set_cpu_threads(args.threads)
+        except ValueError as exc:
+            return fail(str(exc))
+    try:
+        problems = load_dataset(dataset, args.data_dir).problems  # the whole set: it is the retrieval pool
+        passages, questions = build_pool(problems)
+        embedder = make_embedder(args.embedder, args.embedder_path)
+    except (FileNotFoundError, InputError, ValueError, ModelNotFoundError) as exc:
+        return fail(str(exc))
+    opts = None
+    if args.answer:
+        from actors.engines.factory import EngineOptions
+
+        try:  # checked before the (slow) retrieval
+            opts = EngineOptions(kind=args.engine, model=args.model, cache_dir=args.llm_cache, openai_url=args.openai_url)
+        except ValueError as exc:
+            return fail(str(exc))
+    questions = questions[:args.limit] if args.limit else questions
+    cache = EmbeddingCache(args.cache_dir, embedder) if args.cache_dir else None
+    retriever = PassageRetriever(passages, embedder, cache=cache, progress=not args.no_progress)
+    results = evaluate_retrieval(retriever, questions, args.method, progress=not args.no_progress)
+    report = summarize(dataset, args.method, retriever, results, cache)
+    if opts is not None:
+        from actors.engines.base import EngineDeadError
+        from actors.engines.factory import make_engine
+
+        _quiet_vllm()
+
+        async def main_async() -> tuple[int, int, str]:
+            engine = make_engine(opts)
+            try:
+                tokens = await answer_questions(engine, retriever, questions, results, max_tokens=args.max_tokens,
+                                                progress=not args.no_progress)
+                return tokens[0], tokens[1], engine.model
+            finally:
+                await engine.close()
+
+        try:
+            prompt_tokens, completion_tokens, model = asyncio.run(main_async())
+        except EngineDeadError as exc:
+            print(f"symbolkg retrieval-eval: the LLM engine died: {exc}", file=sys.stderr)
+            return 1
+        report = summarize(dataset, args.method, retriever, results, cache)
+        report.answer_model, report.prompt_tokens, report.completion_tokens = model, prompt_tokens, completion_tokens
+    if args.out:
+        write_results(args.out, results)
+    print(json.dumps(report.to_dict()) if args.json else report.format())
+    return 0
+
+
+def _cmd_router_eval(args: argparse.Namespace) -> int:
+    """``symbolkg router-eval``: router accuracy on the mixed stream of the five logic datasets."""
+    from jobs.datasets import InputError
+    from jobs.router_eval import evaluate_router, mixed_stream
+    from retrieval.lkg.store import LKGStore
+
+    if args.per_dataset < 1:
+        print("symbolkg router-eval: --per-dataset must be >= 1", file=sys.stderr)
+        return 2
+    if args.store and not (Path(args.store) / "contexts").is_dir():
+        print(f"symbolkg router-eval: no LKG store at {args.store}", file=sys.stderr)
+        return 2
+    try:
+        stream = mixed_stream(args.per_dataset, args.data_dir)
+    except (FileNotFoundError, InputError, ValueError) as exc:
+        print(f"symbolkg router-eval: {exc}", file=sys.stderr)
+        return 2
+    store = LKGStore(args.store) if args.store else None
+    votes = None
+    if args.llm_vote:
+        import asyncio
+
+        from actors.engines.base import EngineDeadError
+        from actors.engines.factory import EngineOptions, make_engine
+        from jobs.router_eval import llm_votes
+
+        try:
+            opts = EngineOptions(kind=args.engine, model=args.model, cache_dir=args.llm_cache, openai_url=args.openai_url)
+        except ValueError as exc:
+            print(f"symbolkg router-eval: {exc}", file=sys.stderr)
+            return 2
+        _quiet_vllm()
+
+        async def main_async():
+            engine = make_engine(opts)
+            try:
+                return await llm_votes(engine, [p for _, p in stream])
+            finally:
+                await engine.close()
+
+        try:
+            votes = asyncio.run(main_async())
+        except EngineDeadError as exc:
+            print(f"symbolkg router-eval: the LLM engine died: {exc}", file=sys.stderr)
+            return 1
+    report, _ = evaluate_router(stream, store, use_options=not args.no_option_features, votes=votes)
+    print(json.dumps(report.to_dict()) if args.json else report.format())
+    return 0
+
+
 def _cmd_report(args: argparse.Namespace) -> int:
     from jobs.report import report
 
@@ -371,6 +574,63 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--id", required=True, help="problem id")
     p.add_argument("--out", required=True, help="FILE.png or FILE.html")
     p.set_defaults(func=_cmd_lkg_show)
+
+    p = sub.add_parser("retrieve", help="hybrid retrieval over an LKG store: anchors, logical hull, optional LLM pruning")
+    p.add_argument("--store", required=True, help="LKG store directory (from `symbolkg lkg build`)")
+    p.add_argument("--query", required=True, help="the question")
+    p.add_argument("--hops", type=int, default=2, help="hull depth k (default 2)")
+    p.add_argument("--max-nodes", type=int, default=256, help="most hull nodes (default 256)")
+    p.add_argument("--dense-threshold", type=float, default=0.35, help="least cosine of a dense anchor (default 0.35)")
+    p.add_argument("--embedder", choices=("minilm", "bge-m3", "hashing"), default="minilm",
+                   help="dense model (indexes are built on first use and kept in STORE/indexes/)")
+    p.add_argument("--embedder-path", help="local model folder (required for bge-m3)")
+    p.add_argument("--prune", action="store_true", help="ask the LLM for the query entities and to prune the hull")
+    p.add_argument("--prune-cap", type=int, default=24, help="most nodes the pruning keeps (default 24)")
+    p.add_argument("--engine", choices=("vllm", "openai", "replay"), default="vllm", help="LLM backend for --prune")
+    p.add_argument("--model", help="model name or path (see `symbolkg solve --help`)")
+    p.add_argument("--llm-cache", help="completion cache dir (written through; read by --engine replay)")
+    p.add_argument("--openai-url", help="base URL of an OpenAI-compatible server (--engine openai)")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(func=_cmd_retrieve)
+
+    p = sub.add_parser("retrieval-eval", help="Recall@2/5 and latency of bm25 / dense / hybrid retrieval on multi-hop QA")
+    p.add_argument("--dataset", required=True,
+                   help="multihop/hotpotqa, multihop/2wikimultihopqa or multihop/musique (or the short name)")
+    p.add_argument("--method", choices=("bm25", "dense", "hybrid"), default="hybrid", help="retrieval method (default hybrid)")
+    p.add_argument("--limit", type=int, help="evaluate only the first N questions (the pool is always the whole set)")
+    p.add_argument("--data-dir", help="data root (default: $SYMBOLKG_DATA, else ../shared/data)")
+    p.add_argument("--embedder", choices=("minilm", "bge-m3", "hashing"), default="minilm",
+                   help="dense model (default minilm: all-MiniLM-L6-v2 from its PyPI package, offline)")
+    p.add_argument("--embedder-path", help="local model folder (required for bge-m3)")
+    p.add_argument("--cache-dir", default="runs/retrieval-cache",
+                   help="passage embedding cache (default runs/retrieval-cache; '' = none)")
+    p.add_argument("--threads", type=int, help="torch and FAISS CPU threads (default: the libraries' own)")
+    p.add_argument("--out", help="write one JSON line per question (ranked passage keys, gold, recall, answer)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bars")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    g = p.add_argument_group("answers (optional)")
+    g.add_argument("--answer", action="store_true", help="also have the LLM answer from the top 5 passages (EM / F1)")
+    g.add_argument("--engine", choices=("vllm", "openai", "replay"), default="vllm",
+                   help="LLM backend for --answer (default vllm with the embedded SmolLM2-135M-Instruct)")
+    g.add_argument("--model", help="model name or path (see `symbolkg solve --help`)")
+    g.add_argument("--llm-cache", help="completion cache dir (written through; read by --engine replay)")
+    g.add_argument("--openai-url", help="base URL of an OpenAI-compatible server (--engine openai)")
+    g.add_argument("--max-tokens", type=int, default=32, help="most generated tokens per answer (default 32)")
+    p.set_defaults(func=_cmd_retrieval_eval)
+
+    p = sub.add_parser("router-eval", help="logic router accuracy on a mixed stream of the five Logic-LM datasets")
+    p.add_argument("--per-dataset", type=int, default=100, help="problems per dataset (default 100; fewer if a set is smaller)")
+    p.add_argument("--store", help="LKG store: add each problem's graph counts (constraints, rules, relations) as features")
+    p.add_argument("--no-option-features", action="store_true",
+                   help="ablation: hide the answer options (their format nearly names the dataset)")
+    p.add_argument("--llm-vote", action="store_true", help="also ask the LLM; its vote overrules only weak feature rules")
+    p.add_argument("--engine", choices=("vllm", "openai", "replay"), default="vllm", help="LLM backend for --llm-vote")
+    p.add_argument("--model", help="model name or path (see `symbolkg solve --help`)")
+    p.add_argument("--llm-cache", help="completion cache dir (written through; read by --engine replay)")
+    p.add_argument("--openai-url", help="base URL of an OpenAI-compatible server (--engine openai)")
+    p.add_argument("--data-dir", help="data root (default: $SYMBOLKG_DATA, else ../shared/data)")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(func=_cmd_router_eval)
 
     p = sub.add_parser("report", help="accuracy, execution rate, errors by kind, timings of a run")
     p.add_argument("run", help="results Parquet written by `symbolkg solve`")

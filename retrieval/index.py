@@ -44,6 +44,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from retrieval.embed import Embedder
+from retrieval.embed_cache import EmbeddingCache, embed_with_cache
 from retrieval.lkg.schema import NODE_TYPES, Graph, Node
 from retrieval.lkg.store import LKGStore
 
@@ -395,7 +396,8 @@ def _iter_node_texts(source: LKGStore | Graph | Iterable[Graph], batch_rows: int
 
 def build_indexes(source: LKGStore | Graph | Iterable[Graph], embedder: Embedder, *,
                   node_types: Sequence[str] = DEFAULT_INDEXED_TYPES, config: IndexConfig | None = None,
-                  batch_size: int = 64, chunk_texts: int = 8_192) -> dict[str, VectorIndex]:
+                  batch_size: int = 64, chunk_texts: int = 8_192, cache: EmbeddingCache | None = None
+                  ) -> dict[str, VectorIndex]:
     """Embed the nodes of a store (or graphs) into one :class:`VectorIndex` per node type.
 
     A node id met again (the same canonical entity in several contexts) is indexed once, with
@@ -409,6 +411,8 @@ def build_indexes(source: LKGStore | Graph | Iterable[Graph], embedder: Embedder
         config: index settings.
         batch_size: texts per embedder call.
         chunk_texts: texts embedded and added per step.
+        cache: vectors already computed for these texts (e.g. the store's
+            :func:`~retrieval.embed_cache.store_embedding_cache`); new ones are added to it.
 
     Returns:
         node type -> index, for every type in ``node_types``.
@@ -428,7 +432,7 @@ def build_indexes(source: LKGStore | Graph | Iterable[Graph], embedder: Embedder
     def flush(node_type: str) -> None:
         ids, texts = pending[node_type]
         if ids:
-            indexes[node_type].add(embedder.embed(texts, batch_size=batch_size), ids)
+            indexes[node_type].add(embed_with_cache(embedder, texts, cache, batch_size=batch_size), ids)
             pending[node_type] = ([], [])
 
     for node_id, node_type, text in _iter_node_texts(source, batch_rows=chunk_texts):

@@ -3,7 +3,8 @@
 What a 135M model extracts is what the store holds; these tests check that the offline
 build runs end to end (the first build with the engine in a Ray LLM actor, as on a cluster), that every stored graph is the validated part of an output (each
 raw_text is in its context, each edge joins stored nodes), that outputs failing validation
-are recorded with their issues, and that a second build is served entirely from the store.
+are recorded with their issues, that a second build is served entirely from the store, and that
+hybrid retrieval with LLM query entities and pruning runs over the built store.
 """
 
 from __future__ import annotations
@@ -71,3 +72,17 @@ def test_lkg_build_on_folio_then_a_rebuild_served_from_the_store(tmp_path, capsy
     assert second["nodes"] == first["nodes"] and second["edges"] == first["edges"]
     assert second["seconds_saved"] > 0 and second["wall_seconds"] < first["wall_seconds"]
     print("lkg build, SmolLM2-135M, FOLIO[:8]:", json.dumps(first), "\nrebuild:", json.dumps(second))
+
+    # hybrid retrieval over the built store (MiniLM indexes built on first use), with the LLM
+    # naming the query entities and pruning the hull; failures fall back and are recorded
+    capsys.readouterr()
+    code = main(["retrieve", "--store", str(store_dir), "--query", problems[0].question, "--prune", "--json",
+                 "--max-nodes", "48"])
+    assert code == 0
+    found = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert found["entities_source"] in ("llm", "lexical-fallback")
+    assert found["prune_source"] in ("llm", "fallback", "empty") and set(found["kept"]) <= set(found["hull"])
+    assert found["prompt_tokens"] > 0 and (store_dir / "indexes" / "all-MiniLM-L6-v2").is_dir()
+    print("retrieve --prune:", json.dumps({k: found[k] for k in ("entities", "entities_source", "prune_source",
+                                                               "errors")}), len(found["hull"]), "->",
+          len(found["kept"]))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -149,3 +150,20 @@ def test_make_embedder():
         make_embedder("bge-m3", "/nonexistent/bge-m3")
     with pytest.raises(ValueError, match="device"):
         MiniLMConfig(device="tpu")
+
+
+def test_minilm_loads_in_a_fresh_environment(tmp_path):
+    """A new process with an empty home, empty Hugging Face caches and offline flags: the weights
+    can only come from the installed package."""
+    import os
+    import subprocess
+    import sys
+
+    env = {"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path), "HF_HOME": str(tmp_path / "hf"),
+           "XDG_CACHE_HOME": str(tmp_path / "cache"), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
+           "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    code = ("from retrieval.embed import make_embedder; e = make_embedder('minilm'); "
+            "v = e.embed(['a cat sits on the mat']); print(v.shape, round(float((v * v).sum()), 3))")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip().endswith("(1, 384) 1.0")
