@@ -125,17 +125,32 @@ def entity_name(title: str) -> str:
     return _DISAMBIGUATION.sub("", title).strip() or title
 
 
-def passage_graph(passages: Sequence[Passage]) -> tuple[Adjacency, dict[str, int]]:
+@dataclass(frozen=True)
+class PassageGraph:
+    """The lexical passage-entity graph of a pool.
+
+    Attributes:
+        adjacency: for the hull; passage nodes have type ``""``, entities ``"Entity"``.
+        describes: passage key -> the id of the entity it is about (its title).
+        mentions: passage key -> ids of the other entities its text names.
+        edges: every ``(passage key, entity id, "DESCRIBES" | "MENTIONS")`` edge.
+    """
+
+    adjacency: Adjacency
+    describes: dict[str, str]
+    mentions: dict[str, frozenset[str]]
+    edges: tuple[tuple[str, str, str], ...]
+
+
+def passage_graph(passages: Sequence[Passage]) -> PassageGraph:
     """The lexical passage graph: ``P -DESCRIBES-> E(title of P)``, ``P -MENTIONS-> E`` when P's text names E.
 
     A mention is a run of up to 8 words of the text, starting with a capital letter, whose
     normalized form is an entity's name (so "the Blue Books" names "Blue Book"). Single-word
     names count only when the word is capitalized in the text (no link from "love" to "Love").
-
-    Returns:
-        The adjacency (passage nodes have type ``""``, entities ``"Entity"``) and entity id -> row.
     """
     names: dict[str, str] = {}  # normalized name -> entity id
+    describes: dict[str, str] = {}
     edges: list[tuple[str, str, str]] = []
     node_types: dict[str, str] = {p.key: "" for p in passages}
     for p in passages:
@@ -146,12 +161,14 @@ def passage_graph(passages: Sequence[Passage]) -> tuple[Adjacency, dict[str, int
         eid = entity_id(name)
         names[normalized] = eid
         node_types[eid] = "Entity"
+        describes[p.key] = eid
         edges.append((p.key, eid, "DESCRIBES"))
     longest = min(_MAX_NAME_WORDS, max((len(n.split()) for n in names), default=1))
+    mentions: dict[str, frozenset[str]] = {}
     for p in passages:
         words = p.text.split()
-        own = names.get(normalize_name(entity_name(p.title)))
-        linked: set[str] = set()
+        own = describes.get(p.key)
+        linked: list[str] = []
         for i, word in enumerate(words):
             if not word[:1].isupper():
                 continue
@@ -162,11 +179,11 @@ def passage_graph(passages: Sequence[Passage]) -> tuple[Adjacency, dict[str, int
                 eid = names.get(normalized)
                 if eid is not None:
                     if eid != own and eid not in linked:
-                        linked.add(eid)
+                        linked.append(eid)
                         edges.append((p.key, eid, "MENTIONS"))
                     break
-    adjacency = Adjacency.from_edges(edges, node_types)
-    return adjacency, {eid: adjacency._index[eid] for eid in set(names.values())}
+        mentions[p.key] = frozenset(linked)
+    return PassageGraph(Adjacency.from_edges(edges, node_types), describes, mentions, tuple(edges))
 
 
 @dataclass(frozen=True)
@@ -220,10 +237,8 @@ class PassageRetriever:
         self.index = VectorIndex(embedder.dim, IndexConfig(exact_max_vectors=max(50_000, len(self.passages))),
                                  embedder=embedder.name)
         self.index.add(vectors, self.keys)
-        self.adjacency, _ = passage_graph(self.passages)
+        self.graph = passage_graph(self.passages)
         self._row = {k: i for i, k in enumerate(self.keys)}
-        self._entity_rows = {p.key: self.adjacency._index.get(entity_id(entity_name(p.title)))
-                             for p in self.passages if normalize_name(entity_name(p.title))}
         self.build_seconds = time.perf_counter() - t0
 
     def rank(self, query: str, method: Method, k: int = 5, entities: Sequence[str] | None = None
@@ -250,36 +265,29 @@ class PassageRetriever:
         fused = sorted(score, key=lambda key: -score[key])
         mentions = list(entities) if entities is not None else lexical_query_entities(query)
         named = [entity_id(m) for m in mentions if normalize_name(m)]
-        named = [e for e in named if e in self.adjacency]
+        named = [e for e in named if e in self.graph.adjacency]
         anchors = fused[:cfg.anchor_passages]
-        hull = logical_hull(self.adjacency, anchors + named,
+        hull = logical_hull(self.graph.adjacency, anchors + named,
                             HullConfig(k=cfg.hops, edge_types=("MENTIONS",), relations=True))
         reached = hull.distances
         named_set = set(named)
         boosted = dict(score)
-        node_ids = self.adjacency.node_ids
         for key, distance in reached.items():
             if distance == 0 or key not in self._row:
                 continue
-            entity_row = self._entity_rows.get(key)
-            entity = node_ids[entity_row] if entity_row is not None else None
+            entity = self.graph.describes.get(key)
+            if entity is None:
+                continue
             bonus = cfg.name_bonus if entity in named_set else 0.0
-            # the best anchor passage that names this passage's entity (a bridge)
-            if entity is not None and reached.get(entity) == 1:
-                parents = [a for a in anchors if self._mentions(a, entity_row)]
-                if parents:
-                    bonus += cfg.bridge_weight * max(score[a] for a in parents)
+            # a bridge: an anchor passage names the entity this passage is about (an entity the
+            # query names itself is an anchor, at distance 0, and has the name bonus instead)
+            parents = [score[a] for a in anchors if entity in self.graph.mentions.get(a, ())] \
+                if reached.get(entity) == 1 else []
+            if parents:
+                bonus += cfg.bridge_weight * max(parents)
             if bonus:
                 boosted[key] = boosted.get(key, 0.0) + bonus
         return sorted(boosted, key=lambda key: (-boosted[key], self._row[key]))
-
-    def _mentions(self, passage_key_: str, entity_row: int | None) -> bool:
-        if entity_row is None:
-            return False
-        row = self.adjacency._index[passage_key_]
-        a = self.adjacency
-        lo, hi = a._indptr[row], a._indptr[row + 1]
-        return bool(np.any(a._neighbors[lo:hi] == entity_row))
 
 
 # --------------------------------------------------------------------------- scoring

@@ -55,24 +55,19 @@ def test_split_paragraphs_checks_the_context():
 
 def test_passage_graph_links_titles_named_in_text(pool):
     passages, _ = pool
-    adjacency, entities = passage_graph(passages)
+    graph = passage_graph(passages)
     film, trigiani = key_of(passages, "Big Stone Gap (film)"), key_of(passages, "Adriana Trigiani")
     assert entity_name("Big Stone Gap (film)") == "Big Stone Gap"
-    edges = {(adjacency.node_ids[s], adjacency.node_ids[d], adjacency.edge_type_names[c])
-             for s in range(len(adjacency)) for d, c in zip(*_row(adjacency, s))}
+    edges = set(graph.edges)
     assert (film, entity_id("Adriana Trigiani"), "MENTIONS") in edges
     assert (film, entity_id("Ashley Judd"), "MENTIONS") in edges
     assert (trigiani, entity_id("Adriana Trigiani"), "DESCRIBES") in edges
     assert (film, entity_id("Big Stone Gap"), "MENTIONS") not in edges  # its own entity: DESCRIBES only
     # "Ed Wood (film)" and "Ed Wood" describe one entity; "Tim Burton" is named in the film's text
     assert (key_of(passages, "Ed Wood (film)"), entity_id("Tim Burton"), "MENTIONS") in edges
-    assert entity_id("Ed Wood") in entities
-
-
-def _row(adjacency, i):
-    lo, hi = adjacency._indptr[i], adjacency._indptr[i + 1]
-    out = adjacency._dirs[lo:hi] == 1  # edges leaving node i
-    return adjacency._neighbors[lo:hi][out], adjacency._codes[lo:hi][out]
+    assert graph.describes[key_of(passages, "Ed Wood (film)")] == graph.describes[key_of(passages, "Ed Wood")]
+    assert graph.mentions[film] == {entity_id("Adriana Trigiani"), entity_id("Ashley Judd")}
+    assert graph.adjacency.n_edges == len(edges) and entity_id("Tim Burton") in graph.adjacency
 
 
 def test_hybrid_reaches_the_bridge_passage_that_bm25_misses(pool, retriever):
