@@ -8,8 +8,15 @@ import os
 import shutil
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING, Awaitable, Callable, TypeVar
 
 from solvers.records import Limits
+
+if TYPE_CHECKING:
+    from actors.engines.base import LLMEngine
+    from actors.engines.factory import EngineOptions
+
+T = TypeVar("T")
 
 
 def _cmd_datasets(args: argparse.Namespace) -> int:
@@ -143,12 +150,32 @@ def _quiet_vllm() -> None:
     warnings.filterwarnings("ignore", category=FutureWarning, module=r"vllm(\.|$)")
 
 
-def _cmd_solve_llm(args: argparse.Namespace) -> int:
-    """``--method direct|cot|logiclm --engine ...``: the LLM path."""
+def _run_with_engine(opts: "EngineOptions", use: "Callable[[LLMEngine], Awaitable[T]]") -> "T":
+    """Start the engine ``opts`` describes, ``await use(engine)``, close the engine; return the result.
+
+    One event loop for the whole job (vLLM's async engine is bound to the loop it started on).
+    Raises :class:`~actors.engines.base.EngineDeadError` from ``use``; each command reports it.
+    """
     import asyncio
 
+    from actors.engines.factory import make_engine
+
+    _quiet_vllm()
+
+    async def main_async():
+        engine = make_engine(opts)
+        try:
+            return await use(engine)
+        finally:
+            await engine.close()
+
+    return asyncio.run(main_async())
+
+
+def _cmd_solve_llm(args: argparse.Namespace) -> int:
+    """``--method direct|cot|logiclm --engine ...``: the LLM path."""
     from actors.engines.base import EngineDeadError, SamplingParams
-    from actors.engines.factory import EngineOptions, make_engine
+    from actors.engines.factory import EngineOptions
     from jobs.methods import MethodConfig
     from jobs.pipeline import run_method_job
     from jobs.report import format_table, summarize
@@ -184,19 +211,11 @@ def _cmd_solve_llm(args: argparse.Namespace) -> int:
                                        "model": args.model, "workers": args.workers,
                                        "max_refine_rounds": cfg.max_refine_rounds,
                                        "max_tokens": args.max_tokens})
-    _quiet_vllm()
     pool = _make_pool(args) if args.method == "logiclm" else None
-
-    async def main_async() -> None:
-        engine = make_engine(opts)
-        try:
-            await run_method_job(loaded.problems, store, cfg, engine, pool, max_in_flight=args.max_in_flight,
-                                 progress=not args.no_progress)
-        finally:
-            await engine.close()
-
     try:
-        asyncio.run(main_async())
+        _run_with_engine(opts, lambda engine: run_method_job(loaded.problems, store, cfg, engine, pool,
+                                                             max_in_flight=args.max_in_flight,
+                                                             progress=not args.no_progress))
     except EngineDeadError as exc:
         print(f"symbolkg solve: the LLM engine died: {exc}; finished rows are saved, rerun to resume", file=sys.stderr)
         return 1
@@ -210,10 +229,8 @@ def _cmd_solve_llm(args: argparse.Namespace) -> int:
 
 def _cmd_lkg_build(args: argparse.Namespace) -> int:
     """``symbolkg lkg build``: extract the LKGs of a dataset's or corpus' contexts into a store."""
-    import asyncio
-
     from actors.engines.base import EngineDeadError, SamplingParams
-    from actors.engines.factory import EngineOptions, make_engine
+    from actors.engines.factory import EngineOptions
     from jobs.lkg import LKGConfig, run_lkg_build
     from retrieval.lkg.store import LKGStore
 
@@ -237,19 +254,11 @@ def _cmd_lkg_build(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"symbolkg lkg build: {exc}", file=sys.stderr)
         return 2
-    _quiet_vllm()
     store = LKGStore(args.store)
-
-    async def main_async():
-        engine = make_engine(opts)
-        try:
-            return await run_lkg_build(loaded.problems, store, engine, cfg, max_in_flight=args.max_in_flight,
-                                       progress=not args.no_progress)
-        finally:
-            await engine.close()
-
     try:
-        report = asyncio.run(main_async())
+        report = _run_with_engine(opts, lambda engine: run_lkg_build(loaded.problems, store, engine, cfg,
+                                                                     max_in_flight=args.max_in_flight,
+                                                                     progress=not args.no_progress))
     except EngineDeadError as exc:
         print(f"symbolkg lkg build: the LLM engine died: {exc}; finished graphs are stored, rerun to resume",
               file=sys.stderr)
@@ -276,8 +285,6 @@ def _cmd_lkg_show(args: argparse.Namespace) -> int:
 
 def _cmd_retrieve(args: argparse.Namespace) -> int:
     """``symbolkg retrieve``: hybrid retrieval (and optional LLM pruning) over an LKG store."""
-    import asyncio
-
     from retrieval.anchors import AnchorConfig
     from retrieval.embed import ModelNotFoundError, make_embedder
     from retrieval.hull import HullConfig
@@ -313,21 +320,12 @@ def _cmd_retrieve(args: argparse.Namespace) -> int:
     hops = result.hull.distances
     if opts is not None:
         from actors.engines.base import EngineDeadError
-        from actors.engines.factory import make_engine
         from jobs.retrieve import retrieve
 
-        _quiet_vllm()
-
-        async def main_async():
-            engine = make_engine(opts)
-            try:
-                return await retrieve(engine, retriever, lambda ids: store_subgraph(store, ids), args.query,
-                                      problem_id="query", prune=prune)
-            finally:
-                await engine.close()
-
         try:
-            outcome = asyncio.run(main_async())
+            outcome = _run_with_engine(opts, lambda engine: retrieve(engine, retriever,
+                                                                     lambda ids: store_subgraph(store, ids), args.query,
+                                                                     problem_id="query", prune=prune))
         except EngineDeadError as exc:
             print(f"symbolkg retrieve: the LLM engine died: {exc}", file=sys.stderr)
             return 1
@@ -355,8 +353,6 @@ def _cmd_retrieve(args: argparse.Namespace) -> int:
 
 def _cmd_retrieval_eval(args: argparse.Namespace) -> int:
     """``symbolkg retrieval-eval``: Recall@2/5 and latency of a retrieval method on a multi-hop QA set."""
-    import asyncio
-
     from jobs.datasets import InputError, load_dataset
     from jobs.multihop import (MULTIHOP_DATASETS, PassageRetriever, answer_questions, build_pool, evaluate_retrieval,
                                summarize, write_results)
@@ -401,21 +397,14 @@ def _cmd_retrieval_eval(args: argparse.Namespace) -> int:
     report = summarize(dataset, args.method, retriever, results, cache)
     if opts is not None:
         from actors.engines.base import EngineDeadError
-        from actors.engines.factory import make_engine
 
-        _quiet_vllm()
-
-        async def main_async() -> tuple[int, int, str]:
-            engine = make_engine(opts)
-            try:
-                tokens = await answer_questions(engine, retriever, questions, results, max_tokens=args.max_tokens,
-                                                progress=not args.no_progress)
-                return tokens[0], tokens[1], engine.model
-            finally:
-                await engine.close()
+        async def answer(engine) -> tuple[int, int, str]:
+            prompt_tokens, completion_tokens = await answer_questions(
+                engine, retriever, questions, results, max_tokens=args.max_tokens, progress=not args.no_progress)
+            return prompt_tokens, completion_tokens, engine.model
 
         try:
-            prompt_tokens, completion_tokens, model = asyncio.run(main_async())
+            prompt_tokens, completion_tokens, model = _run_with_engine(opts, answer)
         except EngineDeadError as exc:
             print(f"symbolkg retrieval-eval: the LLM engine died: {exc}", file=sys.stderr)
             return 1
@@ -447,10 +436,9 @@ def _cmd_router_eval(args: argparse.Namespace) -> int:
     store = LKGStore(args.store) if args.store else None
     votes = None
     if args.llm_vote:
-        import asyncio
 
         from actors.engines.base import EngineDeadError
-        from actors.engines.factory import EngineOptions, make_engine
+        from actors.engines.factory import EngineOptions
         from jobs.router_eval import llm_votes
 
         try:
@@ -458,17 +446,8 @@ def _cmd_router_eval(args: argparse.Namespace) -> int:
         except ValueError as exc:
             print(f"symbolkg router-eval: {exc}", file=sys.stderr)
             return 2
-        _quiet_vllm()
-
-        async def main_async():
-            engine = make_engine(opts)
-            try:
-                return await llm_votes(engine, [p for _, p in stream])
-            finally:
-                await engine.close()
-
         try:
-            votes = asyncio.run(main_async())
+            votes = _run_with_engine(opts, lambda engine: llm_votes(engine, [p for _, p in stream]))
         except EngineDeadError as exc:
             print(f"symbolkg router-eval: the LLM engine died: {exc}", file=sys.stderr)
             return 1
