@@ -303,11 +303,7 @@ def _cmd_retrieve(args: argparse.Namespace) -> int:
         hull_config = HullConfig(k=args.hops, max_nodes=args.max_nodes)
         anchor_config = AnchorConfig(dense_threshold=args.dense_threshold)
         prune = PruneConfig(enabled=args.prune, cap=args.prune_cap)
-        opts = None
-        if args.prune:
-            from actors.engines.factory import EngineOptions
-
-            opts = EngineOptions(kind=args.engine, model=args.model, cache_dir=args.llm_cache, openai_url=args.openai_url)
+        opts = _llm_options(args) if args.prune else None
         embedder = make_embedder(args.embedder, args.embedder_path)
     except (ValueError, ModelNotFoundError) as exc:
         return fail(str(exc))
@@ -384,10 +380,8 @@ def _cmd_retrieval_eval(args: argparse.Namespace) -> int:
         return fail(str(exc))
     opts = None
     if args.answer:
-        from actors.engines.factory import EngineOptions
-
         try:  # checked before the (slow) retrieval
-            opts = EngineOptions(kind=args.engine, model=args.model, cache_dir=args.llm_cache, openai_url=args.openai_url)
+            opts = _llm_options(args)
         except ValueError as exc:
             return fail(str(exc))
     questions = questions[:args.limit] if args.limit else questions
@@ -436,13 +430,11 @@ def _cmd_router_eval(args: argparse.Namespace) -> int:
     store = LKGStore(args.store) if args.store else None
     votes = None
     if args.llm_vote:
-
         from actors.engines.base import EngineDeadError
-        from actors.engines.factory import EngineOptions
         from jobs.router_eval import llm_votes
 
         try:
-            opts = EngineOptions(kind=args.engine, model=args.model, cache_dir=args.llm_cache, openai_url=args.openai_url)
+            opts = _llm_options(args)
         except ValueError as exc:
             print(f"symbolkg router-eval: {exc}", file=sys.stderr)
             return 2
@@ -471,6 +463,22 @@ def _cmd_check(args: argparse.Namespace) -> int:
     from solvers.worker import main as worker_main
 
     return worker_main(["--check"])
+
+
+def _add_llm_options(group, purpose: str) -> None:
+    """The engine options of a command whose LLM step is optional (``--prune``, ``--answer``, ``--llm-vote``)."""
+    group.add_argument("--engine", choices=("vllm", "openai", "replay"), default="vllm",
+                       help=f"LLM backend for {purpose} (default vllm with the embedded SmolLM2-135M-Instruct)")
+    group.add_argument("--model", help="model name or path (see `symbolkg solve --help`)")
+    group.add_argument("--llm-cache", help="completion cache dir (written through; read by --engine replay)")
+    group.add_argument("--openai-url", help="base URL of an OpenAI-compatible server (--engine openai)")
+
+
+def _llm_options(args: argparse.Namespace) -> "EngineOptions":
+    """The :class:`EngineOptions` of :func:`_add_llm_options`' flags. Raises ValueError on a bad combination."""
+    from actors.engines.factory import EngineOptions
+
+    return EngineOptions(kind=args.engine, model=args.model, cache_dir=args.llm_cache, openai_url=args.openai_url)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -565,10 +573,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--embedder-path", help="local model folder (required for bge-m3)")
     p.add_argument("--prune", action="store_true", help="ask the LLM for the query entities and to prune the hull")
     p.add_argument("--prune-cap", type=int, default=24, help="most nodes the pruning keeps (default 24)")
-    p.add_argument("--engine", choices=("vllm", "openai", "replay"), default="vllm", help="LLM backend for --prune")
-    p.add_argument("--model", help="model name or path (see `symbolkg solve --help`)")
-    p.add_argument("--llm-cache", help="completion cache dir (written through; read by --engine replay)")
-    p.add_argument("--openai-url", help="base URL of an OpenAI-compatible server (--engine openai)")
+    _add_llm_options(p, "--prune")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=_cmd_retrieve)
 
@@ -589,11 +594,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print one JSON object")
     g = p.add_argument_group("answers (optional)")
     g.add_argument("--answer", action="store_true", help="also have the LLM answer from the top 5 passages (EM / F1)")
-    g.add_argument("--engine", choices=("vllm", "openai", "replay"), default="vllm",
-                   help="LLM backend for --answer (default vllm with the embedded SmolLM2-135M-Instruct)")
-    g.add_argument("--model", help="model name or path (see `symbolkg solve --help`)")
-    g.add_argument("--llm-cache", help="completion cache dir (written through; read by --engine replay)")
-    g.add_argument("--openai-url", help="base URL of an OpenAI-compatible server (--engine openai)")
+    _add_llm_options(g, "--answer")
     g.add_argument("--max-tokens", type=int, default=32, help="most generated tokens per answer (default 32)")
     p.set_defaults(func=_cmd_retrieval_eval)
 
@@ -603,10 +604,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-option-features", action="store_true",
                    help="ablation: hide the answer options (their format nearly names the dataset)")
     p.add_argument("--llm-vote", action="store_true", help="also ask the LLM; its vote overrules only weak feature rules")
-    p.add_argument("--engine", choices=("vllm", "openai", "replay"), default="vllm", help="LLM backend for --llm-vote")
-    p.add_argument("--model", help="model name or path (see `symbolkg solve --help`)")
-    p.add_argument("--llm-cache", help="completion cache dir (written through; read by --engine replay)")
-    p.add_argument("--openai-url", help="base URL of an OpenAI-compatible server (--engine openai)")
+    _add_llm_options(p, "--llm-vote")
     p.add_argument("--data-dir", help="data root (default: $SYMBOLKG_DATA, else ../shared/data)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=_cmd_router_eval)
