@@ -52,7 +52,8 @@ class EngineOptions:
         if self.kind == "recorded" and not self.recorded:
             raise ValueError("--engine recorded needs --recorded FILE (a Logic-LM program file)")
         if self.kind == "replay" and not (self.cache_dir and self.model):
-            raise ValueError("--engine replay needs a completion cache (--cache DIR; --llm-cache DIR where the LLM step is optional) and --model NAME (the model the cache was filled by)")
+            raise ValueError("--engine replay needs a completion cache (--cache DIR; --llm-cache DIR where the LLM "
+                             "step is optional) and --model NAME (the model the cache was filled by)")
         if self.kind == "openai" and not (self.openai_url and self.model):
             raise ValueError("--engine openai needs --openai-url URL and --model NAME")
         if self.actor and self.kind != "vllm":
