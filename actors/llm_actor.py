@@ -144,8 +144,9 @@ def start_llm_actor(config: LLMActorConfig, *, address: str | None = None) -> "R
     """
     import ray
 
-    if not ray.is_initialized():
-        ray.init(address=address, include_dashboard=False, logging_level="ERROR", log_to_driver=False)
+    from actors.ray_runtime import ensure_ray
+
+    ensure_ray(address)
     num_gpus = config.resolved_num_gpus(ray.cluster_resources().get("GPU", 0.0))
     options: dict[str, Any] = {
         "num_gpus": num_gpus,

@@ -21,6 +21,7 @@ from typing import Any, Iterable, Iterator
 import ray
 from ray.exceptions import RayActorError
 
+from actors.ray_runtime import ensure_ray
 from solvers.pool import PoolResult, crash_outcome, should_retry
 from solvers.records import Outcome, SolveRequest
 from solvers.worker import SolverProcess
@@ -79,8 +80,7 @@ class RaySolverPool:
             raise ValueError(f"workers must be >= 1, got {workers}")
         if queue_per_actor < 1:
             raise ValueError(f"queue_per_actor must be >= 1, got {queue_per_actor}")
-        if not ray.is_initialized():
-            ray.init(address=address, include_dashboard=False, logging_level="ERROR", log_to_driver=False)
+        ensure_ray(address)
         self.workers = workers
         self.memory_mb = memory_mb
         self.queue_per_actor = queue_per_actor

@@ -64,13 +64,18 @@ class LazyEngine:
     """Builds its engine on the first ``generate``: a rerun fully served by the cache never loads a model.
 
     Args:
-        build: makes the engine (e.g. loads vLLM; may take tens of seconds).
+        build: makes the engine (e.g. loads vLLM; may take tens of seconds); runs in a worker
+            thread so the event loop keeps serving.
         model: the model name, known before the engine exists (it keys the cache).
         supports_structured: what the engine will support.
+        prepare: runs on the event loop's thread just before ``build``, for what must not happen
+            in a worker thread (starting Ray: :func:`actors.ray_runtime.ensure_ray`).
     """
 
-    def __init__(self, build: Callable[[], LLMEngine], *, model: str, supports_structured: bool) -> None:
+    def __init__(self, build: Callable[[], LLMEngine], *, model: str, supports_structured: bool,
+                 prepare: Callable[[], None] | None = None) -> None:
         self._build = build
+        self._prepare = prepare
         self._engine: LLMEngine | None = None
         self._lock = asyncio.Lock()
         self.model = model
@@ -84,6 +89,8 @@ class LazyEngine:
         if self._engine is None:
             async with self._lock:
                 if self._engine is None:
+                    if self._prepare is not None:
+                        self._prepare()
                     self._engine = await asyncio.to_thread(self._build)
         return await self._engine.generate(requests)
 
@@ -128,10 +135,12 @@ def make_engine(opts: EngineOptions) -> LLMEngine:
         config = VLLMConfig(**kwargs)
         if opts.actor:
             from actors.llm_actor import LLMActorConfig, start_llm_actor
+            from actors.ray_runtime import ensure_ray
 
             actor_config = LLMActorConfig("vllm", config)
             engine = LazyEngine(lambda: start_llm_actor(actor_config, address=opts.ray_address),
-                                model=vllm_model_name(config), supports_structured=True)
+                                model=vllm_model_name(config), supports_structured=True,
+                                prepare=lambda: ensure_ray(opts.ray_address))
         else:
             engine = LazyEngine(lambda: VLLMEngine(config), model=vllm_model_name(config), supports_structured=True)
     if opts.cache_dir:
