@@ -15,6 +15,7 @@ from solvers.records import Limits
 if TYPE_CHECKING:
     from actors.engines.base import LLMEngine
     from actors.engines.factory import EngineOptions
+    from jobs.symbolkg import SymbolKGConfig
 
 T = TypeVar("T")
 
@@ -182,7 +183,7 @@ def _cmd_solve_llm(args: argparse.Namespace) -> int:
     from jobs.store import ResultStore, read_run
 
     if args.method == "recorded":
-        print("symbolkg solve: --engine needs --method direct, cot or logiclm", file=sys.stderr)
+        print("symbolkg solve: --engine needs --method direct, cot, logiclm or symbolkg", file=sys.stderr)
         return 2
     out = _prepare_out(args)
     if out is None:
@@ -204,18 +205,42 @@ def _cmd_solve_llm(args: argparse.Namespace) -> int:
         cfg = MethodConfig(method=args.method, max_refine_rounds=args.max_refine_rounds,
                            limits=Limits(timeout_s=args.timeout_s, memory_mb=args.memory_mb),
                            structured=not args.no_structured, fallback=args.fallback, **budget)
+        kg_config = _symbolkg_config(args) if args.method == "symbolkg" else None
     except ValueError as exc:
         print(f"symbolkg solve: {exc}", file=sys.stderr)
         return 2
-    store = ResultStore(out, run_info={"source": args.programs or args.dataset, "method": args.method, "engine": opts.kind,
-                                       "model": args.model, "workers": args.workers,
-                                       "max_refine_rounds": cfg.max_refine_rounds,
-                                       "max_tokens": args.max_tokens})
-    pool = _make_pool(args) if args.method == "logiclm" else None
+    run_info = {"source": args.programs or args.dataset, "method": args.method, "engine": opts.kind,
+                "model": args.model, "workers": args.workers, "max_refine_rounds": cfg.max_refine_rounds,
+                "max_tokens": args.max_tokens}
+    kg = None
+    if kg_config is not None:
+        from jobs.symbolkg import SymbolKG
+        from retrieval.embed import ModelNotFoundError, make_embedder
+        from retrieval.lkg.store import LKGStore
+
+        run_info["symbolkg"] = {"lkg_store": args.lkg_store, "retrieval": kg_config.retrieval,
+                                "prune": kg_config.prune.enabled, "force_solver": kg_config.force_solver,
+                                "llm_vote": kg_config.llm_vote, "option_features": kg_config.option_features,
+                                "embedder": args.embedder}
+        try:
+            kg = SymbolKG(LKGStore(args.lkg_store), make_embedder(args.embedder, args.embedder_path), kg_config)
+        except (ModelNotFoundError, ValueError) as exc:
+            print(f"symbolkg solve: {exc}", file=sys.stderr)
+            return 2
+    store = ResultStore(out, run_info=run_info)
+    pool = _make_pool(args) if args.method in ("logiclm", "symbolkg") else None
+    async def job(engine: "LLMEngine") -> object:
+        from actors.engines.metered import MeteredEngine, write_request_log
+
+        metered = MeteredEngine(engine)  # the request log `symbolkg profile` reads
+        try:
+            return await run_method_job(loaded.problems, store, cfg, metered, pool, max_in_flight=args.max_in_flight,
+                                        progress=not args.no_progress, kg=kg)
+        finally:
+            write_request_log(out, metered.records)
+
     try:
-        _run_with_engine(opts, lambda engine: run_method_job(loaded.problems, store, cfg, engine, pool,
-                                                             max_in_flight=args.max_in_flight,
-                                                             progress=not args.no_progress))
+        _run_with_engine(opts, job)
     except EngineDeadError as exc:
         print(f"symbolkg solve: the LLM engine died: {exc}; finished rows are saved, rerun to resume", file=sys.stderr)
         return 1
@@ -225,6 +250,23 @@ def _cmd_solve_llm(args: argparse.Namespace) -> int:
     table, meta = read_run(out)
     print(format_table(summarize(table, meta)))
     return 0
+
+
+def _symbolkg_config(args: argparse.Namespace) -> "SymbolKGConfig":
+    """The :class:`~jobs.symbolkg.SymbolKGConfig` of ``solve --method symbolkg``'s flags. Raises ValueError."""
+    from actors.engines.base import SamplingParams
+    from jobs.lkg import LKGConfig
+    from jobs.symbolkg import SymbolKGConfig
+    from retrieval.prune import PruneConfig
+
+    if args.lkg_max_tokens < 1:
+        raise ValueError(f"--lkg-max-tokens must be >= 1, got {args.lkg_max_tokens}")
+    lkg = LKGConfig(max_repair_rounds=args.lkg_repair_rounds, params=SamplingParams(max_tokens=args.lkg_max_tokens),
+                    structured=not args.no_structured)
+    prune = PruneConfig(enabled=not args.no_prune, cap=args.prune_cap)
+    return SymbolKGConfig(retrieval=not args.no_retrieval, hops=args.hops, prune=prune, force_solver=args.force_solver,
+                          llm_vote=args.llm_vote, option_features=not args.no_option_features,
+                          stage_max_tokens=args.stage_max_tokens, lkg=lkg)
 
 
 def _cmd_lkg_build(args: argparse.Namespace) -> int:
@@ -449,13 +491,26 @@ def _cmd_router_eval(args: argparse.Namespace) -> int:
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
-    from jobs.report import report
+    from jobs.report import default_plot_path, report
 
+    plot = None if args.no_plot else (args.plot or default_plot_path(args.run))
     try:
-        print(report(args.run, as_json=args.json))
+        print(report(args.run, as_json=args.json, plot=plot))
     except FileNotFoundError as exc:
         print(f"symbolkg report: {exc}", file=sys.stderr)
         return 2
+    return 0
+
+
+def _cmd_profile(args: argparse.Namespace) -> int:
+    from jobs.profile import format_profile, profile_run
+
+    try:
+        report = profile_run(args.run, args.out)
+    except FileNotFoundError as exc:
+        print(f"symbolkg profile: {exc}", file=sys.stderr)
+        return 2
+    print(json.dumps(report) if args.json else format_profile(report))
     return 0
 
 
@@ -506,9 +561,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--overwrite", action="store_true", help="discard earlier results at --out instead of resuming")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     g = p.add_argument_group("LLM methods")
-    g.add_argument("--method", choices=("recorded", "direct", "cot", "logiclm"), default="recorded",
+    g.add_argument("--method", choices=("recorded", "direct", "cot", "logiclm", "symbolkg"), default="recorded",
                    help="recorded: run the given programs (default); direct/cot: the LLM answers; "
-                        "logiclm: formulate, solve, refine on error")
+                        "logiclm: formulate, solve, refine on error; symbolkg: LKG, retrieve, route, then logiclm's loop")
     g.add_argument("--engine", choices=("vllm", "openai", "recorded", "replay"),
                    help="LLM backend (default vllm with the embedded SmolLM2-135M-Instruct)")
     g.add_argument("--model", help="model name or path (vllm: smollm2-135m (default), qwen2.5-coder-1.5b, an HF folder/id)")
@@ -527,6 +582,23 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--max-model-len", type=int, help="vLLM context length")
     g.add_argument("--llm-actor", action="store_true",
                    help="host the vLLM engine in a Ray actor (a GPU node of the cluster) instead of this process")
+    g = p.add_argument_group("SymbolKG method (--method symbolkg; the switches are the ablations)")
+    g.add_argument("--lkg-store", default="runs/lkg",
+                   help="LKG store: graphs are read from it, and contexts it lacks are extracted into it (default runs/lkg)")
+    g.add_argument("--lkg-max-tokens", type=int, default=1024, help="most tokens per extraction request (default 1024)")
+    g.add_argument("--lkg-repair-rounds", type=int, default=2, help="extraction repair rounds per chunk (default 2)")
+    g.add_argument("--stage-max-tokens", type=int, default=256,
+                   help="most tokens of a query-entity, pruning or vote request (default 256)")
+    g.add_argument("--hops", type=int, default=4, help="logical hull depth k (default 4)")
+    g.add_argument("--no-retrieval", action="store_true", help="formalize the whole context (ablation)")
+    g.add_argument("--no-prune", action="store_true", help="keep the whole logical hull (ablation)")
+    g.add_argument("--prune-cap", type=int, default=24, help="most nodes the pruning keeps (default 24)")
+    g.add_argument("--force-solver", choices=("z3", "prover9", "prolog"), help="route every problem here (ablation)")
+    g.add_argument("--llm-vote", action="store_true", help="ask the LLM too; it overrules only weak router rules")
+    g.add_argument("--no-option-features", action="store_true", help="the router does not read the answer options")
+    g.add_argument("--embedder", choices=("minilm", "bge-m3", "hashing"), default="minilm",
+                   help="dense model of the retrieval (default minilm: all-MiniLM-L6-v2 from its PyPI package)")
+    g.add_argument("--embedder-path", help="local model folder (required for bge-m3)")
     p.set_defaults(func=_cmd_solve)
 
     lkg = sub.add_parser("lkg", help="Logical Knowledge Graphs: build (offline extraction into a store), show")
@@ -612,7 +684,15 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("report", help="accuracy, execution rate, errors by kind, timings of a run")
     p.add_argument("run", help="results Parquet written by `symbolkg solve`")
     p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--plot", help="per-stage latency plot (PNG) for runs with stage timings (default RUN_stages.png)")
+    p.add_argument("--no-plot", action="store_true", help="do not write the stage plot")
     p.set_defaults(func=_cmd_report)
+
+    p = sub.add_parser("profile", help="per-stage latency, waits, LLM engine occupancy and throughput of a run, with plots")
+    p.add_argument("run", help="results Parquet written by `symbolkg solve`")
+    p.add_argument("--out", required=True, help="folder for profile.json, profile.md and the plots")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(func=_cmd_profile)
 
     p = sub.add_parser("check", help="start a solver worker and run one program per native solver")
     p.set_defaults(func=_cmd_check)

@@ -1,4 +1,4 @@
-"""The LLM methods: ``direct``, ``cot`` and ``logiclm`` (formulate -> solve -> refine -> interpret).
+"""The LLM methods: ``direct``, ``cot``, ``logiclm`` (formulate -> solve -> refine -> interpret) and ``symbolkg``.
 
 Each method is one coroutine over one problem. It receives the backends it uses — an
 LLM engine and a solver pool — and returns a :class:`jobs.records.ResultRow` with every
@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import asdict, dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from actors.engines.base import ChatRequest, Completion, EngineDeadError, EngineError, LLMEngine, Message, SamplingParams, StructuredOutput
 from jobs.answers import interpret, is_correct
@@ -27,8 +27,11 @@ from solvers import prompts
 from solvers.pool import SolverPool
 from solvers.records import ErrorKind, Limits, Outcome, SolveRequest, Status
 
-MethodName = Literal["direct", "cot", "logiclm"]
-METHODS: tuple[str, ...] = ("direct", "cot", "logiclm")
+if TYPE_CHECKING:
+    from jobs.symbolkg import SymbolKG
+
+MethodName = Literal["direct", "cot", "logiclm", "symbolkg"]
+METHODS: tuple[str, ...] = ("direct", "cot", "logiclm", "symbolkg")
 
 
 @dataclass(frozen=True)
@@ -36,7 +39,7 @@ class MethodConfig:
     """How a method runs.
 
     Attributes:
-        method: ``direct``, ``cot`` or ``logiclm``.
+        method: ``direct``, ``cot``, ``logiclm`` or ``symbolkg`` (:mod:`jobs.symbolkg`).
         max_refine_rounds: repair rounds after the first formulation (Logic-LM: 3), so at
             most ``1 + max_refine_rounds`` programs per problem.
         limits: solver limits per program.
@@ -129,7 +132,8 @@ async def answer_directly(problem: Problem, cfg: MethodConfig, engine: LLMEngine
 
 def _row(problem: Problem, cfg: MethodConfig, *, outcome: Outcome, predicted: str | None, program: str | None,
          language: str | None, ledger: _Ledger, rounds: int, success_round: int | None, attempts: list[dict],
-         worker: str = "-", pool_attempts: int = 0, latency_s: float = 0.0) -> ResultRow:
+         worker: str = "-", pool_attempts: int = 0, latency_s: float = 0.0, route: str | None = None,
+         trace: dict | None = None, stage_seconds: dict[str, float] | None = None) -> ResultRow:
     return ResultRow(
         problem_id=problem.id, dataset=problem.dataset, method=cfg.method, language=language, program=program,
         status=outcome.status.value, executed=outcome.executed, answer=outcome.answer, predicted=predicted,
@@ -139,7 +143,9 @@ def _row(problem: Problem, cfg: MethodConfig, *, outcome: Outcome, predicted: st
         worker=worker, attempts=pool_attempts, finished_at=time.time(), model=ledger.model,
         prompt_tokens=ledger.prompt_tokens, completion_tokens=ledger.completion_tokens, llm_calls=ledger.calls,
         cached_calls=ledger.cached, llm_seconds=round(ledger.seconds, 4), rounds=rounds, success_round=success_round,
-        attempts_log=json.dumps(attempts, ensure_ascii=False),
+        attempts_log=json.dumps(attempts, ensure_ascii=False), route=route,
+        trace=json.dumps(trace or {}, ensure_ascii=False),
+        stage_seconds=json.dumps({k: round(v, 4) for k, v in (stage_seconds or {}).items()}),
     )
 
 
@@ -160,6 +166,97 @@ async def run_baseline(problem: Problem, cfg: MethodConfig, engine: LLMEngine) -
                 rounds=0, success_round=None, attempts=attempts, latency_s=time.monotonic() - t0)
 
 
+@dataclass
+class Formalized:
+    """What the formulate -> solve -> refine loop produced for one problem.
+
+    Attributes:
+        outcome: the last program's outcome (None when the LLM never gave a program).
+        program: the last program run.
+        attempts: one object per round (see :attr:`jobs.records.ResultRow.attempts_log`).
+        rounds: programs written and run.
+        worker, pool_attempts: where the last program ran, and how many runs it took.
+        seconds: ``formalize`` (the first LLM request), ``solve`` (every program, queueing
+            included), ``refine`` (the repair requests).
+    """
+
+    outcome: Outcome | None = None
+    program: str | None = None
+    attempts: list[dict] = field(default_factory=list)
+    rounds: int = 0
+    worker: str = "-"
+    pool_attempts: int = 0
+    seconds: dict[str, float] = field(default_factory=lambda: {"formalize": 0.0, "solve": 0.0, "refine": 0.0})
+
+
+async def formalize_solve_refine(problem: Problem, cfg: MethodConfig, engine: LLMEngine, solver: SolverPool,
+                                 ledger: _Ledger, *, language: str, run_as: str | None = None,
+                                 context: str | None = None, hints: str = "") -> Formalized:
+    """The shared loop: ask for a program, run it, feed errors back, at most ``1 + cfg.max_refine_rounds`` times.
+
+    Args:
+        problem: the problem (its question and options are always shown).
+        cfg: rounds, sampling, limits, structured decoding.
+        engine, solver: the backends.
+        ledger: LLM accounting of the problem (updated).
+        language: the program language the LLM is prompted for.
+        run_as: the registry language the pool runs (default ``language``).
+        context: the premises shown (default the problem's whole context).
+        hints: knowledge-graph symbols shown after the context (:func:`solvers.prompts.formulation_messages`).
+
+    Raises:
+        EngineDeadError: the engine is gone.
+    """
+    context = problem.context if context is None else context
+    run_as = run_as or language
+    pairs = prompts.formulation_messages(language, context, problem.question, problem.options, hints)
+    structured = _structured(prompts.program_structured_output(language), engine, cfg)
+    out = Formalized()
+    for round_no in range(1, cfg.max_refine_rounds + 2):
+        purpose = "formulate" if round_no == 1 else "refine"
+        request = ChatRequest(_messages(pairs), cfg.formulate_params, structured, problem_id=problem.id,
+                              purpose=purpose, request_id=f"{problem.id}/{purpose}/{round_no}")
+        t0 = time.perf_counter()
+        try:
+            completion = await _ask(engine, request, ledger)
+        except EngineDeadError:
+            raise
+        except EngineError as exc:
+            # No (further) program from the LLM: keep the last outcome. The recorded engine
+            # lands here for repairs it does not have.
+            out.attempts.append({"round": round_no, "purpose": purpose, "engine_error": str(exc)})
+            break
+        finally:
+            out.seconds["formalize" if round_no == 1 else "refine"] += time.perf_counter() - t0
+        out.rounds = round_no
+        program = prompts.extract_program(language, completion.text)
+        t0 = time.perf_counter()
+        result = await solver.solve(SolveRequest(problem.id, run_as, program, cfg.limits))
+        out.seconds["solve"] += time.perf_counter() - t0
+        out.outcome, out.program, out.worker, out.pool_attempts = result.outcome, program, result.worker, result.attempts
+        out.attempts.append({
+            "round": round_no, "purpose": purpose, "program": program, "completion": completion.text,
+            "prompt_tokens": completion.prompt_tokens, "completion_tokens": completion.completion_tokens,
+            "llm_seconds": round(completion.latency_s, 4), "cached": completion.cached,
+            "outcome": {k: v for k, v in result.outcome.to_dict().items() if k != "proof"},
+        })
+        if result.outcome.executed or round_no > cfg.max_refine_rounds:
+            break
+        pairs = prompts.refine_messages(language, context, problem.question, problem.options, program,
+                                        result.outcome.error_kind,
+                                        result.outcome.error_message or result.outcome.status.value,
+                                        result.outcome.error_line, hints)
+    return out
+
+
+def final_outcome(formalized: Formalized) -> Outcome:
+    """The loop's outcome, or an LLM error outcome when no program was ever run."""
+    if formalized.outcome is not None:
+        return formalized.outcome
+    last = formalized.attempts[-1].get("engine_error", "no completion") if formalized.attempts else "no completion"
+    return Outcome.error(Status.RUNTIME_ERROR, ErrorKind.LLM, last, backend="llm")
+
+
 async def run_logiclm(problem: Problem, cfg: MethodConfig, engine: LLMEngine, solver: SolverPool) -> ResultRow:
     """Formulate -> solve -> (refine on error, <= cfg.max_refine_rounds) -> interpret."""
     ledger = _Ledger()
@@ -170,56 +267,31 @@ async def run_logiclm(problem: Problem, cfg: MethodConfig, engine: LLMEngine, so
                                 f"logiclm has no formalization language for dataset {problem.dataset!r}")
         return _row(problem, cfg, outcome=outcome, predicted=None, program=None, language=None, ledger=ledger,
                     rounds=0, success_round=None, attempts=[])
-    pairs = prompts.formulation_messages(language, problem.context, problem.question, problem.options)
-    structured = _structured(prompts.program_structured_output(language), engine, cfg)
-    attempts: list[dict] = []
-    outcome: Outcome | None = None
-    program: str | None = None
-    worker, pool_attempts = "-", 0
-    rounds = 0
-    for round_no in range(1, cfg.max_refine_rounds + 2):
-        purpose = "formulate" if round_no == 1 else "refine"
-        request = ChatRequest(_messages(pairs), cfg.formulate_params, structured, problem_id=problem.id,
-                              purpose=purpose, request_id=f"{problem.id}/{purpose}/{round_no}")
-        try:
-            completion = await _ask(engine, request, ledger)
-        except EngineDeadError:
-            raise
-        except EngineError as exc:
-            # No (further) program from the LLM: keep the last outcome. The recorded engine
-            # lands here for repairs it does not have.
-            attempts.append({"round": round_no, "purpose": purpose, "engine_error": str(exc)})
-            break
-        rounds = round_no
-        program = prompts.extract_program(language, completion.text)
-        result = await solver.solve(SolveRequest(problem.id, language, program, cfg.limits))
-        outcome, worker, pool_attempts = result.outcome, result.worker, result.attempts
-        attempts.append({
-            "round": round_no, "purpose": purpose, "program": program, "completion": completion.text,
-            "prompt_tokens": completion.prompt_tokens, "completion_tokens": completion.completion_tokens,
-            "llm_seconds": round(completion.latency_s, 4), "cached": completion.cached,
-            "outcome": {k: v for k, v in outcome.to_dict().items() if k != "proof"},
-        })
-        if outcome.executed or round_no > cfg.max_refine_rounds:
-            break
-        pairs = prompts.refine_messages(language, problem.context, problem.question, problem.options, program,
-                                        outcome.error_kind, outcome.error_message or outcome.status.value,
-                                        outcome.error_line)
-    if outcome is None:
-        last = attempts[-1].get("engine_error", "no completion") if attempts else "no completion"
-        outcome = Outcome.error(Status.RUNTIME_ERROR, ErrorKind.LLM, last, backend="llm")
+    f = await formalize_solve_refine(problem, cfg, engine, solver, ledger, language=language)
+    outcome = final_outcome(f)
     predicted = interpret(problem, outcome.answer) if outcome.executed else None
-    return _row(problem, cfg, outcome=outcome, predicted=predicted, program=program, language=language, ledger=ledger,
-                rounds=rounds, success_round=rounds if outcome.executed else None, attempts=attempts, worker=worker,
-                pool_attempts=pool_attempts, latency_s=time.monotonic() - t0)
+    return _row(problem, cfg, outcome=outcome, predicted=predicted, program=f.program, language=language,
+                ledger=ledger, rounds=f.rounds, success_round=f.rounds if outcome.executed else None,
+                attempts=f.attempts, worker=f.worker, pool_attempts=f.pool_attempts,
+                latency_s=time.monotonic() - t0, stage_seconds=f.seconds)
 
 
-async def run_problem(problem: Problem, cfg: MethodConfig, engine: LLMEngine, solver: SolverPool | None) -> ResultRow:
-    """Run ``cfg.method`` (and its fallback, if the main method gave no answer) on one problem."""
-    if cfg.method == "logiclm":
-        if solver is None:
-            raise ValueError("the logiclm method needs a solver pool")
-        row = await run_logiclm(problem, cfg, engine, solver)
+async def run_problem(problem: Problem, cfg: MethodConfig, engine: LLMEngine, solver: SolverPool | None,
+                      kg: "SymbolKG | None" = None) -> ResultRow:
+    """Run ``cfg.method`` (and its fallback, if the main method gave no answer) on one problem.
+
+    ``kg`` holds the ``symbolkg`` method's LKG store, embedder and settings.
+    """
+    if cfg.method in ("logiclm", "symbolkg") and solver is None:
+        raise ValueError(f"the {cfg.method} method needs a solver pool")
+    if cfg.method == "symbolkg":
+        from jobs.symbolkg import run_symbolkg
+
+        if kg is None:
+            raise ValueError("the symbolkg method needs its LKG store and embedder (a jobs.symbolkg.SymbolKG)")
+        row = await run_symbolkg(problem, cfg, engine, solver, kg)  # type: ignore[arg-type]
+    elif cfg.method == "logiclm":
+        row = await run_logiclm(problem, cfg, engine, solver)  # type: ignore[arg-type]
     else:
         row = await run_baseline(problem, cfg, engine)
     if cfg.fallback and row.predicted is None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import sys
 import time
-from typing import Iterable
+from typing import TYPE_CHECKING, Iterable
 
 from actors.engines.base import EngineDeadError, LLMEngine
 from jobs.concurrency import for_each_in_flight
@@ -24,6 +24,9 @@ from jobs.records import Problem
 from jobs.solve import SolveSummary
 from jobs.store import ResultStore
 from solvers.pool import SolverPool
+
+if TYPE_CHECKING:
+    from jobs.symbolkg import SymbolKG
 
 
 async def run_method_job(
@@ -35,6 +38,7 @@ async def run_method_job(
     *,
     max_in_flight: int = 64,
     progress: bool = True,
+    kg: "SymbolKG | None" = None,
 ) -> SolveSummary:
     """Run ``cfg.method`` on every problem not yet in ``store``.
 
@@ -46,6 +50,8 @@ async def run_method_job(
         solver: the solver pool (needed by ``logiclm``).
         max_in_flight: problems processed concurrently (keep it >= the engine's batch size).
         progress: progress bar on stderr.
+        kg: the ``symbolkg`` method's per-job state (LKG store, embedder, settings); its store
+            is flushed when the job ends, however it ends.
 
     Raises:
         EngineDeadError: the engine died; rows finished so far are flushed, a rerun resumes.
@@ -70,7 +76,7 @@ async def run_method_job(
 
     async def solve(problem: Problem) -> None:
         nonlocal solved, correct, tokens
-        row = await run_problem(problem, cfg, engine, solver)
+        row = await run_problem(problem, cfg, engine, solver, kg)
         store.append(row)
         solved += 1
         correct += row.correct
@@ -85,6 +91,8 @@ async def run_method_job(
         store.finalize()
     finally:
         store.flush()
+        if kg is not None:
+            kg.close()
         if bar is not None:
             bar.close()
     return SolveSummary(total=len(problems), skipped_done=skipped, solved=solved, wall_seconds=time.monotonic() - t0)

@@ -132,6 +132,13 @@ class ResultRow:
         fallback_method, fallback_predicted, fallback_correct: the named fallback
             method's answer for problems the main method left unanswered; counted
             separately, never folded into ``correct``.
+        route: the solver the router chose (``z3`` / ``prover9`` / ``prolog``; ``symbolkg`` only).
+        trace: JSON object, the intermediates of the stages before formalization (``symbolkg``:
+            the LKG used, the retrieved and pruned node ids, the route and its reasons, which
+            premises were formalized); ``{}`` for other methods.
+        stage_seconds: JSON object, stage -> seconds this problem spent in it (waits for the
+            engine and the solver pool included), e.g. ``lkg``, ``retrieve``, ``route``,
+            ``formalize``, ``solve``, ``refine``.
     """
 
     problem_id: str
@@ -167,13 +174,16 @@ class ResultRow:
     fallback_method: str | None = None
     fallback_predicted: str | None = None
     fallback_correct: bool | None = None
+    route: str | None = None
+    trace: str = "{}"
+    stage_seconds: str = "{}"
 
     def to_row(self) -> dict[str, Any]:
         return {f.name: getattr(self, f.name) for f in fields(self)}
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> "ResultRow":
-        return cls(**{f.name: row[f.name] for f in fields(cls)})
+        return cls(**{f.name: row[f.name] for f in fields(cls) if f.name in row})
 
 
 RESULT_SCHEMA = pa.schema(
@@ -211,8 +221,27 @@ RESULT_SCHEMA = pa.schema(
         pa.field("fallback_method", pa.string()),
         pa.field("fallback_predicted", pa.string()),
         pa.field("fallback_correct", pa.bool_()),
+        pa.field("route", pa.string()),
+        pa.field("trace", pa.string()),  # JSON object
+        pa.field("stage_seconds", pa.string()),  # JSON object
     ]
 )
+
+#: Columns added after the first results were written, with the value older files get.
+_LATER_COLUMNS: dict[str, Any] = {"route": None, "trace": "{}", "stage_seconds": "{}"}
+
+
+def conform_results(table: pa.Table) -> pa.Table:
+    """A results table read from disk, cast to :data:`RESULT_SCHEMA`.
+
+    Files written before a column existed (:data:`_LATER_COLUMNS`) get it with its default,
+    so a run started by an older version can be reported and resumed.
+    """
+    for name, default in _LATER_COLUMNS.items():
+        if name not in table.column_names:
+            table = table.append_column(RESULT_SCHEMA.field(name),
+                                        pa.array([default] * table.num_rows, RESULT_SCHEMA.field(name).type))
+    return table.select(RESULT_SCHEMA.names).cast(RESULT_SCHEMA)
 
 
 def result_table(rows: list[ResultRow]) -> pa.Table:

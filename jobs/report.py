@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -48,6 +49,64 @@ def _metrics(rows: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
+def _stages(rows: list[dict[str, Any]]) -> list[dict[str, float]]:
+    return [json.loads(r["stage_seconds"] or "{}") for r in rows]
+
+
+def stage_summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Per-stage time of a run (SymbolLKG's Table 7): ``stage_seconds`` and ``stage_latency``.
+
+    ``stage_seconds`` is stage -> seconds summed over problems (problem-seconds: problems run
+    concurrently, so the sum exceeds the wall time); ``stage_latency`` is stage -> the mean,
+    p50 and p95 per problem and the stage's share of the summed time. Both empty for runs
+    without stage timings (recorded programs). Stages keep pipeline order.
+    """
+    per_row = _stages(rows)
+    order: list[str] = []
+    for d in per_row:
+        for k in d:
+            if k not in order:
+                order.append(k)
+    totals = {k: sum(d.get(k, 0.0) for d in per_row) for k in order}
+    grand = sum(totals.values())
+    latency = {}
+    for k in order:
+        values = [d.get(k, 0.0) for d in per_row]
+        latency[k] = {"mean_s": round(totals[k] / len(values), 4), "p50_s": round(_percentile(values, 0.5), 4),
+                      "p95_s": round(_percentile(values, 0.95), 4),
+                      "share": round(totals[k] / grand, 4) if grand else 0.0}
+    return {"stage_seconds": {k: round(v, 3) for k, v in totals.items()}, "stage_latency": latency}
+
+
+def plot_stages(summary: dict[str, Any], rows: list[dict[str, Any]], path: str | os.PathLike[str]) -> None:
+    """A bar per dataset (and one for all): mean seconds per problem, stacked by stage."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    stages = list(summary["stage_seconds"])
+    groups = sorted({r["dataset"] for r in rows})
+    labels = [*groups, "all"] if len(groups) > 1 else groups
+    means = {}
+    for label in labels:
+        sub = _stages([r for r in rows if label == "all" or r["dataset"] == label])
+        means[label] = [sum(d.get(k, 0.0) for d in sub) / len(sub) for k in stages]
+    fig, ax = plt.subplots(figsize=(8, 0.6 * len(labels) + 1.6))
+    left = [0.0] * len(labels)
+    for i, stage in enumerate(stages):
+        widths = [means[label][i] for label in labels]
+        ax.barh(labels, widths, left=left, label=stage)
+        left = [a + b for a, b in zip(left, widths)]
+    ax.set_xlabel("mean seconds per problem (waits for the engine and the solver pool included)")
+    ax.set_title(f"per-stage latency, {summary['problems']} problems")
+    ax.legend(ncol=min(len(stages), 6), fontsize=8, loc="lower center", bbox_to_anchor=(0.5, 1.08))
+    ax.invert_yaxis()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
 def summarize(table: pa.Table, meta: dict[str, Any]) -> dict[str, Any]:
     """The report as one JSON-serialisable object (``--json``)."""
     rows = table.to_pylist()
@@ -78,6 +137,10 @@ def summarize(table: pa.Table, meta: dict[str, Any]) -> dict[str, Any]:
     out["success_round_histogram"] = {
         str(k): v for k, v in sorted(Counter(r["success_round"] for r in rows if r["success_round"]).items())
     }
+    out["routes"] = dict(sorted(Counter(r["route"] for r in rows if r["route"]).items()))
+    for ds, sub in by_ds.items():
+        sub["routes"] = dict(sorted(Counter(r["route"] for r in rows if r["route"] and r["dataset"] == ds).items()))
+    out.update(stage_summary(rows))
     out["methods"] = sorted({r["method"] for r in rows})
     out["models"] = sorted({r["model"] for r in rows if r["model"]})
     fb = [r for r in rows if r["fallback_method"]]
@@ -123,6 +186,13 @@ def format_table(s: dict[str, Any]) -> str:
                      f"{s['prompt_tokens']} prompt + {s['completion_tokens']} completion tokens"
                      + (f", {s['tokens_per_second']:.1f} tokens/s" if s["tokens_per_second"] else ""))
         lines.append(f"rounds per problem: {s['rounds_histogram']}; round that executed: {s['success_round_histogram']}")
+    if s.get("routes"):
+        lines.append("routes: " + ", ".join(f"{k} {v}" for k, v in s["routes"].items()))
+    if s.get("stage_latency"):
+        lines.append("per-stage latency per problem (problem-seconds; engine and pool waits included):")
+        lines.append(f"  {'stage':12s} {'mean s':>8s} {'p50 s':>8s} {'p95 s':>8s} {'share':>7s}")
+        for k, lat in s["stage_latency"].items():
+            lines.append(f"  {k:12s} {lat['mean_s']:8.3f} {lat['p50_s']:8.3f} {lat['p95_s']:8.3f} {lat['share']:7.1%}")
     if "fallback" in s:
         f = s["fallback"]
         lines.append(f"fallback {'/'.join(f['method'])}: answered {f['answered']}, correct {f['correct']} "
@@ -130,7 +200,19 @@ def format_table(s: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def report(path: str | os.PathLike[str], *, as_json: bool = False) -> str:
+def default_plot_path(run: str | os.PathLike[str]) -> Path:
+    """Where ``symbolkg report`` writes the stage plot by default: ``RUN_stages.png`` beside the run."""
+    run = Path(run)
+    return run.with_name(f"{run.stem}_stages.png")
+
+
+def report(path: str | os.PathLike[str], *, as_json: bool = False, plot: str | os.PathLike[str] | None = None) -> str:
+    """The report of a run; with ``plot``, also the stage plot there (runs with stage timings only)."""
     table, meta = read_run(path)
     s = summarize(table, meta)
-    return json.dumps(s, indent=2) if as_json else format_table(s)
+    if plot is not None and s["stage_seconds"]:
+        plot_stages(s, table.to_pylist(), plot)
+        s["stage_plot"] = str(plot)
+    if as_json:
+        return json.dumps(s, indent=2)
+    return format_table(s) + (f"\nstage plot: {s['stage_plot']}" if "stage_plot" in s else "")

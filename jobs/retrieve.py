@@ -56,6 +56,8 @@ class RetrieveOutcome:
             ``"fallback"`` (the LLM failed; the hull is used).
         errors: what went wrong on the way (engine errors, unusable outputs).
         prompt_tokens / completion_tokens: LLM tokens of this stage.
+        llm_calls / cached_calls: requests made, and how many a completion cache answered.
+        llm_seconds: summed latency of those requests.
         seconds: step -> seconds (``entities``, ``retrieve``, ``prune``).
     """
 
@@ -68,6 +70,9 @@ class RetrieveOutcome:
     errors: list[str] = field(default_factory=list)
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    llm_calls: int = 0
+    cached_calls: int = 0
+    llm_seconds: float = 0.0
     seconds: dict[str, float] = field(default_factory=dict)
 
 
@@ -78,6 +83,7 @@ async def _ask(engine: LLMEngine, messages, schema: dict, purpose: str, problem_
     request = ChatRequest(tuple(Message(role, content) for role, content in messages),  # type: ignore[arg-type]
                           SamplingParams(max_tokens=max_tokens), structured, problem_id=problem_id, purpose=purpose,
                           request_id=f"{problem_id}/{purpose}")
+    out.llm_calls += 1
     try:
         completion = (await engine.generate([request]))[0]
     except EngineDeadError:
@@ -87,6 +93,8 @@ async def _ask(engine: LLMEngine, messages, schema: dict, purpose: str, problem_
         return None
     out.prompt_tokens += completion.prompt_tokens
     out.completion_tokens += completion.completion_tokens
+    out.cached_calls += int(completion.cached)
+    out.llm_seconds += completion.latency_s
     return completion.text
 
 

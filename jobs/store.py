@@ -31,7 +31,7 @@ from typing import Any, Iterable
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from jobs.records import RESULT_SCHEMA, ResultRow, result_table
+from jobs.records import RESULT_SCHEMA, ResultRow, conform_results, result_table
 
 _META_KEY = b"symbolkg"
 
@@ -121,7 +121,7 @@ class ResultStore:
             elif "session" in meta:
                 s = meta["session"]
                 sessions[s] = max(sessions.get(s, 0.0), float(meta.get("session_elapsed_s", 0.0)))
-            tables.append(t.cast(RESULT_SCHEMA).replace_schema_metadata(None))
+            tables.append(conform_results(t).replace_schema_metadata(None))
         merged = pa.concat_tables(tables) if tables else RESULT_SCHEMA.empty_table()
         merged = _first_per_problem(merged)
         meta = {"sessions": sessions, "wall_seconds": sum(sessions.values()), **self.run_info}
@@ -167,7 +167,7 @@ def read_run(path: str | os.PathLike[str]) -> tuple[pa.Table, dict[str, Any]]:
             sessions.update(m.get("sessions", {}))
         elif "session" in m:
             sessions[m["session"]] = max(sessions.get(m["session"], 0.0), float(m.get("session_elapsed_s", 0.0)))
-        tables.append(t.cast(RESULT_SCHEMA).replace_schema_metadata(None))
+        tables.append(conform_results(t).replace_schema_metadata(None))
     table = _first_per_problem(pa.concat_tables(tables))
     meta = {**meta, "sessions": sessions, "wall_seconds": sum(sessions.values()), "finished": store.path.exists() and len(files) == 1}
     return table, meta

@@ -98,11 +98,11 @@ class HybridRetriever:
     # -- builders ------------------------------------------------------------------------
     @classmethod
     def from_graphs(cls, graphs: Iterable[Graph], embedder: Embedder, *, index_config: IndexConfig | None = None,
-                    anchor_config: AnchorConfig | None = None, hull_config: HullConfig | None = None
-                    ) -> "HybridRetriever":
-        """From graphs in memory (one problem's LKG, tests)."""
+                    anchor_config: AnchorConfig | None = None, hull_config: HullConfig | None = None,
+                    cache: EmbeddingCache | None = None) -> "HybridRetriever":
+        """From graphs in memory (one problem's LKG, tests); ``cache`` holds node embeddings across calls."""
         graphs = list(graphs)
-        indexes = build_indexes(graphs, embedder, config=index_config)
+        indexes = build_indexes(graphs, embedder, config=index_config, cache=cache)
         entities = [(n.id, n.name) for g in graphs for n in g.nodes if n.node_type == "Entity"]  # type: ignore[attr-defined]
         merged = Graph("corpus", tuple({n.id: n for g in graphs for n in g.nodes}.values()),
                        tuple(e for g in graphs for e in g.edges))

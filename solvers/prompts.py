@@ -309,8 +309,11 @@ def _check_language(language: str) -> None:
 # --------------------------------------------------------------------------- problem text
 
 
-def _problem_text(context: str, question: str, options: Sequence[str]) -> str:
-    parts = [f"Context:\n{context.strip()}", f"Question: {question.strip()}"]
+def _problem_text(context: str, question: str, options: Sequence[str], hints: str = "") -> str:
+    parts = [f"Context:\n{context.strip()}"]
+    if hints.strip():
+        parts.append(hints.strip())
+    parts.append(f"Question: {question.strip()}")
     if options:
         parts.append("Options:\n" + "\n".join(o.strip() for o in options))
     return "\n\n".join(parts)
@@ -326,7 +329,8 @@ def _program_prefix(language: str) -> Messages:
     return messages
 
 
-def formulation_messages(language: str, context: str, question: str, options: Sequence[str]) -> Messages:
+def formulation_messages(language: str, context: str, question: str, options: Sequence[str],
+                         hints: str = "") -> Messages:
     """Messages asking for a program in ``language`` for one problem.
 
     Args:
@@ -334,6 +338,8 @@ def formulation_messages(language: str, context: str, question: str, options: Se
         context: the problem's premises or setup.
         question: the question, as the dataset phrases it.
         options: the answer options (``"A) True"`` ...), shown to the model.
+        hints: extra text between the context and the question (the symbols of a retrieved
+            knowledge-graph subgraph, :func:`jobs.symbolkg.subgraph_hints`); empty for none.
 
     Returns:
         System message, few-shot user/assistant turns, then the problem as the last user turn.
@@ -341,7 +347,7 @@ def formulation_messages(language: str, context: str, question: str, options: Se
     Raises:
         ValueError: ``language`` has no prompts.
     """
-    return _program_prefix(language) + [("user", _problem_text(context, question, options))]
+    return _program_prefix(language) + [("user", _problem_text(context, question, options, hints))]
 
 
 #: Longest solver message quoted in a refine prompt (characters); the rest is cut.
@@ -369,6 +375,7 @@ def refine_messages(
     error_kind: str | None,
     error_message: str,
     error_line: int | None,
+    hints: str = "",
 ) -> Messages:
     """Messages asking for a corrected program after the solver rejected ``program``.
 
@@ -383,6 +390,7 @@ def refine_messages(
         error_kind: an :class:`solvers.records.ErrorKind` value, or None.
         error_message: the solver's message.
         error_line: 1-based line the error refers to, if known.
+        hints: as for :func:`formulation_messages`.
 
     Returns:
         The formulation prefix (system message and examples) and one user turn with the
@@ -404,7 +412,7 @@ def refine_messages(
     if error_line is not None and 1 <= error_line <= len(lines):
         error += f"\nLine {error_line}: {lines[error_line - 1].strip()}"
     body = (
-        f"{_problem_text(context, question, options)}\n\n"
+        f"{_problem_text(context, question, options, hints)}\n\n"
         f"Your program (line numbers added):\n{_numbered(program)}\n\n"
         f"{lead}\n{error}\n\n"
         "Write the corrected full program, without line numbers. " + _ONLY

@@ -21,6 +21,7 @@ from solvers.records import ErrorKind, Limits, Outcome, SolveRequest, Status
 #: language name -> (module, what it is)
 LANGUAGES: dict[str, tuple[str, str]] = {
     "logiclm-lp": ("solvers.lp", "Logic-LM logic program (ProntoQA/ProofWriter): Pred($x, True) facts, >>> rules"),
+    "logiclm-lp-swipl": ("solvers.lp_swipl", "the logiclm-lp language answered by SWI-Prolog (the router's prolog route)"),
     "logiclm-fol": ("solvers.fol", "Logic-LM first-order logic (FOLIO): Unicode connectives, Prover9 backend"),
     "logiclm-csp": ("solvers.csp", "Logic-LM constraint program (LogicalDeduction): Domain/Variables/Constraints/Query"),
     "logiclm-smt": ("solvers.lsat", "Logic-LM SAT/SMT DSL (AR-LSAT): EnumSort, Function, ForAll, Count, options"),

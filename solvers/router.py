@@ -203,6 +203,61 @@ def route(features: RouteFeatures, force: Solver | None = None) -> Route:
     return Route("prover9", "default", ("no decisive feature: first-order logic is the most general",), f)
 
 
+# --------------------------------------------------------------------------- route -> program language
+
+#: A question that is not a plain "which statement is entailed": possibility (could / cannot /
+#: may), counting (maximum / minimum / how many), a hypothesis (if ...) or an exception.
+_SMT_QUESTION = re.compile(r"\b(could|cannot|can|may|might|must|maximum|minimum|how many|number|if|acceptable|"
+                           r"except|possible|impossible)\b", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Target:
+    """What the LLM writes for a route and what runs it.
+
+    Attributes:
+        solver: the route's solver.
+        language: the program language the LLM is prompted for (it has few-shot examples).
+        run_as: the :data:`solvers.registry.LANGUAGES` entry the solver pool runs.
+        reason: why this language.
+    """
+
+    solver: Solver
+    language: str
+    run_as: str
+    reason: str
+
+
+def target_for(solver: Solver, question: str) -> Target:
+    """The program language of a route.
+
+    * ``prolog``: the Logic-LM LP language, translated to tabled Prolog and answered by SWI-Prolog;
+    * ``prover9``: Logic-LM first-order logic, proved by Prover9;
+    * ``z3``: the constraint language (variables over a finite domain, the entailed option wins)
+      when the question only asks which statement is true; the Z3 DSL (sorts, functions,
+      counting, per-option sat / valid checks) when it asks what could / cannot / must be,
+      for a count, under a hypothesis or with an exception.
+
+    Example:
+        >>> target_for("z3", "Which of the following is true?").language
+        'logiclm-csp'
+        >>> target_for("z3", "Which one of the following could be the order?").language
+        'logiclm-smt'
+    """
+    if solver == "prolog":
+        return Target("prolog", "logiclm-lp", "logiclm-lp-swipl", "Horn rules and facts, run in SWI-Prolog")
+    if solver == "prover9":
+        return Target("prover9", "logiclm-fol", "logiclm-fol", "first-order premises and conclusion, run in Prover9")
+    if solver == "z3":
+        found = _SMT_QUESTION.search(question)
+        if found:
+            return Target("z3", "logiclm-smt", "logiclm-smt",
+                          f"the question asks beyond plain entailment ({found.group(0)!r}): the Z3 DSL")
+        return Target("z3", "logiclm-csp", "logiclm-csp",
+                      "the question asks which statement holds: a finite-domain CSP")
+    raise ValueError(f"unknown solver {solver!r}; expected one of {SOLVERS}")
+
+
 # --------------------------------------------------------------------------- the LLM vote (optional)
 
 #: Rules whose evidence is weak enough that an LLM vote may overrule them.

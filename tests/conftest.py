@@ -52,10 +52,10 @@ def generated_jsonl(tmp_path: Path):
     return make
 
 
-# Tests that load a real LLM (vLLM on 2 CPU cores: minutes each). They carry the `llm`
-# marker; `make test` (CI) leaves them out, `make test-llm` runs them. See the issue notes.
+# Tests that load a real LLM (vLLM on 2 CPU cores: minutes each). Their slow tests carry the
+# `llm` marker: `make test` (CI) runs them with everything else, `make test-llm` runs only them.
 _LLM_MODULES = {"test_vllm_engine", "test_openai_engine", "test_llm_e2e", "test_llm_actor", "test_models",
-                "test_lkg_llm"}
+                "test_lkg_llm", "test_symbolkg_llm"}
 
 
 def pytest_collection_modifyitems(config, items):

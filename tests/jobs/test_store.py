@@ -86,3 +86,18 @@ def test_readable_by_pandas_and_duckdb(tmp_path):
 def test_rejects_non_parquet_path(tmp_path):
     with pytest.raises(ValueError, match="parquet"):
         ResultStore(tmp_path / "out.csv")
+
+
+def test_a_run_written_before_the_symbolkg_columns_reads_and_resumes(tmp_path):
+    out = tmp_path / "old.parquet"
+    store = ResultStore(out)
+    store.append(row("p0"))
+    table = store.finalize()
+    old = table.drop(["route", "trace", "stage_seconds"])  # the schema of earlier versions
+    pq.write_table(old.replace_schema_metadata(table.schema.metadata), out)
+    read, _ = read_run(out)
+    assert read.schema == RESULT_SCHEMA and read.to_pylist()[0]["trace"] == "{}" and read.column("route")[0].as_py() is None
+    resumed = ResultStore(out)
+    assert resumed.done_ids() == {"p0"}
+    resumed.append(row("p1"))
+    assert resumed.finalize().num_rows == 2

@@ -75,3 +75,34 @@ def test_llm_vote_prompt_parse_and_combination():
     kept = combine_vote(strong, "prolog")
     assert (kept.solver, kept.rule) == ("prover9", "open_world") and kept.reasons[-1] == "LLM vote: prolog"
     assert combine_vote(strong, None).reasons[-1].startswith("LLM vote: none")
+
+
+def test_target_for_maps_each_route_to_a_prompt_language_and_a_runner():
+    from solvers.registry import LANGUAGES
+    from solvers.router import target_for
+
+    prolog = target_for("prolog", "Is the following statement true or false? Fae is opaque.")
+    assert (prolog.language, prolog.run_as) == ("logiclm-lp", "logiclm-lp-swipl")
+    assert target_for("prover9", "True, false, or uncertain?").run_as == "logiclm-fol"
+    assert target_for("z3", "Which of the following is true?").language == "logiclm-csp"
+    for question in ("Which one of the following could be the order?", "Which one of the following CANNOT be true?",
+                     "What is the maximum number of members on the committee?",
+                     "If Karl sits across from Harriet, then which one of the following must be true?"):
+        smt = target_for("z3", question)
+        assert smt.language == smt.run_as == "logiclm-smt" and smt.reason, question
+    for solver in ("z3", "prover9", "prolog"):
+        assert target_for(solver, "q").run_as in LANGUAGES
+    with pytest.raises(ValueError, match="unknown solver"):
+        target_for("vampire", "q")  # type: ignore[arg-type]
+
+
+def test_the_prolog_route_runs_lp_programs_in_swi_prolog():
+    from solvers.registry import run
+    from solvers.records import Limits, SolveRequest
+
+    program = ("Predicates:\nCat($x, bool)\nPet($x, bool)\nFacts:\nCat(Tom, True)\nRules:\n"
+               "Cat($x, True) >>> Pet($x, True)\nQuery:\nPet(Tom, True)")
+    outcome = run(SolveRequest("p", "logiclm-lp-swipl", program, Limits(timeout_s=20)))
+    assert (outcome.status.value, outcome.answer, outcome.backend) == ("proved", "True", "swipl")
+    bad = run(SolveRequest("p", "logiclm-lp-swipl", "Query:\nPet(Tom)", Limits(timeout_s=20)))
+    assert not bad.executed and bad.error_kind == "syntax" and bad.error_line == 2
