@@ -6,11 +6,13 @@ Backend modules are imported only when chosen: picking ``recorded`` never import
 from __future__ import annotations
 
 import asyncio
+import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
 
-from actors.engines.base import ChatRequest, Completion, LLMEngine
+from actors.engines.base import ChatRequest, Completion, EngineDeadError, EngineError, LLMEngine
 
 ENGINES: tuple[str, ...] = ("vllm", "openai", "recorded", "replay")
 
@@ -32,6 +34,8 @@ class EngineOptions:
         actor: vllm only: host the engine in a Ray :class:`~actors.llm_actor.LLMActor` (on a
             GPU node of the cluster) instead of in this process; the driver then needs no GPU.
         ray_address: the Ray cluster for ``actor`` (None: ``RAY_ADDRESS`` or a local Ray).
+        restarts: vllm: how many times a dead engine (its actor or process gone) is rebuilt and the
+            requests it took down are retried (:class:`LazyEngine`); 0 = a death ends the job.
     """
 
     kind: str
@@ -45,8 +49,11 @@ class EngineOptions:
     max_num_seqs: int | None = None
     actor: bool = False
     ray_address: str | None = None
+    restarts: int = 2
 
     def __post_init__(self) -> None:
+        if self.restarts < 0:
+            raise ValueError(f"--llm-restarts must be >= 0, got {self.restarts}")
         if self.kind not in ENGINES:
             raise ValueError(f"unknown engine {self.kind!r}; choose one of {', '.join(ENGINES)}")
         if self.kind == "recorded" and not self.recorded:
@@ -61,38 +68,97 @@ class EngineOptions:
 
 
 class LazyEngine:
-    """Builds its engine on the first ``generate``: a rerun fully served by the cache never loads a model.
+    """Builds its engine on the first ``generate``, and rebuilds it when it dies (bounded).
+
+    Lazy: a rerun fully served by the cache never loads a model. Restarting: when the engine
+    raises :class:`~actors.engines.base.EngineDeadError` (its Ray actor or process died), the
+    engine is closed and built again, at most ``max_restarts`` times per job, and the requests it
+    took down are sent again. Concurrent requests that saw the same death cause one rebuild. A
+    request that has now been in flight on ``max_request_attempts`` engines that died is not sent
+    again: it fails with a plain :class:`~actors.engines.base.EngineError`, which the method
+    records for that problem (quarantined), so one poisonous prompt cannot take the job down.
 
     Args:
         build: makes the engine (e.g. loads vLLM; may take tens of seconds); runs in a worker
             thread so the event loop keeps serving.
         model: the model name, known before the engine exists (it keys the cache).
         supports_structured: what the engine will support.
-        prepare: runs on the event loop's thread just before ``build``, for what must not happen
+        prepare: runs on the event loop's thread just before each build, for what must not happen
             in a worker thread (starting Ray: :func:`actors.ray_runtime.ensure_ray`).
+        max_restarts: rebuilds allowed after deaths (0: a death ends the job, as before).
+        max_request_attempts: engines a request may see die before it is quarantined (>= 1).
+
+    Attributes:
+        restarts: rebuilds so far; ``events``: one line per death (time and cause).
+        quarantined: request ids failed after too many engine deaths.
     """
 
     def __init__(self, build: Callable[[], LLMEngine], *, model: str, supports_structured: bool,
-                 prepare: Callable[[], None] | None = None) -> None:
+                 prepare: Callable[[], None] | None = None, max_restarts: int = 0,
+                 max_request_attempts: int = 2) -> None:
+        if max_restarts < 0 or max_request_attempts < 1:
+            raise ValueError(f"need max_restarts >= 0 and max_request_attempts >= 1, got {max_restarts}, "
+                             f"{max_request_attempts}")
         self._build = build
         self._prepare = prepare
         self._engine: LLMEngine | None = None
+        self._generation = 0
         self._lock = asyncio.Lock()
         self.model = model
         self.supports_structured = supports_structured
+        self.max_restarts = max_restarts
+        self.max_request_attempts = max_request_attempts
+        self.restarts = 0
+        self.events: list[str] = []
+        self.quarantined: list[str] = []
 
     @property
     def started(self) -> bool:
         return self._engine is not None
 
-    async def generate(self, requests: Sequence[ChatRequest]) -> list[Completion]:
+    async def _current(self) -> tuple[LLMEngine, int]:
         if self._engine is None:
             async with self._lock:
                 if self._engine is None:
                     if self._prepare is not None:
                         self._prepare()
                     self._engine = await asyncio.to_thread(self._build)
-        return await self._engine.generate(requests)
+        return self._engine, self._generation
+
+    async def _retire(self, generation: int, cause: EngineDeadError) -> None:
+        """Drop the engine of ``generation`` (once, whoever sees its death first)."""
+        async with self._lock:
+            if generation != self._generation or self._engine is None:
+                return  # another request already retired it
+            if self.restarts >= self.max_restarts:
+                raise EngineDeadError(f"the engine died and {self.restarts} restart(s) are used up: {cause}") from cause
+            dead, self._engine = self._engine, None
+            self._generation += 1
+            self.restarts += 1
+            self.events.append(f"{time.strftime('%H:%M:%S')} engine died ({cause}); restart {self.restarts}")
+            print(f"[symbolkg] the LLM engine died ({cause}); rebuilding it ({self.restarts}/{self.max_restarts}) "
+                  "and retrying its requests", file=sys.stderr)
+            try:
+                await dead.close()
+            except Exception:  # noqa: BLE001 - a dead engine may fail to close; it is gone either way
+                pass
+
+    async def generate(self, requests: Sequence[ChatRequest]) -> list[Completion]:
+        attempts = 0
+        while True:
+            engine, generation = await self._current()
+            try:
+                return await engine.generate(requests)
+            except EngineDeadError as exc:
+                if self.max_restarts == 0:
+                    raise
+                attempts += 1
+                if attempts >= self.max_request_attempts:
+                    ids = [r.request_id or r.problem_id for r in requests]
+                    self.quarantined.extend(ids)
+                    await self._retire(generation, exc)
+                    raise EngineError(f"quarantined: in flight on {attempts} engines that died ({exc})") from exc
+                await self._retire(generation, exc)
 
     async def close(self) -> None:
         if self._engine is not None:
@@ -140,9 +206,10 @@ def make_engine(opts: EngineOptions) -> LLMEngine:
             actor_config = LLMActorConfig("vllm", config)
             engine = LazyEngine(lambda: start_llm_actor(actor_config, address=opts.ray_address),
                                 model=vllm_model_name(config), supports_structured=True,
-                                prepare=lambda: ensure_ray(opts.ray_address))
+                                prepare=lambda: ensure_ray(opts.ray_address), max_restarts=opts.restarts)
         else:
-            engine = LazyEngine(lambda: VLLMEngine(config), model=vllm_model_name(config), supports_structured=True)
+            engine = LazyEngine(lambda: VLLMEngine(config), model=vllm_model_name(config), supports_structured=True,
+                                max_restarts=opts.restarts)
     if opts.cache_dir:
         from actors.engines.replay import CachingEngine, CompletionCache
 
