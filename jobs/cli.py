@@ -71,6 +71,8 @@ def _load_input(args: argparse.Namespace):  # -> LoadResult | None
     from jobs.datasets import InputError, load_dataset, load_problems
 
     try:
+        if args.dataset and "," in args.dataset and not args.programs:
+            return _load_mixed(args)
         args.dataset = _resolve_dataset(args.dataset)
         if args.programs:
             loaded = load_problems(args.programs, args.data_dir, skip_bad=args.skip_bad, limit=args.limit,
@@ -88,6 +90,27 @@ def _load_input(args: argparse.Namespace):  # -> LoadResult | None
     except (FileNotFoundError, ValueError) as exc:
         print(f"symbolkg solve: {exc}", file=sys.stderr)
         return None
+    for note in loaded.notes:
+        print(f"note: {note}", file=sys.stderr)
+    for err in loaded.errors:
+        print(f"skipped bad row: {err}", file=sys.stderr)
+    return loaded
+
+
+def _load_mixed(args: argparse.Namespace):  # -> LoadResult | None
+    """``--dataset A,B,...``: the first ``--limit`` problems of each, interleaved round-robin (a mixed stream)."""
+    from itertools import zip_longest
+
+    from jobs.datasets import LoadResult, load_dataset
+
+    names = [_resolve_dataset(n.strip()) for n in args.dataset.split(",") if n.strip()]
+    if len(set(names)) != len(names):
+        raise ValueError(f"--dataset names a set twice: {args.dataset}")
+    parts = [load_dataset(n, args.data_dir, skip_bad=args.skip_bad, limit=args.limit)  # type: ignore[arg-type]
+             for n in names]
+    args.dataset = ",".join(names)  # type: ignore[arg-type]
+    mixed = [p for row in zip_longest(*(part.problems for part in parts)) for p in row if p is not None]
+    loaded = LoadResult(mixed, [e for part in parts for e in part.errors], [n for part in parts for n in part.notes])
     for note in loaded.notes:
         print(f"note: {note}", file=sys.stderr)
     for err in loaded.errors:
@@ -547,7 +570,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("solve", help="solve problems with given programs; write results Parquet (resumable)")
     p.add_argument("--programs", help="Logic-LM program file (JSON) or problems with programs (JSONL/Parquet)")
-    p.add_argument("--dataset", help="dataset name (inferred from the ids of a Logic-LM program file)")
+    p.add_argument("--dataset", help="dataset name (inferred from the ids of a Logic-LM program file); for the LLM "
+                                     "methods also A,B,...: a mixed stream, --limit problems of each")
     p.add_argument("--out", required=True, help="results Parquet; rerunning the same command resumes it")
     p.add_argument("--workers", type=int, default=2, help="solver worker processes (default 2)")
     p.add_argument("--limit", type=int, help="solve only the first N problems")

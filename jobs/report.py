@@ -139,7 +139,9 @@ def summarize(table: pa.Table, meta: dict[str, Any]) -> dict[str, Any]:
     }
     out["routes"] = dict(sorted(Counter(r["route"] for r in rows if r["route"]).items()))
     for ds, sub in by_ds.items():
-        sub["routes"] = dict(sorted(Counter(r["route"] for r in rows if r["route"] and r["dataset"] == ds).items()))
+        in_ds = [r for r in rows if r["dataset"] == ds]
+        sub["routes"] = dict(sorted(Counter(r["route"] for r in in_ds if r["route"]).items()))
+        sub["stage_seconds"] = stage_summary(in_ds)["stage_seconds"]
     out.update(stage_summary(rows))
     out["methods"] = sorted({r["method"] for r in rows})
     out["models"] = sorted({r["model"] for r in rows if r["model"]})

@@ -12,8 +12,9 @@ at once, so the engine batches their LLM calls):
 3. **premises**: the context sentences the kept nodes were read from, in text order; when
    the kept nodes cover no sentence (an empty graph, an empty hull) or retrieval is off
    (ablation), the whole context. Which one was used is recorded;
-4. **route**: :func:`solvers.router.route` over the text features of those premises and the
-   counts of the pruned subgraph (constraints by type, rules, typed relations); an optional
+4. **route**: :func:`solvers.router.route` over the text features of the problem (the whole
+   context: what kind of problem it is does not change with retrieval) and the counts of the
+   pruned subgraph (constraints by type, rules, typed relations); an optional
    LLM vote; a forced solver for ablations. :func:`solvers.router.target_for` turns the
    solver into the program language the LLM writes and the one the pool runs;
 5. **formalize / solve / refine**: the loop shared with ``logiclm``
@@ -30,6 +31,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+from collections import OrderedDict
 import time
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
@@ -52,6 +54,9 @@ from retrieval.lkg.store import LKGStore, cache_key
 from retrieval.prune import PruneConfig
 from solvers.pool import SolverPool
 from solvers.router import SOLVERS, Route, combine_vote, parse_vote, route, target_for, text_features, vote_messages
+
+#: Retrievers (FAISS indexes of one context's graph) kept per job, least recently used dropped first.
+MAX_RETRIEVERS = 256
 
 #: Stages in pipeline order (the keys of ``stage_seconds``).
 STAGES: tuple[str, ...] = ("lkg", "retrieve", "route", "formalize", "solve", "refine")
@@ -127,7 +132,7 @@ class SymbolKG:
         self.embedder = embedder
         self.config = config or SymbolKGConfig()
         self._extracting: dict[str, asyncio.Task] = {}
-        self._retrievers: dict[str, HybridRetriever] = {}
+        self._retrievers: OrderedDict[str, HybridRetriever] = OrderedDict()  # LRU, MAX_RETRIEVERS
         self._embedding_cache = store_embedding_cache(store.path, embedder)
 
     # -- lkg --------------------------------------------------------------------------------
@@ -171,11 +176,15 @@ class SymbolKG:
     def retriever_for(self, pg: ProblemGraph) -> HybridRetriever:
         """The hybrid retriever over one context's graph (built once per context)."""
         found = self._retrievers.get(pg.key)
-        if found is None:
+        if found is not None:
+            self._retrievers.move_to_end(pg.key)
+        else:
             found = HybridRetriever.from_graphs([pg.graph], self.embedder, cache=self._embedding_cache,
                                                 hull_config=HullConfig(k=self.config.hops,
                                                                        max_nodes=self.config.prune.max_shown))
             self._retrievers[pg.key] = found
+            if len(self._retrievers) > MAX_RETRIEVERS:  # questions on one story arrive close together
+                self._retrievers.popitem(last=False)
         return found
 
     def close(self) -> None:
@@ -331,7 +340,8 @@ async def run_symbolkg(problem: Problem, cfg: MethodConfig, engine: LLMEngine, s
     seconds["retrieve"] = time.perf_counter() - t0
 
     t0 = time.perf_counter()
-    features = text_features(context, problem.question, problem.options, use_options=opts.option_features)
+    # the kind of problem does not change with retrieval: text features of the whole problem
+    features = text_features(problem.context, problem.question, problem.options, use_options=opts.option_features)
     features = features.with_graph(*graph_counts(sub))
     decided = route(features, force=opts.force_solver)  # type: ignore[arg-type]
     if opts.llm_vote and opts.force_solver is None:

@@ -419,3 +419,19 @@ def test_cli_rejects_bad_symbolkg_flags(tmp_path, capsys):
     assert "hops" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         cli_main([*base, "--force-solver", "cvc5"])
+
+
+def test_a_comma_list_of_datasets_is_a_mixed_stream_of_limit_each():
+    import argparse
+
+    from jobs.cli import _load_input
+    from tests.conftest import data_or_skip
+
+    args = argparse.Namespace(dataset="folio,prontoqa,logicaldeduction", programs=None, data_dir=str(data_or_skip()),
+                              skip_bad=False, limit=2)
+    loaded = _load_input(args)
+    assert [p.dataset for p in loaded.problems] == ["logiclm/folio", "logiclm/prontoqa", "logiclm/logicaldeduction"] * 2
+    assert args.dataset == "logiclm/folio,logiclm/prontoqa,logiclm/logicaldeduction"
+    twice = argparse.Namespace(dataset="folio,logiclm/folio", programs=None, data_dir=str(data_or_skip()),
+                               skip_bad=False, limit=1)
+    assert _load_input(twice) is None  # named twice: an error, printed
