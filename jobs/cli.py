@@ -720,6 +720,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=_cmd_profile)
 
+    from jobs.bench import add_bench_parser
+
+    add_bench_parser(sub)
+
     p = sub.add_parser("check", help="start a solver worker and run one program per native solver")
     p.set_defaults(func=_cmd_check)
     return parser

@@ -100,7 +100,11 @@ def _structured(spec: dict | None, engine: LLMEngine, cfg: MethodConfig) -> Stru
 
 
 async def _ask(engine: LLMEngine, request: ChatRequest, ledger: _Ledger) -> Completion:
-    completion = (await engine.generate([request]))[0]
+    try:
+        completion = (await engine.generate([request]))[0]
+    except EngineError:
+        ledger.calls += 1  # a failed request is a call too (as in the LKG and retrieve stages)
+        raise
     ledger.add(completion)
     return completion
 

@@ -98,8 +98,10 @@ class PrunePrompt:
         user = f"Question: {question}\n\nItems:\n" + "\n".join(lines)
         schema = {
             "type": "object",
+            # no "uniqueItems": vLLM's grammar backend (xgrammar) rejects the key and fails the
+            # request; parse_pruned drops repeated handles instead
             "properties": {"keep": {"type": "array", "items": {"enum": list(handles) or ["N1"]},
-                                    "maxItems": config.cap, "uniqueItems": True}},
+                                    "maxItems": config.cap}},
             "required": ["keep"],
             "additionalProperties": False,
         }

@@ -21,6 +21,7 @@ import json
 import pyarrow.parquet as pq
 import pytest
 
+from actors.engines.metered import read_request_log
 from jobs.cli import main
 from jobs.symbolkg import STAGES
 from tests.conftest import data_or_skip
@@ -70,6 +71,9 @@ def test_symbolkg_on_20_problems_of_each_set_then_a_free_rerun(tmp_path, capsys)
             assert set(trace["retrieve"]["kept"]) <= set(trace["retrieve"]["hull"])
             assert trace["retrieve"]["entities_source"] in ("llm", "lexical-fallback")
         assert list(json.loads(row["stage_seconds"])) == list(STAGES)
+    retrieved = [json.loads(r["trace"])["retrieve"] for r in rows if json.loads(r["trace"])["retrieve"]]
+    assert any(t["prune_source"] == "llm" for t in retrieved)  # the real engine accepts the pruning schema
+    assert not any("Grammar" in e for t in retrieved for e in t["errors"])
     # the route follows the problem's kind: True/False/Unknown -> prover9, multiple choice over positions -> z3
     assert rep["by_dataset"]["logiclm/folio"]["routes"] == {"prover9": 20}
     assert rep["by_dataset"]["logiclm/logicaldeduction"]["routes"] == {"z3": 20}
@@ -81,7 +85,10 @@ def test_symbolkg_on_20_problems_of_each_set_then_a_free_rerun(tmp_path, capsys)
     again = tmp_path / "again.parquet"
     assert solve(again, tmp_path) == 0
     rerun = report(again, capsys)
-    assert rerun["completion_tokens"] == rerun["prompt_tokens"] == 0 and rerun["cached_calls"] == rerun["llm_calls"] > 0
+    # every answered request comes from the cache; requests the engine failed are not cached (asked again)
+    failed = [len([r for r in read_request_log(p) if r.error]) for p in (first, again)]
+    assert rerun["completion_tokens"] == rerun["prompt_tokens"] == 0 and rerun["cached_calls"] > 0
+    assert rerun["cached_calls"] + failed[1] == rerun["llm_calls"] and failed[0] == failed[1]
     before = {r["problem_id"]: r for r in rows}
     for row in pq.read_table(again).to_pylist():
         trace = json.loads(row["trace"])

@@ -63,3 +63,23 @@ def test_unpruned_is_the_hull_cut_to_max_shown():
 def test_config_is_checked():
     with pytest.raises(ValueError):
         PruneConfig(cap=0)
+
+
+def _keys(schema) -> set[str]:
+    if isinstance(schema, dict):
+        return set(schema) | {k for v in schema.values() for k in _keys(v)}
+    if isinstance(schema, list):
+        return {k for v in schema for k in _keys(v)}
+    return set()
+
+
+def test_structured_output_schemas_use_no_key_vllm_rejects():
+    """vLLM's grammar backend fails a request whose JSON schema uses ``uniqueItems`` (found by the
+    real-engine SymbolKG run: every pruning request failed and fell back to the hull)."""
+    from retrieval.anchors import QUERY_ENTITY_SCHEMA
+    from retrieval.lkg.extract import chunk_schema
+
+    schemas = [PrunePrompt.build("q", NODES, PruneConfig()).schema, QUERY_ENTITY_SCHEMA,
+               chunk_schema(["Ann is kind.", "Bob is tall."])]
+    for schema in schemas:
+        assert "uniqueItems" not in _keys(schema)
