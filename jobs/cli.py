@@ -218,7 +218,8 @@ def _cmd_solve_llm(args: argparse.Namespace) -> int:
         opts = EngineOptions(kind=args.engine or "vllm", model=args.model, recorded=args.recorded, cache_dir=args.cache,
                              openai_url=args.openai_url, tensor_parallel_size=args.tensor_parallel_size,
                              gpu_memory_utilization=args.gpu_memory_utilization, max_model_len=args.max_model_len,
-                             actor=args.llm_actor, ray_address=args.ray_address, restarts=args.llm_restarts)
+                             actor=args.llm_actor, ray_address=args.ray_address, restarts=args.llm_restarts,
+                             actors=args.llm_actors)
         budget = {}
         if args.max_tokens is not None:
             if args.max_tokens < 1:
@@ -606,6 +607,8 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--max-model-len", type=int, help="vLLM context length")
     g.add_argument("--llm-actor", action="store_true",
                    help="host the vLLM engine in a Ray actor (a GPU node of the cluster) instead of this process")
+    g.add_argument("--llm-actors", type=int, default=1,
+                   help="with --llm-actor: engine replicas (one per GPU group), least-outstanding balanced (default 1)")
     g.add_argument("--llm-restarts", type=int, default=2,
                    help="rebuild a dead vLLM engine (actor or process) this many times, retrying its requests (default 2)")
     g = p.add_argument_group("SymbolKG method (--method symbolkg; the switches are the ablations)")

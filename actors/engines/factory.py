@@ -36,6 +36,8 @@ class EngineOptions:
         ray_address: the Ray cluster for ``actor`` (None: ``RAY_ADDRESS`` or a local Ray).
         restarts: vllm: how many times a dead engine (its actor or process gone) is rebuilt and the
             requests it took down are retried (:class:`LazyEngine`); 0 = a death ends the job.
+        actors: with ``actor``: how many LLM actors (engine replicas, one per GPU group) serve the
+            job, behind a least-outstanding :class:`~actors.engines.balanced.BalancedEngine`.
     """
 
     kind: str
@@ -50,8 +52,13 @@ class EngineOptions:
     actor: bool = False
     ray_address: str | None = None
     restarts: int = 2
+    actors: int = 1
 
     def __post_init__(self) -> None:
+        if self.actors < 1:
+            raise ValueError(f"--llm-actors must be >= 1, got {self.actors}")
+        if self.actors > 1 and not self.actor:
+            raise ValueError("--llm-actors N needs --llm-actor (replicas are Ray actors)")
         if self.restarts < 0:
             raise ValueError(f"--llm-restarts must be >= 0, got {self.restarts}")
         if self.kind not in ENGINES:
@@ -203,10 +210,14 @@ def make_engine(opts: EngineOptions) -> LLMEngine:
             from actors.llm_actor import LLMActorConfig, start_llm_actor
             from actors.ray_runtime import ensure_ray
 
+            from actors.engines.balanced import BalancedEngine
+
             actor_config = LLMActorConfig("vllm", config)
-            engine = LazyEngine(lambda: start_llm_actor(actor_config, address=opts.ray_address),
-                                model=vllm_model_name(config), supports_structured=True,
-                                prepare=lambda: ensure_ray(opts.ray_address), max_restarts=opts.restarts)
+            replicas = [LazyEngine(lambda: start_llm_actor(actor_config, address=opts.ray_address),
+                                   model=vllm_model_name(config), supports_structured=True,
+                                   prepare=lambda: ensure_ray(opts.ray_address), max_restarts=opts.restarts)
+                        for _ in range(opts.actors)]
+            engine = replicas[0] if len(replicas) == 1 else BalancedEngine(replicas)
         else:
             engine = LazyEngine(lambda: VLLMEngine(config), model=vllm_model_name(config), supports_structured=True,
                                 max_restarts=opts.restarts)

@@ -151,3 +151,17 @@ def test_killing_the_ray_llm_actor_mid_job_loses_nothing(tmp_path):
         asyncio.run(engine.close())
     finally:
         ray.shutdown()
+
+
+def test_several_llm_actors_are_lazy_replicas_behind_the_balancer():
+    from actors.engines.balanced import BalancedEngine
+    from actors.engines.factory import EngineOptions, make_engine
+
+    engine = make_engine(EngineOptions("vllm", actor=True, actors=3, restarts=1))
+    assert isinstance(engine, BalancedEngine) and len(engine.engines) == 3
+    assert all(isinstance(e, LazyEngine) and not e.started and e.max_restarts == 1 for e in engine.engines)
+    assert engine.model == "smollm2-135m"
+    with pytest.raises(ValueError, match="--llm-actor"):
+        EngineOptions("vllm", actors=2)
+    with pytest.raises(ValueError, match=">= 1"):
+        EngineOptions("vllm", actor=True, actors=0)
