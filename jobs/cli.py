@@ -218,6 +218,7 @@ def _cmd_solve_llm(args: argparse.Namespace) -> int:
         opts = EngineOptions(kind=args.engine or "vllm", model=args.model, recorded=args.recorded, cache_dir=args.cache,
                              openai_url=args.openai_url, tensor_parallel_size=args.tensor_parallel_size,
                              gpu_memory_utilization=args.gpu_memory_utilization, max_model_len=args.max_model_len,
+                             max_num_seqs=args.max_num_seqs,
                              actor=args.llm_actor, ray_address=args.ray_address, restarts=args.llm_restarts,
                              actors=args.llm_actors)
         budget = {}
@@ -605,6 +606,7 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--tensor-parallel-size", type=int, default=1, help="vLLM tensor parallelism (GPUs per engine)")
     g.add_argument("--gpu-memory-utilization", type=float, help="vLLM GPU memory fraction (e.g. 0.9)")
     g.add_argument("--max-model-len", type=int, help="vLLM context length")
+    g.add_argument("--max-num-seqs", type=int, help="vLLM batch: sequences one engine runs at once")
     g.add_argument("--llm-actor", action="store_true",
                    help="host the vLLM engine in a Ray actor (a GPU node of the cluster) instead of this process")
     g.add_argument("--llm-actors", type=int, default=1,
