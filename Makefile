@@ -25,14 +25,14 @@ demo: setup
 	      --workers $(WORKERS) --data-dir $(DATA) || exit 1; \
 	done
 
-# Everything, the real-LLM tests included (~25 min on 2 cores): what CI runs.
+# Everything, the real-LLM tests included (~30 min on 2 cores): what CI runs.
 test: setup
 	$(PY) -m pytest -q --durations=15
 
 test-fast: setup
 	$(PY) -m pytest -q -m "not slow"
 
-# Only the real-model tests (vLLM CPU engine, vllm serve, end-to-end logiclm/cot, LKG build).
+# Only the real-model tests (vLLM CPU engine, vllm serve, end-to-end logiclm/cot/symbolkg, LKG build).
 test-llm: setup
 	$(PY) -m pytest -q -m llm -s
 
