@@ -15,6 +15,7 @@ from solvers.records import Limits
 if TYPE_CHECKING:
     from actors.engines.base import LLMEngine
     from actors.engines.factory import EngineOptions
+    from jobs.solve import SolveSummary
     from jobs.symbolkg import SymbolKGConfig
 
 T = TypeVar("T")
@@ -254,7 +255,7 @@ def _cmd_solve_llm(args: argparse.Namespace) -> int:
             return 2
     store = ResultStore(out, run_info=run_info)
     pool = _make_pool(args) if args.method in ("logiclm", "symbolkg") else None
-    async def job(engine: "LLMEngine") -> object:
+    async def job(engine: "LLMEngine") -> "SolveSummary":
         from actors.engines.metered import MeteredEngine, write_request_log
 
         metered = MeteredEngine(engine)  # the request log `symbolkg profile` reads
@@ -265,13 +266,15 @@ def _cmd_solve_llm(args: argparse.Namespace) -> int:
             write_request_log(out, metered.records)
 
     try:
-        _run_with_engine(opts, job)
+        summary = _run_with_engine(opts, job)
     except EngineDeadError as exc:
         print(f"symbolkg solve: the LLM engine died: {exc}; finished rows are saved, rerun to resume", file=sys.stderr)
         return 1
     finally:
         if pool is not None:
             pool.close()
+    print(f"{summary.solved} solved this session, {summary.skipped_done} already done; results: {out}",
+          file=sys.stderr)
     table, meta = read_run(out)
     print(format_table(summarize(table, meta)))
     return 0
