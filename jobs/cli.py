@@ -202,6 +202,7 @@ def _cmd_solve_llm(args: argparse.Namespace) -> int:
     from actors.engines.base import EngineDeadError, SamplingParams
     from actors.engines.factory import EngineOptions
     from jobs.methods import MethodConfig
+    from jobs.gates import StageLimits
     from jobs.pipeline import run_method_job
     from jobs.report import format_table, summarize
     from jobs.store import ResultStore, read_run
@@ -221,7 +222,8 @@ def _cmd_solve_llm(args: argparse.Namespace) -> int:
                              gpu_memory_utilization=args.gpu_memory_utilization, max_model_len=args.max_model_len,
                              max_num_seqs=args.max_num_seqs,
                              actor=args.llm_actor, ray_address=args.ray_address, restarts=args.llm_restarts,
-                             actors=args.llm_actors)
+                             actors=args.llm_actors, placement_strategy=args.placement_strategy,
+                             placement_timeout_s=args.placement_timeout_s)
         budget = {}
         if args.max_tokens is not None:
             if args.max_tokens < 1:
@@ -232,12 +234,13 @@ def _cmd_solve_llm(args: argparse.Namespace) -> int:
                            limits=Limits(timeout_s=args.timeout_s, memory_mb=args.memory_mb),
                            structured=not args.no_structured, fallback=args.fallback, **budget)
         kg_config = _symbolkg_config(args) if args.method == "symbolkg" else None
+        stage_limits = StageLimits.parse(args.stage_limit)
     except ValueError as exc:
         print(f"symbolkg solve: {exc}", file=sys.stderr)
         return 2
     run_info = {"source": args.programs or args.dataset, "method": args.method, "engine": opts.kind,
                 "model": args.model, "workers": args.workers, "max_refine_rounds": cfg.max_refine_rounds,
-                "max_tokens": args.max_tokens}
+                "max_tokens": args.max_tokens, "stage_limits": {"llm": stage_limits.llm, "solve": stage_limits.solve}}
     kg = None
     if kg_config is not None:
         from jobs.symbolkg import SymbolKG
@@ -247,9 +250,25 @@ def _cmd_solve_llm(args: argparse.Namespace) -> int:
         run_info["symbolkg"] = {"lkg_store": args.lkg_store, "retrieval": kg_config.retrieval,
                                 "prune": kg_config.prune.enabled, "force_solver": kg_config.force_solver,
                                 "llm_vote": kg_config.llm_vote, "option_features": kg_config.option_features,
-                                "embedder": args.embedder}
+                                "embedder": args.embedder, "retrieval_actors": args.retrieval_actors,
+                                "embedder_actor": args.embedder_actor}
+        if args.retrieval_actors < 0 or (args.embedder_actor and not args.retrieval_actors):
+            print("symbolkg solve: --retrieval-actors must be >= 0, and --embedder-actor needs --retrieval-actors",
+                  file=sys.stderr)
+            return 2
         try:
-            kg = SymbolKG(LKGStore(args.lkg_store), make_embedder(args.embedder, args.embedder_path), kg_config)
+            store_lkg = LKGStore(args.lkg_store)
+            if args.retrieval_actors:
+                from actors.retrieval_actor import EmbedderSpec, RetrievalService
+
+                spec = EmbedderSpec(args.embedder, args.embedder_path)
+                spec.build()  # fail here, with the reason, rather than in every actor
+                service = RetrievalService.actors(kg_config.host_config(store_lkg.path, spec), args.retrieval_actors,
+                                                  embedder_actor=args.embedder_actor, embedder_gpus=args.embedder_gpus,
+                                                  address=args.ray_address)
+                kg = SymbolKG(store_lkg, None, kg_config, retrieval=service)
+            else:
+                kg = SymbolKG(store_lkg, make_embedder(args.embedder, args.embedder_path), kg_config)
         except (ModelNotFoundError, ValueError) as exc:
             print(f"symbolkg solve: {exc}", file=sys.stderr)
             return 2
@@ -261,7 +280,7 @@ def _cmd_solve_llm(args: argparse.Namespace) -> int:
         metered = MeteredEngine(engine)  # the request log `symbolkg profile` reads
         try:
             return await run_method_job(loaded.problems, store, cfg, metered, pool, max_in_flight=args.max_in_flight,
-                                        progress=not args.no_progress, kg=kg)
+                                        progress=not args.no_progress, kg=kg, stage_limits=stage_limits)
         finally:
             write_request_log(out, metered.records)
 
@@ -275,6 +294,10 @@ def _cmd_solve_llm(args: argparse.Namespace) -> int:
             pool.close()
     print(f"{summary.solved} solved this session, {summary.skipped_done} already done; results: {out}",
           file=sys.stderr)
+    for g in summary.gates:
+        if g.passes:
+            print(f"  {g.stage} gate (limit {g.limit or 'none'}): {g.passes} calls, at most {g.peak_running} inside and "
+                  f"{g.peak_waiting} waiting; wait p95 {g.p95_wait_s:.2f} s, max {g.max_wait_s:.2f} s", file=sys.stderr)
     table, meta = read_run(out)
     print(format_table(summarize(table, meta)))
     return 0
@@ -605,8 +628,20 @@ def build_parser() -> argparse.ArgumentParser:
                    help="most generated tokens per program (formulation, repair) or chain of thought "
                         "(default 1024 for programs, 512 for cot; direct answers always 16)")
     g.add_argument("--max-in-flight", type=int, default=64, help="problems processed concurrently (default 64)")
+    g.add_argument("--stage-limit", default="", metavar="llm=N,solve=M",
+                   help="most calls inside each stage at once (a FIFO gate per stage; problems that find it full "
+                        "wait holding their in-flight slot: the backpressure): llm=N requests in the LLM engine "
+                        "(default none: vLLM batches itself), solve=M solver calls (default auto = 2 x --workers); "
+                        "'none' = unlimited")
     g.add_argument("--no-structured", action="store_true", help="plain-text decoding even where structured output is supported")
     g.add_argument("--tensor-parallel-size", type=int, default=1, help="vLLM tensor parallelism (GPUs per engine)")
+    g.add_argument("--placement-strategy", choices=("STRICT_PACK", "PACK", "SPREAD", "STRICT_SPREAD"),
+                   default="STRICT_PACK",
+                   help="with --llm-actor and --tensor-parallel-size > 1: how each engine's placement group (one GPU "
+                        "bundle per TP rank) may spread over nodes; STRICT_PACK (default) keeps an engine on one node")
+    g.add_argument("--placement-timeout-s", type=float, default=300.0,
+                   help="with --llm-actor and --tensor-parallel-size > 1: seconds to wait for an engine's GPUs "
+                        "(an autoscaler may need minutes to add a GPU node) before the job fails (default 300)")
     g.add_argument("--gpu-memory-utilization", type=float, help="vLLM GPU memory fraction (e.g. 0.9)")
     g.add_argument("--max-model-len", type=int, help="vLLM context length")
     g.add_argument("--max-num-seqs", type=int, help="vLLM batch: sequences one engine runs at once")
@@ -633,6 +668,13 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--embedder", choices=("minilm", "bge-m3", "hashing"), default="minilm",
                    help="dense model of the retrieval (default minilm: all-MiniLM-L6-v2 from its PyPI package)")
     g.add_argument("--embedder-path", help="local model folder (required for bge-m3)")
+    g.add_argument("--retrieval-actors", type=int, default=0,
+                   help="run the retrieval search (embedding, FAISS, hull) in N Ray index actors; "
+                        "default 0: a worker thread of this process")
+    g.add_argument("--embedder-actor", action="store_true",
+                   help="with --retrieval-actors: embed queries in one shared Ray actor (e.g. BGE-M3 on a GPU)")
+    g.add_argument("--embedder-gpus", type=float, default=0.0,
+                   help="GPUs the --embedder-actor reserves (default 0; 1 for bge-m3 on a GPU node)")
     p.set_defaults(func=_cmd_solve)
 
     lkg = sub.add_parser("lkg", help="Logical Knowledge Graphs: build (offline extraction into a store), show")

@@ -6,6 +6,13 @@ DESIGN.md: one problem at a time wastes ~17/18 of a 70B engine). So the job runs
 calls, instead of batching problems in lockstep: a problem whose program needs a repair
 round does not hold up the others, and the engine always has work queued.
 
+Each stage has its own bound too (:mod:`jobs.gates`): the engine and the solver pool sit
+behind FIFO gates (``stage_limits``), so a problem that finds its stage full waits at the
+gate holding its in-flight slot, and when every slot waits at the slowest stage no new
+problem is taken (backpressure). The gates' events go beside the run
+(``RUN.parquet.gates/``, read by ``symbolkg profile``) and their summary into the
+returned :class:`jobs.solve.SolveSummary`.
+
 Rows stream into the resumable :class:`jobs.store.ResultStore` as problems finish; a
 rerun skips the problems already recorded (and with the replay cache on, a rerun of
 finished LLM calls costs no tokens).
@@ -19,6 +26,7 @@ from typing import TYPE_CHECKING, Iterable
 
 from actors.engines.base import EngineDeadError, LLMEngine
 from jobs.concurrency import for_each_in_flight
+from jobs.gates import GatedEngine, GatedSolver, GateLog, StageGate, StageLimits, write_gate_log
 from jobs.methods import MethodConfig, run_problem
 from jobs.records import Problem
 from jobs.solve import SolveSummary
@@ -39,6 +47,8 @@ async def run_method_job(
     max_in_flight: int = 64,
     progress: bool = True,
     kg: "SymbolKG | None" = None,
+    stage_limits: StageLimits | None = None,
+    gate_log: bool = True,
 ) -> SolveSummary:
     """Run ``cfg.method`` on every problem not yet in ``store``.
 
@@ -52,6 +62,14 @@ async def run_method_job(
         progress: progress bar on stderr.
         kg: the ``symbolkg`` method's per-job state (LKG store, embedder, settings); its store
             is flushed when the job ends, however it ends.
+        stage_limits: slots of the ``llm`` and ``solve`` gates (:class:`jobs.gates.StageLimits`);
+            None = the defaults (LLM unlimited, solver calls at most twice the pool's workers).
+        gate_log: write the gates' events beside the run (``RUN.parquet.gates/``, one file per
+            session, however the job ends) for ``symbolkg profile``.
+
+    Returns:
+        What this session did; ``gates`` holds the stats of the ``llm`` gate (and the ``solve``
+        gate when there is a solver pool).
 
     Raises:
         EngineDeadError: the engine died; rows finished so far are flushed, a rerun resumes.
@@ -67,6 +85,14 @@ async def run_method_job(
     done = store.done_ids()
     todo = [p for p in problems if p.id not in done]
     skipped = sum(1 for p in problems if p.id in done)
+    limits = (stage_limits or StageLimits()).resolve(solver)
+    log = GateLog() if gate_log else None
+    gates = [StageGate("llm", limits.llm, sink=log)]
+    gated_engine = GatedEngine(engine, gates[0])
+    gated_solver = None
+    if solver is not None:
+        gates.append(StageGate("solve", limits.solve, sink=log))  # type: ignore[arg-type]  # resolved: no "auto"
+        gated_solver = GatedSolver(solver, gates[1])
     bar = None
     if progress:
         from tqdm import tqdm
@@ -76,7 +102,7 @@ async def run_method_job(
 
     async def solve(problem: Problem) -> None:
         nonlocal solved, correct, tokens
-        row = await run_problem(problem, cfg, engine, solver, kg)
+        row = await run_problem(problem, cfg, gated_engine, gated_solver, kg)
         store.append(row)
         solved += 1
         correct += row.correct
@@ -95,7 +121,10 @@ async def run_method_job(
             kg.close()
         if bar is not None:
             bar.close()
-    return SolveSummary(total=len(problems), skipped_done=skipped, solved=solved, wall_seconds=time.monotonic() - t0)
+        if log is not None:
+            write_gate_log(store.path, log)
+    return SolveSummary(total=len(problems), skipped_done=skipped, solved=solved, wall_seconds=time.monotonic() - t0,
+                        gates=tuple(g.stats() for g in gates))
 
 
 __all__ = ["run_method_job", "EngineDeadError"]

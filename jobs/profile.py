@@ -1,22 +1,27 @@
 """`symbolkg profile`: where a run's time went — stages, waits, the LLM engine, throughput over time.
 
 Reads a results Parquet (per problem: end-to-end latency, per-stage seconds, solver seconds of
-every attempt, tokens) and, when the job wrote one, its LLM request log
-(:mod:`actors.engines.metered`: when each request was in flight). Reports:
+every attempt, tokens) and, when the job wrote them, its LLM request log
+(:mod:`actors.engines.metered`: when each request was in flight) and its gate log
+(:mod:`jobs.gates`: when calls queued for and entered the ``llm`` and ``solve`` stages). Reports:
 
 * ``latency`` and ``stages``: distributions (mean, p50, p90, p95, p99, max) of the end-to-end
   latency per problem and of each stage's seconds per problem;
-* ``waits``: ``solver_queue`` = the solve stage minus the solvers' own seconds (waiting for a
-  free worker and the round trip), ``orchestrator`` = latency minus the stages (what no stage
+* ``waits``: ``solver_queue`` = the solve stage minus the solvers' own seconds (waiting at the
+  ``solve`` gate and for a free worker, and the round trip), ``orchestrator`` = latency minus the stages (what no stage
   accounts for: scheduling, writing rows);
 * ``llm`` (with a request log): requests, errors, cache hits, tokens, request latency per
   purpose, ``busy_fraction`` (share of the run with at least one request in flight),
   ``mean_in_flight`` / ``max_in_flight`` (the batch the engine was offered), tokens/s;
+* ``gates`` (with a gate log): per stage, the gate's limit, passes, the distribution of the
+  seconds a call waited for a slot, how many waited at all, the peak and time-averaged
+  queue depth and the peak slots held;
 * ``throughput``: problems finished per time bucket and overall problems/s.
 
 Plots (PNG) go to the output folder beside ``profile.json`` and ``profile.md``:
-``stages.png`` (a box per stage), ``throughput.png`` (problems finished over time) and, with a
-request log, ``llm.png`` (requests in flight and completion tokens/s over time).
+``stages.png`` (a box per stage), ``throughput.png`` (problems finished over time), with a
+request log ``llm.png`` (requests in flight and completion tokens/s over time), and with a gate
+log ``gates.png`` (calls waiting at and slots held in each stage over time).
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from actors.engines.metered import RequestRecord, read_request_log
+from jobs.gates import GateEvent, read_gate_log
 from jobs.store import read_run
 
 
@@ -87,6 +93,45 @@ def in_flight_timeline(records: Sequence[RequestRecord], start: float, bucket_s:
     return [i * bucket_s for i in range(n)], occupancy, tokens, (busy / span if span > 0 else 1.0)
 
 
+def gate_timelines(events: Sequence[GateEvent], start: float
+                   ) -> dict[str, tuple[list[float], list[int], list[int]]]:
+    """Per stage: event times relative to ``start``, calls waiting and slots held after each event.
+
+    The gates record every change, so these are exact step functions (hold each value until
+    the next time).
+    """
+    out: dict[str, tuple[list[float], list[int], list[int]]] = {}
+    for e in events:
+        times, waiting, running = out.setdefault(e.stage, ([], [], []))
+        times.append(e.time - start)
+        waiting.append(e.waiting)
+        running.append(e.running)
+    return out
+
+
+def gate_report(events: Sequence[GateEvent]) -> dict[str, dict[str, Any]]:
+    """What each stage's gate did, from its events (:func:`jobs.gates.read_gate_log`).
+
+    Returns:
+        Per stage: ``limit``, ``passes``, ``cancelled`` (queued calls that gave up), ``wait`` (the
+        distribution of seconds a call waited for a slot), ``waited`` (passes that waited at all),
+        ``peak_waiting`` and ``mean_waiting`` (time-averaged queue depth), ``peak_running``.
+    """
+    report: dict[str, dict[str, Any]] = {}
+    for stage, (times, waiting, running) in gate_timelines(events, 0.0).items():
+        mine = [e for e in events if e.stage == stage]
+        waits = [e.wait_s or 0.0 for e in mine if e.event == "enter"]
+        span = times[-1] - times[0]
+        area = sum(w * (t1 - t0) for w, t0, t1 in zip(waiting, times, times[1:]))
+        report[stage] = {
+            "limit": mine[-1].limit, "passes": len(waits), "cancelled": sum(e.event == "cancel" for e in mine),
+            "waited": sum(w > 0 for w in waits), "wait": distribution(waits),
+            "peak_waiting": max(waiting), "mean_waiting": round(area / span, 3) if span > 0 else 0.0,
+            "peak_running": max(running),
+        }
+    return report
+
+
 def profile_run(run: str | os.PathLike[str], out_dir: str | os.PathLike[str] | None = None, *,
                 buckets: int = 60) -> dict[str, Any]:
     """Profile a run; with ``out_dir``, also write ``profile.json``, ``profile.md`` and the plots.
@@ -102,6 +147,7 @@ def profile_run(run: str | os.PathLike[str], out_dir: str | os.PathLike[str] | N
     table, meta = read_run(run)
     rows = table.to_pylist()
     records = read_request_log(run)
+    gate_events = read_gate_log(run)
     starts = [r["finished_at"] - r["latency_seconds"] for r in rows] + [r.submitted for r in records]
     start = min(starts) if starts else 0.0
     end = max([r["finished_at"] for r in rows] + [r.finished for r in records]) if starts else 0.0
@@ -150,10 +196,14 @@ def profile_run(run: str | os.PathLike[str], out_dir: str | os.PathLike[str] | N
             "max_in_flight": round(max(occupancy), 3) if occupancy else 0.0,
             "request_latency": {k: distribution(v) for k, v in sorted(by_purpose.items())},
         }
+    if gate_events:
+        report["gates"] = gate_report(gate_events)
     if out_dir is not None:
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
         report["plots"] = _plots(report, stages, finished, times, occupancy, tokens, out)
+        if gate_events:
+            report["plots"].append(_gate_plot(report["gates"], gate_timelines(gate_events, start), out))
         (out / "profile.json").write_text(json.dumps(report, indent=2))
         (out / "profile.md").write_text(format_profile(report) + "\n")
     return report
@@ -179,6 +229,12 @@ def format_profile(p: dict[str, Any]) -> str:
                      f"on average (max {llm['max_in_flight']:.1f})")
         lines.append("LLM request latency by purpose:")
         lines += [line(k, d) for k, d in llm["request_latency"].items()]
+    if "gates" in p:
+        lines.append("stage gates: seconds a call waited for a slot")
+        lines += [line(f"{k} gate", g["wait"]) for k, g in p["gates"].items()]
+        lines += [f"  {k}: limit {g['limit'] if g['limit'] is not None else 'none'}, {g['waited']} of {g['passes']} "
+                  f"calls waited, queue depth peak {g['peak_waiting']} (mean {g['mean_waiting']:.2f}), "
+                  f"slots held peak {g['peak_running']}" for k, g in p["gates"].items()]
     if p.get("plots"):
         lines.append("plots: " + ", ".join(p["plots"]))
     return "\n".join(lines)
@@ -223,3 +279,30 @@ def _plots(report: dict[str, Any], stages: dict[str, list[float]], finished: lis
         plt.close(fig)
         written.append("llm.png")
     return written
+
+
+def _gate_plot(gates: dict[str, dict[str, Any]], timelines: dict[str, tuple[list[float], list[int], list[int]]],
+               out: Path) -> str:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
+
+    fig, axes = plt.subplots(len(timelines), 1, figsize=(8, 2.6 * len(timelines) + 0.6), sharex=True, squeeze=False)
+    for ax, (stage, (times, waiting, running)) in zip(axes[:, 0], timelines.items()):
+        ax.step(times, waiting, where="post", label="waiting at the gate")
+        ax.step(times, running, where="post", label="slots held", color="tab:green")
+        limit = gates[stage]["limit"]
+        if limit is not None:
+            ax.axhline(limit, color="tab:red", linestyle="--", linewidth=1, label=f"limit {limit}")
+        ax.set_ylabel("calls")
+        ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.set_title(f"{stage} gate: p95 wait {gates[stage]['wait']['p95']:.3f} s, "
+                     f"{gates[stage]['waited']}/{gates[stage]['passes']} calls waited")
+        ax.legend(loc="upper right", fontsize=8)
+    axes[-1, 0].set_xlabel("seconds since the run started")
+    fig.tight_layout()
+    fig.savefig(out / "gates.png", dpi=110)
+    plt.close(fig)
+    return "gates.png"

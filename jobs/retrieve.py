@@ -9,6 +9,10 @@ the result instead of losing the problem:
 * pruning: the LLM's selection of hull nodes (structured output: handles as an enum, capped);
   on an engine error, unusable output or ``PruneConfig(enabled=False)``, the hull itself.
 
+The search itself (anchors + hull) runs inline on a :class:`~retrieval.hybrid.HybridRetriever`, or
+elsewhere through an :data:`AsyncSearch` (the job's retrieval hosts); a failed search is recorded
+as an error with no anchors and no hull, and the job falls back to the whole context.
+
 :class:`RetrieveOutcome` records which path each step took, the node ids at every step, tokens
 and seconds, so a result can show why its premises were chosen.
 
@@ -32,14 +36,19 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Literal, Sequence
+from typing import Awaitable, Callable, Literal, Sequence
 
 from actors.engines.base import (ChatRequest, EngineDeadError, EngineError, LLMEngine, Message, SamplingParams,
                                  StructuredOutput)
+from actors.retrieval_actor import RetrievalError
 from retrieval.anchors import QUERY_ENTITY_SCHEMA, lexical_query_entities, parse_query_entities, query_entity_messages
 from retrieval.hybrid import HybridRetriever, Retrieval
 from retrieval.lkg.schema import Graph
 from retrieval.prune import PruneConfig, PrunePrompt, parse_pruned, unpruned
+
+#: A search run elsewhere (question, query entities -> result), e.g. a bound
+#: :meth:`actors.retrieval_actor.RetrievalService.search`: the job's way, off its event loop.
+AsyncSearch = Callable[[str, Sequence[str]], Awaitable[Retrieval]]
 
 
 @dataclass
@@ -54,7 +63,8 @@ class RetrieveOutcome:
         pruned: node ids handed on (after pruning, or the hull when not pruned).
         prune_source: ``"llm"``, ``"disabled"``, ``"empty"`` (no hull: nothing to ask about), or
             ``"fallback"`` (the LLM failed; the hull is used).
-        errors: what went wrong on the way (engine errors, unusable outputs).
+        errors: what went wrong on the way (engine errors, unusable outputs, a failed search).
+        search_error: why the search failed (no anchors, no hull); None when it ran.
         prompt_tokens / completion_tokens: LLM tokens of this stage.
         llm_calls / cached_calls: requests made, and how many a completion cache answered.
         llm_seconds: summed latency of those requests.
@@ -68,6 +78,7 @@ class RetrieveOutcome:
     pruned: tuple[str, ...] = ()
     prune_source: Literal["llm", "disabled", "empty", "fallback"] = "disabled"
     errors: list[str] = field(default_factory=list)
+    search_error: str | None = None
     prompt_tokens: int = 0
     completion_tokens: int = 0
     llm_calls: int = 0
@@ -98,7 +109,7 @@ async def _ask(engine: LLMEngine, messages, schema: dict, purpose: str, problem_
     return completion.text
 
 
-async def retrieve(engine: LLMEngine | None, retriever: HybridRetriever,
+async def retrieve(engine: LLMEngine | None, retriever: HybridRetriever | AsyncSearch,
                    graph: Graph | Callable[[Sequence[str]], Graph], question: str, *,
                    problem_id: str = "", llm_entities: bool = True, prune: PruneConfig | None = None,
                    max_tokens: int = 256) -> RetrieveOutcome:
@@ -106,7 +117,8 @@ async def retrieve(engine: LLMEngine | None, retriever: HybridRetriever,
 
     Args:
         engine: the LLM (None: lexical entities and no pruning).
-        retriever: the hybrid retriever over the LKG.
+        retriever: the hybrid retriever over the LKG (searched inline: one-off queries), or an
+            :data:`AsyncSearch` awaited for the result (a job with many problems in flight).
         graph: where the pruning prompt reads the hull's nodes: a graph holding them (the problem's LKG),
             or a function from node ids to their subgraph (e.g. :func:`~retrieval.hybrid.store_subgraph` on a store).
         question: the query.
@@ -138,11 +150,20 @@ async def retrieve(engine: LLMEngine | None, retriever: HybridRetriever,
     if entities is None:
         entities = lexical_query_entities(question)
     t1 = time.perf_counter()
-    result: Retrieval = retriever.retrieve(question, entities)
+    result: Retrieval | None = None
+    if isinstance(retriever, HybridRetriever):
+        result = retriever.retrieve(question, entities)
+    else:
+        try:
+            result = await retriever(question, entities)
+        except RetrievalError as exc:  # recorded: no anchors, no hull, nothing to prune
+            out.search_error = str(exc)
+            out.errors.append(f"search: {exc}")
     t2 = time.perf_counter()
     out.entities = tuple(entities)
-    out.anchors = tuple(a.node_id for a in result.anchors)
-    out.hull = tuple(result.hull.node_ids)
+    if result is not None:
+        out.anchors = tuple(a.node_id for a in result.anchors)
+        out.hull = tuple(result.hull.node_ids)
     if engine is None or not prune.enabled or not out.hull:
         out.prune_source = "disabled" if out.hull else "empty"
         out.pruned = unpruned(out.hull, prune).kept

@@ -9,13 +9,16 @@ from __future__ import annotations
 import sys
 import time
 from dataclasses import dataclass
-from typing import Iterable, Iterator
+from typing import TYPE_CHECKING, Iterable, Iterator
 
 from jobs.answers import interpret, is_correct
 from jobs.records import Problem, ResultRow
 from jobs.store import ResultStore
 from solvers.pool import PoolResult, SolverPool
 from solvers.records import ErrorKind, Limits, Outcome, SolveRequest, Status
+
+if TYPE_CHECKING:
+    from jobs.gates import GateStats
 
 
 @dataclass(frozen=True)
@@ -26,6 +29,7 @@ class SolveSummary:
     skipped_done: int  # already recorded by an earlier session
     solved: int  # rows written by this session
     wall_seconds: float
+    gates: tuple[GateStats, ...] = ()  # the LLM jobs' stage gates at the end (jobs/gates.py); () for run_solve
 
 
 def result_row(problem: Problem, outcome: Outcome, *, method: str, worker: str, attempts: int, latency_s: float) -> ResultRow:

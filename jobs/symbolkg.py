@@ -8,7 +8,8 @@ at once, so the engine batches their LLM calls):
    and stored, so the next run and the next question on the same story skip the LLM;
 2. **retrieve**: LLM query entities -> dense and name anchors -> the logical hull -> LLM
    pruning (:func:`jobs.retrieve.retrieve`), over that graph; the query is the question and
-   its options;
+   its options. The search runs off the event loop, on the job's retrieval hosts (a worker
+   thread, or index actors: :mod:`actors.retrieval_actor`), batched across problems in flight;
 3. **premises**: the context sentences the kept nodes were read from, in text order; when
    the kept nodes cover no sentence (an empty graph, an empty hull) or retrieval is off
    (ablation), the whole context. Which one was used is recorded;
@@ -30,14 +31,17 @@ Nothing here runs a program: the pool does, in worker processes.
 from __future__ import annotations
 
 import asyncio
+import functools
+import os
 import re
-from collections import OrderedDict
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Callable, Sequence
 
 from actors.engines.base import (ChatRequest, EngineDeadError, EngineError, LLMEngine, Message, SamplingParams,
                                  StructuredOutput)
+from actors.retrieval_actor import EmbedderSpec, HostConfig, RetrievalService
 from jobs.answers import interpret
 from jobs.lkg import ContextJob, LKGConfig, extract_context
 from jobs.methods import MethodConfig, _Ledger, _row, final_outcome, formalize_solve_refine
@@ -45,9 +49,7 @@ from jobs.records import Problem, ResultRow
 from jobs.retrieve import RetrieveOutcome, retrieve
 from jobs.router_eval import graph_counts
 from retrieval.embed import Embedder
-from retrieval.embed_cache import store_embedding_cache
 from retrieval.hull import HullConfig
-from retrieval.hybrid import HybridRetriever
 from retrieval.lkg.canonical import split_sentences
 from retrieval.lkg.schema import STRUCTURAL_EDGE_TYPES, Concept, Constraint, ContextRecord, Entity, Graph, Rule
 from retrieval.lkg.store import LKGStore, cache_key
@@ -55,7 +57,7 @@ from retrieval.prune import PruneConfig
 from solvers.pool import SolverPool
 from solvers.router import SOLVERS, Route, combine_vote, parse_vote, route, target_for, text_features, vote_messages
 
-#: Retrievers (FAISS indexes of one context's graph) kept per job, least recently used dropped first.
+#: Retrievers (FAISS indexes of one context's graph) kept per retrieval host, least recently used dropped first.
 MAX_RETRIEVERS = 256
 
 #: Stages in pipeline order (the keys of ``stage_seconds``).
@@ -90,6 +92,12 @@ class SymbolKGConfig:
     stage_max_tokens: int = 256
     lkg: LKGConfig = field(default_factory=LKGConfig)
 
+    def host_config(self, store_path: str | os.PathLike[str], embedder: EmbedderSpec | None = None) -> HostConfig:
+        """The retrieval hosts' settings: the hull of ``hops`` cut to what pruning may show,
+        node embeddings cached in ``STORE/embeddings``; ``embedder`` for hosts that build their own."""
+        return HostConfig(embedder or EmbedderSpec(), cache_path=os.fspath(Path(store_path) / "embeddings"),
+                          hull=HullConfig(k=self.hops, max_nodes=self.prune.max_shown), max_retrievers=MAX_RETRIEVERS)
+
     def __post_init__(self) -> None:
         if self.force_solver is not None and self.force_solver not in SOLVERS:
             raise ValueError(f"force_solver must be one of {', '.join(SOLVERS)}, got {self.force_solver!r}")
@@ -119,21 +127,28 @@ class ProblemGraph:
 
 
 class SymbolKG:
-    """The per-job state of the method: the LKG store, the embedder, one retriever per context.
+    """The per-job state of the method: the LKG store, the extractions in flight, the retrieval hosts.
 
     Args:
         store: the LKG store (read, and written for contexts extracted now).
-        embedder: embeds graph nodes and queries (node vectors are cached in ``STORE/embeddings``).
+        embedder: embeds graph nodes and queries (node vectors are cached in ``STORE/embeddings``) in
+            a worker thread of this process; None when ``retrieval`` is given.
         config: the stage settings.
+        retrieval: where searches run (e.g. :meth:`RetrievalService.actors` over
+            :meth:`SymbolKGConfig.host_config`); None = one host in a worker thread with ``embedder``.
+            Closed with the job.
     """
 
-    def __init__(self, store: LKGStore, embedder: Embedder, config: SymbolKGConfig | None = None) -> None:
+    def __init__(self, store: LKGStore, embedder: Embedder | None, config: SymbolKGConfig | None = None, *,
+                 retrieval: RetrievalService | None = None) -> None:
         self.store = store
-        self.embedder = embedder
         self.config = config or SymbolKGConfig()
         self._extracting: dict[str, asyncio.Task] = {}
-        self._retrievers: OrderedDict[str, HybridRetriever] = OrderedDict()  # LRU, MAX_RETRIEVERS
-        self._embedding_cache = store_embedding_cache(store.path, embedder)
+        if retrieval is None:
+            if embedder is None:
+                raise ValueError("SymbolKG needs an embedder or a retrieval service")
+            retrieval = RetrievalService.local(self.config.host_config(store.path), embedder)
+        self.retrieval = retrieval
 
     # -- lkg --------------------------------------------------------------------------------
     async def graph_for(self, problem: Problem, engine: LLMEngine, ledger: _Ledger) -> ProblemGraph:
@@ -173,23 +188,12 @@ class SymbolKG:
             self.store.put(record, graph)
         return record, graph
 
-    def retriever_for(self, pg: ProblemGraph) -> HybridRetriever:
-        """The hybrid retriever over one context's graph (built once per context)."""
-        found = self._retrievers.get(pg.key)
-        if found is not None:
-            self._retrievers.move_to_end(pg.key)
-        else:
-            found = HybridRetriever.from_graphs([pg.graph], self.embedder, cache=self._embedding_cache,
-                                                hull_config=HullConfig(k=self.config.hops,
-                                                                       max_nodes=self.config.prune.max_shown))
-            self._retrievers[pg.key] = found
-            if len(self._retrievers) > MAX_RETRIEVERS:  # questions on one story arrive close together
-                self._retrievers.popitem(last=False)
-        return found
-
     def close(self) -> None:
-        """Commit what was extracted (the graphs) to the store."""
-        self.store.flush()
+        """Commit what was extracted (the graphs) to the store; stop the retrieval hosts."""
+        try:
+            self.store.flush()
+        finally:
+            self.retrieval.close()
 
 
 # --------------------------------------------------------------------------- premises and hints
@@ -319,7 +323,8 @@ async def run_symbolkg(problem: Problem, cfg: MethodConfig, engine: LLMEngine, s
     sub = pg.graph
     if opts.retrieval and pg.graph.nodes:
         query = " ".join([problem.question, *problem.options])
-        out = await retrieve(engine, kg.retriever_for(pg), pg.graph, query, problem_id=problem.id,
+        search = functools.partial(kg.retrieval.search, pg.key, pg.graph)
+        out = await retrieve(engine, search, pg.graph, query, problem_id=problem.id,
                              llm_entities=opts.llm_entities, prune=opts.prune, max_tokens=opts.stage_max_tokens)
         ledger.prompt_tokens += out.prompt_tokens
         ledger.completion_tokens += out.completion_tokens
@@ -329,7 +334,10 @@ async def run_symbolkg(problem: Problem, cfg: MethodConfig, engine: LLMEngine, s
         trace["retrieve"] = _retrieve_trace(out)
         sub = subgraph(pg.graph, out.pruned)
         sentences = premise_sentences(problem.context, sub)
-        source = "subgraph" if sentences else "whole: the kept nodes cite no sentence"
+        if out.search_error is not None:
+            source = "whole: search failed"
+        else:
+            source = "subgraph" if sentences else "whole: the kept nodes cite no sentence"
     else:
         trace["retrieve"] = None
         sentences = ()

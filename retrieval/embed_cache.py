@@ -7,8 +7,8 @@ settings, a crashed build, a second evaluation run) embeds only texts it has nev
 
 Layout (inside an LKG store it is ``STORE/embeddings/``, see :func:`store_embedding_cache`)::
 
-    DIR/<embedder slug>/part-00000.parquet   # text_sha256: string, vector: fixed_size_list<float32>[dim]
-    DIR/<embedder slug>/part-00001.parquet   # one part per flush; a part is written whole or not at all
+    DIR/<embedder slug>/part-00000-<rand>.parquet   # text_sha256: string, vector: fixed_size_list<float32>[dim]
+    DIR/<embedder slug>/part-00001-<rand>.parquet   # one part per flush; a part is written whole or not at all
 
 A part is written to a temporary name and renamed, so an interrupted run loses at most the
 vectors of its last unflushed chunk and never leaves a torn file. Texts are keyed by content,
@@ -29,6 +29,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
@@ -62,6 +63,8 @@ class EmbeddingCache:
 
     Every stored vector is loaded at open (``dim`` float32s per text: 1.5 GiB per million
     384-dim vectors); callers with more texts than memory should index in chunks.
+    Several processes may share one folder (part names never collide); each sees the parts
+    that existed when it opened, and a text two of them embedded is stored twice, read once.
 
     Args:
         path: the cache folder (created when missing); the embedder's vectors go in a subfolder.
@@ -140,7 +143,8 @@ class EmbeddingCache:
         table = pa.table({"text_sha256": pa.array(new_keys, pa.string()),
                           "vector": pa.FixedSizeListArray.from_arrays(flat, self.dim)})
         self.folder.mkdir(parents=True, exist_ok=True)
-        final = self.folder / f"part-{self._next_part:05d}.parquet"
+        # the random suffix keeps writers in other processes (retrieval actors sharing a store) apart
+        final = self.folder / f"part-{self._next_part:05d}-{uuid.uuid4().hex[:8]}.parquet"
         tmp = final.with_suffix(".parquet.tmp")
         pq.write_table(table, tmp)
         os.replace(tmp, final)

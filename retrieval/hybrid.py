@@ -145,23 +145,28 @@ class HybridRetriever:
         """Anchors and hull for one query (:meth:`retrieve_batch` of one)."""
         return self.retrieve_batch([query], None if entities is None else [entities])[0]
 
-    def retrieve_batch(self, queries: Sequence[str], entities: Sequence[Sequence[str] | None] | None = None
-                       ) -> list[Retrieval]:
+    def retrieve_batch(self, queries: Sequence[str], entities: Sequence[Sequence[str] | None] | None = None,
+                       vectors: np.ndarray | None = None) -> list[Retrieval]:
         """Anchors and hull for each query; the queries are embedded and searched as one batch.
 
         Args:
             queries: query texts.
             entities: per query, its entities (from the LLM); None (or a None entry) = lexical extraction.
+            vectors: the queries' embeddings by this retriever's embedder, when the caller embedded them
+                already (one embedding call for queries over many retrievers); None = embed here.
 
         Returns:
             One :class:`Retrieval` per query, in order.
         """
         if entities is not None and len(entities) != len(queries):
             raise ValueError(f"{len(entities)} entity lists for {len(queries)} queries")
+        if vectors is not None and vectors.shape != (len(queries), self.embedder.dim):
+            raise ValueError(f"vectors of shape {vectors.shape} for {len(queries)} queries of {self.embedder.dim} dims")
         if not queries:
             return []
         t0 = time.perf_counter()
-        vectors = self.embedder.embed(list(queries))
+        if vectors is None:
+            vectors = self.embedder.embed(list(queries))
         t1 = time.perf_counter()
         dense = dense_anchors(vectors, self.indexes, self.anchor_config)
         t2 = time.perf_counter()

@@ -38,6 +38,11 @@ class EngineOptions:
             requests it took down are retried (:class:`LazyEngine`); 0 = a death ends the job.
         actors: with ``actor``: how many LLM actors (engine replicas, one per GPU group) serve the
             job, behind a least-outstanding :class:`~actors.engines.balanced.BalancedEngine`.
+        placement_strategy: with ``actor`` and ``tensor_parallel_size`` > 1: how each engine's
+            placement group (one GPU bundle per TP rank) may spread over nodes; ``STRICT_PACK`` =
+            one node (see :class:`~actors.llm_actor.LLMActorConfig`).
+        placement_timeout_s: with ``actor`` and ``tensor_parallel_size`` > 1: seconds to wait for
+            an engine's GPUs to be placed before the build fails.
     """
 
     kind: str
@@ -53,6 +58,8 @@ class EngineOptions:
     ray_address: str | None = None
     restarts: int = 2
     actors: int = 1
+    placement_strategy: str = "STRICT_PACK"
+    placement_timeout_s: float = 300.0
 
     def __post_init__(self) -> None:
         if self.actors < 1:
@@ -212,7 +219,9 @@ def make_engine(opts: EngineOptions) -> LLMEngine:
 
             from actors.engines.balanced import BalancedEngine
 
-            actor_config = LLMActorConfig("vllm", config)
+            actor_config = LLMActorConfig(
+                "vllm", config, placement_strategy=opts.placement_strategy,  # type: ignore[arg-type]
+                placement_timeout_s=opts.placement_timeout_s)
             replicas = [LazyEngine(lambda: start_llm_actor(actor_config, address=opts.ray_address),
                                    model=vllm_model_name(config), supports_structured=True,
                                    prepare=lambda: ensure_ray(opts.ray_address), max_restarts=opts.restarts)

@@ -25,7 +25,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 def command(out, data) -> list[str]:
     return [sys.executable, "-m", "jobs.solve", "--method", "logiclm", "--engine", "recorded", "--recorded",
             str(data / "logiclm" / "programs" / "FOLIO_dev_gpt-4.json"), "--dataset", "logiclm/folio",
-            "--out", str(out), "--executor", "local", "--workers", "2", "--max-in-flight", "8", "--timeout-s", "5",
+            "--out", str(out), "--executor", "local", "--workers", "2", "--max-in-flight", "8", "--timeout-s", "20",
             "--no-progress", "--data-dir", str(data)]
 
 

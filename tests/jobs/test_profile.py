@@ -109,3 +109,31 @@ def test_a_failed_request_is_logged_with_its_error():
     with pytest.raises(EngineError):
         asyncio.run(engine.generate([ChatRequest((Message("user", "hi"),), problem_id="p", purpose="answer")]))
     assert engine.records[0].error.endswith("boom") and engine.records[0].problem_id == "p"
+
+
+def test_profile_reports_stage_gate_waits_and_plots_queue_depth(profiled, tmp_path):
+    tmp, run, engine = profiled
+    from jobs.gates import read_gate_log
+
+    events = read_gate_log(run)
+    p = profile_run(run, tmp_path / "prof")
+    gates = p["gates"]
+    assert set(gates) == {"llm", "solve"}
+    assert gates["llm"]["passes"] == gates["llm"]["wait"]["count"] == len(engine.records)  # one pass per request
+    assert gates["llm"]["limit"] is None and gates["llm"]["waited"] == 0  # unlimited by default: nobody waits
+    assert gates["solve"]["limit"] == 4 and gates["solve"]["passes"] == sum(e.stage == "solve" and e.event == "enter"
+                                                                            for e in events) > 0
+    assert gates["solve"]["peak_running"] <= 4 and gates["llm"]["peak_running"] > 1
+    assert (tmp_path / "prof" / "gates.png").read_bytes()[:8] == PNG and "gates.png" in p["plots"]
+    assert "llm gate" in format_profile(p) and "solve: limit 4" in format_profile(p)
+
+
+def test_profile_of_a_run_without_a_gate_log(profiled, tmp_path):
+    import shutil
+
+    _, run, _ = profiled
+    old = tmp_path / "old.parquet"
+    shutil.copy(run, old)  # the finished results alone, as runs before the gate log
+    p = profile_run(old, tmp_path / "prof")
+    assert "gates" not in p and p["problems"] == 6 and not (tmp_path / "prof" / "gates.png").exists()
+    assert "stage gates" not in format_profile(p)

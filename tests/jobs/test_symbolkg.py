@@ -22,6 +22,7 @@ import pytest
 
 from actors.engines.base import ChatRequest, EngineError
 from actors.engines.scripted import ScriptedEngine
+from actors.retrieval_actor import EmbedderSpec, RetrievalError, RetrievalService
 from jobs.cli import main as cli_main
 from jobs.methods import MethodConfig
 from jobs.pipeline import run_method_job
@@ -138,9 +139,10 @@ class Script:
 
 
 def run_job(tmp_path: Path, problems: list[Problem], script: Script, config: SymbolKGConfig | None = None,
-            out: str = "run.parquet", lkg_dir: str = "lkg") -> list[dict]:
+            out: str = "run.parquet", lkg_dir: str = "lkg", retrieval: RetrievalService | None = None) -> list[dict]:
     engine = ScriptedEngine(script, model=MODEL)
-    kg = SymbolKG(LKGStore(tmp_path / lkg_dir), EMBEDDER(), config or SymbolKGConfig(hops=10))
+    kg = SymbolKG(LKGStore(tmp_path / lkg_dir), None if retrieval else EMBEDDER(), config or SymbolKGConfig(hops=10),
+                  retrieval=retrieval)
     cfg = MethodConfig(method="symbolkg", max_refine_rounds=2, limits=Limits(timeout_s=20))
     store = ResultStore(tmp_path / out)
     pool = LocalSolverPool(2)
@@ -351,6 +353,44 @@ def test_a_failed_extraction_falls_back_to_the_whole_context_and_is_not_stored(t
     assert trace(again[0])["lkg"]["source"] == "extracted"
 
 
+@pytest.mark.slow
+def test_retrieval_in_ray_index_actors_gives_the_walkthrough_rows(walked, tmp_path):
+    ray = pytest.importorskip("ray")
+    from actors.ray_runtime import ensure_ray
+
+    _, _, first = walked
+    config = SymbolKGConfig(hops=10)
+    ensure_ray()
+    try:  # two index actors with the real MiniLM, each context on one of them
+        service = RetrievalService.actors(config.host_config(tmp_path / "lkg", EmbedderSpec("minilm")), 2,
+                                          num_cpus=0.5)
+        rows = {r["problem_id"]: r for r in run_job(tmp_path, [problem(p) for p in WALK], Script(), config,
+                                                    retrieval=service)}
+    finally:
+        ray.shutdown()
+    assert service.stats.queries == 3 and service.stats.failed == 0
+    for pid in WALK:
+        here, there = trace(rows[pid]), trace(first[pid])
+        assert here["retrieve"] == there["retrieve"] and here["premises"] == there["premises"]
+        assert rows[pid]["predicted"] == first[pid]["predicted"] and rows[pid]["correct"]
+
+
+class _FailingHost:
+    async def call(self, batch, stats):
+        raise RetrievalError("index host lost")
+
+    def close(self) -> None:
+        pass
+
+
+def test_a_failed_search_falls_back_to_the_whole_context(tmp_path):
+    rows = run_job(tmp_path, [problem("ProntoQA_14")], Script(), retrieval=RetrievalService([_FailingHost()]))
+    t = trace(rows[0])
+    assert t["premises"]["source"] == "whole: search failed" and t["premises"]["sentences"] == []
+    assert t["retrieve"]["errors"] == ["search: index host lost"] and t["retrieve"]["hull"] == []
+    assert rows[0]["correct"]  # formalized from the whole context
+
+
 # --------------------------------------------------------------------------- helpers on hand-built graphs
 
 
@@ -417,6 +457,9 @@ def test_cli_rejects_bad_symbolkg_flags(tmp_path, capsys):
     assert "--lkg-max-tokens" in capsys.readouterr().err
     assert cli_main([*base, "--hops", "-1"]) == 2
     assert "hops" in capsys.readouterr().err
+    assert cli_main([*base, "--embedder-actor"]) == 2
+    assert "--embedder-actor needs --retrieval-actors" in capsys.readouterr().err
+    assert cli_main([*base, "--retrieval-actors", "-1"]) == 2
     with pytest.raises(SystemExit):
         cli_main([*base, "--force-solver", "cvc5"])
 
