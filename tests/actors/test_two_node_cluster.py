@@ -36,3 +36,32 @@ def test_node_loss_mid_run_loses_no_problem():
     finally:
         ray.shutdown()
         cluster.shutdown()
+
+
+def test_index_actors_on_a_lost_node_are_replaced_and_every_search_is_answered():
+    import asyncio
+
+    from actors.retrieval_actor import RetrievalService
+    from tests.actors.test_retrieval_actor import CONFIG, QUERIES, expected, search_all, summary
+
+    if ray.is_initialized():
+        ray.shutdown()
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 0})  # index actors land on the worker
+    worker = cluster.add_node(num_cpus=2)
+    try:
+        ray.init(address=cluster.address, logging_level="ERROR", log_to_driver=False)
+        cluster.wait_for_nodes()
+        service = RetrievalService.actors(CONFIG, 2, num_cpus=0.5, restarts=2)
+        try:
+            before = asyncio.run(search_all(service))
+            cluster.remove_node(worker)  # both index actors die with their node; a new node joins
+            cluster.add_node(num_cpus=2)
+            after = asyncio.run(search_all(service, QUERIES * 2))
+        finally:
+            service.close()
+        assert [summary(r) for r in before] == expected()
+        assert [summary(r) for r in after] == expected() * 2
+        assert service.stats.restarts == 2 and service.stats.failed == 0
+    finally:
+        ray.shutdown()
+        cluster.shutdown()
