@@ -37,6 +37,7 @@ Example:
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 import time
 import zlib
@@ -369,8 +370,7 @@ class RetrievalService:
             raise ValueError(f"n must be >= 1, got {n}")
         ensure_ray(address)
         if config.cpu_threads is None:
-            config = HostConfig(config.embedder, config.cache_path, config.hull, config.anchors,
-                                config.max_retrievers, config.max_batch, max(1, int(num_cpus)))
+            config = dataclasses.replace(config, cpu_threads=max(1, int(num_cpus)))
         embedder_handle = None
         if embedder_actor:
             embedder_handle = ray.remote(EmbedderHost).options(num_cpus=num_cpus, num_gpus=embedder_gpus,
@@ -390,9 +390,8 @@ class RetrievalService:
         Raises:
             RetrievalError: the host failed (or died past its restarts) on the batch holding this query.
         """
-        lane = self._lanes[zlib.crc32(key.encode("utf-8")) % len(self._lanes)]
         request = SearchRequest(key, graph, question, None if entities is None else tuple(entities))
-        return await lane.submit(request)
+        return await self._lanes[self.lane_of(key)].submit(request)
 
     def host_pids(self) -> list[int]:
         """Process id of each host, in lane order (tests)."""
