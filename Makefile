@@ -17,7 +17,7 @@ demo: setup
 	@mkdir -p runs
 	$(PY) -m jobs.cli solve --method logiclm --dataset prontoqa --limit 50 --max-tokens 384 --max-refine-rounds 1 \
 	    --out runs/demo-logiclm-prontoqa.parquet --cache runs/completions --workers $(WORKERS) --data-dir $(DATA)
-	$(PY) -m jobs.cli lkg build --dataset folio --limit 8 --max-tokens 384 --max-repair-rounds 1 \
+	$(PY) -m jobs.cli lkg build --dataset folio --limit 8 --max-tokens 2048 --chunk-chars 200 --max-repair-rounds 1 \
 	    --store runs/lkg-folio --cache runs/completions --data-dir $(DATA)
 	@for ds in ProntoQA ProofWriter FOLIO LogicalDeduction AR-LSAT; do \
 	  echo "== $$ds (recorded GPT-4 programs)"; \

@@ -10,8 +10,8 @@ killed build resumes where it stopped without duplicating a graph.
 Extraction of one context (SymbolLKG's LKG construction, our prompt):
 
 1. the context is cut into chunks of whole sentences (:func:`~retrieval.lkg.extract.chunk_context`);
-2. each chunk is extracted as one JSON object, structured-decoded to the extraction JSON
-   schema where the engine supports it;
+2. each chunk is extracted as one JSON object (the chunks of a context concurrently),
+   structured-decoded to the chunk's own JSON schema where the engine supports it;
 3. the output is validated (:func:`~retrieval.lkg.extract.parse_extraction`); while issues
    remain and repair rounds are left, the model gets its output and the issues back;
 4. the chunk graphs are merged by canonical id, keeping provenance.
@@ -25,6 +25,7 @@ issue: the context is reported but not stored, so a rerun asks again. Nothing is
 
 from __future__ import annotations
 
+import asyncio
 import sys
 import time
 from dataclasses import asdict, dataclass, field
@@ -171,9 +172,16 @@ async def extract_context(job: ContextJob, engine: LLMEngine, cfg: LKGConfig) ->
     graphs: list[Graph] = []
     issues: list[ValidationIssue] = []
     chunks = chunk_context(job.text, cfg.chunk_chars)
-    for i, chunk in enumerate(chunks):
-        graph, errors = await _extract_chunk(chunk.text, chunk.sentences, chunk.first_sentence, job.key, engine, cfg,
-                                             ledger, f"{job.key[:16]}/chunk{i}")
+    # The chunks of one context are independent requests: all in flight at once (the engine
+    # batches them). A dead engine cancels the context's other chunks.
+    try:
+        async with asyncio.TaskGroup() as group:
+            tasks = [group.create_task(_extract_chunk(chunk.text, chunk.sentences, chunk.first_sentence, job.key,
+                                                      engine, cfg, ledger, f"{job.key[:16]}/chunk{i}"))
+                     for i, chunk in enumerate(chunks)]
+    except BaseExceptionGroup as group_error:
+        raise group_error.exceptions[0] from None
+    for i, (graph, errors) in enumerate(task.result() for task in tasks):
         graphs.append(graph)
         prefix = f"chunk {i}: " if len(chunks) > 1 else ""
         issues.extend(ValidationIssue(e.path, e.kind, prefix + e.message) for e in errors)

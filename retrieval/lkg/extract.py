@@ -9,9 +9,10 @@ Flow for one context (SymbolLKG's LKG construction):
 1. :func:`chunk_context` cuts a long context on sentence boundaries; every
    :class:`Chunk` knows the global index of its first sentence.
 2. :func:`extraction_messages` asks for the graph of one chunk as one JSON
-   object; with structured decoding, :func:`extraction_schema` constrains the
-   output (plain objects, arrays, strings and one enum; ``additionalProperties:
-   false`` everywhere; ``maxItems`` on every array so a small model cannot loop).
+   object; with structured decoding, :func:`chunk_schema` constrains the output
+   to what validation accepts wherever a JSON schema can say it (quotes, entity
+   names, ids, edge endpoints by type, bounded strings and lists: see
+   :func:`extraction_schema`).
 3. :func:`parse_extraction` cuts the JSON out of the completion (code fences and
    prose around it are tolerated), decodes it and validates it
    (:func:`retrieval.lkg.validate.validate_extraction`). Bad JSON is an issue,
@@ -32,35 +33,40 @@ from __future__ import annotations
 
 import json
 import re
+import string
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from retrieval.lkg.canonical import split_sentences
 from retrieval.lkg.schema import CONSTRAINT_TYPES, Graph, ValidationIssue
 from retrieval.lkg.validate import ValidationLimits, ValidationResult, validate_extraction
 
 __all__ = [
-    "EXAMPLE_CONTEXT", "EXAMPLE_OUTPUT", "MAX_OUTPUT_CHARS", "PROMPT_VERSION", "Chunk", "chunk_context", "chunk_schema",
-    "extraction_messages", "extraction_schema", "parse_extraction", "repair_messages", "split_sentences",
+    "EXAMPLE_CONTEXT", "EXAMPLE_OUTPUT", "FIELD_MAX_CHARS", "MAX_OUTPUT_CHARS", "PROMPT_VERSION", "Chunk",
+    "SchemaBounds", "chunk_context", "chunk_schema", "extraction_messages", "extraction_schema", "name_spans",
+    "parse_extraction", "repair_messages", "split_sentences",
 ]
 
 #: Version of prompt + schema + example. Part of the store's cache key.
-PROMPT_VERSION = "lkg-extract-3"
+PROMPT_VERSION = "lkg-extract-4"
 
 #: A completion longer than this is rejected before decoding (a runaway or adversarial output).
 MAX_OUTPUT_CHARS = 200_000
 
-#: Most issues listed in a repair message, and most characters of the previous output shown.
+#: Most issues listed in a repair message, and most characters of the previous output shown
+#: (about 1,700 tokens: with the prompt and the issues, a repair request fits a 4,096-token
+#: context, the embedded engine's default; a longer prompt is rejected by the engine).
 MAX_REPAIR_ISSUES = 20
-MAX_REPAIR_OUTPUT_CHARS = 12_000
+MAX_REPAIR_OUTPUT_CHARS = 6_000
 
 Messages = list[tuple[str, str]]
 
 SYSTEM = f"""You build a logical knowledge graph from a text. Output one JSON object and nothing else.
 
 The object has five lists:
-- "entities": concrete individuals (people, objects, places). Fields: "id" (e1, e2, ...), "name" (as in the text),
-  "entity_type" (person, object, place, ... or ""), "properties" (a list of {{"key", "value"}} strings, e.g. color).
+- "entities": concrete individuals (people, objects, places). Fields: "id" (e1, e2, ...), "name" (one to five
+  words in a row, copied from the text), "entity_type" (person, object, place, ... or ""), "properties" (a list of
+  {{"key", "value"}} strings, e.g. color).
 - "concepts": classes and categories (cat, vehicle, red things). Fields: "id" (c1, ...), "name", "labels"
   (broader categories or synonyms, may be empty).
 - "rules": general statements, usually "if ... then ..." or "all/every ...". Fields: "id" (r1, ...), "expression"
@@ -89,7 +95,7 @@ EXAMPLE_OUTPUT: dict[str, Any] = {
     "entities": [
         {"id": "e1", "name": "Mia", "entity_type": "person", "properties": []},
         {"id": "e2", "name": "Leo", "entity_type": "person", "properties": []},
-        {"id": "e3", "name": "Mia's bicycle", "entity_type": "object",
+        {"id": "e3", "name": "red bicycle", "entity_type": "object",
          "properties": [{"key": "color", "value": "red"}]},
     ],
     "concepts": [
@@ -139,75 +145,201 @@ def _array(items: dict[str, Any], max_items: int) -> dict[str, Any]:
     return {"type": "array", "items": items, "maxItems": max_items}
 
 
-def extraction_schema(limits: ValidationLimits | None = None, sentences: Sequence[str] | None = None) -> dict[str, Any]:
+@dataclass(frozen=True)
+class SchemaBounds:
+    """How many items each list of one structured-decoded output may hold.
+
+    Attributes:
+        entities, concepts, rules, constraints: most items per node list.
+        edges: most edges.
+        properties: most properties per entity.
+        labels: most labels per concept.
+    """
+
+    entities: int
+    concepts: int
+    rules: int
+    constraints: int
+    edges: int
+    properties: int
+    labels: int
+
+    @classmethod
+    def from_limits(cls, limits: ValidationLimits) -> "SchemaBounds":
+        """The validation caps themselves (the generic schema)."""
+        n = limits.max_nodes_per_list
+        return cls(n, n, n, n, limits.max_edges, limits.max_properties, limits.max_labels)
+
+    @classmethod
+    def for_sentences(cls, n: int, limits: ValidationLimits | None = None) -> "SchemaBounds":
+        """Bounds for a text of ``n`` sentences, capped by ``limits``.
+
+        ``n + 2`` entities and concepts, ``n`` rules and constraints (each quotes one
+        sentence), ``3n + 3`` edges, 4 properties and 4 labels: the hand-checked graphs
+        in ``tests/fixtures/lkg`` fit, and a model that loops, repeating one item, stops
+        early, inside valid JSON, instead of at ``max_tokens``.
+        """
+        lim = limits or ValidationLimits()
+        n = max(1, n)
+        nodes = lim.max_nodes_per_list
+        return cls(min(nodes, n + 2), min(nodes, n + 2), min(nodes, n), min(nodes, n),
+                   min(lim.max_edges, 3 * n + 3), min(lim.max_properties, 4), min(lim.max_labels, 4))
+
+
+#: ``maxLength`` of each string field in a text-specific schema (below the validation caps).
+FIELD_MAX_CHARS: dict[str, int] = {
+    "concept_name": 100, "entity_type": 40, "key": 40, "value": 60, "label": 60, "expression": 300,
+    "description": 300, "raw_expression": 300, "relation": 40, "operation": 10, "constraint_value": 40,
+}
+
+#: Most words of an entity name in a text-specific schema (see :func:`name_spans`).
+MAX_NAME_WORDS = 5
+
+_STRIP = string.punctuation.replace("'", "") + "\u201c\u201d\u2018\u2019"
+
+
+def name_spans(sentences: Sequence[str], max_words: int = MAX_NAME_WORDS) -> list[str]:
+    """Every run of 1 to ``max_words`` consecutive words of each sentence: the entity names a
+    text-specific schema allows ("as in the text").
+
+    Words are split on whitespace, with punctuation stripped from their ends (an inner
+    apostrophe stays: "Mia's"). Runs never cross sentences. Order: first occurrence.
+
+    Example:
+        >>> name_spans(["Ann, a nurse, sings."], 2)
+        ['Ann', 'Ann a', 'a', 'a nurse', 'nurse', 'nurse sings', 'sings']
+    """
+    out: dict[str, None] = {}
+    for sentence in sentences:
+        words = [w for w in (w.strip(_STRIP) for w in sentence.split()) if w]
+        for i in range(len(words)):
+            for j in range(i + 1, min(len(words), i + max_words) + 1):
+                out[" ".join(words[i:j])] = None
+    return list(out)
+
+
+def extraction_schema(limits: ValidationLimits | None = None, sentences: Sequence[str] | None = None,
+                      bounds: SchemaBounds | None = None) -> dict[str, Any]:
     """The JSON schema of one extraction output, for structured decoding (vLLM guided JSON).
 
-    Only objects, arrays, strings and one enum; every field required (the
-    prompt says to use ``""`` where a field does not apply);
-    ``additionalProperties: false``; every array bounded by ``maxItems`` from
-    ``limits``. Lengths of strings are not bounded here (not every decoding
-    backend supports ``maxLength``): ``max_tokens`` bounds them, and validation
-    rejects strings over their caps.
+    Only objects, arrays, strings, enums and (text-specific) one ``anyOf``; every field
+    required (the prompt says to use ``""`` where a field does not apply);
+    ``additionalProperties: false``; every array bounded by ``maxItems``.
 
-    With ``sentences`` (the sentences of the text being extracted, as
-    :func:`split_sentences` gives them), the schema is specific to that text:
-    every ``raw_text`` is an ``enum`` of those sentences, so a constrained model
-    can only quote the text word for word (the check a small model fails most
-    often), and ids follow the prompt's pattern (``e1``, ``c1``, ``r1``, ``k1``),
-    edge types are ``UPPER_SNAKE``. A dangling edge or a wrong endpoint type is
-    still possible; validation and repair handle those.
+    The generic schema (``sentences`` None) admits any strings; ``max_tokens`` bounds
+    them and validation rejects what breaks its rules. With ``sentences`` (the sentences
+    of the text being extracted, as :func:`split_sentences` gives them), the schema is
+    specific to that text and rules out, during decoding, what validation would reject:
+
+    * every ``raw_text`` is an ``enum`` of those sentences (quotes are word for word);
+    * an entity's ``name`` is an ``enum`` of the text's word runs (:func:`name_spans`);
+    * ids are positional (``prefixItems``): the i-th entity is ``ei``, the i-th concept
+      ``ci``, and so on, so no id names two items;
+    * an edge is one of four shapes (``anyOf``) whose endpoint ids are of the node
+      types its type allows (:data:`retrieval.lkg.schema.EDGE_ENDPOINTS`): ``IS_A``
+      from an entity or concept to a concept, ``HAS`` and UPPER_SNAKE relations between
+      entities and concepts, ``APPLIES_TO`` and ``MENTIONS`` from a rule or constraint,
+      ``RELATED_TO`` between any;
+    * every other string has a ``maxLength`` (:data:`FIELD_MAX_CHARS`).
+
+    What it cannot rule out, validation still catches: an edge to an id the output never
+    defined (``dangling_edge``), two items that are one node with clashing attributes
+    (``conflict``), a relation spelled like a structural type between entities
+    (``bad_endpoint``), and a cut output (``truncated``).
 
     Args:
         limits: the caps to mirror; :class:`ValidationLimits` defaults when None.
         sentences: the text's sentences; None for the generic schema (any strings).
+        bounds: list bounds; :meth:`SchemaBounds.from_limits` of ``limits`` when None.
 
     Returns:
         A fresh JSON-schema dict (safe to modify).
     """
     lim = limits or ValidationLimits()
-    string = {"type": "string"}
-    if sentences:
-        quote = {"type": "string", "enum": list(dict.fromkeys(sentences))}
+    b = bounds or SchemaBounds.from_limits(lim)
+    string: dict[str, Any] = {"type": "string"}
+    if not sentences:
+        entity = _object({
+            "id": string, "name": string, "entity_type": string,
+            "properties": _array(_object({"key": string, "value": string}), b.properties),
+        })
+        concept = _object({"id": string, "name": string, "labels": _array(string, b.labels)})
+        rule = _object({"id": string, "expression": string, "description": string, "raw_text": string})
+        constraint = _object({
+            "id": string, "raw_expression": string,
+            "constraint_type": {"type": "string", "enum": list(CONSTRAINT_TYPES)}, "relation": string,
+            "operation": string, "value": string, "raw_text": string,
+        })
+        edge = _object({"source": string, "target": string, "type": string, "raw_text": string})
+        return _object({
+            "entities": _array(entity, b.entities), "concepts": _array(concept, b.concepts),
+            "rules": _array(rule, b.rules), "constraints": _array(constraint, b.constraints),
+            "edges": _array(edge, b.edges),
+        })
 
-        def ident(prefix: str) -> dict[str, Any]:
-            return {"type": "string", "pattern": f"^{prefix}[0-9]{{1,3}}$"}
+    def text(field: str) -> dict[str, Any]:
+        return {"type": "string", "maxLength": FIELD_MAX_CHARS[field]}
 
-        node_ref = {"type": "string", "pattern": "^[ecrk][0-9]{1,3}$"}
-        edge_type = {"type": "string", "pattern": "^[A-Z][A-Z_]{0,39}$"}
-    else:
-        quote = node_ref = edge_type = string
+    def one_of(values: Sequence[str]) -> dict[str, Any]:
+        return {"type": "string", "enum": list(values)}
 
-        def ident(prefix: str) -> dict[str, Any]:
-            return string
-    entity = _object({
-        "id": ident("e"), "name": string, "entity_type": string,
-        "properties": _array(_object({"key": string, "value": string}), lim.max_properties),
+    def ids(prefix: str, n: int) -> list[str]:
+        return [f"{prefix}{i}" for i in range(1, n + 1)]
+
+    e_ids, c_ids = ids("e", b.entities), ids("c", b.concepts)
+    r_ids, k_ids = ids("r", b.rules), ids("k", b.constraints)
+    quote = {"$ref": "#/$defs/quote"}  # large enums once, referenced from every item
+
+    def positional(make: Callable[[str], dict[str, Any]], item_ids: list[str]) -> dict[str, Any]:
+        # item i has id <prefix>i: no id can name two items, and none is skipped
+        return {"type": "array", "prefixItems": [make(i) for i in item_ids], "items": False,
+                "maxItems": len(item_ids)}
+
+    def entity(item_id: str) -> dict[str, Any]:
+        return _object({
+            "id": one_of([item_id]), "name": {"$ref": "#/$defs/entity_name"}, "entity_type": text("entity_type"),
+            "properties": _array(_object({"key": text("key"), "value": text("value")}), b.properties),
+        })
+
+    def concept(item_id: str) -> dict[str, Any]:
+        return _object({"id": one_of([item_id]), "name": text("concept_name"),
+                        "labels": _array(text("label"), b.labels)})
+
+    def rule(item_id: str) -> dict[str, Any]:
+        return _object({"id": one_of([item_id]), "expression": text("expression"),
+                        "description": text("description"), "raw_text": quote})
+
+    def constraint(item_id: str) -> dict[str, Any]:
+        return _object({
+            "id": one_of([item_id]), "raw_expression": text("raw_expression"),
+            "constraint_type": one_of(CONSTRAINT_TYPES), "relation": text("relation"),
+            "operation": text("operation"), "value": text("constraint_value"), "raw_text": quote,
+        })
+
+    def edge(edge_type: dict[str, Any], sources: list[str], targets: list[str]) -> dict[str, Any]:
+        return _object({"source": one_of(sources), "target": one_of(targets), "type": edge_type, "raw_text": quote})
+
+    things = e_ids + c_ids
+    # UPPER_SNAKE of at most 64 characters; parts after the first have two or more (so never IS_A)
+    relation = {"type": "string", "pattern": "^[A-Z][A-Z0-9]{0,15}(_[A-Z0-9]{2,15}){0,3}$"}
+    shapes = [
+        edge(one_of(["IS_A"]), things, c_ids),
+        edge(one_of(["APPLIES_TO", "MENTIONS"]), r_ids + k_ids, things),
+        edge(one_of(["RELATED_TO"]), things + r_ids + k_ids, things + r_ids + k_ids),
+        edge(relation, things, things),  # HAS and typed relations (LEFT_OF, OWNS)
+    ]
+    schema = _object({
+        "entities": positional(entity, e_ids), "concepts": positional(concept, c_ids),
+        "rules": positional(rule, r_ids), "constraints": positional(constraint, k_ids),
+        "edges": _array({"anyOf": shapes}, b.edges),
     })
-    concept = _object({"id": ident("c"), "name": string, "labels": _array(string, lim.max_labels)})
-    rule = _object({"id": ident("r"), "expression": string, "description": string, "raw_text": quote})
-    constraint = _object({
-        "id": ident("k"), "raw_expression": string,
-        "constraint_type": {"type": "string", "enum": list(CONSTRAINT_TYPES)},
-        "relation": string, "operation": string, "value": string, "raw_text": quote,
-    })
-    edge = _object({"source": node_ref, "target": node_ref, "type": edge_type, "raw_text": quote})
-    return _object({
-        "entities": _array(entity, lim.max_nodes_per_list),
-        "concepts": _array(concept, lim.max_nodes_per_list),
-        "rules": _array(rule, lim.max_nodes_per_list),
-        "constraints": _array(constraint, lim.max_nodes_per_list),
-        "edges": _array(edge, lim.max_edges),
-    })
+    schema["$defs"] = {"quote": one_of(list(dict.fromkeys(sentences))), "entity_name": one_of(name_spans(sentences))}
+    return schema
 
 
 def chunk_schema(sentences: Sequence[str]) -> dict[str, Any]:
     """The structured-decoding schema for extracting one chunk: :func:`extraction_schema` with
-    ``sentences`` and lists bounded by the chunk's size.
-
-    Bounds: at most ``2n + 4`` items per node list and ``4n + 8`` edges for ``n`` sentences
-    (capped by the validation limits), 4 properties and 4 labels. A model that loops, repeating
-    one item, is stopped early and still inside valid JSON instead of at ``max_tokens``; a
-    sentence rarely holds more than two new nodes and four links.
+    ``sentences`` and :meth:`SchemaBounds.for_sentences` of the chunk's size.
 
     Args:
         sentences: the chunk's sentences (:attr:`Chunk.sentences`).
@@ -215,11 +347,7 @@ def chunk_schema(sentences: Sequence[str]) -> dict[str, Any]:
     Returns:
         A fresh JSON-schema dict.
     """
-    n = len(sentences)
-    defaults = ValidationLimits()
-    bounds = ValidationLimits(max_nodes_per_list=min(defaults.max_nodes_per_list, 2 * n + 4),
-                              max_edges=min(defaults.max_edges, 4 * n + 8), max_properties=4, max_labels=4)
-    return extraction_schema(bounds, sentences=sentences)
+    return extraction_schema(sentences=sentences, bounds=SchemaBounds.for_sentences(len(sentences)))
 
 
 # --------------------------------------------------------------------------- messages

@@ -399,6 +399,33 @@ def _mini_extractor(text: str) -> dict:
     return out
 
 
+class _PeakEngine(ScriptedEngine):
+    """A scripted engine that counts the requests it holds at once (each waits a moment)."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.in_flight = self.peak = 0
+
+    async def generate(self, requests):
+        self.in_flight += len(requests)
+        self.peak = max(self.peak, self.in_flight)
+        try:
+            await asyncio.sleep(0.02)
+            return await super().generate(requests)
+        finally:
+            self.in_flight -= len(requests)
+
+
+def test_the_chunks_of_one_context_are_in_flight_together(tmp_path):
+    cfg = LKGConfig(chunk_chars=100)
+    chunks = chunk_context(LONG_CONTEXT, cfg.chunk_chars)
+    engine = _PeakEngine(lambda r: json.dumps(_mini_extractor(shown_text(r))), model=MODEL)
+    report = build([Problem("long-1", "custom", LONG_CONTEXT, "Who is oldest?")], tmp_path, engine, cfg,
+                   max_in_flight=1)
+    assert engine.peak == len(chunks) >= 3  # one context at a time, all its chunks at once
+    assert (report.valid, report.llm_calls) == (1, len(chunks))
+
+
 def test_long_context_is_extracted_in_chunks_and_merged_with_global_sentence_indices(tmp_path):
     cfg = LKGConfig(chunk_chars=100)
     chunks = chunk_context(LONG_CONTEXT, cfg.chunk_chars)

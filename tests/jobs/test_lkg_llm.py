@@ -1,10 +1,13 @@
 """LKG extraction with the embedded vLLM CPU engine (SmolLM2-135M-Instruct) over FOLIO dev contexts.
 
 What a 135M model extracts is what the store holds; these tests check that the offline
-build runs end to end (the first build with the engine in a Ray LLM actor, as on a cluster), that every stored graph is the validated part of an output (each
-raw_text is in its context, each edge joins stored nodes), that outputs failing validation
-are recorded with their issues, that a second build is served entirely from the store, and that
-hybrid retrieval with LLM query entities and pruning runs over the built store.
+build runs end to end (the first build with the engine in a Ray LLM actor, as on a cluster),
+that every output validates (contexts cut into chunks of about two sentences, each
+structured-decoded to its own schema), that every stored graph keeps to the validation rules
+(each raw_text is in its context, each edge joins stored nodes), that a second build is served
+entirely from the store, and that hybrid retrieval with LLM query entities and pruning runs
+over the built store. Validity is not quality: benchmarks/lkg_quality.py measures how much
+of the hand-checked graphs a model recovers.
 """
 
 from __future__ import annotations
@@ -36,8 +39,8 @@ def ray_down():
 def build(store, capsys, *extra: str) -> dict:
     capsys.readouterr()
     code = main(["lkg", "build", "--dataset", "folio", "--limit", str(LIMIT), "--store", str(store), "--json",
-                 "--no-progress", "--data-dir", str(data_or_skip()), "--max-tokens", "384",
-                 "--max-repair-rounds", "1", *extra])
+                 "--no-progress", "--data-dir", str(data_or_skip()), "--max-tokens", "2048",
+                 "--chunk-chars", "200", "--max-repair-rounds", "1", *extra])
     assert code == 0
     return json.loads(capsys.readouterr().out.strip().splitlines()[-1])
 
@@ -49,7 +52,9 @@ def test_lkg_build_on_folio_then_a_rebuild_served_from_the_store(tmp_path, capsy
     contexts = {p.context for p in problems}
     assert first["problems"] == LIMIT and first["contexts"] == len(contexts)
     assert first["cache_misses"] == first["contexts"] and first["cache_hits"] == 0
-    assert first["valid"] + first["invalid"] == first["contexts"]
+    # every output validates: small chunks, each structured-decoded to its own schema (quotes, names,
+    # ids and edge endpoints constrained), with room for the longest output such a schema admits
+    assert (first["valid"], first["invalid"], first["issue_kinds"]) == (first["contexts"], 0, {}), first
     assert first["completion_tokens"] > 0 and first["llm_calls"] >= first["contexts"]
 
     store = LKGStore(store_dir)

@@ -14,9 +14,12 @@ from retrieval.lkg.extract import (
     EXAMPLE_OUTPUT,
     MAX_OUTPUT_CHARS,
     PROMPT_VERSION,
+    SchemaBounds,
     chunk_context,
+    chunk_schema,
     extraction_messages,
     extraction_schema,
+    name_spans,
     parse_extraction,
     repair_messages,
 )
@@ -76,6 +79,65 @@ def test_text_specific_schema_admits_only_verbatim_sentences_and_prompt_ids():
         with pytest.raises(jsonschema.ValidationError):
             jsonschema.validate(bad, schema)
         jsonschema.validate(bad, extraction_schema())  # the generic schema admits it; validation catches it
+
+
+def test_text_schema_constrains_names_ids_and_edge_endpoints():
+    sentences = split_sentences(EXAMPLE_CONTEXT)
+    schema = chunk_schema(sentences)
+    jsonschema.Draft202012Validator.check_schema(schema)
+    jsonschema.validate(EXAMPLE_OUTPUT, schema)
+    for path, value in (
+        (("entities", 0, "name"), "Mia Leo"),  # words of the text, but not a run of them
+        (("entities", 0, "name"), "Mary"),  # not in the text (a small model copies names from the example)
+        (("entities", 0, "id"), "e99"),  # beyond the list's bound
+        (("entities", 1, "id"), "e1"),  # ids are positional: the second entity is e2
+        (("concepts", 0, "id"), "e1"),  # an entity id in the concept list
+        (("edges", 2, "target"), "e1"),  # IS_A to an entity: only concepts
+        (("edges", 3, "target"), "k1"),  # APPLIES_TO to a constraint: only entities and concepts
+        (("edges", 0, "type"), "IS_A"),  # an entity -> entity edge typed IS_A
+        (("edges", 0, "type"), "Owns"),  # not UPPER_SNAKE
+        (("rules", 0, "expression"), "x" * 301),  # over its maxLength
+        (("constraints", 0, "operation"), ">" * 11),
+    ):
+        bad = copy.deepcopy(EXAMPLE_OUTPUT)
+        holder = bad
+        for key in path[:-1]:
+            holder = holder[key]
+        holder[path[-1]] = value
+        with pytest.raises(jsonschema.ValidationError):
+            jsonschema.validate(bad, schema)
+    # the gap validation closes: a relation spelled like APPLIES_TO between entities fits the relation shape
+    gap = copy.deepcopy(EXAMPLE_OUTPUT)
+    gap["edges"][3]["source"] = "e1"
+    jsonschema.validate(gap, schema)
+    assert parse_extraction(json.dumps(gap), EXAMPLE_CONTEXT, "k").errors[0].kind == "bad_endpoint"
+    # the shapes still admit every legal edge type
+    ok = copy.deepcopy(EXAMPLE_OUTPUT)
+    ok["edges"] += [{"source": "e1", "target": "c3", "type": "HAS", "raw_text": sentences[0]},
+                    {"source": "r1", "target": "k1", "type": "RELATED_TO", "raw_text": sentences[2]},
+                    {"source": "c1", "target": "e3", "type": "FATHER_OF", "raw_text": sentences[0]}]
+    jsonschema.validate(ok, schema)
+
+
+def test_chunk_bounds_grow_with_the_chunk_and_stop_at_the_validation_caps():
+    one = SchemaBounds.for_sentences(1)
+    assert (one.entities, one.concepts, one.rules, one.constraints, one.edges) == (3, 3, 1, 1, 6)
+    big = SchemaBounds.for_sentences(1000, ValidationLimits(max_nodes_per_list=10, max_edges=20))
+    assert (big.entities, big.rules, big.edges) == (10, 10, 20)
+    schema = chunk_schema(["Ann is kind."])
+    assert schema["properties"]["edges"]["maxItems"] == 6
+    entities = schema["properties"]["entities"]
+    assert [item["properties"]["id"]["enum"] for item in entities["prefixItems"]] == [["e1"], ["e2"], ["e3"]]
+    assert entities["items"] is False and entities["maxItems"] == 3
+
+
+def test_name_spans_are_runs_of_words_within_one_sentence():
+    spans = name_spans(["Mia's red bike, new.", "Leo runs."], max_words=3)
+    assert "Mia's red bike" in spans and "bike new" in spans and "red" in spans
+    assert "new Leo" not in spans  # never across sentences
+    assert "Mia's red bike new" not in spans  # longer than max_words
+    assert all(s == s.strip(".,") for s in spans)
+    assert len(spans) == len(set(spans))
 
 
 def test_parse_extraction_validates_the_example_completion():
