@@ -25,7 +25,7 @@ demo: setup
 	      --workers $(WORKERS) --data-dir $(DATA) || exit 1; \
 	done
 
-# Everything, the real-LLM tests included (~34 min on 2 cores): what CI runs.
+# Everything, the real-LLM tests included (~40 min on 2 cores): what CI runs.
 test: setup
 	$(PY) -m pytest -q --durations=15
 
