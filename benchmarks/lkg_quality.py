@@ -78,6 +78,7 @@ async def measure(args) -> dict:
             graphs = {p.id: store.graph_for_problem(p.id) for p in problems}
     finally:
         await engine.close()
+    built = report.to_dict()
     totals: dict[str, dict[str, set]] = {k: {"found": set(), "gold": set()} for k in KINDS}
     per_context = {}
     for entry, problem in zip(entries, problems):
@@ -93,8 +94,8 @@ async def measure(args) -> dict:
         "model": engine.model,
         "settings": {"chunk_chars": args.chunk_chars, "max_tokens": args.max_tokens,
                      "repair_rounds": args.repair_rounds},
-        "build": {k: report.to_dict()[k] for k in ("contexts", "valid", "invalid", "issue_kinds", "nodes", "edges",
-                                                   "completion_tokens", "wall_seconds")},
+        "build": {k: built[k] for k in ("contexts", "valid", "invalid", "issue_kinds", "nodes", "edges",
+                                        "completion_tokens", "wall_seconds")},
         "overall": {k: score(v["found"], v["gold"]) for k, v in totals.items()},
         "per_context": per_context,
     }
