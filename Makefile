@@ -15,13 +15,13 @@ setup:
 # pool. Reruns resume and answer LLM calls from runs/completions at no token cost.
 demo: setup
 	@mkdir -p runs
-	$(PY) -m jobs.cli solve --method logiclm --dataset prontoqa --limit 50 --max-tokens 384 --max-refine-rounds 1 \
+	$(PY) -m symbolkg.jobs.cli solve --method logiclm --dataset prontoqa --limit 50 --max-tokens 384 --max-refine-rounds 1 \
 	    --out runs/demo-logiclm-prontoqa.parquet --cache runs/completions --workers $(WORKERS) --data-dir $(DATA)
-	$(PY) -m jobs.cli lkg build --dataset folio --limit 8 --max-tokens 2048 --chunk-chars 200 --max-repair-rounds 1 \
+	$(PY) -m symbolkg.jobs.cli lkg build --dataset folio --limit 8 --max-tokens 2048 --chunk-chars 200 --max-repair-rounds 1 \
 	    --store runs/lkg-folio --cache runs/completions --data-dir $(DATA)
 	@for ds in ProntoQA ProofWriter FOLIO LogicalDeduction AR-LSAT; do \
 	  echo "== $$ds (recorded GPT-4 programs)"; \
-	  $(PY) -m jobs.cli solve --programs $(PROGRAMS)/$${ds}_dev_gpt-4.json --out runs/demo-$$ds.parquet \
+	  $(PY) -m symbolkg.jobs.cli solve --programs $(PROGRAMS)/$${ds}_dev_gpt-4.json --out runs/demo-$$ds.parquet \
 	      --workers $(WORKERS) --data-dir $(DATA) || exit 1; \
 	done
 

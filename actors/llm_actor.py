@@ -2,7 +2,7 @@
 
 :class:`LLMActor` owns one engine (vLLM on a GPU node, usually) inside an async Ray actor, so
 many driver-side coroutines can keep requests in flight at once and vLLM batches them all.
-:class:`RemoteEngine` is an :class:`~actors.engines.base.LLMEngine` that awaits the actor, so
+:class:`RemoteEngine` is an :class:`~symbolkg.actors.engines.base.LLMEngine` that awaits the actor, so
 stage code takes an engine and never knows whether it is local or remote::
 
     engine = start_llm_actor(LLMActorConfig("vllm", VLLMConfig(model=..., tensor_parallel_size=4)))
@@ -10,7 +10,7 @@ stage code takes an engine and never knows whether it is local or remote::
     await engine.close()
 
 Requests and completions cross the process boundary as the plain dataclasses of
-:mod:`actors.engines.base` (pickled by Ray). An :class:`EngineError` raised in the actor
+:mod:`symbolkg.actors.engines.base` (pickled by Ray). An :class:`EngineError` raised in the actor
 reaches the caller as an :class:`EngineError` (Ray re-raises the original class); a dead
 actor becomes :class:`EngineDeadError`.
 
@@ -31,7 +31,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any, Literal, Sequence
 
-from actors.engines.base import ChatRequest, Completion, EngineDeadError, EngineError, LLMEngine
+from symbolkg.actors.engines.base import ChatRequest, Completion, EngineDeadError, EngineError, LLMEngine
 
 ENGINE_KINDS = ("vllm", "openai", "scripted")
 PLACEMENT_STRATEGIES = ("STRICT_PACK", "PACK", "SPREAD", "STRICT_SPREAD")
@@ -42,9 +42,9 @@ class LLMActorConfig:
     """What the actor runs and what it reserves.
 
     Attributes:
-        kind: ``"vllm"`` (``config`` is a :class:`~actors.engines.vllm_engine.VLLMConfig`),
+        kind: ``"vllm"`` (``config`` is a :class:`~symbolkg.actors.engines.vllm_engine.VLLMConfig`),
             ``"openai"`` (an ``OpenAIConfig``) or ``"scripted"`` (``config`` is the script of a
-            :class:`~actors.engines.scripted.ScriptedEngine`, or a :class:`ScriptedActorConfig`:
+            :class:`~symbolkg.actors.engines.scripted.ScriptedEngine`, or a :class:`ScriptedActorConfig`:
             tests).
         config: the engine's configuration (must pickle; Ray uses cloudpickle, so a scripted
             engine's lambda is fine).
@@ -156,7 +156,7 @@ class ScriptedActorConfig:
     """The ``scripted`` engine's options, when a bare script is not enough (tests).
 
     Attributes:
-        script: the :class:`~actors.engines.scripted.ScriptedEngine` script.
+        script: the :class:`~symbolkg.actors.engines.scripted.ScriptedEngine` script.
         model: the model name it reports.
         supports_structured: what it claims.
         latency_s: simulated seconds per ``generate`` call.
@@ -171,15 +171,15 @@ class ScriptedActorConfig:
 def build_engine(kind: str, config: Any) -> LLMEngine:
     """The engine of ``kind`` built from ``config`` (backend modules imported only here)."""
     if kind == "vllm":
-        from actors.engines.vllm_engine import VLLMConfig, VLLMEngine
+        from symbolkg.actors.engines.vllm_engine import VLLMConfig, VLLMEngine
 
         return VLLMEngine(config if config is not None else VLLMConfig())
     if kind == "openai":
-        from actors.engines.openai_engine import OpenAIEngine
+        from symbolkg.actors.engines.openai_engine import OpenAIEngine
 
         return OpenAIEngine(config)
     if kind == "scripted":
-        from actors.engines.scripted import ScriptedEngine
+        from symbolkg.actors.engines.scripted import ScriptedEngine
 
         if isinstance(config, ScriptedActorConfig):
             return ScriptedEngine(config.script, model=config.model, supports_structured=config.supports_structured,
@@ -250,7 +250,7 @@ def start_llm_actor(config: LLMActorConfig, *, address: str | None = None) -> "R
     from ray.util.placement_group import remove_placement_group
     from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
-    from actors.ray_runtime import ensure_ray
+    from symbolkg.actors.ray_runtime import ensure_ray
 
     ensure_ray(address)
     plan = config.placement(ray.cluster_resources().get("GPU", 0.0))
@@ -306,7 +306,7 @@ def _reserve_placement_group(config: LLMActorConfig, plan: EnginePlacement) -> A
 
 
 class RemoteEngine:
-    """An :class:`~actors.engines.base.LLMEngine` backed by an :class:`LLMActor` handle.
+    """An :class:`~symbolkg.actors.engines.base.LLMEngine` backed by an :class:`LLMActor` handle.
 
     Attributes:
         model: the actor's model name.

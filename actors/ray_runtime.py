@@ -6,7 +6,7 @@ kills them, and about a minute later the driver's core worker gives up on the GC
 whole process with exit code 1, mid-job and without a traceback. ``asyncio.to_thread`` and
 executor threads exit when their pool shuts down, so ``ray.init`` there is a time bomb.
 :func:`ensure_ray` refuses to start Ray off the main thread; callers that build actors in a
-thread (:class:`~actors.engines.factory.LazyEngine`) call it on the main thread first.
+thread (:class:`~symbolkg.actors.engines.factory.LazyEngine`) call it on the main thread first.
 """
 
 from __future__ import annotations
@@ -33,5 +33,5 @@ def ensure_ray(address: str | None = None) -> None:
         raise RuntimeError(
             "Ray must be initialised on the main thread: the processes ray.init starts die with the "
             f"thread that started them (this is {threading.current_thread().name!r}); call "
-            "actors.ray_runtime.ensure_ray() on the main thread first")
+            "symbolkg.actors.ray_runtime.ensure_ray() on the main thread first")
     ray.init(address=address, include_dashboard=False, logging_level="ERROR", log_to_driver=False)

@@ -23,8 +23,8 @@ so no problem is lost.
 
 Example:
     >>> import asyncio
-    >>> from retrieval.hull import HullConfig
-    >>> from retrieval.lkg.schema import Edge, Entity, Graph, Rule
+    >>> from symbolkg.retrieval.hull import HullConfig
+    >>> from symbolkg.retrieval.lkg.schema import Edge, Entity, Graph, Rule
     >>> ann, rule = Entity.create("Ann"), Rule.create("teacher(x) -> kind(x)", "every teacher is kind")
     >>> graph = Graph("ctx", (ann, rule), (Edge(rule.id, ann.id, "MENTIONS"),))
     >>> service = RetrievalService.local(HostConfig(EmbedderSpec("hashing"), hull=HullConfig(k=1)))
@@ -48,12 +48,12 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from retrieval.anchors import AnchorConfig
-from retrieval.embed import Embedder, make_embedder, set_cpu_threads
-from retrieval.embed_cache import EmbeddingCache
-from retrieval.hull import HullConfig
-from retrieval.hybrid import HybridRetriever, Retrieval
-from retrieval.lkg.schema import Graph
+from symbolkg.retrieval.anchors import AnchorConfig
+from symbolkg.retrieval.embed import Embedder, make_embedder, set_cpu_threads
+from symbolkg.retrieval.embed_cache import EmbeddingCache
+from symbolkg.retrieval.hull import HullConfig
+from symbolkg.retrieval.hybrid import HybridRetriever, Retrieval
+from symbolkg.retrieval.lkg.schema import Graph
 
 
 class RetrievalError(RuntimeError):
@@ -65,7 +65,7 @@ class EmbedderSpec:
     """How a host (or the embedder actor) builds its embedder: what crosses to another process.
 
     Attributes:
-        name: ``minilm`` / ``bge-m3`` / ``hashing`` (:func:`~retrieval.embed.make_embedder`).
+        name: ``minilm`` / ``bge-m3`` / ``hashing`` (:func:`~symbolkg.retrieval.embed.make_embedder`).
         path: local model folder (``bge-m3``: required).
         device: overrides the model's default device.
     """
@@ -168,7 +168,7 @@ class RetrievalHost:
         return found
 
     def search_batch(self, requests: Sequence[SearchRequest]) -> list[Retrieval]:
-        """One :class:`~retrieval.hybrid.Retrieval` per request, in order; every query embedded in one call."""
+        """One :class:`~symbolkg.retrieval.hybrid.Retrieval` per request, in order; every query embedded in one call."""
         if not requests:
             return []
         vectors = self.embedder.embed([r.question for r in requests])
@@ -201,7 +201,7 @@ class EmbedderHost:
 
 
 class RemoteEmbedder:
-    """An :class:`~retrieval.embed.Embedder` that asks an :class:`EmbedderHost` actor (blocking, for hosts).
+    """An :class:`~symbolkg.retrieval.embed.Embedder` that asks an :class:`EmbedderHost` actor (blocking, for hosts).
 
     Args:
         handle: the embedder actor's handle.
@@ -364,7 +364,7 @@ class RetrievalService:
         """
         import ray
 
-        from actors.ray_runtime import ensure_ray
+        from symbolkg.actors.ray_runtime import ensure_ray
 
         if n < 1:
             raise ValueError(f"n must be >= 1, got {n}")

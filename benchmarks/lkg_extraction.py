@@ -1,6 +1,6 @@
 """LKG extraction throughput of the embedded engine (vLLM CPU build, SmolLM2-135M-Instruct).
 
-Runs the real build job (:func:`jobs.lkg.run_lkg_build`: chunk -> structured JSON extraction ->
+Runs the real build job (:func:`symbolkg.jobs.lkg.run_lkg_build`: chunk -> structured JSON extraction ->
 validation -> repair -> merge -> Parquet store) over FOLIO dev stories, twice on the same
 contexts in fresh stores:
 
@@ -34,7 +34,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 def folio_stories(n: int, data_dir: Path) -> list:
     """The first ``n`` distinct FOLIO dev stories, one problem each."""
-    from jobs.datasets import load_dataset
+    from symbolkg.jobs.datasets import load_dataset
 
     seen: set[str] = set()
     out = []
@@ -48,10 +48,10 @@ def folio_stories(n: int, data_dir: Path) -> list:
 
 
 async def measure(args) -> dict:
-    from actors.engines.vllm_engine import VLLMConfig, VLLMEngine
-    from actors.engines.base import SamplingParams
-    from jobs.lkg import LKGConfig, run_lkg_build
-    from retrieval.lkg.store import LKGStore
+    from symbolkg.actors.engines.vllm_engine import VLLMConfig, VLLMEngine
+    from symbolkg.actors.engines.base import SamplingParams
+    from symbolkg.jobs.lkg import LKGConfig, run_lkg_build
+    from symbolkg.retrieval.lkg.store import LKGStore
 
     data_dir = Path(args.data_dir or os.environ.get("SYMBOLKG_DATA", REPO.parent / "shared" / "data"))
     problems = folio_stories(args.contexts, data_dir)

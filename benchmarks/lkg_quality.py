@@ -38,7 +38,7 @@ KINDS = ("Entity", "Concept", "Rule", "Constraint", "edges", "edges (untyped)")
 
 def items(graph) -> dict[str, set]:
     """What is compared, per kind (see the module docstring)."""
-    from retrieval.lkg.canonical import collapse_whitespace
+    from symbolkg.retrieval.lkg.canonical import collapse_whitespace
 
     out: dict[str, set] = {k: set() for k in KINDS}
     for node in graph.nodes:
@@ -58,12 +58,12 @@ def score(found: set, gold: set) -> dict:
 
 
 async def measure(args) -> dict:
-    from actors.engines.base import SamplingParams
-    from actors.engines.vllm_engine import VLLMConfig, VLLMEngine
-    from jobs.lkg import LKGConfig, run_lkg_build
-    from jobs.records import Problem
-    from retrieval.lkg.extract import parse_extraction
-    from retrieval.lkg.store import LKGStore
+    from symbolkg.actors.engines.base import SamplingParams
+    from symbolkg.actors.engines.vllm_engine import VLLMConfig, VLLMEngine
+    from symbolkg.jobs.lkg import LKGConfig, run_lkg_build
+    from symbolkg.jobs.records import Problem
+    from symbolkg.retrieval.lkg.extract import parse_extraction
+    from symbolkg.retrieval.lkg.store import LKGStore
 
     entries = json.loads(FIXTURE.read_text(encoding="utf-8"))["contexts"]
     problems = [Problem(e["problems"][0]["id"], e["dataset"], e["context"], e["problems"][0]["question"])

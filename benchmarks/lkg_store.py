@@ -4,7 +4,7 @@ Every size runs in two fresh processes (so ``ru_maxrss`` is the peak of that pha
 
 * write: build the synthetic graphs context by context (deterministic seed, ~``--nodes-per-context``
   nodes each, all four node types, ~2 edges per node) and ``put`` them into a new
-  :class:`retrieval.lkg.store.LKGStore`; the time to build the records is reported apart from
+  :class:`symbolkg.retrieval.lkg.store.LKGStore`; the time to build the records is reported apart from
   the store's own time (``put`` + flushes);
 * read: open the store (index load), stream every node and edge (``iter_nodes`` /
   ``iter_edges``, all columns), then ``--lookups`` random single-context ``get(key)`` calls and
@@ -30,7 +30,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from retrieval.lkg.schema import (
+from symbolkg.retrieval.lkg.schema import (
     CONSTRAINT_TYPES,
     Concept,
     Constraint,
@@ -41,7 +41,7 @@ from retrieval.lkg.schema import (
     Provenance,
     Rule,
 )
-from retrieval.lkg.store import LKGStore, cache_key
+from symbolkg.retrieval.lkg.store import LKGStore, cache_key
 
 OUT = Path(__file__).resolve().parent / "out"
 SEED = 1234

@@ -31,7 +31,7 @@ import time
 from pathlib import Path
 from typing import Sequence
 
-from actors.engines.base import ChatRequest, Completion, Message, SamplingParams
+from symbolkg.actors.engines.base import ChatRequest, Completion, Message, SamplingParams
 
 OUT = Path(__file__).resolve().parent / "out"
 REPO = Path(__file__).resolve().parents[1]
@@ -258,7 +258,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
     if len(args.requests_per_level) != len(args.in_flight):
         parser.error("--requests-per-level needs one count per --in-flight level")
 
-    from actors.engines.vllm_engine import VLLMConfig, VLLMEngine
+    from symbolkg.actors.engines.vllm_engine import VLLMConfig, VLLMEngine
 
     t_start = time.perf_counter()
     load_before = os.getloadavg()

@@ -26,11 +26,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from jobs.datasets import load_dataset  # noqa: E402
-from jobs.multihop import (METHODS, PassageRetriever, answer_questions, build_pool, evaluate_retrieval,  # noqa: E402
+from symbolkg.jobs.datasets import load_dataset  # noqa: E402
+from symbolkg.jobs.multihop import (METHODS, PassageRetriever, answer_questions, build_pool, evaluate_retrieval,  # noqa: E402
                            summarize)
-from retrieval.embed import make_embedder, set_cpu_threads  # noqa: E402
-from retrieval.embed_cache import EmbeddingCache  # noqa: E402
+from symbolkg.retrieval.embed import make_embedder, set_cpu_threads  # noqa: E402
+from symbolkg.retrieval.embed_cache import EmbeddingCache  # noqa: E402
 
 OUT = ROOT / "benchmarks" / "out"
 
@@ -90,7 +90,7 @@ async def main_async() -> None:
             report = summarize(dataset, method, retriever, results, cache)
             if args.answer_limit and method in args.answer_methods.split(","):
                 if engine is None:
-                    from actors.engines.factory import EngineOptions, make_engine
+                    from symbolkg.actors.engines.factory import EngineOptions, make_engine
                     os.environ.setdefault("VLLM_LOGGING_LEVEL", "ERROR")
                     engine = make_engine(EngineOptions(kind="vllm", model=args.model, cache_dir=args.llm_cache))
                 subset = questions[:args.answer_limit]

@@ -1,6 +1,6 @@
 """The batch job with the real embedded engine: many problems in flight vs one at a time.
 
-Runs the real orchestrator (:func:`jobs.pipeline.run_method_job`, a results Parquet, the request
+Runs the real orchestrator (:func:`symbolkg.jobs.pipeline.run_method_job`, a results Parquet, the request
 log) with the embedded vLLM CPU engine (SmolLM2-135M-Instruct) over a mixed stream of the five
 Logic-LM sets, twice with ONE engine instance (loaded once, so both runs see the same warm
 engine):
@@ -31,13 +31,13 @@ import time
 from itertools import zip_longest
 from pathlib import Path
 
-from actors.engines.base import SamplingParams
-from actors.engines.metered import MeteredEngine
-from jobs.datasets import load_dataset
-from jobs.methods import MethodConfig
-from jobs.pipeline import run_method_job
-from jobs.profile import in_flight_timeline
-from jobs.store import ResultStore, read_run
+from symbolkg.actors.engines.base import SamplingParams
+from symbolkg.actors.engines.metered import MeteredEngine
+from symbolkg.jobs.datasets import load_dataset
+from symbolkg.jobs.methods import MethodConfig
+from symbolkg.jobs.pipeline import run_method_job
+from symbolkg.jobs.profile import in_flight_timeline
+from symbolkg.jobs.store import ResultStore, read_run
 
 OUT = Path(__file__).resolve().parent / "out"
 REPO = Path(__file__).resolve().parents[1]
@@ -68,7 +68,7 @@ async def measure(problems, engine, cfg: MethodConfig, in_flight: int, folder: P
 
 
 async def main_async(args: argparse.Namespace) -> dict:
-    from actors.engines.vllm_engine import VLLMConfig, VLLMEngine
+    from symbolkg.actors.engines.vllm_engine import VLLMConfig, VLLMEngine
 
     problems = mixed_stream(args.per_set, args.data_dir)
     cfg = MethodConfig(method=args.method, answer_params=SamplingParams(max_tokens=16),

@@ -7,22 +7,22 @@ a synthetic LKG of N nodes: 50% Entity, 25% Rule, 15% Constraint, 10% Concept.
   the indexed nodes (Rule, Constraint, Entity): ``--latent-dim`` random directions mixed into 384
   dims plus noise, L2-normalized (real text embeddings have a low intrinsic dimension;
   ``--latent-dim 0`` gives uniform random unit vectors, the worst case for HNSW).
-* indexes: one :class:`retrieval.index.VectorIndex` per indexed node type, as
-  :func:`retrieval.index.build_indexes` makes them, with the default
-  :class:`~retrieval.index.IndexConfig` (exact ``IndexFlatIP`` up to 50,000 vectors, HNSW above):
+* indexes: one :class:`symbolkg.retrieval.index.VectorIndex` per indexed node type, as
+  :func:`symbolkg.retrieval.index.build_indexes` makes them, with the default
+  :class:`~symbolkg.retrieval.index.IndexConfig` (exact ``IndexFlatIP`` up to 50,000 vectors, HNSW above):
   build time per type; raw query latency p50 / p95 on the largest (Entity) index for batches of 1
   and of 256 queries; recall@10 of every index against exact brute force (numpy) on 200 noisy
   node copies; save, memory-mapped load, and the latency of the first queries after the load.
-* hull: :func:`retrieval.hull.logical_hull` on a synthetic graph with ~3 edges per node (rules and
+* hull: :func:`symbolkg.retrieval.hull.logical_hull` on a synthetic graph with ~3 edges per node (rules and
   constraints MENTION / APPLY_TO entities or concepts, entities IS_A concepts, typed relations
   between entities): adjacency build time, latency of k = 1, 2, 3 hops from 5 random anchors.
-* hybrid: :class:`retrieval.hybrid.HybridRetriever` (default anchor and hull configs: 8 dense hits
+* hybrid: :class:`symbolkg.retrieval.hybrid.HybridRetriever` (default anchor and hull configs: 8 dense hits
   per type above cosine 0.35, exact / BM25 entity-name matches, k = 2 hull) over the loaded
-  (memory-mapped) indexes, a :class:`retrieval.anchors.NameIndex` of the entity names (two or
+  (memory-mapped) indexes, a :class:`symbolkg.retrieval.anchors.NameIndex` of the entity names (two or
   three capitalized pseudo-words, "Belo Kitamu" style) and the graph. A query is a 14-20 word
   question naming one or two existing entities (half of the second mentions drop the first word
   of the name, so they reach the BM25 path); its query entities come from
-  :func:`~retrieval.anchors.lexical_query_entities` (no LLM). The query text is embedded by the
+  :func:`~symbolkg.retrieval.anchors.lexical_query_entities` (no LLM). The query text is embedded by the
   real all-MiniLM-L6-v2 on CPU (``--query-embedder minilm``) so its cost is measured, but the
   vector searched is a noisy copy (cosine ~0.85) of the first named entity's synthetic vector:
   a MiniLM vector of the text would not be near any synthetic node. Latency per query, split
@@ -153,7 +153,7 @@ def entity_names(count: int, rng: np.random.Generator) -> list[str]:
 
 def synthetic_graph(kinds: np.ndarray, rng: np.random.Generator):
     """~3 edges per node as integer arrays over the given node kinds (codes of NODE_SHARES)."""
-    from retrieval.hull import Adjacency
+    from symbolkg.retrieval.hull import Adjacency
 
     n = len(kinds)
     type_names = np.array(list(NODE_SHARES))
@@ -226,10 +226,10 @@ def _split_ms(results, key: str) -> dict:
 def run_child(n: int, latent_dim: int, trials: int, threads: int | None, query_embedder: str) -> dict:
     import faiss
 
-    from retrieval.anchors import NameIndex
-    from retrieval.hull import HullConfig, logical_hull
-    from retrieval.hybrid import HybridRetriever
-    from retrieval.index import IndexConfig, VectorIndex, load_indexes, save_indexes
+    from symbolkg.retrieval.anchors import NameIndex
+    from symbolkg.retrieval.hull import HullConfig, logical_hull
+    from symbolkg.retrieval.hybrid import HybridRetriever
+    from symbolkg.retrieval.index import IndexConfig, VectorIndex, load_indexes, save_indexes
 
     if threads:
         faiss.omp_set_num_threads(threads)
@@ -375,7 +375,7 @@ def run_child(n: int, latent_dim: int, trials: int, threads: int | None, query_e
     if query_embedder == "minilm":
         import torch
 
-        from retrieval.embed import make_embedder
+        from symbolkg.retrieval.embed import make_embedder
 
         if threads:
             torch.set_num_threads(threads)

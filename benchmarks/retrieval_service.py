@@ -34,12 +34,12 @@ from pathlib import Path
 
 import numpy as np
 
-from actors.retrieval_actor import EmbedderSpec, HostConfig, RetrievalService
-from retrieval.embed import make_embedder, set_cpu_threads
-from retrieval.hull import HullConfig
-from retrieval.hybrid import HybridRetriever
-from retrieval.lkg.schema import Graph
-from retrieval.lkg.validate import validate_extraction
+from symbolkg.actors.retrieval_actor import EmbedderSpec, HostConfig, RetrievalService
+from symbolkg.retrieval.embed import make_embedder, set_cpu_threads
+from symbolkg.retrieval.hull import HullConfig
+from symbolkg.retrieval.hybrid import HybridRetriever
+from symbolkg.retrieval.lkg.schema import Graph
+from symbolkg.retrieval.lkg.validate import validate_extraction
 
 REPO = Path(__file__).resolve().parents[1]
 OUT = REPO / "benchmarks" / "out"

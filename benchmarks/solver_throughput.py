@@ -1,6 +1,6 @@
 """Solver throughput: all five Logic-LM GPT-4 program sets through the Ray solver pool, 1 vs 2 workers.
 
-Runs the real batch job (`jobs.solve.run_solve`: Ray actors, worker processes,
+Runs the real batch job (`symbolkg.jobs.solve.run_solve`: Ray actors, worker processes,
 results Parquet) once per worker count, side by side in one process, and
 reports per dataset and per backend: problems/s, p50/p95/max solver latency,
 execution rate and accuracy, plus the wall time of the whole set.
@@ -21,11 +21,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from jobs.datasets import default_data_dir, load_problems
-from jobs.report import summarize
-from jobs.solve import run_solve
-from jobs.store import ResultStore, read_run
-from solvers.records import Limits
+from symbolkg.jobs.datasets import default_data_dir, load_problems
+from symbolkg.jobs.report import summarize
+from symbolkg.jobs.solve import run_solve
+from symbolkg.jobs.store import ResultStore, read_run
+from symbolkg.solvers.records import Limits
 
 DATASETS = ["ProntoQA", "ProofWriter", "FOLIO", "LogicalDeduction", "AR-LSAT"]
 LOGICLM_SECONDS = 134.0
@@ -34,13 +34,13 @@ OUT = Path(__file__).resolve().parent / "out"
 
 def run_once(problem_sets: dict[str, list], workers: int, limits: Limits) -> dict:
     """One pool; each dataset is one batch job, back to back; the whole set's wall time is their sum."""
-    from actors.solver_pool import RaySolverPool
+    from symbolkg.actors.solver_pool import RaySolverPool
 
     pool = RaySolverPool(workers)
     all_rows, by_ds, total_wall = [], {}, 0.0
     try:
         # Warm the workers (process start, imports) outside the timed region, like a long-lived pool.
-        from solvers.records import SolveRequest
+        from symbolkg.solvers.records import SolveRequest
 
         warm = [SolveRequest(f"warm{i}", "smtlib2", "(check-sat)") for i in range(2 * workers)]
         list(pool.imap_unordered(warm))
@@ -67,7 +67,7 @@ def run_once(problem_sets: dict[str, list], workers: int, limits: Limits) -> dic
         pool.close()
     import pyarrow as pa
 
-    from jobs.records import RESULT_SCHEMA
+    from symbolkg.jobs.records import RESULT_SCHEMA
 
     s = summarize(pa.Table.from_pylist(all_rows, schema=RESULT_SCHEMA), {"wall_seconds": total_wall})
     return {

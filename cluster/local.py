@@ -4,9 +4,9 @@ One head and N worker nodes, each a ``ray start --block`` process with its own t
 a custom resource naming it (``head``, ``worker_0``, ``worker_1``, ...), so work can be pinned to a
 node and a test can see which node ran it::
 
-    python -m cluster.local up --workers 1          # prints the address on stdout
-    RAY_ADDRESS=$(python -m cluster.local status --address) symbolkg solve ... --executor ray --llm-actor
-    python -m cluster.local down
+    python -m symbolkg.cluster.local up --workers 1          # prints the address on stdout
+    RAY_ADDRESS=$(python -m symbolkg.cluster.local status --address) symbolkg solve ... --executor ray --llm-actor
+    python -m symbolkg.cluster.local down
 
 or from Python (tests)::
 
@@ -168,7 +168,7 @@ class LocalCluster:
             raise RuntimeError("start a fate-shared LocalCluster on the main thread: its processes die with the "
                                f"thread that started them (this is {threading.current_thread().name!r})")
         if self.port is not None and not _port_is_free(self.port):
-            raise LocalClusterError(f"port {self.port} is in use (another Ray head? see `python -m cluster.local "
+            raise LocalClusterError(f"port {self.port} is in use (another Ray head? see `python -m symbolkg.cluster.local "
                                     "status`); pass another --port, or none to get a free one")
         if self._state_dir is None:
             self._state_dir = Path(tempfile.mkdtemp(prefix="skg-ray-", dir=_SHORT_TMP))
@@ -182,7 +182,7 @@ class LocalCluster:
             recorded = self._state_dir / STATE_FILE
             if recorded.exists():
                 raise LocalClusterError(f"a cluster is already recorded in {recorded}; stop it first "
-                                        f"(`python -m cluster.local down --state-dir {self._state_dir}`)")
+                                        f"(`python -m symbolkg.cluster.local down --state-dir {self._state_dir}`)")
         state_dir = self._state_dir
         try:
             gcs_port = self.port if self.port is not None else _free_port()
@@ -284,7 +284,7 @@ class LocalCluster:
         path = Path(state_dir) / STATE_FILE
         if not path.exists():
             raise LocalClusterError(f"no local cluster is recorded in {state_dir} "
-                                    "(start one with `python -m cluster.local up`)")
+                                    "(start one with `python -m symbolkg.cluster.local up`)")
         state = json.loads(path.read_text())
         cluster = cls(state["workers"], num_cpus_per_node=state["num_cpus_per_node"],
                       object_store_mb=state["object_store_mb"], state_dir=state_dir,
@@ -361,7 +361,7 @@ def _node_env() -> dict[str, str]:
     env.pop("RAY_ADDRESS", None)  # a node joins the head it is given, never a cluster from the caller's environment
     env.setdefault("RAY_AUTH_MODE", "disabled")  # see the module docstring
     env.setdefault("RAY_GRACEFUL_SHUTDOWN_DRAIN_TIMEOUT_S", "0")  # nothing to drain on a test cluster: stop at once
-    # A job's `python` (`ray job submit -- python -m jobs.solve ...`) is the nodes' interpreter, as in a cluster image.
+    # A job's `python` (`ray job submit -- python -m symbolkg.jobs solve ...`) is the nodes' interpreter, as in a cluster image.
     env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
     return env
 
@@ -460,9 +460,9 @@ def _cmd_up(args: argparse.Namespace) -> int:
           f"state and logs in {cluster.state_dir}", file=sys.stderr)
     print(f"  drivers:    RAY_ADDRESS={address} symbolkg solve ... --executor ray", file=sys.stderr)
     if cluster.dashboard_url:
-        print(f"  jobs:       ray job submit --address {cluster.dashboard_url} --working-dir . -- python -m jobs.solve ...",
+        print(f"  jobs:       ray job submit --address {cluster.dashboard_url} --working-dir . -- python -m symbolkg.jobs solve ...",
               file=sys.stderr)
-    print("  stop:       python -m cluster.local down", file=sys.stderr)
+    print("  stop:       python -m symbolkg.cluster.local down", file=sys.stderr)
     print(address)
     return 0
 
@@ -497,7 +497,7 @@ def _cmd_status(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m cluster.local",
+    parser = argparse.ArgumentParser(prog="python -m symbolkg.cluster.local",
                                      description="A head and N worker Ray nodes on this machine (real `ray start`).")
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("up", help="start the cluster; print its address on stdout")
@@ -524,7 +524,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args.func(args))
     except (LocalClusterError, ValueError) as exc:
-        print(f"cluster.local {args.command}: {exc}", file=sys.stderr)
+        print(f"symbolkg.cluster.local {args.command}: {exc}", file=sys.stderr)
         return 1
 
 

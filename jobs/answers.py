@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from jobs.records import Problem
+from symbolkg.jobs.records import Problem
 
 _OPTION = re.compile(r"^\s*\(?([A-Z])\)\s*(.*)$", re.S)
 # Solver verdicts -> the option texts datasets use for them.

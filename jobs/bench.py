@@ -1,12 +1,12 @@
 """The simulated pipeline benchmark: the real orchestrator at cluster scale on one machine.
 
 ``symbolkg bench pipeline --simulated`` runs synthetic problems through the real batch job
-(:func:`jobs.pipeline.run_method_job`, method ``logiclm``: formulate -> solve -> refine,
-a real :class:`~jobs.store.ResultStore`) against ``E`` :class:`~actors.engines.simulated.SimulatedEngine`
-replicas behind a :class:`~actors.engines.balanced.BalancedEngine` and a
+(:func:`symbolkg.jobs.pipeline.run_method_job`, method ``logiclm``: formulate -> solve -> refine,
+a real :class:`~symbolkg.jobs.store.ResultStore`) against ``E`` :class:`~symbolkg.actors.engines.simulated.SimulatedEngine`
+replicas behind a :class:`~symbolkg.actors.engines.balanced.BalancedEngine` and a
 :class:`SimulatedSolverPool`. Only the backends are simulated; every coroutine, prompt,
 program extraction, result row and Parquet write is the real code, running in real time
-scaled by ``time_scale`` (see :class:`~actors.engines.simulated.SimClock`). All rates are
+scaled by ``time_scale`` (see :class:`~symbolkg.actors.engines.simulated.SimClock`). All rates are
 per simulated second.
 
 It reports the achieved throughput against what the engines allow
@@ -50,10 +50,10 @@ from typing import Any, Iterable, Iterator
 
 import pyarrow.parquet as pq
 
-from actors.engines.balanced import BalancedEngine
-from actors.engines.base import ChatRequest
-from actors.engines.metered import MeteredEngine, write_request_log
-from actors.engines.simulated import (
+from symbolkg.actors.engines.balanced import BalancedEngine
+from symbolkg.actors.engines.base import ChatRequest
+from symbolkg.actors.engines.metered import MeteredEngine, write_request_log
+from symbolkg.actors.engines.simulated import (
     CHARS_PER_TOKEN,
     PRESETS,
     LLAMA_3_3_70B_4XH100,
@@ -62,12 +62,12 @@ from actors.engines.simulated import (
     SimClock,
     SimulatedEngine,
 )
-from jobs.methods import MethodConfig
-from jobs.pipeline import run_method_job
-from jobs.records import Problem, ResultRow
-from jobs.store import ResultStore, read_run
-from solvers.pool import PoolResult
-from solvers.records import ErrorKind, Outcome, SolveRequest, Status
+from symbolkg.jobs.methods import MethodConfig
+from symbolkg.jobs.pipeline import run_method_job
+from symbolkg.jobs.records import Problem, ResultRow
+from symbolkg.jobs.store import ResultStore, read_run
+from symbolkg.solvers.pool import PoolResult
+from symbolkg.solvers.records import ErrorKind, Outcome, SolveRequest, Status
 
 DATASET = "logiclm/prontoqa"
 """The dataset the synthetic problems claim (its language, LP, decides the prompts)."""
@@ -152,7 +152,7 @@ class ProgramResponder:
 
 
 class SimulatedSolverPool:
-    """A :class:`~solvers.pool.SolverPool` whose calls take ``solve_s`` simulated seconds on ``workers`` slots.
+    """A :class:`~symbolkg.solvers.pool.SolverPool` whose calls take ``solve_s`` simulated seconds on ``workers`` slots.
 
     The first ``failures_for(problem_id)`` programs of a problem get a syntax error (so the
     method asks for a repair); later ones are proved with answer ``A``.

@@ -10,19 +10,18 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Awaitable, Callable, TypeVar
 
-from solvers.records import Limits
+from symbolkg.solvers.records import Limits
 
 if TYPE_CHECKING:
-    from actors.engines.base import LLMEngine
-    from actors.engines.factory import EngineOptions
-    from jobs.solve import SolveSummary
-    from jobs.symbolkg import SymbolKGConfig
+    from symbolkg.actors.engines.base import LLMEngine
+    from symbolkg.actors.engines.factory import EngineOptions
+    from symbolkg.jobs.solve import SolveSummary
 
 T = TypeVar("T")
 
 
 def _cmd_datasets(args: argparse.Namespace) -> int:
-    from jobs.datasets import dataset_counts, default_data_dir
+    from symbolkg.jobs.datasets import dataset_counts, default_data_dir
 
     try:
         root = default_data_dir(args.data_dir)
@@ -42,17 +41,17 @@ def _cmd_datasets(args: argparse.Namespace) -> int:
 
 def _make_pool(args: argparse.Namespace):
     if args.executor == "local":
-        from solvers.pool import LocalSolverPool
+        from symbolkg.solvers.pool import LocalSolverPool
 
         return LocalSolverPool(args.workers, memory_mb=args.memory_mb)
-    from actors.solver_pool import RaySolverPool
+    from symbolkg.actors.solver_pool import RaySolverPool
 
     return RaySolverPool(args.workers, memory_mb=args.memory_mb, num_cpus=args.cpus_per_worker, address=args.ray_address)
 
 
 def _resolve_dataset(name: str | None) -> str | None:
     """Exact registry name, else ``logiclm/<name>``, else a unique ``*/<name>``."""
-    from jobs.datasets import dataset_names
+    from symbolkg.jobs.datasets import dataset_names
 
     if name is None:
         return None
@@ -69,7 +68,7 @@ def _resolve_dataset(name: str | None) -> str | None:
 
 def _load_input(args: argparse.Namespace):  # -> LoadResult | None
     """Problems from ``--programs`` / ``--dataset``; prints notes, skipped rows and errors (None on error)."""
-    from jobs.datasets import InputError, load_dataset, load_problems
+    from symbolkg.jobs.datasets import InputError, load_dataset, load_problems
 
     try:
         if args.dataset and "," in args.dataset and not args.programs:
@@ -102,7 +101,7 @@ def _load_mixed(args: argparse.Namespace):  # -> LoadResult | None
     """``--dataset A,B,...``: the first ``--limit`` problems of each, interleaved round-robin (a mixed stream)."""
     from itertools import zip_longest
 
-    from jobs.datasets import LoadResult, load_dataset
+    from symbolkg.jobs.datasets import LoadResult, load_dataset
 
     names = [_resolve_dataset(n.strip()) for n in args.dataset.split(",") if n.strip()]
     if len(set(names)) != len(names):
@@ -122,9 +121,9 @@ def _load_mixed(args: argparse.Namespace):  # -> LoadResult | None
 def _cmd_solve(args: argparse.Namespace) -> int:
     if args.method != "recorded" or args.engine:
         return _cmd_solve_llm(args)
-    from jobs.report import format_table, summarize
-    from jobs.solve import run_solve
-    from jobs.store import ResultStore, read_run
+    from symbolkg.jobs.report import format_table, summarize
+    from symbolkg.jobs.solve import run_solve
+    from symbolkg.jobs.store import ResultStore, read_run
 
     out = _prepare_out(args)
     if out is None:
@@ -179,11 +178,11 @@ def _run_with_engine(opts: "EngineOptions", use: "Callable[[LLMEngine], Awaitabl
     """Start the engine ``opts`` describes, ``await use(engine)``, close the engine; return the result.
 
     One event loop for the whole job (vLLM's async engine is bound to the loop it started on).
-    Raises :class:`~actors.engines.base.EngineDeadError` from ``use``; each command reports it.
+    Raises :class:`~symbolkg.actors.engines.base.EngineDeadError` from ``use``; each command reports it.
     """
     import asyncio
 
-    from actors.engines.factory import make_engine
+    from symbolkg.actors.engines.factory import make_engine
 
     _quiet_vllm()
 
@@ -198,17 +197,18 @@ def _run_with_engine(opts: "EngineOptions", use: "Callable[[LLMEngine], Awaitabl
 
 
 def _cmd_solve_llm(args: argparse.Namespace) -> int:
-    """``--method direct|cot|logiclm --engine ...``: the LLM path."""
-    from actors.engines.base import EngineDeadError, SamplingParams
-    from actors.engines.factory import EngineOptions
-    from jobs.methods import MethodConfig
-    from jobs.gates import StageLimits
-    from jobs.pipeline import run_method_job
-    from jobs.report import format_table, summarize
-    from jobs.store import ResultStore, read_run
+    """``--method NAME --engine ...``: the LLM path, for any registered method."""
+    from symbolkg.actors.engines.base import EngineDeadError, SamplingParams
+    from symbolkg.actors.engines.factory import EngineOptions
+    from symbolkg.jobs import methods
+    from symbolkg.jobs.gates import StageLimits
+    from symbolkg.jobs.methods import MethodConfig
+    from symbolkg.jobs.pipeline import run_method_job
+    from symbolkg.jobs.report import format_table, summarize
+    from symbolkg.jobs.store import ResultStore, read_run
 
     if args.method == "recorded":
-        print("symbolkg solve: --engine needs --method direct, cot, logiclm or symbolkg", file=sys.stderr)
+        print(f"symbolkg solve: --engine needs --method {' or '.join(methods.names())}", file=sys.stderr)
         return 2
     out = _prepare_out(args)
     if out is None:
@@ -233,54 +233,26 @@ def _cmd_solve_llm(args: argparse.Namespace) -> int:
         cfg = MethodConfig(method=args.method, max_refine_rounds=args.max_refine_rounds,
                            limits=Limits(timeout_s=args.timeout_s, memory_mb=args.memory_mb),
                            structured=not args.no_structured, fallback=args.fallback, **budget)
-        kg_config = _symbolkg_config(args) if args.method == "symbolkg" else None
         stage_limits = StageLimits.parse(args.stage_limit)
+        method = methods.get(args.method).from_args(args)
     except ValueError as exc:
         print(f"symbolkg solve: {exc}", file=sys.stderr)
         return 2
     run_info = {"source": args.programs or args.dataset, "method": args.method, "engine": opts.kind,
                 "model": args.model, "workers": args.workers, "max_refine_rounds": cfg.max_refine_rounds,
                 "max_tokens": args.max_tokens, "stage_limits": {"llm": stage_limits.llm, "solve": stage_limits.solve}}
-    kg = None
-    if kg_config is not None:
-        from jobs.symbolkg import SymbolKG
-        from retrieval.embed import ModelNotFoundError, make_embedder
-        from retrieval.lkg.store import LKGStore
-
-        run_info["symbolkg"] = {"lkg_store": args.lkg_store, "retrieval": kg_config.retrieval,
-                                "prune": kg_config.prune.enabled, "force_solver": kg_config.force_solver,
-                                "llm_vote": kg_config.llm_vote, "option_features": kg_config.option_features,
-                                "embedder": args.embedder, "retrieval_actors": args.retrieval_actors,
-                                "embedder_actor": args.embedder_actor}
-        if args.retrieval_actors < 0 or (args.embedder_actor and not args.retrieval_actors):
-            print("symbolkg solve: --retrieval-actors must be >= 0, and --embedder-actor needs --retrieval-actors",
-                  file=sys.stderr)
-            return 2
-        try:
-            store_lkg = LKGStore(args.lkg_store)
-            if args.retrieval_actors:
-                from actors.retrieval_actor import EmbedderSpec, RetrievalService
-
-                spec = EmbedderSpec(args.embedder, args.embedder_path)
-                spec.build()  # fail here, with the reason, rather than in every actor
-                service = RetrievalService.actors(kg_config.host_config(store_lkg.path, spec), args.retrieval_actors,
-                                                  embedder_actor=args.embedder_actor, embedder_gpus=args.embedder_gpus,
-                                                  address=args.ray_address)
-                kg = SymbolKG(store_lkg, None, kg_config, retrieval=service)
-            else:
-                kg = SymbolKG(store_lkg, make_embedder(args.embedder, args.embedder_path), kg_config)
-        except (ModelNotFoundError, ValueError) as exc:
-            print(f"symbolkg solve: {exc}", file=sys.stderr)
-            return 2
+    if method.run_info():
+        run_info[args.method] = method.run_info()
     store = ResultStore(out, run_info=run_info)
-    pool = _make_pool(args) if args.method in ("logiclm", "symbolkg") else None
+    pool = _make_pool(args) if method.needs_solver else None
+
     async def job(engine: "LLMEngine") -> "SolveSummary":
-        from actors.engines.metered import MeteredEngine, write_request_log
+        from symbolkg.actors.engines.metered import MeteredEngine, write_request_log
 
         metered = MeteredEngine(engine)  # the request log `symbolkg profile` reads
         try:
             return await run_method_job(loaded.problems, store, cfg, metered, pool, max_in_flight=args.max_in_flight,
-                                        progress=not args.no_progress, kg=kg, stage_limits=stage_limits)
+                                        progress=not args.no_progress, method=method, stage_limits=stage_limits)
         finally:
             write_request_log(out, metered.records)
 
@@ -290,6 +262,7 @@ def _cmd_solve_llm(args: argparse.Namespace) -> int:
         print(f"symbolkg solve: the LLM engine died: {exc}; finished rows are saved, rerun to resume", file=sys.stderr)
         return 1
     finally:
+        method.close()  # idempotent: the job closes it too, unless it never started
         if pool is not None:
             pool.close()
     print(f"{summary.solved} solved this session, {summary.skipped_done} already done; results: {out}",
@@ -303,29 +276,12 @@ def _cmd_solve_llm(args: argparse.Namespace) -> int:
     return 0
 
 
-def _symbolkg_config(args: argparse.Namespace) -> "SymbolKGConfig":
-    """The :class:`~jobs.symbolkg.SymbolKGConfig` of ``solve --method symbolkg``'s flags. Raises ValueError."""
-    from actors.engines.base import SamplingParams
-    from jobs.lkg import LKGConfig
-    from jobs.symbolkg import SymbolKGConfig
-    from retrieval.prune import PruneConfig
-
-    if args.lkg_max_tokens < 1:
-        raise ValueError(f"--lkg-max-tokens must be >= 1, got {args.lkg_max_tokens}")
-    lkg = LKGConfig(max_repair_rounds=args.lkg_repair_rounds, params=SamplingParams(max_tokens=args.lkg_max_tokens),
-                    structured=not args.no_structured)
-    prune = PruneConfig(enabled=not args.no_prune, cap=args.prune_cap)
-    return SymbolKGConfig(retrieval=not args.no_retrieval, hops=args.hops, prune=prune, force_solver=args.force_solver,
-                          llm_vote=args.llm_vote, option_features=not args.no_option_features,
-                          stage_max_tokens=args.stage_max_tokens, lkg=lkg)
-
-
 def _cmd_lkg_build(args: argparse.Namespace) -> int:
     """``symbolkg lkg build``: extract the LKGs of a dataset's or corpus' contexts into a store."""
-    from actors.engines.base import EngineDeadError, SamplingParams
-    from actors.engines.factory import EngineOptions
-    from jobs.lkg import LKGConfig, run_lkg_build
-    from retrieval.lkg.store import LKGStore
+    from symbolkg.actors.engines.base import EngineDeadError, SamplingParams
+    from symbolkg.actors.engines.factory import EngineOptions
+    from symbolkg.jobs.lkg import LKGConfig, run_lkg_build
+    from symbolkg.retrieval.lkg.store import LKGStore
 
     if bool(args.dataset) == bool(args.corpus):
         print("symbolkg lkg build: give exactly one of --dataset NAME and --corpus FILE", file=sys.stderr)
@@ -361,8 +317,8 @@ def _cmd_lkg_build(args: argparse.Namespace) -> int:
 
 
 def _cmd_lkg_show(args: argparse.Namespace) -> int:
-    from jobs.lkg import show
-    from retrieval.lkg.store import LKGStore
+    from symbolkg.jobs.lkg import show
+    from symbolkg.retrieval.lkg.store import LKGStore
 
     if not Path(args.store).is_dir():
         print(f"symbolkg lkg show: no store at {args.store}", file=sys.stderr)
@@ -378,13 +334,13 @@ def _cmd_lkg_show(args: argparse.Namespace) -> int:
 
 def _cmd_retrieve(args: argparse.Namespace) -> int:
     """``symbolkg retrieve``: hybrid retrieval (and optional LLM pruning) over an LKG store."""
-    from retrieval.anchors import AnchorConfig
-    from retrieval.embed import ModelNotFoundError, make_embedder
-    from retrieval.hull import HullConfig
-    from retrieval.hybrid import HybridRetriever, store_subgraph
-    from retrieval.index import node_text
-    from retrieval.lkg.store import LKGStore
-    from retrieval.prune import PruneConfig
+    from symbolkg.retrieval.anchors import AnchorConfig
+    from symbolkg.retrieval.embed import ModelNotFoundError, make_embedder
+    from symbolkg.retrieval.hull import HullConfig
+    from symbolkg.retrieval.hybrid import HybridRetriever, store_subgraph
+    from symbolkg.retrieval.index import node_text
+    from symbolkg.retrieval.lkg.store import LKGStore
+    from symbolkg.retrieval.prune import PruneConfig
 
     def fail(message: str) -> int:
         print(f"symbolkg retrieve: {message}", file=sys.stderr)
@@ -408,8 +364,8 @@ def _cmd_retrieve(args: argparse.Namespace) -> int:
     reasons = {a.node_id: f"{a.source} {a.score:.2f}" + (f" ({a.mention})" if a.mention else "") for a in result.anchors}
     hops = result.hull.distances
     if opts is not None:
-        from actors.engines.base import EngineDeadError
-        from jobs.retrieve import retrieve
+        from symbolkg.actors.engines.base import EngineDeadError
+        from symbolkg.jobs.retrieve import retrieve
 
         try:
             outcome = _run_with_engine(opts, lambda engine: retrieve(engine, retriever,
@@ -442,11 +398,11 @@ def _cmd_retrieve(args: argparse.Namespace) -> int:
 
 def _cmd_retrieval_eval(args: argparse.Namespace) -> int:
     """``symbolkg retrieval-eval``: Recall@2/5 and latency of a retrieval method on a multi-hop QA set."""
-    from jobs.datasets import InputError, load_dataset
-    from jobs.multihop import (MULTIHOP_DATASETS, PassageRetriever, answer_questions, build_pool, evaluate_retrieval,
+    from symbolkg.jobs.datasets import InputError, load_dataset
+    from symbolkg.jobs.multihop import (MULTIHOP_DATASETS, PassageRetriever, answer_questions, build_pool, evaluate_retrieval,
                                summarize, write_results)
-    from retrieval.embed import ModelNotFoundError, make_embedder, set_cpu_threads
-    from retrieval.embed_cache import EmbeddingCache
+    from symbolkg.retrieval.embed import ModelNotFoundError, make_embedder, set_cpu_threads
+    from symbolkg.retrieval.embed_cache import EmbeddingCache
 
     def fail(message: str) -> int:
         print(f"symbolkg retrieval-eval: {message}", file=sys.stderr)
@@ -483,7 +439,7 @@ def _cmd_retrieval_eval(args: argparse.Namespace) -> int:
     results = evaluate_retrieval(retriever, questions, args.method, progress=not args.no_progress)
     report = summarize(dataset, args.method, retriever, results, cache)
     if opts is not None:
-        from actors.engines.base import EngineDeadError
+        from symbolkg.actors.engines.base import EngineDeadError
 
         async def answer(engine) -> tuple[int, int, str]:
             prompt_tokens, completion_tokens = await answer_questions(
@@ -505,9 +461,9 @@ def _cmd_retrieval_eval(args: argparse.Namespace) -> int:
 
 def _cmd_router_eval(args: argparse.Namespace) -> int:
     """``symbolkg router-eval``: router accuracy on the mixed stream of the five logic datasets."""
-    from jobs.datasets import InputError
-    from jobs.router_eval import evaluate_router, mixed_stream
-    from retrieval.lkg.store import LKGStore
+    from symbolkg.jobs.datasets import InputError
+    from symbolkg.jobs.router_eval import evaluate_router, mixed_stream
+    from symbolkg.retrieval.lkg.store import LKGStore
 
     if args.per_dataset < 1:
         print("symbolkg router-eval: --per-dataset must be >= 1", file=sys.stderr)
@@ -523,8 +479,8 @@ def _cmd_router_eval(args: argparse.Namespace) -> int:
     store = LKGStore(args.store) if args.store else None
     votes = None
     if args.llm_vote:
-        from actors.engines.base import EngineDeadError
-        from jobs.router_eval import llm_votes
+        from symbolkg.actors.engines.base import EngineDeadError
+        from symbolkg.jobs.router_eval import llm_votes
 
         try:
             opts = _llm_options(args)
@@ -542,7 +498,7 @@ def _cmd_router_eval(args: argparse.Namespace) -> int:
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
-    from jobs.report import default_plot_path, report
+    from symbolkg.jobs.report import default_plot_path, report
 
     plot = None if args.no_plot else (args.plot or default_plot_path(args.run))
     try:
@@ -554,7 +510,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
 
 def _cmd_profile(args: argparse.Namespace) -> int:
-    from jobs.profile import format_profile, profile_run
+    from symbolkg.jobs.profile import format_profile, profile_run
 
     try:
         report = profile_run(args.run, args.out)
@@ -566,7 +522,7 @@ def _cmd_profile(args: argparse.Namespace) -> int:
 
 
 def _cmd_check(args: argparse.Namespace) -> int:
-    from solvers.worker import main as worker_main
+    from symbolkg.solvers.worker import main as worker_main
 
     return worker_main(["--check"])
 
@@ -582,12 +538,14 @@ def _add_llm_options(group, purpose: str) -> None:
 
 def _llm_options(args: argparse.Namespace) -> "EngineOptions":
     """The :class:`EngineOptions` of :func:`_add_llm_options`' flags. Raises ValueError on a bad combination."""
-    from actors.engines.factory import EngineOptions
+    from symbolkg.actors.engines.factory import EngineOptions
 
     return EngineOptions(kind=args.engine, model=args.model, cache_dir=args.llm_cache, openai_url=args.openai_url)
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from symbolkg.jobs import methods
+
     parser = argparse.ArgumentParser(prog="symbolkg", description="Batch engine for verifiable logical reasoning.")
     sub = parser.add_subparsers(dest="command", required=True)
 
@@ -613,9 +571,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--overwrite", action="store_true", help="discard earlier results at --out instead of resuming")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     g = p.add_argument_group("LLM methods")
-    g.add_argument("--method", choices=("recorded", "direct", "cot", "logiclm", "symbolkg"), default="recorded",
-                   help="recorded: run the given programs (default); direct/cot: the LLM answers; "
-                        "logiclm: formulate, solve, refine on error; symbolkg: LKG, retrieve, route, then logiclm's loop")
+    registered = methods.names()
+    g.add_argument("--method", choices=("recorded", *registered), default="recorded",
+                   help="recorded: run the given programs (default); "
+                        + "; ".join(f"{name}: {methods.get(name).summary}" for name in registered))
     g.add_argument("--engine", choices=("vllm", "openai", "recorded", "replay"),
                    help="LLM backend (default vllm with the embedded SmolLM2-135M-Instruct)")
     g.add_argument("--model", help="model name or path (vllm: smollm2-135m (default), qwen2.5-coder-1.5b, an HF folder/id)")
@@ -651,30 +610,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="with --llm-actor: engine replicas (one per GPU group), least-outstanding balanced (default 1)")
     g.add_argument("--llm-restarts", type=int, default=2,
                    help="rebuild a dead vLLM engine (actor or process) this many times, retrying its requests (default 2)")
-    g = p.add_argument_group("SymbolKG method (--method symbolkg; the switches are the ablations)")
-    g.add_argument("--lkg-store", default="runs/lkg",
-                   help="LKG store: graphs are read from it, and contexts it lacks are extracted into it (default runs/lkg)")
-    g.add_argument("--lkg-max-tokens", type=int, default=1024, help="most tokens per extraction request (default 1024)")
-    g.add_argument("--lkg-repair-rounds", type=int, default=2, help="extraction repair rounds per chunk (default 2)")
-    g.add_argument("--stage-max-tokens", type=int, default=256,
-                   help="most tokens of a query-entity, pruning or vote request (default 256)")
-    g.add_argument("--hops", type=int, default=4, help="logical hull depth k (default 4)")
-    g.add_argument("--no-retrieval", action="store_true", help="formalize the whole context (ablation)")
-    g.add_argument("--no-prune", action="store_true", help="keep the whole logical hull (ablation)")
-    g.add_argument("--prune-cap", type=int, default=24, help="most nodes the pruning keeps (default 24)")
-    g.add_argument("--force-solver", choices=("z3", "prover9", "prolog"), help="route every problem here (ablation)")
-    g.add_argument("--llm-vote", action="store_true", help="ask the LLM too; it overrules only weak router rules")
-    g.add_argument("--no-option-features", action="store_true", help="the router does not read the answer options")
-    g.add_argument("--embedder", choices=("minilm", "bge-m3", "hashing"), default="minilm",
-                   help="dense model of the retrieval (default minilm: all-MiniLM-L6-v2 from its PyPI package)")
-    g.add_argument("--embedder-path", help="local model folder (required for bge-m3)")
-    g.add_argument("--retrieval-actors", type=int, default=0,
-                   help="run the retrieval search (embedding, FAISS, hull) in N Ray index actors; "
-                        "default 0: a worker thread of this process")
-    g.add_argument("--embedder-actor", action="store_true",
-                   help="with --retrieval-actors: embed queries in one shared Ray actor (e.g. BGE-M3 on a GPU)")
-    g.add_argument("--embedder-gpus", type=float, default=0.0,
-                   help="GPUs the --embedder-actor reserves (default 0; 1 for bge-m3 on a GPU node)")
+    for name in registered:  # each method's own flags, in a group of its own
+        methods.get(name).add_arguments(p.add_argument_group(f"{name} method (--method {name})"))
     p.set_defaults(func=_cmd_solve)
 
     lkg = sub.add_parser("lkg", help="Logical Knowledge Graphs: build (offline extraction into a store), show")
@@ -770,7 +707,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=_cmd_profile)
 
-    from jobs.bench import add_bench_parser
+    from symbolkg.jobs.bench import add_bench_parser
 
     add_bench_parser(sub)
 

@@ -36,9 +36,9 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Callable, Iterator, Mapping
 
-from jobs.records import PROBLEM_SCHEMA, Problem
-from solvers.records import Program
-from solvers.registry import LANGUAGES
+from symbolkg.jobs.records import PROBLEM_SCHEMA, Problem
+from symbolkg.solvers.records import Program
+from symbolkg.solvers.registry import LANGUAGES
 
 #: Environment variable naming the data folder (between ``--data-dir`` and the default).
 DATA_ENV_VAR = "SYMBOLKG_DATA"
@@ -131,15 +131,21 @@ class LoadResult:
 
 
 def _repo_root() -> Path:
-    return Path(__file__).resolve().parent.parent
+    """The checkout this package runs from (editable install), else the working directory.
+
+    ``jobs/`` sits at the top of the repository; an installed wheel has no checkout around it,
+    so the default data folder is then looked up from where the command runs.
+    """
+    checkout = Path(__file__).resolve().parent.parent
+    return checkout if (checkout / "pyproject.toml").is_file() else Path.cwd()
 
 
 def default_data_dir(explicit: str | os.PathLike[str] | None = None) -> Path:
     """The benchmark data folder.
 
     Resolution order: ``explicit`` (the CLI's ``--data-dir``), else ``$SYMBOLKG_DATA`` if set
-    and non-empty, else ``<repo root>/../shared/data`` where the repo root is the parent of
-    the ``jobs/`` folder.
+    and non-empty, else ``<repo root>/../shared/data`` where the repo root is the checkout holding
+    ``jobs/`` (an installed wheel: the working directory).
 
     Args:
         explicit: a folder given by the user, or None.
@@ -1086,7 +1092,7 @@ def load_generic(
     """Load problems in our own format.
 
     Formats, by file suffix: ``.jsonl`` (one JSON object per line), ``.parquet`` (columns of
-    :data:`jobs.records.PROBLEM_SCHEMA`; nulls mean absent) or ``.json`` (a JSON array of
+    :data:`symbolkg.jobs.records.PROBLEM_SCHEMA`; nulls mean absent) or ``.json`` (a JSON array of
     the same objects). Fields:
 
     * ``id`` (string, required, unique in the file),
@@ -1094,7 +1100,7 @@ def load_generic(
     * ``options`` (list of ``"X) text"`` with distinct letters, optional),
     * ``answer`` (string or null; must be an option letter when there are options),
     * ``program`` (``{"language", "text"}``) or ``program_language`` + ``program_text``
-      (optional; the language must be one of :data:`solvers.registry.LANGUAGES`),
+      (optional; the language must be one of :data:`symbolkg.solvers.registry.LANGUAGES`),
     * ``meta`` (object, or a JSON string of one as in Parquet; optional),
     * ``dataset`` (string, optional; overrides the ``dataset`` argument for that row).
 

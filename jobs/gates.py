@@ -1,6 +1,6 @@
 """Per-stage gates: a FIFO bound on the problems inside each backend, and a log of who waited where.
 
-A method job (:func:`jobs.pipeline.run_method_job`) keeps ``max_in_flight`` problem coroutines
+A method job (:func:`symbolkg.jobs.pipeline.run_method_job`) keeps ``max_in_flight`` problem coroutines
 running, and each calls the LLM engine and the solver pool directly. Without a gate every one of
 them can pile into one backend's internal queue (the solver pool's worker queue, a Ray actor's
 mailbox, an HTTP client's connection pool), where nothing bounds it and nothing records the wait.
@@ -59,9 +59,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from actors.engines.base import ChatRequest, Completion, LLMEngine
-from solvers.pool import PoolResult, SolverPool
-from solvers.records import SolveRequest
+from symbolkg.actors.engines.base import ChatRequest, Completion, LLMEngine
+from symbolkg.solvers.pool import PoolResult, SolverPool
+from symbolkg.solvers.records import SolveRequest
 
 STAGES = ("llm", "solve")
 """The gated stages of a method job, in request-path order."""
@@ -425,7 +425,7 @@ class StageGate:
 
 
 def _quantile(s: Sequence[float], p: float) -> float:
-    """Linear-interpolated quantile of sorted ``s`` (0 when empty), as jobs.profile.distribution."""
+    """Linear-interpolated quantile of sorted ``s`` (0 when empty), as symbolkg.jobs.profile.distribution."""
     if not s:
         return 0.0
     k = (len(s) - 1) * p
@@ -466,7 +466,7 @@ class GatedSolver:
 
     ``imap_unordered`` is passed through ungated: it is the batch path, bounded by the pool's
     own ``max_in_flight``. A ``solve`` cancelled inside the pool gives its slot back at once, even
-    though a thread-based pool (:class:`~solvers.pool.LocalSolverPool`) finishes the call in the
+    though a thread-based pool (:class:`~symbolkg.solvers.pool.LocalSolverPool`) finishes the call in the
     background: for that moment the pool may run more calls than the limit (never more than
     its workers).
 

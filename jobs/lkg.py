@@ -2,17 +2,17 @@
 
 ``symbolkg lkg build`` runs :func:`extract_context` over the distinct contexts of a dataset
 or corpus, many in flight through one engine (vLLM batches them), and streams each graph
-into an :class:`~retrieval.lkg.store.LKGStore`. The store is also the cache: a context is
+into an :class:`~symbolkg.retrieval.lkg.store.LKGStore`. The store is also the cache: a context is
 keyed by the hash of its text, the extracting model and the prompt version, so a rerun (or
 another dataset with the same texts) skips the LLM for every context already stored, and a
 killed build resumes where it stopped without duplicating a graph.
 
 Extraction of one context (SymbolLKG's LKG construction, our prompt):
 
-1. the context is cut into chunks of whole sentences (:func:`~retrieval.lkg.extract.chunk_context`);
+1. the context is cut into chunks of whole sentences (:func:`~symbolkg.retrieval.lkg.extract.chunk_context`);
 2. each chunk is extracted as one JSON object (the chunks of a context concurrently),
    structured-decoded to the chunk's own JSON schema where the engine supports it;
-3. the output is validated (:func:`~retrieval.lkg.extract.parse_extraction`); while issues
+3. the output is validated (:func:`~symbolkg.retrieval.lkg.extract.parse_extraction`); while issues
    remain and repair rounds are left, the model gets its output and the issues back;
 4. the chunk graphs are merged by canonical id, keeping provenance.
 
@@ -32,14 +32,14 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Iterable, Sequence
 
-from actors.engines.base import ChatRequest, EngineDeadError, EngineError, LLMEngine, Message, SamplingParams, StructuredOutput
-from jobs.concurrency import for_each_in_flight
-from jobs.records import Problem
-from retrieval.lkg.extract import PROMPT_VERSION, chunk_context, chunk_schema, extraction_messages, parse_extraction, repair_messages
-from retrieval.lkg.merge import merge_graphs
-from retrieval.lkg.schema import ContextRecord, Graph, ValidationIssue
-from retrieval.lkg.store import LKGStore, cache_key
-from retrieval.lkg.validate import ValidationResult
+from symbolkg.actors.engines.base import ChatRequest, EngineDeadError, EngineError, LLMEngine, Message, SamplingParams, StructuredOutput
+from symbolkg.jobs.concurrency import for_each_in_flight
+from symbolkg.jobs.records import Problem
+from symbolkg.retrieval.lkg.extract import PROMPT_VERSION, chunk_context, chunk_schema, extraction_messages, parse_extraction, repair_messages
+from symbolkg.retrieval.lkg.merge import merge_graphs
+from symbolkg.retrieval.lkg.schema import ContextRecord, Graph, ValidationIssue
+from symbolkg.retrieval.lkg.store import LKGStore, cache_key
+from symbolkg.retrieval.lkg.validate import ValidationResult
 
 
 @dataclass(frozen=True)
@@ -75,7 +75,7 @@ class ContextJob:
     """One distinct context to extract, with every problem that has it.
 
     Attributes:
-        key: :func:`~retrieval.lkg.store.cache_key` of (text, model, prompt version).
+        key: :func:`~symbolkg.retrieval.lkg.store.cache_key` of (text, model, prompt version).
         text: the context.
         problem_ids: the problems whose context this is (in input order).
     """

@@ -7,14 +7,14 @@ the top k. The pool is the same whatever ``--limit`` is, so a short run measures
 
 Methods (one :class:`PassageRetriever` holds all three over one pool):
 
-* ``bm25``: :class:`retrieval.bm25.BM25Index` over ``"title. text"``.
-* ``dense``: all-MiniLM-L6-v2 (or any :class:`~retrieval.embed.Embedder`) vectors of the same
-  text in an exact :class:`~retrieval.index.VectorIndex`; vectors cached on disk
-  (:mod:`retrieval.embed_cache`), so only the first run embeds.
+* ``bm25``: :class:`symbolkg.retrieval.bm25.BM25Index` over ``"title. text"``.
+* ``dense``: all-MiniLM-L6-v2 (or any :class:`~symbolkg.retrieval.embed.Embedder`) vectors of the same
+  text in an exact :class:`~symbolkg.retrieval.index.VectorIndex`; vectors cached on disk
+  (:mod:`symbolkg.retrieval.embed_cache`), so only the first run embeds.
 * ``hybrid``: the topology-aware retrieval of SymbolLKG on a passage graph. Dense and BM25 ranks
   are fused (reciprocal rank fusion); the query's entities (lexical, or from the LLM) matched
   by canonical name against passage titles, plus the best fused passages, are the anchors; a
-  2-hop :func:`~retrieval.hull.logical_hull` over ``DESCRIBES`` (passage -> its title entity) and
+  2-hop :func:`~symbolkg.retrieval.hull.logical_hull` over ``DESCRIBES`` (passage -> its title entity) and
   ``MENTIONS`` (passage -> an entity whose passage it names) edges reaches the bridge passages;
   passages in the hull gain from the anchors that reach them. The graph is lexical (entities =
   passage titles, mentions = a title's name in another passage's text), not an LLM-extracted
@@ -39,14 +39,14 @@ from typing import Iterable, Literal, Sequence
 
 import numpy as np
 
-from jobs.records import Problem
-from retrieval.anchors import lexical_query_entities
-from retrieval.bm25 import BM25Index
-from retrieval.embed import Embedder
-from retrieval.embed_cache import EmbeddingCache, embed_with_cache
-from retrieval.hull import Adjacency, HullConfig, logical_hull
-from retrieval.index import IndexConfig, VectorIndex
-from retrieval.lkg.canonical import entity_id, name_tokens, normalize_name
+from symbolkg.jobs.records import Problem
+from symbolkg.retrieval.anchors import lexical_query_entities
+from symbolkg.retrieval.bm25 import BM25Index
+from symbolkg.retrieval.embed import Embedder
+from symbolkg.retrieval.embed_cache import EmbeddingCache, embed_with_cache
+from symbolkg.retrieval.hull import Adjacency, HullConfig, logical_hull
+from symbolkg.retrieval.index import IndexConfig, VectorIndex
+from symbolkg.retrieval.lkg.canonical import entity_id, name_tokens, normalize_name
 
 Method = Literal["bm25", "dense", "hybrid"]
 METHODS: tuple[str, ...] = ("bm25", "dense", "hybrid")
@@ -437,8 +437,8 @@ async def answer_questions(engine, retriever: PassageRetriever, questions: Seque
     Returns:
         (prompt tokens, completion tokens).
     """
-    from actors.engines.base import ChatRequest, EngineDeadError, EngineError, Message, SamplingParams
-    from jobs.concurrency import for_each_in_flight
+    from symbolkg.actors.engines.base import ChatRequest, EngineDeadError, EngineError, Message, SamplingParams
+    from symbolkg.jobs.concurrency import for_each_in_flight
 
     by_key = {p.key: p for p in retriever.passages}
     tokens = [0, 0]

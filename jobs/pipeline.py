@@ -6,14 +6,14 @@ DESIGN.md: one problem at a time wastes ~17/18 of a 70B engine). So the job runs
 calls, instead of batching problems in lockstep: a problem whose program needs a repair
 round does not hold up the others, and the engine always has work queued.
 
-Each stage has its own bound too (:mod:`jobs.gates`): the engine and the solver pool sit
+Each stage has its own bound too (:mod:`symbolkg.jobs.gates`): the engine and the solver pool sit
 behind FIFO gates (``stage_limits``), so a problem that finds its stage full waits at the
 gate holding its in-flight slot, and when every slot waits at the slowest stage no new
 problem is taken (backpressure). The gates' events go beside the run
 (``RUN.parquet.gates/``, read by ``symbolkg profile``) and their summary into the
-returned :class:`jobs.solve.SolveSummary`.
+returned :class:`symbolkg.jobs.solve.SolveSummary`.
 
-Rows stream into the resumable :class:`jobs.store.ResultStore` as problems finish; a
+Rows stream into the resumable :class:`symbolkg.jobs.store.ResultStore` as problems finish; a
 rerun skips the problems already recorded (and with the replay cache on, a rerun of
 finished LLM calls costs no tokens).
 """
@@ -22,19 +22,17 @@ from __future__ import annotations
 
 import sys
 import time
-from typing import TYPE_CHECKING, Iterable
+from typing import Iterable
 
-from actors.engines.base import EngineDeadError, LLMEngine
-from jobs.concurrency import for_each_in_flight
-from jobs.gates import GatedEngine, GatedSolver, GateLog, StageGate, StageLimits, write_gate_log
-from jobs.methods import MethodConfig, run_problem
-from jobs.records import Problem
-from jobs.solve import SolveSummary
-from jobs.store import ResultStore
-from solvers.pool import SolverPool
-
-if TYPE_CHECKING:
-    from jobs.symbolkg import SymbolKG
+from symbolkg.actors.engines.base import EngineDeadError, LLMEngine
+from symbolkg.jobs.concurrency import for_each_in_flight
+from symbolkg.jobs.gates import GatedEngine, GatedSolver, GateLog, StageGate, StageLimits, write_gate_log
+from symbolkg.jobs import methods
+from symbolkg.jobs.methods import Method, MethodConfig, run_problem
+from symbolkg.jobs.records import Problem
+from symbolkg.jobs.solve import SolveSummary
+from symbolkg.jobs.store import ResultStore
+from symbolkg.solvers.pool import SolverPool
 
 
 async def run_method_job(
@@ -46,7 +44,7 @@ async def run_method_job(
     *,
     max_in_flight: int = 64,
     progress: bool = True,
-    kg: "SymbolKG | None" = None,
+    method: Method | None = None,
     stage_limits: StageLimits | None = None,
     gate_log: bool = True,
 ) -> SolveSummary:
@@ -55,14 +53,15 @@ async def run_method_job(
     Args:
         problems: the problems (ids must be unique).
         store: results store; finalized when every problem has a row.
-        cfg: the method and its settings.
+        cfg: the method's name and the settings every method shares.
         engine: the LLM backend (used concurrently).
-        solver: the solver pool (needed by ``logiclm``).
+        solver: the solver pool (needed by methods whose ``needs_solver`` is set).
         max_in_flight: problems processed concurrently (keep it >= the engine's batch size).
         progress: progress bar on stderr.
-        kg: the ``symbolkg`` method's per-job state (LKG store, embedder, settings); its store
-            is flushed when the job ends, however it ends.
-        stage_limits: slots of the ``llm`` and ``solve`` gates (:class:`jobs.gates.StageLimits`);
+        method: the method, with its own settings and per-job state (e.g. the ``symbolkg``
+            method's LKG store); default: the registry's ``cfg.method`` with its defaults.
+            Closed when the job ends, however it ends.
+        stage_limits: slots of the ``llm`` and ``solve`` gates (:class:`symbolkg.jobs.gates.StageLimits`);
             None = the defaults (LLM unlimited, solver calls at most twice the pool's workers).
         gate_log: write the gates' events beside the run (``RUN.parquet.gates/``, one file per
             session, however the job ends) for ``symbolkg profile``.
@@ -73,7 +72,8 @@ async def run_method_job(
 
     Raises:
         EngineDeadError: the engine died; rows finished so far are flushed, a rerun resumes.
-        ValueError: duplicate problem ids, or ``max_in_flight`` < 1.
+        ValueError: duplicate problem ids, ``max_in_flight`` < 1, an unknown method, or a method
+            that needs a solver pool without one.
     """
     if max_in_flight < 1:
         raise ValueError(f"max_in_flight must be >= 1, got {max_in_flight}")
@@ -82,6 +82,12 @@ async def run_method_job(
     ids = [p.id for p in problems]
     if len(set(ids)) != len(ids):
         raise ValueError("duplicate problem ids in the input")
+    try:
+        method = methods.resolve(cfg, solver, method)
+    except ValueError:
+        if method is not None:
+            method.close()
+        raise
     done = store.done_ids()
     todo = [p for p in problems if p.id not in done]
     skipped = sum(1 for p in problems if p.id in done)
@@ -102,7 +108,7 @@ async def run_method_job(
 
     async def solve(problem: Problem) -> None:
         nonlocal solved, correct, tokens
-        row = await run_problem(problem, cfg, gated_engine, gated_solver, kg)
+        row = await run_problem(problem, cfg, gated_engine, gated_solver, method)
         store.append(row)
         solved += 1
         correct += row.correct
@@ -117,8 +123,7 @@ async def run_method_job(
         store.finalize()
     finally:
         store.flush()
-        if kg is not None:
-            kg.close()
+        method.close()
         if bar is not None:
             bar.close()
         if log is not None:

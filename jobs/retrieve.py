@@ -5,11 +5,11 @@ parses the answers). Every LLM step has a recorded fallback, so a bad or failed 
 the result instead of losing the problem:
 
 * query entities: the LLM's list, filtered to mentions that occur in the question; on an engine
-  error or unusable output, :func:`~retrieval.anchors.lexical_query_entities`;
+  error or unusable output, :func:`~symbolkg.retrieval.anchors.lexical_query_entities`;
 * pruning: the LLM's selection of hull nodes (structured output: handles as an enum, capped);
   on an engine error, unusable output or ``PruneConfig(enabled=False)``, the hull itself.
 
-The search itself (anchors + hull) runs inline on a :class:`~retrieval.hybrid.HybridRetriever`, or
+The search itself (anchors + hull) runs inline on a :class:`~symbolkg.retrieval.hybrid.HybridRetriever`, or
 elsewhere through an :data:`AsyncSearch` (the job's retrieval hosts); a failed search is recorded
 as an error with no anchors and no hull, and the job falls back to the whole context.
 
@@ -18,10 +18,10 @@ and seconds, so a result can show why its premises were chosen.
 
 Example:
     >>> import asyncio
-    >>> from actors.engines.scripted import ScriptedEngine
-    >>> from retrieval.embed import HashingEmbedder
-    >>> from retrieval.hybrid import HybridRetriever
-    >>> from retrieval.lkg.schema import Edge, Entity, Graph, Rule
+    >>> from symbolkg.actors.engines.scripted import ScriptedEngine
+    >>> from symbolkg.retrieval.embed import HashingEmbedder
+    >>> from symbolkg.retrieval.hybrid import HybridRetriever
+    >>> from symbolkg.retrieval.lkg.schema import Edge, Entity, Graph, Rule
     >>> ann, rule = Entity.create("Ann"), Rule.create("teacher(x) -> kind(x)", "every teacher is kind")
     >>> graph = Graph("ctx", (ann, rule), (Edge(rule.id, ann.id, "MENTIONS"),))
     >>> retriever = HybridRetriever.from_graphs([graph], HashingEmbedder())
@@ -38,16 +38,16 @@ import time
 from dataclasses import dataclass, field
 from typing import Awaitable, Callable, Literal, Sequence
 
-from actors.engines.base import (ChatRequest, EngineDeadError, EngineError, LLMEngine, Message, SamplingParams,
+from symbolkg.actors.engines.base import (ChatRequest, EngineDeadError, EngineError, LLMEngine, Message, SamplingParams,
                                  StructuredOutput)
-from actors.retrieval_actor import RetrievalError
-from retrieval.anchors import QUERY_ENTITY_SCHEMA, lexical_query_entities, parse_query_entities, query_entity_messages
-from retrieval.hybrid import HybridRetriever, Retrieval
-from retrieval.lkg.schema import Graph
-from retrieval.prune import PruneConfig, PrunePrompt, parse_pruned, unpruned
+from symbolkg.actors.retrieval_actor import RetrievalError
+from symbolkg.retrieval.anchors import QUERY_ENTITY_SCHEMA, lexical_query_entities, parse_query_entities, query_entity_messages
+from symbolkg.retrieval.hybrid import HybridRetriever, Retrieval
+from symbolkg.retrieval.lkg.schema import Graph
+from symbolkg.retrieval.prune import PruneConfig, PrunePrompt, parse_pruned, unpruned
 
 #: A search run elsewhere (question, query entities -> result), e.g. a bound
-#: :meth:`actors.retrieval_actor.RetrievalService.search`: the job's way, off its event loop.
+#: :meth:`symbolkg.actors.retrieval_actor.RetrievalService.search`: the job's way, off its event loop.
 AsyncSearch = Callable[[str, Sequence[str]], Awaitable[Retrieval]]
 
 
@@ -120,7 +120,7 @@ async def retrieve(engine: LLMEngine | None, retriever: HybridRetriever | AsyncS
         retriever: the hybrid retriever over the LKG (searched inline: one-off queries), or an
             :data:`AsyncSearch` awaited for the result (a job with many problems in flight).
         graph: where the pruning prompt reads the hull's nodes: a graph holding them (the problem's LKG),
-            or a function from node ids to their subgraph (e.g. :func:`~retrieval.hybrid.store_subgraph` on a store).
+            or a function from node ids to their subgraph (e.g. :func:`~symbolkg.retrieval.hybrid.store_subgraph` on a store).
         question: the query.
         problem_id: for request ids and accounting.
         llm_entities: ask the LLM for the query entities (else lexical).

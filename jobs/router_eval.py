@@ -3,7 +3,7 @@
 Ground truth as in the paper: Z3 for AR-LSAT and LogicalDeduction, Prover9 for FOLIO and
 ProofWriter, Prolog / LP for ProntoQA. The first ``per_dataset`` problems of each set are
 interleaved round-robin into one stream (the router sees no dataset name) and routed by
-:func:`solvers.router.route`; features come from the text and, given an LKG store, from each
+:func:`symbolkg.solvers.router.route`; features come from the text and, given an LKG store, from each
 problem's graph. The report has the accuracy per dataset and overall, which decision-list rule
 fired how often per dataset, and the confusion counts.
 """
@@ -15,11 +15,11 @@ from dataclasses import dataclass, field
 from itertools import zip_longest
 from typing import Mapping, Sequence
 
-from jobs.datasets import load_dataset
-from jobs.records import Problem
-from retrieval.lkg.schema import STRUCTURAL_EDGE_TYPES, Graph
-from retrieval.lkg.store import LKGStore
-from solvers.router import Route, RouteFeatures, Solver, combine_vote, parse_vote, route, text_features, vote_messages
+from symbolkg.jobs.datasets import load_dataset
+from symbolkg.jobs.records import Problem
+from symbolkg.retrieval.lkg.schema import STRUCTURAL_EDGE_TYPES, Graph
+from symbolkg.retrieval.lkg.store import LKGStore
+from symbolkg.solvers.router import Route, RouteFeatures, Solver, combine_vote, parse_vote, route, text_features, vote_messages
 
 #: dataset key in the report -> (registry name, the solver the paper routes it to)
 ROUTER_GROUND_TRUTH: dict[str, tuple[str, str]] = {
@@ -93,9 +93,9 @@ async def llm_votes(engine, problems: Sequence[Problem], *, max_in_flight: int =
     Returns:
         problem id -> the voted solver, None where the answer was unusable or the engine failed.
     """
-    from actors.engines.base import (ChatRequest, EngineDeadError, EngineError, Message, SamplingParams,
+    from symbolkg.actors.engines.base import (ChatRequest, EngineDeadError, EngineError, Message, SamplingParams,
                                      StructuredOutput)
-    from jobs.concurrency import for_each_in_flight
+    from symbolkg.jobs.concurrency import for_each_in_flight
 
     structured = StructuredOutput(choice=("z3", "prover9", "prolog")) if engine.supports_structured else None
     votes: dict[str, Solver | None] = {}
@@ -120,7 +120,7 @@ def evaluate_router(stream: Sequence[tuple[str, Problem]], store: LKGStore | Non
                     ) -> tuple[RouterReport, list[tuple[str, Problem, Route]]]:
     """Route every problem of the stream; the report and each (dataset key, problem, route).
 
-    With ``votes`` (problem id -> the LLM's solver), each route is :func:`~solvers.router.combine_vote`d.
+    With ``votes`` (problem id -> the LLM's solver), each route is :func:`~symbolkg.solvers.router.combine_vote`d.
     """
     routed = []
     for key, p in stream:

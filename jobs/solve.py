@@ -1,7 +1,7 @@
 """The batch solve job: problems with programs -> solver pool -> results Parquet.
 
 Runs as ``symbolkg solve ...`` or, on a cluster, unchanged as
-``ray job submit --working-dir . -- python -m jobs.solve ...``.
+``ray job submit --working-dir . -- python -m symbolkg.jobs solve ...``.
 """
 
 from __future__ import annotations
@@ -11,14 +11,14 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterable, Iterator
 
-from jobs.answers import interpret, is_correct
-from jobs.records import Problem, ResultRow
-from jobs.store import ResultStore
-from solvers.pool import PoolResult, SolverPool
-from solvers.records import ErrorKind, Limits, Outcome, SolveRequest, Status
+from symbolkg.jobs.answers import interpret, is_correct
+from symbolkg.jobs.records import Problem, ResultRow
+from symbolkg.jobs.store import ResultStore
+from symbolkg.solvers.pool import PoolResult, SolverPool
+from symbolkg.solvers.records import ErrorKind, Limits, Outcome, SolveRequest, Status
 
 if TYPE_CHECKING:
-    from jobs.gates import GateStats
+    from symbolkg.jobs.gates import GateStats
 
 
 @dataclass(frozen=True)
@@ -143,9 +143,3 @@ def run_solve(
             bar.close()
     return SolveSummary(total=len(problems), skipped_done=len(problems) - len(todo), solved=solved,
                         wall_seconds=time.monotonic() - t0)
-
-
-if __name__ == "__main__":
-    from jobs.cli import main
-
-    sys.exit(main(["solve", *sys.argv[1:]]))

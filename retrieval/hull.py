@@ -16,7 +16,7 @@ numpy, so a hub node (a concept with 10^5 members) costs one vectorized step, no
 iterations; ``max_nodes`` bounds the hull when hubs would flood it.
 
 Example:
-    >>> from retrieval.lkg.schema import Edge, Entity, Graph, Rule
+    >>> from symbolkg.retrieval.lkg.schema import Edge, Entity, Graph, Rule
     >>> ann, bob = Entity.create("Ann"), Entity.create("Bob")
     >>> rule = Rule.create("teacher(x) -> kind(x)")
     >>> g = Graph("ctx", (ann, bob, rule), (Edge(rule.id, ann.id, "MENTIONS"), Edge(ann.id, bob.id, "FRIEND_OF")))
@@ -32,8 +32,8 @@ from typing import Iterable, Literal, Mapping, Sequence
 
 import numpy as np
 
-from retrieval.lkg.schema import NODE_TYPES, STRUCTURAL_EDGE_TYPES, Graph, is_edge_type
-from retrieval.lkg.store import LKGStore
+from symbolkg.retrieval.lkg.schema import NODE_TYPES, STRUCTURAL_EDGE_TYPES, Graph, is_edge_type
+from symbolkg.retrieval.lkg.store import LKGStore
 
 #: Structural edge types the hull follows by default.
 DEFAULT_HULL_EDGE_TYPES: tuple[str, ...] = ("MENTIONS", "IS_A", "APPLIES_TO")
@@ -49,7 +49,7 @@ class HullConfig:
         k: hops from the anchors (0 = the anchors alone).
         edge_types: structural (or named relation) edge types to follow.
         relations: also follow every typed relation, i.e. any edge type not in
-            :data:`~retrieval.lkg.schema.STRUCTURAL_EDGE_TYPES`.
+            :data:`~symbolkg.retrieval.lkg.schema.STRUCTURAL_EDGE_TYPES`.
         direction: ``"both"`` (default), ``"out"`` (source -> target only) or ``"in"``.
         max_nodes: stop expanding once the hull would exceed this many nodes; the last hop is
             cut in node order and :attr:`Hull.truncated` is set. None = no bound.
@@ -209,7 +209,7 @@ class Adjacency:
 
     @classmethod
     def from_graph(cls, graph: Graph) -> "Adjacency":
-        """From one :class:`~retrieval.lkg.schema.Graph` (every node, isolated ones included)."""
+        """From one :class:`~symbolkg.retrieval.lkg.schema.Graph` (every node, isolated ones included)."""
         return cls.from_edges(((e.source_id, e.target_id, e.edge_type) for e in graph.edges),
                               {n.id: n.node_type for n in graph.nodes})
 

@@ -8,12 +8,12 @@ embedding, one index search per node type, a name lookup and a k-hop expansion::
           --query entities (LLM or lexical)--> exact/BM25 entity-name matches --+--> anchors --hull(k)--> subgraph
 
 No LLM is called here: query entities from the LLM are passed in by the stage code (``jobs/``),
-and so is the pruning of the result (:mod:`retrieval.prune`). :class:`Retrieval` keeps the
+and so is the pruning of the result (:mod:`symbolkg.retrieval.prune`). :class:`Retrieval` keeps the
 anchors with their reasons, the hull with hop distances, and the seconds each step took.
 
 Example:
-    >>> from retrieval.embed import HashingEmbedder
-    >>> from retrieval.lkg.schema import Edge, Entity, Graph, Rule
+    >>> from symbolkg.retrieval.embed import HashingEmbedder
+    >>> from symbolkg.retrieval.lkg.schema import Edge, Entity, Graph, Rule
     >>> ann, rule = Entity.create("Ann"), Rule.create("teacher(x) -> kind(x)", "every teacher is kind")
     >>> g = Graph("ctx", (ann, rule), (Edge(rule.id, ann.id, "MENTIONS"),))
     >>> retriever = HybridRetriever.from_graphs([g], HashingEmbedder())
@@ -32,14 +32,14 @@ from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 
-from retrieval.anchors import Anchor, AnchorConfig, NameIndex, dense_anchors, lexical_query_entities, merge_anchors
-from retrieval.embed import Embedder
-from retrieval.embed_cache import EmbeddingCache, store_embedding_cache
-from retrieval.hull import Adjacency, Hull, HullConfig, logical_hull
-from retrieval.index import (DEFAULT_INDEXED_TYPES, IndexConfig, VectorIndex, build_indexes, load_indexes,
+from symbolkg.retrieval.anchors import Anchor, AnchorConfig, NameIndex, dense_anchors, lexical_query_entities, merge_anchors
+from symbolkg.retrieval.embed import Embedder
+from symbolkg.retrieval.embed_cache import EmbeddingCache, store_embedding_cache
+from symbolkg.retrieval.hull import Adjacency, Hull, HullConfig, logical_hull
+from symbolkg.retrieval.index import (DEFAULT_INDEXED_TYPES, IndexConfig, VectorIndex, build_indexes, load_indexes,
                              save_indexes)
-from retrieval.lkg.schema import Graph
-from retrieval.lkg.store import LKGStore
+from symbolkg.retrieval.lkg.schema import Graph
+from symbolkg.retrieval.lkg.store import LKGStore
 
 
 @dataclass(frozen=True)
@@ -197,7 +197,7 @@ def store_subgraph(store: LKGStore, node_ids: Sequence[str]) -> Graph:
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from retrieval.lkg.schema import Edge, node_from_row
+    from symbolkg.retrieval.lkg.schema import Edge, node_from_row
 
     wanted = pa.array(list(dict.fromkeys(node_ids)), pa.string())
     found: dict[str, object] = {}

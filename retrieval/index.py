@@ -1,6 +1,6 @@
 """Dense vector indexes over LKG nodes: FAISS inner product, exact when small, HNSW when large.
 
-:class:`VectorIndex` keeps unit-norm vectors (from a :class:`retrieval.embed.Embedder`) under
+:class:`VectorIndex` keeps unit-norm vectors (from a :class:`symbolkg.retrieval.embed.Embedder`) under
 FAISS row numbers 0..N-1 and the string node id of each row beside them, so a search answers
 node ids. The index type follows the size:
 
@@ -25,7 +25,7 @@ On disk (:meth:`VectorIndex.save`), one folder::
 almost no resident memory until it is searched, pages are shared between processes that load
 the same files, and the OS may drop them under pressure. A memory-mapped index is read-only.
 
-:func:`build_indexes` embeds the nodes of an :class:`retrieval.lkg.store.LKGStore` (or of graphs)
+:func:`build_indexes` embeds the nodes of an :class:`symbolkg.retrieval.lkg.store.LKGStore` (or of graphs)
 into one index per node type.
 """
 
@@ -43,10 +43,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from retrieval.embed import Embedder
-from retrieval.embed_cache import EmbeddingCache, embed_with_cache
-from retrieval.lkg.schema import NODE_TYPES, Graph, Node
-from retrieval.lkg.store import LKGStore
+from symbolkg.retrieval.embed import Embedder
+from symbolkg.retrieval.embed_cache import EmbeddingCache, embed_with_cache
+from symbolkg.retrieval.lkg.schema import NODE_TYPES, Graph, Node
+from symbolkg.retrieval.lkg.store import LKGStore
 
 FORMAT_VERSION = 1
 #: Node types :func:`build_indexes` indexes by default (concepts are reached through the hull).
@@ -405,14 +405,14 @@ def build_indexes(source: LKGStore | Graph | Iterable[Graph], embedder: Embedder
     stays at one chunk of texts plus the vectors of the indexes.
 
     Args:
-        source: an :class:`~retrieval.lkg.store.LKGStore` (every committed context), one graph, or graphs.
+        source: an :class:`~symbolkg.retrieval.lkg.store.LKGStore` (every committed context), one graph, or graphs.
         embedder: turns node texts (:func:`node_text`) into vectors.
         node_types: node types to index, each gets an index even when it has no node.
         config: index settings.
         batch_size: texts per embedder call.
         chunk_texts: texts embedded and added per step.
         cache: vectors already computed for these texts (e.g. the store's
-            :func:`~retrieval.embed_cache.store_embedding_cache`); new ones are added to it.
+            :func:`~symbolkg.retrieval.embed_cache.store_embedding_cache`); new ones are added to it.
 
     Returns:
         node type -> index, for every type in ``node_types``.

@@ -13,7 +13,7 @@ them an enum so the model cannot invent one, and :func:`parse_pruned` maps them 
 the no-pruning switch for ablations (the hull, cut to ``max_shown`` nodes, is used as it is).
 
 Example:
-    >>> from retrieval.lkg.schema import Entity, Rule
+    >>> from symbolkg.retrieval.lkg.schema import Entity, Rule
     >>> nodes = [Entity.create("Ann"), Rule.create("teacher(x) -> kind(x)", "every teacher is kind")]
     >>> prompt = PrunePrompt.build("Is Ann kind?", nodes, PruneConfig(cap=4))
     >>> prompt.handles
@@ -28,8 +28,8 @@ import json
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from retrieval.index import node_text
-from retrieval.lkg.schema import Node
+from symbolkg.retrieval.index import node_text
+from symbolkg.retrieval.lkg.schema import Node
 
 Messages = list[tuple[str, str]]
 

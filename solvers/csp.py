@@ -46,7 +46,7 @@ whose variable has that single value in every solution; for options of that
 form, and mutually exclusive options, the two rules agree.
 
 Example:
-    >>> from solvers.records import Limits
+    >>> from symbolkg.solvers.records import Limits
     >>> program = '''Variables:
     ... a [IN] [1, 2, 3]
     ... b [IN] [1, 2, 3]
@@ -73,8 +73,8 @@ from typing import Union
 
 import z3
 
-from solvers.records import ErrorKind, Limits, Outcome, ProgramError, Status, Stopwatch
-from solvers.smtlib import Z3Watchdog
+from symbolkg.solvers.records import ErrorKind, Limits, Outcome, ProgramError, Status, Stopwatch
+from symbolkg.solvers.smtlib import Z3Watchdog
 
 BACKEND = "z3"
 

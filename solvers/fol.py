@@ -12,7 +12,7 @@ A program has three sections; text after ``:::`` on a line is a comment::
 
 The answer is ``"True"`` when the premises entail the conclusion, ``"False"``
 when they entail its negation and ``"Unknown"`` otherwise (see
-:func:`solvers.prover9.entail`).
+:func:`symbolkg.solvers.prover9.entail`).
 
 Grammar (a precedence-climbing parser; binding from tightest to loosest)::
 
@@ -66,8 +66,8 @@ import unicodedata
 from dataclasses import dataclass, field, replace
 from typing import Union
 
-from solvers import prover9
-from solvers.records import ErrorKind, Limits, Outcome, ProgramError, Status, Stopwatch
+from symbolkg.solvers import prover9
+from symbolkg.solvers.records import ErrorKind, Limits, Outcome, ProgramError, Status, Stopwatch
 
 BACKEND = prover9.BACKEND
 

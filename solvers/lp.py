@@ -59,7 +59,7 @@ other atoms do not matter: nothing is derived from them (no ex falso).
 instance used, in the order they build on each other.
 
 :func:`to_prolog` translates a parsed program into tabled SWI-Prolog text for
-:mod:`solvers.prolog`; :func:`solve_with_prolog` runs a program through that path.
+:mod:`symbolkg.solvers.prolog`; :func:`solve_with_prolog` runs a program through that path.
 """
 
 from __future__ import annotations
@@ -70,11 +70,11 @@ import time
 from dataclasses import dataclass, field
 from typing import Iterator, Union
 
-from solvers.records import ErrorKind, Limits, Outcome, ProgramError, Status, Stopwatch
+from symbolkg.solvers.records import ErrorKind, Limits, Outcome, ProgramError, Status, Stopwatch
 
 BACKEND = "forward-chainer"
 
-#: Answers of an entailment query (see solvers.records).
+#: Answers of an entailment query (see symbolkg.solvers.records).
 ANSWER_TRUE, ANSWER_FALSE, ANSWER_UNKNOWN = "True", "False", "Unknown"
 
 SECTIONS = ("Predicates", "Facts", "Rules", "Query")
@@ -673,7 +673,7 @@ PROLOG_ANSWER_GOAL = "lp_answer(Answer)"
 
 
 def to_prolog(program: LPProgram) -> str:
-    """Translate an LP program into tabled SWI-Prolog text for :mod:`solvers.prolog`.
+    """Translate an LP program into tabled SWI-Prolog text for :mod:`symbolkg.solvers.prolog`.
 
     Every predicate ``P`` becomes ``'P'(Args..., true|false)`` and is tabled, so
     cyclic rules terminate (the same least fixpoint the forward chainer computes).
@@ -694,7 +694,7 @@ def to_prolog(program: LPProgram) -> str:
         arity.setdefault(atom.predicate, len(atom.args) + 1)
     for decl in program.predicates:
         arity.setdefault(decl.name, decl.arity + 1)
-    out = ["% Translated from a Logic-LM LP program (solvers.lp.to_prolog)."]
+    out = ["% Translated from a Logic-LM LP program (symbolkg.solvers.lp.to_prolog)."]
     for name, n in arity.items():
         out.append(f":- table {_pl_atom(name)}/{n}.")
         # dynamic: a predicate with no clauses fails instead of raising an existence error.
@@ -736,15 +736,15 @@ def solve_with_prolog(text: str, limits: Limits) -> Outcome:
 
     Args:
         text: the LP program.
-        limits: passed to :func:`solvers.prolog.run_query`.
+        limits: passed to :func:`symbolkg.solvers.prolog.run_query`.
 
     Returns:
         The outcome.
 
     Raises:
-        solvers.prolog.PrologUnavailable: SWI-Prolog cannot be started.
+        symbolkg.solvers.prolog.PrologUnavailable: SWI-Prolog cannot be started.
     """
-    from solvers import prolog  # only this path needs SWI-Prolog; the chainer must not import it
+    from symbolkg.solvers import prolog  # only this path needs SWI-Prolog; the chainer must not import it
 
     with Stopwatch() as sw:
         try:

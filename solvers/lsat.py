@@ -74,7 +74,7 @@ from typing import Callable, Iterator, Union
 
 import z3
 
-from solvers.records import ErrorKind, Limits, Outcome, ProgramError, Status, Stopwatch
+from symbolkg.solvers.records import ErrorKind, Limits, Outcome, ProgramError, Status, Stopwatch
 
 LANGUAGE = "logiclm-smt"
 BACKEND = "z3"

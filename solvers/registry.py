@@ -2,7 +2,7 @@
 
 Every language module exposes two functions:
 
-* ``parse(text: str) -> <typed program>`` raising :class:`solvers.records.ProgramError`
+* ``parse(text: str) -> <typed program>`` raising :class:`symbolkg.solvers.records.ProgramError`
   with a line number and an actionable message for malformed input;
 * ``solve(text: str, limits: Limits) -> Outcome`` which never raises for a bad
   program.
@@ -16,18 +16,18 @@ import importlib
 import traceback
 from typing import Any, Callable
 
-from solvers.records import ErrorKind, Limits, Outcome, SolveRequest, Status
+from symbolkg.solvers.records import ErrorKind, Limits, Outcome, SolveRequest, Status
 
 #: language name -> (module, what it is)
 LANGUAGES: dict[str, tuple[str, str]] = {
-    "logiclm-lp": ("solvers.lp", "Logic-LM logic program (ProntoQA/ProofWriter): Pred($x, True) facts, >>> rules"),
-    "logiclm-lp-swipl": ("solvers.lp_swipl", "the logiclm-lp language answered by SWI-Prolog (the router's prolog route)"),
-    "logiclm-fol": ("solvers.fol", "Logic-LM first-order logic (FOLIO): Unicode connectives, Prover9 backend"),
-    "logiclm-csp": ("solvers.csp", "Logic-LM constraint program (LogicalDeduction): Domain/Variables/Constraints/Query"),
-    "logiclm-smt": ("solvers.lsat", "Logic-LM SAT/SMT DSL (AR-LSAT): EnumSort, Function, ForAll, Count, options"),
-    "prolog": ("solvers.prolog", "SWI-Prolog program text with a '% query: Goal' line (tabled, bounded)"),
-    "prover9": ("solvers.prover9", "Prover9 input: formulas(assumptions)/formulas(goals) lists"),
-    "smtlib2": ("solvers.smtlib", "SMT-LIB2 script for Z3"),
+    "logiclm-lp": ("symbolkg.solvers.lp", "Logic-LM logic program (ProntoQA/ProofWriter): Pred($x, True) facts, >>> rules"),
+    "logiclm-lp-swipl": ("symbolkg.solvers.lp_swipl", "the logiclm-lp language answered by SWI-Prolog (the router's prolog route)"),
+    "logiclm-fol": ("symbolkg.solvers.fol", "Logic-LM first-order logic (FOLIO): Unicode connectives, Prover9 backend"),
+    "logiclm-csp": ("symbolkg.solvers.csp", "Logic-LM constraint program (LogicalDeduction): Domain/Variables/Constraints/Query"),
+    "logiclm-smt": ("symbolkg.solvers.lsat", "Logic-LM SAT/SMT DSL (AR-LSAT): EnumSort, Function, ForAll, Count, options"),
+    "prolog": ("symbolkg.solvers.prolog", "SWI-Prolog program text with a '% query: Goal' line (tabled, bounded)"),
+    "prover9": ("symbolkg.solvers.prover9", "Prover9 input: formulas(assumptions)/formulas(goals) lists"),
+    "smtlib2": ("symbolkg.solvers.smtlib", "SMT-LIB2 script for Z3"),
 }
 
 
@@ -48,7 +48,7 @@ def run(request: SolveRequest) -> Outcome:
     """Run one program in this process. Never raises for a bad program.
 
     This is what a solver worker process calls; the orchestrator never calls it
-    on LLM-written programs (it goes through :mod:`solvers.worker`).
+    on LLM-written programs (it goes through :mod:`symbolkg.solvers.worker`).
     """
     if request.language not in LANGUAGES:
         return Outcome.error(Status.PARSE_ERROR, ErrorKind.UNSUPPORTED, f"unknown program language {request.language!r}")

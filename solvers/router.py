@@ -218,7 +218,7 @@ class Target:
     Attributes:
         solver: the route's solver.
         language: the program language the LLM is prompted for (it has few-shot examples).
-        run_as: the :data:`solvers.registry.LANGUAGES` entry the solver pool runs.
+        run_as: the :data:`symbolkg.solvers.registry.LANGUAGES` entry the solver pool runs.
         reason: why this language.
     """
 

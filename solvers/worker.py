@@ -1,7 +1,7 @@
 """The solver worker: a persistent child process that runs programs, and its parent-side handle.
 
 An LLM-written program never runs in the orchestrator. Each solver worker is a
-separate Python process (``python -m solvers.worker``) that keeps its solvers
+separate Python process (``python -m symbolkg.solvers.worker``) that keeps its solvers
 warm between calls (one Z3 context per process, a persistent SWI-Prolog
 subprocess, a Prover9 binary started per call) and speaks JSON lines:
 
@@ -39,11 +39,9 @@ import subprocess
 import sys
 import tempfile
 import time
-from pathlib import Path
 
-from solvers.records import ErrorKind, Outcome, SolveRequest, Status
+from symbolkg.solvers.records import ErrorKind, Outcome, SolveRequest, Status
 
-_REPO_ROOT = Path(__file__).resolve().parents[1]
 #: Environment variables a worker keeps; everything else (API keys, tokens) is dropped.
 _ENV_KEEP = ("PATH", "LANG", "LC_ALL", "HOME", "TMPDIR", "SYMBOLKG_PROVER9", "SYMBOLKG_SWIPL", "OPENBLAS_CORETYPE")
 _MAX_FILE_BYTES = 256 * 1024 * 1024
@@ -96,11 +94,10 @@ class SolverProcess:
             self._restart()  # died between calls
         self._workdir = tempfile.TemporaryDirectory(prefix="symbolkg-worker-")
         env = {k: os.environ[k] for k in _ENV_KEEP if k in os.environ}
-        env["PYTHONPATH"] = str(_REPO_ROOT)
         env["TMPDIR"] = self._workdir.name
         env["PYTHONDONTWRITEBYTECODE"] = "1"
         self._proc = subprocess.Popen(
-            [sys.executable, "-m", "solvers.worker"],
+            [sys.executable, "-m", "symbolkg.solvers.worker"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
@@ -114,7 +111,7 @@ class SolverProcess:
         if hello is None or json.loads(hello).get("ready") is not True:
             code = self._proc.poll()
             self.kill()
-            raise WorkerStartError(f"solver worker did not start (exit code {code}); try `python -m solvers.worker --check`")
+            raise WorkerStartError(f"solver worker did not start (exit code {code}); try `python -m symbolkg.solvers.worker --check`")
 
     def kill(self) -> None:
         """Kill the worker and every process in its group; safe to call twice."""
@@ -211,7 +208,7 @@ class SolverProcess:
 
 # -- child side ----------------------------------------------------------
 def _serve() -> None:
-    from solvers import registry
+    from symbolkg.solvers import registry
 
     # Solvers and C libraries may print to stdout; keep the protocol on a private fd.
     proto = os.fdopen(os.dup(1), "w", buffering=1)
@@ -234,8 +231,8 @@ def _serve() -> None:
 
 
 def _check() -> int:
-    """`python -m solvers.worker --check`: run one tiny program per language."""
-    from solvers.records import Limits
+    """`python -m symbolkg.solvers.worker --check`: run one tiny program per language."""
+    from symbolkg.solvers.records import Limits
 
     samples = {
         "smtlib2": "(declare-const x Int)\n(assert (> x 1))\n(check-sat)\n",
@@ -253,7 +250,7 @@ def _check() -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m solvers.worker", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m symbolkg.solvers.worker", description=__doc__.split("\n")[0])
     parser.add_argument("--check", action="store_true", help="start a worker and run one program per native language")
     args = parser.parse_args(argv)
     if args.check:

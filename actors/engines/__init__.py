@@ -1,1 +1,1 @@
-"""LLM engine backends behind one small async interface (:mod:`actors.engines.base`)."""
+"""LLM engine backends behind one small async interface (:mod:`symbolkg.actors.engines.base`)."""

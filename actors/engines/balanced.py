@@ -2,14 +2,14 @@
 
 A job that runs several engine replicas (data parallelism: one vLLM engine per group of
 GPUs) hands the stage code a :class:`BalancedEngine` over them; stage code still sees one
-:class:`~actors.engines.base.LLMEngine`. Least-outstanding routing keeps replicas evenly
+:class:`~symbolkg.actors.engines.base.LLMEngine`. Least-outstanding routing keeps replicas evenly
 loaded even when calls differ in length (a long repair prompt, a short answer), which plain
 round-robin does not.
 
 Example:
     >>> import asyncio
-    >>> from actors.engines.base import ChatRequest, Message
-    >>> from actors.engines.scripted import ScriptedEngine
+    >>> from symbolkg.actors.engines.base import ChatRequest, Message
+    >>> from symbolkg.actors.engines.scripted import ScriptedEngine
     >>> engines = [ScriptedEngine(lambda r: "ok") for _ in range(2)]
     >>> balanced = BalancedEngine(engines)
     >>> request = ChatRequest((Message("user", "hi"),))
@@ -23,11 +23,11 @@ from __future__ import annotations
 import asyncio
 from typing import Sequence
 
-from actors.engines.base import ChatRequest, Completion, EngineDeadError, LLMEngine
+from symbolkg.actors.engines.base import ChatRequest, Completion, EngineDeadError, LLMEngine
 
 
 class BalancedEngine:
-    """An :class:`~actors.engines.base.LLMEngine` that spreads calls over ``engines``.
+    """An :class:`~symbolkg.actors.engines.base.LLMEngine` that spreads calls over ``engines``.
 
     A ``generate`` call goes, whole, to the engine with the fewest requests outstanding
     through this balancer; ties go round-robin (the scan starts after the engine chosen

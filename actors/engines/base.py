@@ -5,12 +5,12 @@ It never imports ``vllm`` or an HTTP client; a backend does, inside its own modu
 
 Backends (one module each, in this package):
 
-* ``vllm``     — :mod:`actors.engines.vllm_engine`: vLLM in-process (GPU build or CPU build).
-* ``openai``   — :mod:`actors.engines.openai_engine`: any OpenAI-compatible server.
-* ``scripted`` — :mod:`actors.engines.scripted`: deterministic fake for unit tests.
-* ``recorded`` — :mod:`actors.engines.recorded`: answers formulation requests with a
+* ``vllm``     — :mod:`symbolkg.actors.engines.vllm_engine`: vLLM in-process (GPU build or CPU build).
+* ``openai``   — :mod:`symbolkg.actors.engines.openai_engine`: any OpenAI-compatible server.
+* ``scripted`` — :mod:`symbolkg.actors.engines.scripted`: deterministic fake for unit tests.
+* ``recorded`` — :mod:`symbolkg.actors.engines.recorded`: answers formulation requests with a
   recorded program for the request's problem id (Logic-LM's program files).
-* ``replay``   — :mod:`actors.engines.replay`: a content-addressed cache of completions;
+* ``replay``   — :mod:`symbolkg.actors.engines.replay`: a content-addressed cache of completions;
   also the write-through wrapper any other backend can be put behind.
 
 Concurrency contract: ``generate`` may be called concurrently from many coroutines, each

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
 
-from actors.engines.base import ChatRequest, Completion, EngineDeadError, EngineError, LLMEngine
+from symbolkg.actors.engines.base import ChatRequest, Completion, EngineDeadError, EngineError, LLMEngine
 
 ENGINES: tuple[str, ...] = ("vllm", "openai", "recorded", "replay")
 
@@ -31,16 +31,16 @@ class EngineOptions:
         openai_url: base URL of an OpenAI-compatible server.
         tensor_parallel_size, gpu_memory_utilization, max_model_len, max_num_seqs: vLLM
             options (GPU clusters: e.g. TP 2-8 and 0.9 for a 70B model).
-        actor: vllm only: host the engine in a Ray :class:`~actors.llm_actor.LLMActor` (on a
+        actor: vllm only: host the engine in a Ray :class:`~symbolkg.actors.llm_actor.LLMActor` (on a
             GPU node of the cluster) instead of in this process; the driver then needs no GPU.
         ray_address: the Ray cluster for ``actor`` (None: ``RAY_ADDRESS`` or a local Ray).
         restarts: vllm: how many times a dead engine (its actor or process gone) is rebuilt and the
             requests it took down are retried (:class:`LazyEngine`); 0 = a death ends the job.
         actors: with ``actor``: how many LLM actors (engine replicas, one per GPU group) serve the
-            job, behind a least-outstanding :class:`~actors.engines.balanced.BalancedEngine`.
+            job, behind a least-outstanding :class:`~symbolkg.actors.engines.balanced.BalancedEngine`.
         placement_strategy: with ``actor`` and ``tensor_parallel_size`` > 1: how each engine's
             placement group (one GPU bundle per TP rank) may spread over nodes; ``STRICT_PACK`` =
-            one node (see :class:`~actors.llm_actor.LLMActorConfig`).
+            one node (see :class:`~symbolkg.actors.llm_actor.LLMActorConfig`).
         placement_timeout_s: with ``actor`` and ``tensor_parallel_size`` > 1: seconds to wait for
             an engine's GPUs to be placed before the build fails.
     """
@@ -85,11 +85,11 @@ class LazyEngine:
     """Builds its engine on the first ``generate``, and rebuilds it when it dies (bounded).
 
     Lazy: a rerun fully served by the cache never loads a model. Restarting: when the engine
-    raises :class:`~actors.engines.base.EngineDeadError` (its Ray actor or process died), the
+    raises :class:`~symbolkg.actors.engines.base.EngineDeadError` (its Ray actor or process died), the
     engine is closed and built again, at most ``max_restarts`` times per job, and the requests it
     took down are sent again. Concurrent requests that saw the same death cause one rebuild. A
     request that has now been in flight on ``max_request_attempts`` engines that died is not sent
-    again: it fails with a plain :class:`~actors.engines.base.EngineError`, which the method
+    again: it fails with a plain :class:`~symbolkg.actors.engines.base.EngineError`, which the method
     records for that problem (quarantined), so one poisonous prompt cannot take the job down.
 
     Args:
@@ -98,7 +98,7 @@ class LazyEngine:
         model: the model name, known before the engine exists (it keys the cache).
         supports_structured: what the engine will support.
         prepare: runs on the event loop's thread just before each build, for what must not happen
-            in a worker thread (starting Ray: :func:`actors.ray_runtime.ensure_ray`).
+            in a worker thread (starting Ray: :func:`symbolkg.actors.ray_runtime.ensure_ray`).
         max_restarts: rebuilds allowed after deaths (0: a death ends the job, as before).
         max_request_attempts: engines a request may see die before it is quarantined (>= 1).
 
@@ -181,7 +181,7 @@ class LazyEngine:
 
 def vllm_model_name(config) -> str:  # noqa: ANN001 - a VLLMConfig; vllm_engine is imported lazily
     """The name a VLLMEngine built from ``config`` will have, without loading anything."""
-    from actors.engines.models import resolve_model
+    from symbolkg.actors.engines.models import resolve_model
 
     return config.served_model_name or resolve_model(config.model, prepare_embedded=False).name
 
@@ -190,19 +190,19 @@ def make_engine(opts: EngineOptions) -> LLMEngine:
     """The engine ``opts`` describes, wrapped in the write-through cache if ``cache_dir`` is set."""
     engine: LLMEngine
     if opts.kind == "recorded":
-        from actors.engines.recorded import RecordedEngine
+        from symbolkg.actors.engines.recorded import RecordedEngine
 
         engine = RecordedEngine.from_logiclm_file(opts.recorded)  # type: ignore[arg-type]
     elif opts.kind == "replay":
-        from actors.engines.replay import CompletionCache, ReplayEngine
+        from symbolkg.actors.engines.replay import CompletionCache, ReplayEngine
 
         return ReplayEngine(CompletionCache(Path(opts.cache_dir)), opts.model)  # type: ignore[arg-type]
     elif opts.kind == "openai":
-        from actors.engines.openai_engine import OpenAIConfig, OpenAIEngine
+        from symbolkg.actors.engines.openai_engine import OpenAIConfig, OpenAIEngine
 
         engine = OpenAIEngine(OpenAIConfig(base_url=opts.openai_url, model=opts.model))  # type: ignore[arg-type]
     else:
-        from actors.engines.vllm_engine import VLLMConfig, VLLMEngine
+        from symbolkg.actors.engines.vllm_engine import VLLMConfig, VLLMEngine
 
         kwargs = {k: v for k, v in {
             "tensor_parallel_size": opts.tensor_parallel_size,
@@ -214,10 +214,10 @@ def make_engine(opts: EngineOptions) -> LLMEngine:
             kwargs["model"] = opts.model
         config = VLLMConfig(**kwargs)
         if opts.actor:
-            from actors.llm_actor import LLMActorConfig, start_llm_actor
-            from actors.ray_runtime import ensure_ray
+            from symbolkg.actors.llm_actor import LLMActorConfig, start_llm_actor
+            from symbolkg.actors.ray_runtime import ensure_ray
 
-            from actors.engines.balanced import BalancedEngine
+            from symbolkg.actors.engines.balanced import BalancedEngine
 
             actor_config = LLMActorConfig(
                 "vllm", config, placement_strategy=opts.placement_strategy,  # type: ignore[arg-type]
@@ -231,7 +231,7 @@ def make_engine(opts: EngineOptions) -> LLMEngine:
             engine = LazyEngine(lambda: VLLMEngine(config), model=vllm_model_name(config), supports_structured=True,
                                 max_restarts=opts.restarts)
     if opts.cache_dir:
-        from actors.engines.replay import CachingEngine, CompletionCache
+        from symbolkg.actors.engines.replay import CachingEngine, CompletionCache
 
         engine = CachingEngine(engine, CompletionCache(Path(opts.cache_dir)))
     return engine

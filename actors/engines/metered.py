@@ -1,6 +1,6 @@
 """A request log around any engine: when each LLM request was in flight, and what it cost.
 
-:class:`MeteredEngine` wraps an :class:`~actors.engines.base.LLMEngine` and records one
+:class:`MeteredEngine` wraps an :class:`~symbolkg.actors.engines.base.LLMEngine` and records one
 :class:`RequestRecord` per request (submit and finish wall-clock times, tokens, whether the
 cache answered, the error if any). The job writes the log beside its results
 (:func:`write_request_log`) and ``symbolkg profile`` reads it for what the result rows cannot
@@ -9,8 +9,8 @@ fraction of the run it was busy, and tokens/s over time.
 
 Example:
     >>> import asyncio
-    >>> from actors.engines.base import ChatRequest, Message
-    >>> from actors.engines.scripted import ScriptedEngine
+    >>> from symbolkg.actors.engines.base import ChatRequest, Message
+    >>> from symbolkg.actors.engines.scripted import ScriptedEngine
     >>> engine = MeteredEngine(ScriptedEngine(lambda r: "ok"))
     >>> _ = asyncio.run(engine.generate([ChatRequest((Message("user", "hi"),), problem_id="p1", purpose="answer")]))
     >>> [(r.problem_id, r.purpose, r.error) for r in engine.records]
@@ -28,7 +28,7 @@ from typing import Sequence
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from actors.engines.base import ChatRequest, Completion, LLMEngine
+from symbolkg.actors.engines.base import ChatRequest, Completion, LLMEngine
 
 
 @dataclass(frozen=True)
@@ -36,7 +36,7 @@ class RequestRecord:
     """One LLM request as the job saw it.
 
     Attributes:
-        request_id, problem_id, purpose: from the :class:`~actors.engines.base.ChatRequest`.
+        request_id, problem_id, purpose: from the :class:`~symbolkg.actors.engines.base.ChatRequest`.
         submitted, finished: UNIX times the job handed the request to the engine and got it back.
         prompt_tokens, completion_tokens: as the engine reported them (0 for cache hits).
         cached: a completion cache answered.

@@ -26,9 +26,9 @@ renames the folder into place. A folder without a complete marker is rebuilt.
 
 Command line::
 
-    python -m actors.engines.models list
-    python -m actors.engines.models prepare [NAME] [--force]
-    python -m actors.engines.models path [NAME]
+    python -m symbolkg.actors.engines.models list
+    python -m symbolkg.actors.engines.models prepare [NAME] [--force]
+    python -m symbolkg.actors.engines.models path [NAME]
 """
 
 from __future__ import annotations
@@ -462,7 +462,7 @@ def resolve_model(name_or_path: str | None = None, *, prepare_embedded: bool = T
             folder = model_dir(name)
         else:
             raise ModelNotAvailableError(
-                f"{name} is not converted yet; run: python -m actors.engines.models prepare {name}"
+                f"{name} is not converted yet; run: python -m symbolkg.actors.engines.models prepare {name}"
             )
         return ModelSpec(name, str(folder), str(folder), "embedded", entry.description, entry.license)
     path = Path(name).expanduser()
@@ -499,7 +499,7 @@ def resolve_model(name_or_path: str | None = None, *, prepare_embedded: bool = T
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``list`` / ``prepare [NAME] [--force]`` / ``path [NAME]``; returns the exit code."""
-    parser = argparse.ArgumentParser(prog="python -m actors.engines.models", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m symbolkg.actors.engines.models", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="cmd", required=True)
     sub.add_parser("list", help="registered models and whether each is converted")
     p = sub.add_parser("prepare", help="convert a registered model once (idempotent)")

@@ -4,7 +4,7 @@ Works against ``vllm serve`` (with vLLM's structured-output extension) and hoste
 (``response_format`` JSON schema only). The HTTP client is ``httpx`` (async); it is imported
 here and nowhere in stage code.
 
-Request path, per :class:`~actors.engines.base.ChatRequest`::
+Request path, per :class:`~symbolkg.actors.engines.base.ChatRequest`::
 
     semaphore (max_concurrency) -> rate limiter (requests_per_second) -> POST /chat/completions
         -> 2xx + well-formed body ........ Completion
@@ -40,7 +40,7 @@ from typing import Any, Literal, Mapping, Sequence
 
 import httpx
 
-from actors.engines.base import ChatRequest, Completion, EngineDeadError, EngineError
+from symbolkg.actors.engines.base import ChatRequest, Completion, EngineDeadError, EngineError
 
 log = logging.getLogger(__name__)
 
@@ -82,7 +82,7 @@ class OpenAIConfig:
             each). For vLLM, about its ``--max-num-seqs``; more only queues on the server.
         requests_per_second: most attempts started per second, evenly spaced (a token bucket
             of depth 1); ``None`` = unlimited. For hosted APIs with a rate limit.
-        structured: how :class:`~actors.engines.base.StructuredOutput` is sent:
+        structured: how :class:`~symbolkg.actors.engines.base.StructuredOutput` is sent:
             ``"vllm"`` — vLLM's ``structured_outputs`` body field (json/regex/grammar/choice;
             vLLM >= 0.10, including 0.32); ``"vllm_legacy"`` — the older ``guided_json``/
             ``guided_regex``/``guided_grammar``/``guided_choice`` fields (newer vLLM ignores
@@ -200,7 +200,7 @@ class _Retryable(Exception):
 
 
 class OpenAIEngine:
-    """:class:`~actors.engines.base.LLMEngine` over an OpenAI-compatible HTTP server.
+    """:class:`~symbolkg.actors.engines.base.LLMEngine` over an OpenAI-compatible HTTP server.
 
     The HTTP client, semaphore and rate limiter are created on the first ``generate`` call,
     in the event loop that makes it (a Ray async actor builds the engine in ``__init__`` and

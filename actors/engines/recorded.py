@@ -26,7 +26,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Mapping, Sequence
 
-from actors.engines.base import ChatRequest, Completion, EngineDeadError, EngineError
+from symbolkg.actors.engines.base import ChatRequest, Completion, EngineDeadError, EngineError
 
 FORMULATE = "formulate"
 """The only ``ChatRequest.purpose`` this engine answers."""

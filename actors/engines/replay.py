@@ -11,7 +11,7 @@
 
 Cost of a replay: a completion served from the cache has ``cached=True`` and
 ``prompt_tokens == completion_tokens == 0``, because it cost nothing in this run (this is
-what :class:`~actors.engines.base.Completion` documents). The original counts stay in the
+what :class:`~symbolkg.actors.engines.base.Completion` documents). The original counts stay in the
 cache (:class:`CachedCompletion`) for anyone who wants what the first run spent.
 
 What is cached: every completion an engine *returned*, whatever its ``finish_reason`` (a
@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
-from actors.engines.base import ChatRequest, Completion, EngineDeadError, EngineError, LLMEngine
+from symbolkg.actors.engines.base import ChatRequest, Completion, EngineDeadError, EngineError, LLMEngine
 
 SCHEMA_VERSION = "1"
 """Bumped when the table layout changes; an old file is then refused, not misread."""
@@ -148,7 +148,7 @@ class CompletionCache:
 
     Example:
         >>> import tempfile, os
-        >>> from actors.engines.base import Completion
+        >>> from symbolkg.actors.engines.base import Completion
         >>> cache = CompletionCache(os.path.join(tempfile.mkdtemp(), "cache"))
         >>> cache.put("k1", Completion("All cats are mammals.", prompt_tokens=7, completion_tokens=5))
         True

@@ -17,7 +17,7 @@ numbers.
 
 Example:
     >>> import asyncio
-    >>> from actors.engines.base import ChatRequest, Message
+    >>> from symbolkg.actors.engines.base import ChatRequest, Message
     >>> engine = ScriptedEngine({"p1": ["Facts: a"]})
     >>> request = ChatRequest((Message("user", "write a program"),), problem_id="p1")
     >>> [c.text for c in asyncio.run(engine.generate([request]))]
@@ -25,7 +25,7 @@ Example:
     >>> asyncio.run(engine.generate([request]))
     Traceback (most recent call last):
     ...
-    actors.engines.base.EngineError: scripted engine: the script for problem 'p1' has no response left (1 used)
+    symbolkg.actors.engines.base.EngineError: scripted engine: the script for problem 'p1' has no response left (1 used)
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ import threading
 import time
 from typing import Callable, Mapping, Sequence, Union
 
-from actors.engines.base import ChatRequest, Completion, EngineDeadError, EngineError
+from symbolkg.actors.engines.base import ChatRequest, Completion, EngineDeadError, EngineError
 
 ScriptResponse = Union[str, Completion, BaseException]
 """One scripted answer: the text, a full :class:`Completion`, or an exception to raise."""
@@ -56,7 +56,7 @@ def prompt_word_count(request: ChatRequest) -> int:
 
 
 class ScriptedEngine:
-    """An :class:`~actors.engines.base.LLMEngine` that answers from a test's script.
+    """An :class:`~symbolkg.actors.engines.base.LLMEngine` that answers from a test's script.
 
     With a mapping script, a request's key is its ``request_id`` when the mapping has that
     key, else its ``problem_id``. Each request consumes the next response of its key;

@@ -40,8 +40,8 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
-from actors.engines.base import ChatRequest, Completion, EngineDeadError, EngineError
-from actors.engines.replay import CompletionCache
+from symbolkg.actors.engines.base import ChatRequest, Completion, EngineDeadError, EngineError
+from symbolkg.actors.engines.replay import CompletionCache
 
 CHARS_PER_TOKEN = 4
 """Characters per token of :func:`estimate_tokens`."""
@@ -195,7 +195,7 @@ def estimate_prompt_tokens(request: ChatRequest) -> int:
 
 
 def cache_responder(cache: CompletionCache, model: str) -> Responder:
-    """A responder that answers from a replay cache, as :class:`~actors.engines.replay.ReplayEngine` would.
+    """A responder that answers from a replay cache, as :class:`~symbolkg.actors.engines.replay.ReplayEngine` would.
 
     Args:
         cache: the completion cache (stays the caller's).
@@ -283,7 +283,7 @@ class _Sequence:
 
 
 class SimulatedEngine:
-    """An :class:`~actors.engines.base.LLMEngine` whose answers take as long as a modelled vLLM engine's.
+    """An :class:`~symbolkg.actors.engines.base.LLMEngine` whose answers take as long as a modelled vLLM engine's.
 
     See the module docstring for the model. Each request of a ``generate`` call is one
     sequence; the call returns when all of them have finished.

@@ -1,9 +1,9 @@
-"""vLLM in-process: the ``vllm`` backend of :mod:`actors.engines.base` (GPU build or CPU build).
+"""vLLM in-process: the ``vllm`` backend of :mod:`symbolkg.actors.engines.base` (GPU build or CPU build).
 
 One :class:`VLLMEngine` owns one vLLM ``AsyncLLM`` (vLLM V1's async engine: a scheduler
 process plus worker processes). Every request of every concurrent ``generate`` call becomes
 one vLLM request, so vLLM's continuous batching packs all requests in flight into each step;
-callers should keep many problems in flight (the contract in :mod:`actors.engines.base`).
+callers should keep many problems in flight (the contract in :mod:`symbolkg.actors.engines.base`).
 
 The ``AsyncLLM`` lives on a private event loop in a background thread, and ``generate``
 hands requests to it thread-safely. So the engine works from any event loop (several
@@ -38,8 +38,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Coroutine, Iterator, Literal, Sequence, TypeVar
 
-from actors.engines.base import ChatRequest, Completion, EngineDeadError, EngineError, StructuredOutput
-from actors.engines.models import DEFAULT_MODEL, ModelSpec, resolve_model
+from symbolkg.actors.engines.base import ChatRequest, Completion, EngineDeadError, EngineError, StructuredOutput
+from symbolkg.actors.engines.models import DEFAULT_MODEL, ModelSpec, resolve_model
 
 if TYPE_CHECKING:  # vLLM is imported only when an engine is built
     from vllm.sampling_params import SamplingParams as VllmSamplingParams
@@ -59,9 +59,9 @@ class VLLMConfig:
     """How to start a :class:`VLLMEngine`.
 
     Attributes:
-        model: a registered model name (default :data:`~actors.engines.models.DEFAULT_MODEL`,
+        model: a registered model name (default :data:`~symbolkg.actors.engines.models.DEFAULT_MODEL`,
             the embedded SmolLM2-135M-Instruct, converted on first use), a local HF folder,
-            or a HF repo id already in the local HF cache. See :mod:`actors.engines.models`.
+            or a HF repo id already in the local HF cache. See :mod:`symbolkg.actors.engines.models`.
         served_model_name: the name put on completions and into cache keys; default the
             resolved model's name (the registry name, the folder name, or the repo id).
         tensor_parallel_size: GPUs one model is sharded over (1 on CPU).
@@ -158,7 +158,7 @@ class VLLMConfig:
 
 
 class VLLMEngine:
-    """An :class:`~actors.engines.base.LLMEngine` running vLLM in this process (and its children).
+    """An :class:`~symbolkg.actors.engines.base.LLMEngine` running vLLM in this process (and its children).
 
     Construction loads the model (about half a minute for the embedded model on 2 CPU cores)
     and blocks until vLLM is ready. Call :meth:`close` (or use ``async with``) to stop vLLM's
@@ -192,7 +192,7 @@ class VLLMEngine:
 
         Raises:
             ImportError: vLLM is not installed.
-            actors.engines.models.ModelError: the model cannot be resolved (message says why).
+            symbolkg.actors.engines.models.ModelError: the model cannot be resolved (message says why).
             EngineDeadError: vLLM failed to start (the cause is chained).
         """
         t0 = time.perf_counter()

@@ -2,7 +2,7 @@
 
 This module builds chat messages and parses completions; it never calls a model
 (stage code in ``jobs/`` does, through an engine it is given). Messages are
-lists of ``(role, content)`` tuples, as in :mod:`solvers.prompts`.
+lists of ``(role, content)`` tuples, as in :mod:`symbolkg.solvers.prompts`.
 
 Flow for one context (SymbolLKG's LKG construction):
 
@@ -15,11 +15,11 @@ Flow for one context (SymbolLKG's LKG construction):
    :func:`extraction_schema`).
 3. :func:`parse_extraction` cuts the JSON out of the completion (code fences and
    prose around it are tolerated), decodes it and validates it
-   (:func:`retrieval.lkg.validate.validate_extraction`). Bad JSON is an issue,
+   (:func:`symbolkg.retrieval.lkg.validate.validate_extraction`). Bad JSON is an issue,
    not an exception.
 4. While issues remain and rounds are left, :func:`repair_messages` shows the
    model its output and the issues and asks for the whole corrected object.
-5. The chunk graphs are merged (:func:`retrieval.lkg.merge.merge_graphs`).
+5. The chunk graphs are merged (:func:`symbolkg.retrieval.lkg.merge.merge_graphs`).
 
 The prompt has one hand-written few-shot example (:data:`EXAMPLE_CONTEXT`,
 :data:`EXAMPLE_OUTPUT`, made up for this purpose; the tests check that it
@@ -37,9 +37,9 @@ import string
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
-from retrieval.lkg.canonical import split_sentences
-from retrieval.lkg.schema import CONSTRAINT_TYPES, Graph, ValidationIssue
-from retrieval.lkg.validate import ValidationLimits, ValidationResult, validate_extraction
+from symbolkg.retrieval.lkg.canonical import split_sentences
+from symbolkg.retrieval.lkg.schema import CONSTRAINT_TYPES, Graph, ValidationIssue
+from symbolkg.retrieval.lkg.validate import ValidationLimits, ValidationResult, validate_extraction
 
 __all__ = [
     "EXAMPLE_CONTEXT", "EXAMPLE_OUTPUT", "FIELD_MAX_CHARS", "MAX_OUTPUT_CHARS", "PROMPT_VERSION", "Chunk",
@@ -236,7 +236,7 @@ def extraction_schema(limits: ValidationLimits | None = None, sentences: Sequenc
     * ids are positional (``prefixItems``): the i-th entity is ``ei``, the i-th concept
       ``ci``, and so on, so no id names two items;
     * an edge is one of four shapes (``anyOf``) whose endpoint ids are of the node
-      types its type allows (:data:`retrieval.lkg.schema.EDGE_ENDPOINTS`): ``IS_A``
+      types its type allows (:data:`symbolkg.retrieval.lkg.schema.EDGE_ENDPOINTS`): ``IS_A``
       from an entity or concept to a concept, ``HAS`` and UPPER_SNAKE relations between
       entities and concepts, ``APPLIES_TO`` and ``MENTIONS`` from a rule or constraint,
       ``RELATED_TO`` between any;
@@ -446,7 +446,7 @@ def parse_extraction(text: str, context: str, context_key: str, *, sentence_offs
         limits: validation caps; defaults when None.
 
     Returns:
-        The :class:`~retrieval.lkg.validate.ValidationResult`.
+        The :class:`~symbolkg.retrieval.lkg.validate.ValidationResult`.
 
     Raises:
         ValueError: if ``text`` or ``context`` is not a string or ``context_key`` is empty.

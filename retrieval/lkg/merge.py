@@ -28,7 +28,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Iterable
 
-from retrieval.lkg.schema import Concept, Constraint, Edge, Entity, Graph, Node, Rule, sorted_provenance
+from symbolkg.retrieval.lkg.schema import Concept, Constraint, Edge, Entity, Graph, Node, Rule, sorted_provenance
 
 
 def _first_nonempty(field_name: str, a: str, b: str, conflicts: list[str]) -> str:
@@ -150,7 +150,7 @@ def merge_graphs(graphs: Iterable[Graph], context_key: str) -> Graph:
         One graph; nodes and edges in first-seen order.
 
     Example:
-        >>> from retrieval.lkg.schema import Provenance
+        >>> from symbolkg.retrieval.lkg.schema import Provenance
         >>> a = Graph("doc1", (Entity.create("The blue book", provenance=[Provenance("doc1", 0)]),))
         >>> b = Graph("doc2", (Entity.create("blue books", provenance=[Provenance("doc2", 3)]),))
         >>> merged = merge_graphs([a, b], "corpus")

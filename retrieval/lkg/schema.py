@@ -23,11 +23,11 @@ endpoints per type are in :data:`EDGE_ENDPOINTS`. Every edge keeps the
 ``raw_text`` it was read from. Edges are identified by ``(source_id,
 target_id, edge_type)``: a graph holds at most one edge per triple.
 
-Node ids are canonical (:mod:`retrieval.lkg.canonical`): computed from the
+Node ids are canonical (:mod:`symbolkg.retrieval.lkg.canonical`): computed from the
 normalized text and the node type, so mentions merge. Every node and edge
 carries its provenance: a sorted tuple of :class:`Provenance` (document id,
 sentence index). The document id is the context key for a single context, or
-each source document's id after :func:`retrieval.lkg.merge.merge_graphs`.
+each source document's id after :func:`symbolkg.retrieval.lkg.merge.merge_graphs`.
 
 Parquet contract. One table of nodes (:data:`NODE_SCHEMA`) and one of edges
 (:data:`EDGE_SCHEMA`) for all node and edge types; columns that do not apply to
@@ -71,7 +71,7 @@ column                type                             meaning
 ====================  ===============================  ==========================================
 
 The store's third table, ``CONTEXT_SCHEMA``, is documented in
-:mod:`retrieval.lkg.store`; its record is :class:`ContextRecord`.
+:mod:`symbolkg.retrieval.lkg.store`; its record is :class:`ContextRecord`.
 """
 
 from __future__ import annotations
@@ -83,7 +83,7 @@ from typing import Any, ClassVar, Iterable, Mapping
 
 import pyarrow as pa
 
-from retrieval.lkg import canonical
+from symbolkg.retrieval.lkg import canonical
 
 NODE_TYPES: tuple[str, ...] = ("Entity", "Concept", "Rule", "Constraint")
 CONSTRAINT_TYPES: tuple[str, ...] = ("Ordering", "AllDifferent", "Arithmetic", "Generic")
@@ -141,7 +141,7 @@ class Provenance:
 
     Attributes:
         document: the context key or document id of the text.
-        sentence: 0-based index into :func:`retrieval.lkg.canonical.split_sentences` of that text.
+        sentence: 0-based index into :func:`symbolkg.retrieval.lkg.canonical.split_sentences` of that text.
     """
 
     document: str
@@ -178,7 +178,7 @@ class Entity:
     """A concrete individual (module docstring). Build with :meth:`create` to get the canonical id.
 
     Attributes:
-        id: canonical id (:func:`retrieval.lkg.canonical.entity_id` of ``name``).
+        id: canonical id (:func:`symbolkg.retrieval.lkg.canonical.entity_id` of ``name``).
         name: the name as first written.
         entity_type: free-text type, ``""`` when unknown.
         properties: attribute -> value.
@@ -224,7 +224,7 @@ class Concept:
     """A class or category (module docstring). Build with :meth:`create` to get the canonical id.
 
     Attributes:
-        id: canonical id (:func:`retrieval.lkg.canonical.concept_id` of ``name``).
+        id: canonical id (:func:`symbolkg.retrieval.lkg.canonical.concept_id` of ``name``).
         name: the name as first written.
         labels: broader tags, in first-seen order, unique.
         provenance: sorted :class:`Provenance`.
@@ -267,7 +267,7 @@ class Rule:
     """A general statement (module docstring). Build with :meth:`create` to get the canonical id.
 
     Attributes:
-        id: canonical id (:func:`retrieval.lkg.canonical.rule_id` of ``expression``).
+        id: canonical id (:func:`symbolkg.retrieval.lkg.canonical.rule_id` of ``expression``).
         expression: formal-ish rendering.
         description: plain words, ``""`` when none.
         raw_text: the words of the context it was read from.
@@ -312,7 +312,7 @@ class Constraint:
     """A restriction of a puzzle (module docstring). Build with :meth:`create` to get the canonical id.
 
     Attributes:
-        id: canonical id (:func:`retrieval.lkg.canonical.constraint_id`).
+        id: canonical id (:func:`symbolkg.retrieval.lkg.canonical.constraint_id`).
         raw_expression: the constraint as written, e.g. ``"left_of(Mia, Leo)"``.
         constraint_type: one of :data:`CONSTRAINT_TYPES`.
         relation: Ordering relation (e.g. ``"LEFT_OF"``), ``""`` when it does not apply.
@@ -513,7 +513,7 @@ class ValidationIssue:
 
     Attributes:
         path: JSON path of the offending value, e.g. ``"$.entities[3].name"`` (``"$"`` for the whole output).
-        kind: one of :data:`retrieval.lkg.validate.ISSUE_KINDS`, e.g. ``"missing_field"``.
+        kind: one of :data:`symbolkg.retrieval.lkg.validate.ISSUE_KINDS`, e.g. ``"missing_field"``.
         message: what is wrong and what to do instead.
     """
 
@@ -537,12 +537,12 @@ class ContextRecord:
     """What the store records about one extracted context, besides its graph.
 
     Attributes:
-        key: cache key (:func:`retrieval.lkg.store.cache_key` of text, model, prompt version).
+        key: cache key (:func:`symbolkg.retrieval.lkg.store.cache_key` of text, model, prompt version).
         problem_ids: problems whose context this is.
         status: ``"valid"`` (no issues) or ``"invalid"`` (issues remain; the graph holds what passed).
         errors: the remaining issues after the last round.
         model: the LLM that extracted the graph.
-        prompt_version: :data:`retrieval.lkg.extract.PROMPT_VERSION` used.
+        prompt_version: :data:`symbolkg.retrieval.lkg.extract.PROMPT_VERSION` used.
         prompt_tokens, completion_tokens: tokens spent, all rounds.
         rounds: LLM calls made (1 = no repair round).
         llm_seconds: summed latency of those calls (what a cache hit saves).

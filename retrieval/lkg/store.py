@@ -9,7 +9,7 @@ Layout (``STORE`` is the directory given to :class:`LKGStore`)::
 
 ``<tag>`` is ``<milliseconds>-<session uuid>-<sequence>``, unique per flush.
 
-Resume without duplicates (the idea of :mod:`jobs.store`): every file appears
+Resume without duplicates (the idea of :mod:`symbolkg.jobs.store`): every file appears
 atomically (written under a temporary name, then ``os.replace``); a flush writes
 the nodes part, then the edges part, then the contexts part. A part counts only
 once its contexts file exists, so a kill at any moment loses at most the
@@ -78,8 +78,8 @@ import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
-from retrieval.lkg.canonical import CANONICAL_VERSION
-from retrieval.lkg.schema import EDGE_SCHEMA, NODE_SCHEMA, ContextRecord, Graph, edge_table, node_table
+from symbolkg.retrieval.lkg.canonical import CANONICAL_VERSION
+from symbolkg.retrieval.lkg.schema import EDGE_SCHEMA, NODE_SCHEMA, ContextRecord, Graph, edge_table, node_table
 
 CONTEXT_SCHEMA = pa.schema(
     [
@@ -120,7 +120,7 @@ def cache_key(text: str, model: str, prompt_version: str) -> str:
     Args:
         text: the context exactly as sent to the model.
         model: the extracting model's name.
-        prompt_version: :data:`retrieval.lkg.extract.PROMPT_VERSION`.
+        prompt_version: :data:`symbolkg.retrieval.lkg.extract.PROMPT_VERSION`.
 
     Returns:
         64 lower-case hex digits.
@@ -183,7 +183,7 @@ class LKGStore:
 
     Example:
         >>> import tempfile
-        >>> from retrieval.lkg.schema import Entity
+        >>> from symbolkg.retrieval.lkg.schema import Entity
         >>> with tempfile.TemporaryDirectory() as tmp:
         ...     key = cache_key("Ann sings.", "tiny-model", "v1")
         ...     with LKGStore(tmp) as store:
@@ -456,7 +456,7 @@ class LKGStore:
 
     def iter_nodes(self, columns: Sequence[str] | None = None, batch_size: int = 65_536,
                    context_keys: Sequence[str] | None = None) -> Iterator[pa.RecordBatch]:
-        """Stream node rows (:data:`~retrieval.lkg.schema.NODE_SCHEMA`) part by part; flushes first.
+        """Stream node rows (:data:`~symbolkg.retrieval.lkg.schema.NODE_SCHEMA`) part by part; flushes first.
 
         Memory stays at about one batch (plus one row group being decoded) however big the store is.
 
@@ -475,7 +475,7 @@ class LKGStore:
 
     def iter_edges(self, columns: Sequence[str] | None = None, batch_size: int = 65_536,
                    context_keys: Sequence[str] | None = None) -> Iterator[pa.RecordBatch]:
-        """Stream edge rows (:data:`~retrieval.lkg.schema.EDGE_SCHEMA`); as :meth:`iter_nodes`."""
+        """Stream edge rows (:data:`~symbolkg.retrieval.lkg.schema.EDGE_SCHEMA`); as :meth:`iter_nodes`."""
         return self._iter("edges", EDGE_SCHEMA, columns, batch_size, context_keys)
 
     def counts(self) -> StoreCounts:

@@ -3,12 +3,12 @@
 The input is whatever the LLM produced, already decoded from JSON (any Python
 value: it may be adversarial). Validation never raises on it: it keeps every
 item that passes, drops every item that does not, and explains each drop in a
-:class:`~retrieval.lkg.schema.ValidationIssue` (path, kind, message) that can
-be shown to the LLM in a repair round (:func:`retrieval.lkg.extract.repair_messages`).
+:class:`~symbolkg.retrieval.lkg.schema.ValidationIssue` (path, kind, message) that can
+be shown to the LLM in a repair round (:func:`symbolkg.retrieval.lkg.extract.repair_messages`).
 ``ValueError`` is raised only for misuse by the caller (a non-string context,
 an empty context key, a negative sentence offset).
 
-Expected shape (the extraction JSON schema, :func:`retrieval.lkg.extract.extraction_schema`)::
+Expected shape (the extraction JSON schema, :func:`symbolkg.retrieval.lkg.extract.extraction_schema`)::
 
     {"entities":    [{"id", "name", "entity_type", "properties": [{"key", "value"}]}],
      "concepts":    [{"id", "name", "labels": [str]}],
@@ -17,7 +17,7 @@ Expected shape (the extraction JSON schema, :func:`retrieval.lkg.extract.extract
      "edges":       [{"source", "target", "type", "raw_text"}]}
 
 ``id`` values are the LLM's local names (``"e1"``) for wiring edges; the graph
-uses canonical ids (:mod:`retrieval.lkg.canonical`). Required per item:
+uses canonical ids (:mod:`symbolkg.retrieval.lkg.canonical`). Required per item:
 ``id`` and ``name`` (entities, concepts), ``id``, ``expression`` and
 ``raw_text`` (rules), ``id``, ``raw_expression``, ``constraint_type`` and
 ``raw_text`` (constraints; plus ``relation`` for Ordering and ``operation`` for
@@ -37,14 +37,14 @@ Decisions:
   same id is merged silently if it is the same node (a repeated item), else it
   is dropped with a ``duplicate_id`` issue and edges use the first. Different
   local ids that canonicalize to one node ("Blue Book", "blue books") merge,
-  as in :mod:`retrieval.lkg.merge`; clashing attributes are reported as
+  as in :mod:`symbolkg.retrieval.lkg.merge`; clashing attributes are reported as
   ``conflict`` (the first value is kept).
 * Edges: both ends must be ids of kept nodes (``dangling_edge``), the type
   must be legal (``unknown_edge_type``) and its endpoints of allowed node types
-  (``bad_endpoint``, :data:`retrieval.lkg.schema.EDGE_ENDPOINTS`). Identical
+  (``bad_endpoint``, :data:`symbolkg.retrieval.lkg.schema.EDGE_ENDPOINTS`). Identical
   edges merge.
 * ``raw_text`` must occur in the context after whitespace normalization
-  (:func:`retrieval.lkg.canonical.collapse_whitespace`; case and punctuation
+  (:func:`symbolkg.retrieval.lkg.canonical.collapse_whitespace`; case and punctuation
   count): a sentence or part of one (a quote spanning sentences is accepted
   too). Its provenance is every sentence each occurrence overlaps.
 * Entity and Concept provenance: the sentences whose lemmatized words contain
@@ -61,9 +61,9 @@ import bisect
 from dataclasses import dataclass, replace
 from typing import Any, Callable
 
-from retrieval.lkg import canonical
-from retrieval.lkg.merge import GraphBuilder
-from retrieval.lkg.schema import (
+from symbolkg.retrieval.lkg import canonical
+from symbolkg.retrieval.lkg.merge import GraphBuilder
+from symbolkg.retrieval.lkg.schema import (
     CONSTRAINT_TYPES,
     Concept,
     Constraint,
@@ -79,7 +79,7 @@ from retrieval.lkg.schema import (
     sorted_provenance,
 )
 
-#: Every ``ValidationIssue.kind`` this module (and :func:`retrieval.lkg.extract.parse_extraction`) emits.
+#: Every ``ValidationIssue.kind`` this module (and :func:`symbolkg.retrieval.lkg.extract.parse_extraction`) emits.
 ISSUE_KINDS: tuple[str, ...] = (
     "invalid_json",  # the text is not JSON (parse_extraction)
     "not_object",  # the top level is not a JSON object
@@ -521,7 +521,7 @@ def validate_extraction(raw: Any, context: str, context_key: str, *, sentence_of
         context: the text the LLM read (a whole context or one chunk of it).
         context_key: key of the resulting graph, and the document id in its provenance.
         sentence_offset: global index of ``context``'s first sentence (a chunk's
-            :attr:`retrieval.lkg.extract.Chunk.first_sentence`), so provenance uses
+            :attr:`symbolkg.retrieval.lkg.extract.Chunk.first_sentence`), so provenance uses
             the whole context's sentence numbers.
         limits: caps; :class:`ValidationLimits` defaults when None.
 

@@ -1,6 +1,6 @@
 """A dead LLM engine is rebuilt and its in-flight requests retried; a poisonous request is quarantined.
 
-Unit cases drive :class:`actors.engines.factory.LazyEngine` with scripted engines whose death is
+Unit cases drive :class:`symbolkg.actors.engines.factory.LazyEngine` with scripted engines whose death is
 scripted; the kill test kills a real Ray LLM actor mid-job with ``ray.kill``. Each compares the
 job with an uninterrupted run: the same problem ids, no duplicates, the same answers.
 """
@@ -12,14 +12,14 @@ import asyncio
 import pyarrow.parquet as pq
 import pytest
 
-from actors.engines.base import ChatRequest, EngineDeadError
-from actors.engines.factory import LazyEngine
-from actors.engines.metered import MeteredEngine
-from actors.engines.scripted import ScriptedEngine
-from jobs.methods import MethodConfig
-from jobs.pipeline import run_method_job
-from jobs.records import Problem
-from jobs.store import ResultStore
+from symbolkg.actors.engines.base import ChatRequest, EngineDeadError
+from symbolkg.actors.engines.factory import LazyEngine
+from symbolkg.actors.engines.metered import MeteredEngine
+from symbolkg.actors.engines.scripted import ScriptedEngine
+from symbolkg.jobs.methods import MethodConfig
+from symbolkg.jobs.pipeline import run_method_job
+from symbolkg.jobs.records import Problem
+from symbolkg.jobs.store import ResultStore
 
 OPTIONS = ("A) True", "B) False")
 
@@ -118,8 +118,8 @@ def task_failed(metered: MeteredEngine) -> bool:
 @pytest.mark.slow
 def test_killing_the_ray_llm_actor_mid_job_loses_nothing(tmp_path):
     ray = pytest.importorskip("ray")
-    from actors.llm_actor import LLMActorConfig, ScriptedActorConfig, start_llm_actor
-    from actors.ray_runtime import ensure_ray
+    from symbolkg.actors.llm_actor import LLMActorConfig, ScriptedActorConfig, start_llm_actor
+    from symbolkg.actors.ray_runtime import ensure_ray
 
     ensure_ray()
     try:
@@ -154,8 +154,8 @@ def test_killing_the_ray_llm_actor_mid_job_loses_nothing(tmp_path):
 
 
 def test_several_llm_actors_are_lazy_replicas_behind_the_balancer():
-    from actors.engines.balanced import BalancedEngine
-    from actors.engines.factory import EngineOptions, make_engine
+    from symbolkg.actors.engines.balanced import BalancedEngine
+    from symbolkg.actors.engines.factory import EngineOptions, make_engine
 
     engine = make_engine(EngineOptions("vllm", actor=True, actors=3, restarts=1))
     assert isinstance(engine, BalancedEngine) and len(engine.engines) == 3

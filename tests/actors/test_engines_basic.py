@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from actors.engines import recorded as recorded_module
-from actors.engines import replay as replay_module
-from actors.engines import scripted as scripted_module
-from actors.engines.base import (
+from symbolkg.actors.engines import recorded as recorded_module
+from symbolkg.actors.engines import replay as replay_module
+from symbolkg.actors.engines import scripted as scripted_module
+from symbolkg.actors.engines.base import (
     ChatRequest,
     Completion,
     EngineDeadError,
@@ -27,9 +27,9 @@ from actors.engines.base import (
     SamplingParams,
     StructuredOutput,
 )
-from actors.engines.recorded import RecordedEngine
-from actors.engines.replay import CacheError, CachingEngine, CompletionCache, ReplayEngine
-from actors.engines.scripted import ScriptedEngine
+from symbolkg.actors.engines.recorded import RecordedEngine
+from symbolkg.actors.engines.replay import CacheError, CachingEngine, CompletionCache, ReplayEngine
+from symbolkg.actors.engines.scripted import ScriptedEngine
 from tests.conftest import data_or_skip
 
 

@@ -8,8 +8,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from actors.engines.base import ChatRequest, EngineDeadError, EngineError, Message, StructuredOutput
-from actors.llm_actor import LLMActorConfig, RemoteEngine, ScriptedActorConfig, start_llm_actor
+from symbolkg.actors.engines.base import ChatRequest, EngineDeadError, EngineError, Message, StructuredOutput
+from symbolkg.actors.llm_actor import LLMActorConfig, RemoteEngine, ScriptedActorConfig, start_llm_actor
 
 ray = pytest.importorskip("ray")
 

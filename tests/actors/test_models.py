@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from actors.engines import models
-from actors.engines.models import (
+from symbolkg.actors.engines import models
+from symbolkg.actors.engines.models import (
     MARKER,
     ModelIntegrityError,
     ModelNotAvailableError,

@@ -29,7 +29,7 @@ from typing import Any, Callable, Iterator
 
 import pytest
 
-from actors.engines.base import (
+from symbolkg.actors.engines.base import (
     ChatRequest,
     Completion,
     EngineDeadError,
@@ -38,7 +38,7 @@ from actors.engines.base import (
     SamplingParams,
     StructuredOutput,
 )
-from actors.engines.openai_engine import OpenAIConfig, OpenAIEngine
+from symbolkg.actors.engines.openai_engine import OpenAIConfig, OpenAIEngine
 
 MODEL = "fake-model"
 
@@ -698,7 +698,7 @@ def _torchcodec_stub(folder: Path) -> Path | None:
 @pytest.fixture(scope="module")
 def vllm_server(tmp_path_factory) -> Iterator[VLLMServer]:
     pytest.importorskip("vllm")
-    from actors.engines.models import ModelError, resolve_model
+    from symbolkg.actors.engines.models import ModelError, resolve_model
 
     try:
         spec = resolve_model()  # the embedded SmolLM2-135M; converts it once (~30 s) if needed

@@ -12,10 +12,10 @@ import time
 
 import pytest
 
-from actors.engines.base import ChatRequest, EngineDeadError, Message
-from actors.engines.factory import EngineOptions, LazyEngine, make_engine
-from actors.engines.vllm_engine import VLLMConfig
-from actors.llm_actor import LLMActorConfig, RemoteEngine, ScriptedActorConfig, start_llm_actor
+from symbolkg.actors.engines.base import ChatRequest, EngineDeadError, Message
+from symbolkg.actors.engines.factory import EngineOptions, LazyEngine, make_engine
+from symbolkg.actors.engines.vllm_engine import VLLMConfig
+from symbolkg.actors.llm_actor import LLMActorConfig, RemoteEngine, ScriptedActorConfig, start_llm_actor
 
 ray = pytest.importorskip("ray")
 from ray.util import placement_group_table  # noqa: E402

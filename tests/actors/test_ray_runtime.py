@@ -37,10 +37,10 @@ def test_a_lazy_actor_engine_starts_ray_on_the_main_thread_and_ray_outlives_the_
     out = _run("""
         import asyncio, threading, time
         import ray
-        from actors.engines.factory import LazyEngine
-        from actors.engines.scripted import ScriptedEngine
-        from actors.engines.base import ChatRequest, Message, SamplingParams
-        from actors.ray_runtime import ensure_ray
+        from symbolkg.actors.engines.factory import LazyEngine
+        from symbolkg.actors.engines.scripted import ScriptedEngine
+        from symbolkg.actors.engines.base import ChatRequest, Message, SamplingParams
+        from symbolkg.actors.ray_runtime import ensure_ray
 
         built_on = []
         def build():  # what start_llm_actor does, minus the model: needs Ray, runs in a worker thread
@@ -63,7 +63,7 @@ def test_ensure_ray_refuses_to_start_ray_off_the_main_thread():
     out = _run("""
         import threading, time
         import ray
-        from actors.ray_runtime import ensure_ray
+        from symbolkg.actors.ray_runtime import ensure_ray
 
         errors = []
         def start():

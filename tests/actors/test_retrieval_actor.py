@@ -9,14 +9,14 @@ import time
 import numpy as np
 import pytest
 
-from actors.retrieval_actor import (EmbedderSpec, HostConfig, RemoteEmbedder, RetrievalError, RetrievalHost,
+from symbolkg.actors.retrieval_actor import (EmbedderSpec, HostConfig, RemoteEmbedder, RetrievalError, RetrievalHost,
                                     RetrievalService, SearchRequest)
-from jobs.retrieve import retrieve
-from retrieval.anchors import AnchorConfig
-from retrieval.embed import HashingEmbedder
-from retrieval.hull import HullConfig
-from retrieval.hybrid import HybridRetriever
-from retrieval.lkg.schema import Concept, Edge, Entity, Graph, Rule
+from symbolkg.jobs.retrieve import retrieve
+from symbolkg.retrieval.anchors import AnchorConfig
+from symbolkg.retrieval.embed import HashingEmbedder
+from symbolkg.retrieval.hull import HullConfig
+from symbolkg.retrieval.hybrid import HybridRetriever
+from symbolkg.retrieval.lkg.schema import Concept, Edge, Entity, Graph, Rule
 
 ANN, BOB, TEACHER, KIND = Entity.create("Ann"), Entity.create("Bob"), Concept.create("teacher"), Concept.create("kind")
 RULE = Rule.create("teacher(x) -> kind(x)", "every teacher is kind")
@@ -145,7 +145,7 @@ def test_config_validation():
 @pytest.fixture(scope="module")
 def ray_session():
     ray = pytest.importorskip("ray")
-    from actors.ray_runtime import ensure_ray
+    from symbolkg.actors.ray_runtime import ensure_ray
 
     ensure_ray()
     yield ray

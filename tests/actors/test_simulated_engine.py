@@ -8,12 +8,12 @@ import time
 
 import pytest
 
-from actors.engines import balanced as balanced_module
-from actors.engines import simulated as simulated_module
-from actors.engines.balanced import BalancedEngine
-from actors.engines.base import ChatRequest, Completion, EngineDeadError, EngineError, Message, SamplingParams
-from actors.engines.replay import CompletionCache
-from actors.engines.simulated import (
+from symbolkg.actors.engines import balanced as balanced_module
+from symbolkg.actors.engines import simulated as simulated_module
+from symbolkg.actors.engines.balanced import BalancedEngine
+from symbolkg.actors.engines.base import ChatRequest, Completion, EngineDeadError, EngineError, Message, SamplingParams
+from symbolkg.actors.engines.replay import CompletionCache
+from symbolkg.actors.engines.simulated import (
     LLAMA_3_3_70B_4XH100,
     LatencyModel,
     RequestStats,

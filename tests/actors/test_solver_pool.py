@@ -9,8 +9,8 @@ import pytest
 
 ray = pytest.importorskip("ray")
 
-from actors.solver_pool import RaySolverPool  # noqa: E402
-from solvers.records import SolveRequest, Status  # noqa: E402
+from symbolkg.actors.solver_pool import RaySolverPool  # noqa: E402
+from symbolkg.solvers.records import SolveRequest, Status  # noqa: E402
 from tests.conftest import lp_problem  # noqa: E402
 
 

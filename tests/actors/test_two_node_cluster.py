@@ -7,7 +7,7 @@ import pytest
 ray = pytest.importorskip("ray")
 from ray.cluster_utils import Cluster  # noqa: E402
 
-from actors.solver_pool import RaySolverPool  # noqa: E402
+from symbolkg.actors.solver_pool import RaySolverPool  # noqa: E402
 from tests.actors.test_solver_pool import check_complete, requests  # noqa: E402
 
 pytestmark = pytest.mark.cluster
@@ -41,7 +41,7 @@ def test_node_loss_mid_run_loses_no_problem():
 def test_index_actors_on_a_lost_node_are_replaced_and_every_search_is_answered():
     import asyncio
 
-    from actors.retrieval_actor import RetrievalService
+    from symbolkg.actors.retrieval_actor import RetrievalService
     from tests.actors.test_retrieval_actor import CONFIG, QUERIES, expected, search_all, summary
 
     if ray.is_initialized():

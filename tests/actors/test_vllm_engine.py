@@ -16,8 +16,8 @@ import time
 
 import pytest
 
-from actors.engines import models
-from actors.engines.base import (
+from symbolkg.actors.engines import models
+from symbolkg.actors.engines.base import (
     ChatRequest,
     Completion,
     EngineDeadError,
@@ -26,7 +26,7 @@ from actors.engines.base import (
     SamplingParams,
     StructuredOutput,
 )
-from actors.engines.vllm_engine import VLLMConfig, cpu_list
+from symbolkg.actors.engines.vllm_engine import VLLMConfig, cpu_list
 
 SYSTEM = "You are a careful logician. Answer briefly."
 
@@ -70,7 +70,7 @@ def test_cpu_list_syntax():
 
 def test_every_structured_kind_maps_to_vllm_params():
     pytest.importorskip("vllm")
-    from actors.engines.vllm_engine import structured_outputs_params
+    from symbolkg.actors.engines.vllm_engine import structured_outputs_params
 
     schema = {"type": "object", "properties": {"a": {"type": "integer"}}}
     assert structured_outputs_params(None) is None
@@ -104,7 +104,7 @@ def engine():
         models.prepare(models.DEFAULT_MODEL)  # idempotent: converts once, then a no-op
     except models.ModelNotAvailableError as exc:
         pytest.skip(f"the embedded model is not available: {exc}")
-    from actors.engines.vllm_engine import VLLMEngine
+    from symbolkg.actors.engines.vllm_engine import VLLMEngine
 
     eng = VLLMEngine(VLLMConfig(max_num_seqs=32, max_model_len=1024, kv_cache_memory_bytes=512 << 20))
     yield eng
@@ -237,7 +237,7 @@ def test_a_killed_engine_process_is_a_dead_engine():
 
     if not models.is_prepared(models.DEFAULT_MODEL):
         pytest.skip("the embedded model is not converted")
-    from actors.engines.vllm_engine import VLLMEngine
+    from symbolkg.actors.engines.vllm_engine import VLLMEngine
 
     others = {p.pid for p in engine_processes()}  # the module's engine, when still open
     eng = VLLMEngine(VLLMConfig(max_num_seqs=4, max_model_len=512, kv_cache_memory_bytes=128 << 20))

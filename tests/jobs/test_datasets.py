@@ -14,8 +14,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from jobs import datasets
-from jobs.datasets import (
+from symbolkg.jobs import datasets
+from symbolkg.jobs.datasets import (
     InputError,
     dataset_counts,
     dataset_names,
@@ -26,8 +26,8 @@ from jobs.datasets import (
     load_logiclm_programs,
     load_problems,
 )
-from jobs.records import PROBLEM_SCHEMA, Problem
-from solvers.records import Program
+from symbolkg.jobs.records import PROBLEM_SCHEMA, Problem
+from symbolkg.solvers.records import Program
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 GOOD = FIXTURES / "custom_problems.jsonl"

@@ -17,13 +17,13 @@ import time
 import pyarrow.parquet as pq
 import pytest
 
-from tests.conftest import REPO, data_or_skip
+from tests.conftest import data_or_skip
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
 
 def command(out, data) -> list[str]:
-    return [sys.executable, "-m", "jobs.solve", "--method", "logiclm", "--engine", "recorded", "--recorded",
+    return [sys.executable, "-m", "symbolkg.jobs", "solve", "--method", "logiclm", "--engine", "recorded", "--recorded",
             str(data / "logiclm" / "programs" / "FOLIO_dev_gpt-4.json"), "--dataset", "logiclm/folio",
             "--out", str(out), "--executor", "local", "--workers", "2", "--max-in-flight", "8", "--timeout-s", "20",
             "--no-progress", "--data-dir", str(data)]
@@ -38,7 +38,7 @@ def answers(path) -> dict[str, tuple]:
 
 def test_a_killed_driver_resumes_to_the_uninterrupted_result(tmp_path):
     data = data_or_skip()
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    env = dict(os.environ)
     clean = tmp_path / "clean.parquet"
     done = subprocess.run(command(clean, data), env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]

@@ -12,15 +12,15 @@ from typing import Sequence
 
 import pytest
 
-from actors.engines.base import ChatRequest, Completion, Message
-from actors.engines.scripted import ScriptedEngine
-from jobs.gates import (GatedEngine, GateLog, StageGate, StageLimits, gate_log_dir, read_gate_log,
+from symbolkg.actors.engines.base import ChatRequest, Completion, Message
+from symbolkg.actors.engines.scripted import ScriptedEngine
+from symbolkg.jobs.gates import (GatedEngine, GateLog, StageGate, StageLimits, gate_log_dir, read_gate_log,
                         write_gate_log)
-from jobs.methods import MethodConfig
-from jobs.pipeline import run_method_job
-from jobs.store import ResultStore, read_run
-from solvers.pool import LocalSolverPool, PoolResult
-from solvers.records import SolveRequest
+from symbolkg.jobs.methods import MethodConfig
+from symbolkg.jobs.pipeline import run_method_job
+from symbolkg.jobs.store import ResultStore, read_run
+from symbolkg.solvers.pool import LocalSolverPool, PoolResult
+from symbolkg.solvers.records import SolveRequest
 from tests.jobs.test_methods import GOOD_LP, problem
 
 
@@ -371,7 +371,7 @@ def test_default_limits_and_no_log(tmp_path, workers):
 
 
 def test_cli_rejects_a_bad_stage_limit(tmp_path, capsys):
-    from jobs.cli import main as cli_main
+    from symbolkg.jobs.cli import main as cli_main
 
     base = ["solve", "--method", "direct", "--dataset", "prontoqa", "--out", str(tmp_path / "r.parquet")]
     assert cli_main([*base, "--stage-limit", "retrieve=4"]) == 2

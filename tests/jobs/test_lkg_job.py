@@ -21,14 +21,14 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from actors.engines.base import ChatRequest, EngineDeadError, EngineError
-from actors.engines.scripted import ScriptedEngine, prompt_word_count, word_count
-from jobs.cli import main as cli_main
-from jobs.lkg import BuildReport, LKGConfig, run_lkg_build
-from jobs.records import Problem
-from retrieval.lkg.extract import PROMPT_VERSION, chunk_context, chunk_schema, parse_extraction, split_sentences
-from retrieval.lkg.schema import Concept, Constraint, Entity, Graph, Provenance, Rule
-from retrieval.lkg.store import LKGStore, cache_key
+from symbolkg.actors.engines.base import ChatRequest, EngineDeadError, EngineError
+from symbolkg.actors.engines.scripted import ScriptedEngine, prompt_word_count, word_count
+from symbolkg.jobs.cli import main as cli_main
+from symbolkg.jobs.lkg import BuildReport, LKGConfig, run_lkg_build
+from symbolkg.jobs.records import Problem
+from symbolkg.retrieval.lkg.extract import PROMPT_VERSION, chunk_context, chunk_schema, parse_extraction, split_sentences
+from symbolkg.retrieval.lkg.schema import Concept, Constraint, Entity, Graph, Provenance, Rule
+from symbolkg.retrieval.lkg.store import LKGStore, cache_key
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "lkg" / "hand_checked.json"
 MODEL = "scripted-lkg"

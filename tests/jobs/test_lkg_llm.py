@@ -16,10 +16,10 @@ import json
 
 import pytest
 
-from jobs.cli import main
-from jobs.datasets import load_dataset
-from retrieval.lkg.canonical import collapse_whitespace
-from retrieval.lkg.store import LKGStore
+from symbolkg.jobs.cli import main
+from symbolkg.jobs.datasets import load_dataset
+from symbolkg.retrieval.lkg.canonical import collapse_whitespace
+from symbolkg.retrieval.lkg.store import LKGStore
 from tests.conftest import data_or_skip
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]

@@ -17,7 +17,7 @@ import json
 import pyarrow.parquet as pq
 import pytest
 
-from jobs.cli import main
+from symbolkg.jobs.cli import main
 from tests.conftest import data_or_skip
 
 # ~8 minutes idle for the logiclm job on 2 cores; room for a loaded CI machine

@@ -14,7 +14,7 @@ import json
 import pyarrow.parquet as pq
 import pytest
 
-from jobs.cli import main
+from symbolkg.jobs.cli import main
 from tests.conftest import data_or_skip
 
 pytestmark = pytest.mark.slow

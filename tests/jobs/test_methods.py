@@ -8,14 +8,14 @@ import json
 import pyarrow.parquet as pq
 import pytest
 
-from actors.engines.base import EngineDeadError, EngineError
-from actors.engines.scripted import ScriptedEngine
-from jobs.methods import MethodConfig, run_problem
-from jobs.pipeline import run_method_job
-from jobs.records import Problem
-from jobs.store import ResultStore, read_run
-from jobs.report import summarize
-from solvers.pool import LocalSolverPool
+from symbolkg.actors.engines.base import EngineDeadError, EngineError
+from symbolkg.actors.engines.scripted import ScriptedEngine
+from symbolkg.jobs.methods import MethodConfig, run_problem
+from symbolkg.jobs.pipeline import run_method_job
+from symbolkg.jobs.records import Problem
+from symbolkg.jobs.store import ResultStore, read_run
+from symbolkg.jobs.report import summarize
+from symbolkg.solvers.pool import LocalSolverPool
 
 GOOD_LP = """Predicates:
 Big($x, bool) ::: Is x big?
@@ -128,7 +128,7 @@ def test_many_problems_in_flight_and_resume_after_engine_death(tmp_path, pool):
 
 
 def test_cached_rerun_costs_zero_tokens_and_gives_the_same_answers(tmp_path, pool):
-    from actors.engines.replay import CachingEngine, CompletionCache, ReplayEngine
+    from symbolkg.actors.engines.replay import CachingEngine, CompletionCache, ReplayEngine
 
     problems = [problem(f"q{i}") for i in range(6)]
     cache = CompletionCache(tmp_path / "cache")

@@ -7,16 +7,16 @@ import json
 
 import pytest
 
-from actors.engines.base import EngineError
-from actors.engines.scripted import ScriptedEngine
-from jobs.cli import main
-from jobs.datasets import load_dataset
-from jobs.multihop import (PassageRetriever, answer_questions, build_pool, clean_prediction, entity_name,
+from symbolkg.actors.engines.base import EngineError
+from symbolkg.actors.engines.scripted import ScriptedEngine
+from symbolkg.jobs.cli import main
+from symbolkg.jobs.datasets import load_dataset
+from symbolkg.jobs.multihop import (PassageRetriever, answer_questions, build_pool, clean_prediction, entity_name,
                            evaluate_retrieval, exact_match, f1_score, passage_graph, passage_key, recall_at,
                            split_paragraphs, summarize)
-from retrieval.embed import HashingEmbedder
-from retrieval.embed_cache import EmbeddingCache
-from retrieval.lkg.canonical import entity_id
+from symbolkg.retrieval.embed import HashingEmbedder
+from symbolkg.retrieval.embed_cache import EmbeddingCache
+from symbolkg.retrieval.lkg.canonical import entity_id
 from tests.conftest import FIXTURES, data_or_skip
 
 DATA = FIXTURES / "multihop_data"  # multihop/hotpotqa/dev.jsonl: 3 hand-written questions
@@ -166,7 +166,7 @@ def test_cli_bad_data_file(tmp_path, capsys):
 def test_real_2wiki_pool_with_minilm_hybrid_beats_bm25():
     """The real pool of one dataset (2Wiki: ~1.3k passages, embedded here) and the real MiniLM."""
     data_or_skip("multihop", "2wikimultihopqa", "dev.jsonl")
-    from retrieval.embed import make_embedder
+    from symbolkg.retrieval.embed import make_embedder
 
     passages, questions = build_pool(load_dataset("multihop/2wikimultihopqa").problems)
     retriever = PassageRetriever(passages, make_embedder("minilm"))

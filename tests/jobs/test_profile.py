@@ -13,17 +13,17 @@ from dataclasses import replace
 
 import pytest
 
-from actors.engines.metered import MeteredEngine, RequestRecord, read_request_log, write_request_log
-from actors.engines.scripted import ScriptedEngine
-from jobs.cli import main as cli_main
-from jobs.methods import MethodConfig
-from jobs.pipeline import run_method_job
-from jobs.profile import distribution, format_profile, in_flight_timeline, profile_run
-from jobs.store import ResultStore, read_run
-from jobs.symbolkg import STAGES, SymbolKG, SymbolKGConfig
-from retrieval.lkg.store import LKGStore
-from solvers.pool import LocalSolverPool
-from solvers.records import Limits
+from symbolkg.actors.engines.metered import MeteredEngine, RequestRecord, read_request_log, write_request_log
+from symbolkg.actors.engines.scripted import ScriptedEngine
+from symbolkg.jobs.cli import main as cli_main
+from symbolkg.jobs.methods import MethodConfig
+from symbolkg.jobs.pipeline import run_method_job
+from symbolkg.jobs.profile import distribution, format_profile, in_flight_timeline, profile_run
+from symbolkg.jobs.store import ResultStore, read_run
+from symbolkg.jobs.methods.symbolkg import STAGES, SymbolKG, SymbolKGConfig, SymbolKGMethod
+from symbolkg.retrieval.lkg.store import LKGStore
+from symbolkg.solvers.pool import LocalSolverPool
+from symbolkg.solvers.records import Limits
 from tests.jobs.test_symbolkg import EMBEDDER, MODEL, WALK, Script, problem
 
 PNG = b"\x89PNG\r\n\x1a\n"
@@ -39,7 +39,7 @@ def profiled(tmp_path_factory):
     pool = LocalSolverPool(2)
     try:
         cfg = MethodConfig(method="symbolkg", limits=Limits(timeout_s=20))
-        asyncio.run(run_method_job(problems, ResultStore(run), cfg, engine, pool, progress=False, kg=kg))
+        asyncio.run(run_method_job(problems, ResultStore(run), cfg, engine, pool, progress=False, method=SymbolKGMethod(kg)))
     finally:
         pool.close()
     write_request_log(run, engine.records)
@@ -100,7 +100,7 @@ def test_distribution():
 
 
 def test_a_failed_request_is_logged_with_its_error():
-    from actors.engines.base import ChatRequest, EngineError, Message
+    from symbolkg.actors.engines.base import ChatRequest, EngineError, Message
 
     def fail(_):
         raise EngineError("boom")
@@ -113,7 +113,7 @@ def test_a_failed_request_is_logged_with_its_error():
 
 def test_profile_reports_stage_gate_waits_and_plots_queue_depth(profiled, tmp_path):
     tmp, run, engine = profiled
-    from jobs.gates import read_gate_log
+    from symbolkg.jobs.gates import read_gate_log
 
     events = read_gate_log(run)
     p = profile_run(run, tmp_path / "prof")

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pyarrow.parquet as pq
 import pytest
 
-from jobs.cli import main
+from symbolkg.jobs.cli import main
 from tests.conftest import data_or_skip
 
 pytestmark = pytest.mark.slow

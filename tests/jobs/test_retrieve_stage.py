@@ -7,14 +7,14 @@ import json
 
 import pytest
 
-from actors.engines.base import EngineDeadError, EngineError
-from actors.engines.scripted import ScriptedEngine
-from jobs.retrieve import retrieve
-from retrieval.anchors import AnchorConfig
-from retrieval.embed import HashingEmbedder
-from retrieval.hybrid import HybridRetriever
-from retrieval.lkg.schema import Concept, Edge, Entity, Graph, Rule
-from retrieval.prune import PruneConfig
+from symbolkg.actors.engines.base import EngineDeadError, EngineError
+from symbolkg.actors.engines.scripted import ScriptedEngine
+from symbolkg.jobs.retrieve import retrieve
+from symbolkg.retrieval.anchors import AnchorConfig
+from symbolkg.retrieval.embed import HashingEmbedder
+from symbolkg.retrieval.hybrid import HybridRetriever
+from symbolkg.retrieval.lkg.schema import Concept, Edge, Entity, Graph, Rule
+from symbolkg.retrieval.prune import PruneConfig
 
 ANN, BOB, TEACHER = Entity.create("Ann"), Entity.create("Bob"), Concept.create("teacher")
 KIND = Rule.create("teacher(x) -> kind(x)", "every teacher is kind")

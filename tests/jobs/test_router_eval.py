@@ -6,11 +6,11 @@ import json
 
 import pytest
 
-from jobs.cli import main
-from jobs.datasets import load_dataset
-from jobs.router_eval import ROUTER_GROUND_TRUTH, evaluate_router, graph_counts, mixed_stream
-from retrieval.lkg.schema import Constraint, ContextRecord, Edge, Entity, Graph, Rule
-from retrieval.lkg.store import LKGStore
+from symbolkg.jobs.cli import main
+from symbolkg.jobs.datasets import load_dataset
+from symbolkg.jobs.router_eval import ROUTER_GROUND_TRUTH, evaluate_router, graph_counts, mixed_stream
+from symbolkg.retrieval.lkg.schema import Constraint, ContextRecord, Edge, Entity, Graph, Rule
+from symbolkg.retrieval.lkg.store import LKGStore
 from tests.conftest import data_or_skip
 
 
@@ -65,9 +65,9 @@ def test_each_dataset_routes_to_its_solver(key):
 def test_llm_votes_with_a_scripted_engine():
     import asyncio
 
-    from actors.engines.base import EngineError
-    from actors.engines.scripted import ScriptedEngine
-    from jobs.router_eval import llm_votes
+    from symbolkg.actors.engines.base import EngineError
+    from symbolkg.actors.engines.scripted import ScriptedEngine
+    from symbolkg.jobs.router_eval import llm_votes
 
     data_or_skip("logiclm")
     stream = mixed_stream(1)

@@ -13,8 +13,8 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from jobs.cli import main
-from tests.conftest import FIXTURES, REPO, lp_problem, write_jsonl
+from symbolkg.jobs.cli import main
+from tests.conftest import FIXTURES, lp_problem, write_jsonl
 
 REPORT_KEYS = {"problems", "executed", "execution_rate", "accuracy", "accuracy_on_executed", "errors_by_kind",
                "wall_seconds"}
@@ -76,9 +76,9 @@ def test_killing_the_job_and_rerunning_completes_without_duplicates(tmp_path):
     src = write_jsonl(tmp_path / "big.jsonl", [lp_problem(i, chain=60) for i in range(n)])
     out = tmp_path / "big.parquet"
     parts = out.with_name(out.name + ".parts")
-    cmd = [sys.executable, "-m", "jobs.solve", "--programs", str(src), "--out", str(out), "--executor", "local",
+    cmd = [sys.executable, "-m", "symbolkg.jobs", "solve", "--programs", str(src), "--out", str(out), "--executor", "local",
            "--workers", "2", "--no-progress"]
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    env = dict(os.environ)
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and not (parts.is_dir() and len(list(parts.glob("part-*.parquet"))) >= 2):

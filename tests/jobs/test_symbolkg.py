@@ -20,22 +20,22 @@ from pathlib import Path
 
 import pytest
 
-from actors.engines.base import ChatRequest, EngineError
-from actors.engines.scripted import ScriptedEngine
-from actors.retrieval_actor import EmbedderSpec, RetrievalError, RetrievalService
-from jobs.cli import main as cli_main
-from jobs.methods import MethodConfig
-from jobs.pipeline import run_method_job
-from jobs.records import Problem
-from jobs.store import ResultStore, read_run
-from jobs.symbolkg import STAGES, SymbolKG, SymbolKGConfig, premise_sentences, subgraph, subgraph_hints
-from retrieval.embed import make_embedder
-from retrieval.lkg.canonical import split_sentences
-from retrieval.lkg.schema import Concept, Constraint, Edge, Entity, Graph, Provenance, Rule
-from retrieval.lkg.store import LKGStore
-from retrieval.prune import PruneConfig
-from solvers.pool import LocalSolverPool
-from solvers.records import Limits
+from symbolkg.actors.engines.base import ChatRequest, EngineError
+from symbolkg.actors.engines.scripted import ScriptedEngine
+from symbolkg.actors.retrieval_actor import EmbedderSpec, RetrievalError, RetrievalService
+from symbolkg.jobs.cli import main as cli_main
+from symbolkg.jobs.methods import MethodConfig
+from symbolkg.jobs.pipeline import run_method_job
+from symbolkg.jobs.records import Problem
+from symbolkg.jobs.store import ResultStore, read_run
+from symbolkg.jobs.methods.symbolkg import STAGES, SymbolKG, SymbolKGConfig, SymbolKGMethod, premise_sentences, subgraph, subgraph_hints
+from symbolkg.retrieval.embed import make_embedder
+from symbolkg.retrieval.lkg.canonical import split_sentences
+from symbolkg.retrieval.lkg.schema import Concept, Constraint, Edge, Entity, Graph, Provenance, Rule
+from symbolkg.retrieval.lkg.store import LKGStore
+from symbolkg.retrieval.prune import PruneConfig
+from symbolkg.solvers.pool import LocalSolverPool
+from symbolkg.solvers.records import Limits
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 MODEL = "scripted-symbolkg"
@@ -147,7 +147,7 @@ def run_job(tmp_path: Path, problems: list[Problem], script: Script, config: Sym
     store = ResultStore(tmp_path / out)
     pool = LocalSolverPool(2)
     try:
-        asyncio.run(run_method_job(problems, store, cfg, engine, pool, progress=False, kg=kg))
+        asyncio.run(run_method_job(problems, store, cfg, engine, pool, progress=False, method=SymbolKGMethod(kg)))
     finally:
         pool.close()
     table, _ = read_run(tmp_path / out)
@@ -167,7 +167,7 @@ def trace(row: dict) -> dict:
 
 
 def node_ids_matching(graph: Graph, ids, words) -> set[str]:
-    from retrieval.index import node_text
+    from symbolkg.retrieval.index import node_text
 
     return {i for i in ids if any(w.lower() in " ".join(node_text(graph.node(i)).split()).lower() for w in words)}
 
@@ -356,7 +356,7 @@ def test_a_failed_extraction_falls_back_to_the_whole_context_and_is_not_stored(t
 @pytest.mark.slow
 def test_retrieval_in_ray_index_actors_gives_the_walkthrough_rows(walked, tmp_path):
     ray = pytest.importorskip("ray")
-    from actors.ray_runtime import ensure_ray
+    from symbolkg.actors.ray_runtime import ensure_ray
 
     _, _, first = walked
     config = SymbolKGConfig(hops=10)
@@ -441,7 +441,7 @@ def test_config_rejects_bad_values():
 
 
 def test_symbolkg_needs_its_state_and_a_pool():
-    from jobs.methods import run_problem
+    from symbolkg.jobs.methods import run_problem
 
     cfg = MethodConfig(method="symbolkg")
     engine = ScriptedEngine(Script(), model=MODEL)
@@ -467,7 +467,7 @@ def test_cli_rejects_bad_symbolkg_flags(tmp_path, capsys):
 def test_a_comma_list_of_datasets_is_a_mixed_stream_of_limit_each():
     import argparse
 
-    from jobs.cli import _load_input
+    from symbolkg.jobs.cli import _load_input
     from tests.conftest import data_or_skip
 
     args = argparse.Namespace(dataset="folio,prontoqa,logicaldeduction", programs=None, data_dir=str(data_or_skip()),

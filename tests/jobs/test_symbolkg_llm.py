@@ -23,9 +23,9 @@ import json
 import pyarrow.parquet as pq
 import pytest
 
-from actors.engines.metered import read_request_log
-from jobs.cli import main
-from jobs.symbolkg import STAGES
+from symbolkg.actors.engines.metered import read_request_log
+from symbolkg.jobs.cli import main
+from symbolkg.jobs.methods.symbolkg import STAGES
 from tests.conftest import data_or_skip
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(2400)]

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from retrieval.anchors import (QUERY_ENTITY_SCHEMA, Anchor, AnchorConfig, NameIndex, dense_anchors,
+from symbolkg.retrieval.anchors import (QUERY_ENTITY_SCHEMA, Anchor, AnchorConfig, NameIndex, dense_anchors,
                                lexical_query_entities, merge_anchors, parse_query_entities, query_entity_messages)
-from retrieval.index import VectorIndex
+from symbolkg.retrieval.index import VectorIndex
 
 
 @pytest.mark.parametrize("question, expected", [

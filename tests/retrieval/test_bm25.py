@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from retrieval.bm25 import BM25Config, BM25Index, tokenize
+from symbolkg.retrieval.bm25 import BM25Config, BM25Index, tokenize
 
 CORPUS = [
     "Ann is a teacher.",                              # 0

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import importlib.util
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-from retrieval import embed as embed_module
-from retrieval.embed import (
+from symbolkg.retrieval import embed as embed_module
+from symbolkg.retrieval.embed import (
     BGEM3Config,
     BGEM3Embedder,
     Embedder,
@@ -160,9 +159,8 @@ def test_minilm_loads_in_a_fresh_environment(tmp_path):
     import sys
 
     env = {"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path), "HF_HOME": str(tmp_path / "hf"),
-           "XDG_CACHE_HOME": str(tmp_path / "cache"), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
-           "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
-    code = ("from retrieval.embed import make_embedder; e = make_embedder('minilm'); "
+           "XDG_CACHE_HOME": str(tmp_path / "cache"), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    code = ("from symbolkg.retrieval.embed import make_embedder; e = make_embedder('minilm'); "
             "v = e.embed(['a cat sits on the mat']); print(v.shape, round(float((v * v).sum()), 3))")
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]

@@ -7,8 +7,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from retrieval.embed import HashingEmbedder
-from retrieval.embed_cache import EmbeddingCache, embed_with_cache, store_embedding_cache, text_key
+from symbolkg.retrieval.embed import HashingEmbedder
+from symbolkg.retrieval.embed_cache import EmbeddingCache, embed_with_cache, store_embedding_cache, text_key
 
 
 class CountingEmbedder(HashingEmbedder):

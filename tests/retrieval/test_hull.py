@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from retrieval.hull import Adjacency, HullConfig, hull_subgraph, logical_hull
-from retrieval.lkg.schema import Concept, Constraint, ContextRecord, Edge, Entity, Graph, Rule
-from retrieval.lkg.store import LKGStore
+from symbolkg.retrieval.hull import Adjacency, HullConfig, hull_subgraph, logical_hull
+from symbolkg.retrieval.lkg.schema import Concept, Constraint, ContextRecord, Edge, Entity, Graph, Rule
+from symbolkg.retrieval.lkg.store import LKGStore
 
 ANN, BOB, CAROL, DAN = (Entity.create(n) for n in ("Ann", "Bob", "Carol", "Dan"))
 LONER = Entity.create("Loner")

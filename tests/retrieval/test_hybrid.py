@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from retrieval.anchors import AnchorConfig
-from retrieval.embed import HashingEmbedder
-from retrieval.embed_cache import store_embedding_cache
-from retrieval.hull import HullConfig
-from retrieval.hybrid import HybridRetriever, total_seconds
-from retrieval.lkg.schema import Concept, ContextRecord, Edge, Entity, Graph, Rule
-from retrieval.lkg.store import LKGStore
+from symbolkg.retrieval.anchors import AnchorConfig
+from symbolkg.retrieval.embed import HashingEmbedder
+from symbolkg.retrieval.embed_cache import store_embedding_cache
+from symbolkg.retrieval.hull import HullConfig
+from symbolkg.retrieval.hybrid import HybridRetriever, total_seconds
+from symbolkg.retrieval.lkg.schema import Concept, ContextRecord, Edge, Entity, Graph, Rule
+from symbolkg.retrieval.lkg.store import LKGStore
 
 ANN, BOB, TEACHER = Entity.create("Ann"), Entity.create("Bob"), Concept.create("teacher")
 KIND = Rule.create("teacher(x) -> kind(x)", "every teacher is kind")
@@ -84,7 +84,7 @@ def test_indexes_of_another_embedder_are_refused(tmp_path):
 
 
 def test_store_subgraph_streams_the_named_nodes_and_their_edges(tmp_path):
-    from retrieval.hybrid import store_subgraph
+    from symbolkg.retrieval.hybrid import store_subgraph
 
     store = _store(tmp_path / "store")
     sub = store_subgraph(store, [BOB.id, TALL.id, "nope", BOB.id])
@@ -95,7 +95,7 @@ def test_store_subgraph_streams_the_named_nodes_and_their_edges(tmp_path):
 def test_retrieve_cli(tmp_path, capsys):
     import json
 
-    from jobs.cli import main
+    from symbolkg.jobs.cli import main
 
     _store(tmp_path / "store")
     code = main(["retrieve", "--store", str(tmp_path / "store"), "--query", "Is Ann kind?", "--embedder", "hashing",

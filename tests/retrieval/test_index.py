@@ -8,8 +8,8 @@ import faiss
 import numpy as np
 import pytest
 
-from retrieval.embed import HashingEmbedder
-from retrieval.index import (
+from symbolkg.retrieval.embed import HashingEmbedder
+from symbolkg.retrieval.index import (
     IndexConfig,
     VectorIndex,
     build_indexes,
@@ -17,8 +17,8 @@ from retrieval.index import (
     node_text,
     save_indexes,
 )
-from retrieval.lkg.schema import Concept, Constraint, ContextRecord, Edge, Entity, Graph, Rule
-from retrieval.lkg.store import LKGStore
+from symbolkg.retrieval.lkg.schema import Concept, Constraint, ContextRecord, Edge, Entity, Graph, Rule
+from symbolkg.retrieval.lkg.store import LKGStore
 
 N, DIM = 20_000, 64
 # Small HNSW parameters keep the build to a few seconds on 2 cores; recall is still well above 0.95.

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from retrieval.lkg import canonical, extract, merge, schema, store, validate
-from retrieval.lkg.canonical import (
+from symbolkg.retrieval.lkg import canonical, extract, merge, schema, store, validate
+from symbolkg.retrieval.lkg.canonical import (
     concept_id,
     constraint_id,
     entity_id,

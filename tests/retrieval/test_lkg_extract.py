@@ -8,8 +8,8 @@ import json
 import jsonschema
 import pytest
 
-from retrieval.lkg.canonical import split_sentences
-from retrieval.lkg.extract import (
+from symbolkg.retrieval.lkg.canonical import split_sentences
+from symbolkg.retrieval.lkg.extract import (
     EXAMPLE_CONTEXT,
     EXAMPLE_OUTPUT,
     MAX_OUTPUT_CHARS,
@@ -23,9 +23,9 @@ from retrieval.lkg.extract import (
     parse_extraction,
     repair_messages,
 )
-from retrieval.lkg.merge import merge_graphs
-from retrieval.lkg.schema import ValidationIssue
-from retrieval.lkg.validate import ValidationLimits, validate_extraction
+from symbolkg.retrieval.lkg.merge import merge_graphs
+from symbolkg.retrieval.lkg.schema import ValidationIssue
+from symbolkg.retrieval.lkg.validate import ValidationLimits, validate_extraction
 
 
 def _walk(schema):

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from retrieval.lkg.merge import GraphBuilder, merge_graphs, merge_node
-from retrieval.lkg.schema import Concept, Constraint, Edge, Entity, Graph, Provenance, Rule
+from symbolkg.retrieval.lkg.merge import GraphBuilder, merge_graphs, merge_node
+from symbolkg.retrieval.lkg.schema import Concept, Constraint, Edge, Entity, Graph, Provenance, Rule
 
 
 def P(doc: str, *sentences: int) -> list[Provenance]:

@@ -9,7 +9,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from retrieval.lkg.schema import (
+from symbolkg.retrieval.lkg.schema import (
     EDGE_SCHEMA,
     NODE_SCHEMA,
     Concept,
@@ -22,7 +22,7 @@ from retrieval.lkg.schema import (
     Rule,
     ValidationIssue,
 )
-from retrieval.lkg.store import CONTEXT_SCHEMA, LKGStore, cache_key
+from symbolkg.retrieval.lkg.store import CONTEXT_SCHEMA, LKGStore, cache_key
 
 
 def rich_graph(key: str) -> Graph:

@@ -8,10 +8,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from retrieval.lkg.canonical import entity_id
-from retrieval.lkg.extract import EXAMPLE_CONTEXT, EXAMPLE_OUTPUT
-from retrieval.lkg.schema import Concept, Constraint, Entity, Provenance, Rule
-from retrieval.lkg.validate import ISSUE_KINDS, ValidationLimits, validate_extraction
+from symbolkg.retrieval.lkg.canonical import entity_id
+from symbolkg.retrieval.lkg.extract import EXAMPLE_CONTEXT, EXAMPLE_OUTPUT
+from symbolkg.retrieval.lkg.schema import Concept, Constraint, Entity, Provenance, Rule
+from symbolkg.retrieval.lkg.validate import ISSUE_KINDS, ValidationLimits, validate_extraction
 
 CONTEXT = "Bob is a cat. Bob sits left of Ann.\nAll cats are soft. The blue book is on the shelf."
 

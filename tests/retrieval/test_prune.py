@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from retrieval.lkg.schema import Constraint, Entity, Rule
-from retrieval.prune import PruneConfig, PrunePrompt, parse_pruned, unpruned
+from symbolkg.retrieval.lkg.schema import Constraint, Entity, Rule
+from symbolkg.retrieval.prune import PruneConfig, PrunePrompt, parse_pruned, unpruned
 
 NODES = [Entity.create("Ann"), Rule.create("teacher(x) -> kind(x)", "every teacher is kind"),
          Constraint.create("Ann left_of Bob", "Ordering", relation="left_of"), Entity.create("Bob"),
@@ -76,8 +76,8 @@ def _keys(schema) -> set[str]:
 def test_structured_output_schemas_use_no_key_vllm_rejects():
     """vLLM's grammar backend fails a request whose JSON schema uses ``uniqueItems`` (found by the
     real-engine SymbolKG run: every pruning request failed and fell back to the hull)."""
-    from retrieval.anchors import QUERY_ENTITY_SCHEMA
-    from retrieval.lkg.extract import chunk_schema
+    from symbolkg.retrieval.anchors import QUERY_ENTITY_SCHEMA
+    from symbolkg.retrieval.lkg.extract import chunk_schema
 
     schemas = [PrunePrompt.build("q", NODES, PruneConfig()).schema, QUERY_ENTITY_SCHEMA,
                chunk_schema(["Ann is kind.", "Bob is tall."])]

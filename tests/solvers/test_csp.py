@@ -1,4 +1,4 @@
-"""Tests of the Logic-LM CSP language (solvers.csp): parsing, entailment answers, errors, limits."""
+"""Tests of the Logic-LM CSP language (symbolkg.solvers.csp): parsing, entailment answers, errors, limits."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from solvers import csp
-from solvers.records import ErrorKind, Limits, ProgramError, SolveRequest, Status
-from solvers.registry import run
+from symbolkg.solvers import csp
+from symbolkg.solvers.records import ErrorKind, Limits, ProgramError, SolveRequest, Status
+from symbolkg.solvers.registry import run
 
 LIMITS = Limits(timeout_s=10)
 DATA = Path(os.environ.get("SYMBOLKG_DATA", "/work/shared/data"))

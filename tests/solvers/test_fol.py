@@ -17,8 +17,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from solvers import fol, prover9
-from solvers.records import ErrorKind, Limits, ProgramError, Status
+from symbolkg.solvers import fol, prover9
+from symbolkg.solvers.records import ErrorKind, Limits, ProgramError, Status
 
 LIMITS = Limits(timeout_s=5)
 DATA = Path(os.environ.get("SYMBOLKG_DATA", "/work/shared/data"))
@@ -434,8 +434,8 @@ class TestAnswers:
 
 
 def test_registered_as_the_logiclm_fol_language(needs_prover9):
-    from solvers import registry
-    from solvers.records import SolveRequest
+    from symbolkg.solvers import registry
+    from symbolkg.solvers.records import SolveRequest
 
     text = program(["∀x (Dog(x) → Animal(x))", "Dog(rex)"], "¬Animal(rex)")
     assert isinstance(registry.parse("logiclm-fol", text), fol.FolProgram)

@@ -17,9 +17,9 @@ import time
 
 import pytest
 
-from solvers import registry
-from solvers.pool import LocalSolverPool
-from solvers.records import Limits, ProgramError, SolveRequest, Status
+from symbolkg.solvers import registry
+from symbolkg.solvers.pool import LocalSolverPool
+from symbolkg.solvers.records import Limits, ProgramError, SolveRequest, Status
 
 SEEDS = {
     "logiclm-lp": """Predicates:

@@ -12,8 +12,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from solvers import lp
-from solvers.records import ErrorKind, Limits, ProgramError, Status
+from symbolkg.solvers import lp
+from symbolkg.solvers.records import ErrorKind, Limits, ProgramError, Status
 
 DATA = Path(os.environ.get("SYMBOLKG_DATA", "/work/shared/data"))
 PROGRAMS = DATA / "logiclm" / "programs"
@@ -406,7 +406,7 @@ def test_recorded_prontoqa_programs() -> None:
     executed, acc = accuracy("ProntoQA", {"True": "A", "False": "B", "Unknown": "C"})
     assert executed == 1.0
     assert acc >= 0.80
-    # Closed world (no Unknown option: not derivable = False), as jobs.answers reads it.
+    # Closed world (no Unknown option: not derivable = False), as symbolkg.jobs.answers reads it.
     executed, acc = accuracy("ProntoQA", {"True": "A", "False": "B", "Unknown": "B"})
     assert acc >= 0.832
 

@@ -14,9 +14,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from solvers import lsat
-from solvers.records import ErrorKind, Limits, Outcome, ProgramError, SolveRequest, Status
-from solvers.registry import run as registry_run
+from symbolkg.solvers import lsat
+from symbolkg.solvers.records import ErrorKind, Limits, Outcome, ProgramError, SolveRequest, Status
+from symbolkg.solvers.registry import run as registry_run
 
 DATA = Path(os.environ.get("SYMBOLKG_DATA", "/work/shared/data"))
 PROGRAMS = DATA / "logiclm" / "programs" / "AR-LSAT_dev_gpt-4.json"

@@ -6,8 +6,8 @@ import os
 import signal
 import threading
 
-from solvers.pool import LocalSolverPool
-from solvers.records import SolveRequest, Status
+from symbolkg.solvers.pool import LocalSolverPool
+from symbolkg.solvers.records import SolveRequest, Status
 from tests.conftest import lp_problem
 
 

@@ -12,8 +12,8 @@ from typing import Iterator
 
 import pytest
 
-from solvers import lp, prolog
-from solvers.records import ErrorKind, Limits, ProgramError, Status
+from symbolkg.solvers import lp, prolog
+from symbolkg.solvers.records import ErrorKind, Limits, ProgramError, Status
 
 pytestmark = pytest.mark.skipif(
     shutil.which(os.environ.get("SYMBOLKG_SWIPL") or "swipl") is None, reason="SWI-Prolog not installed"

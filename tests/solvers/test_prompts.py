@@ -1,4 +1,4 @@
-"""Tests of solvers.prompts: few-shot programs solve, prompts carry the problem, extraction, regexes."""
+"""Tests of symbolkg.solvers.prompts: few-shot programs solve, prompts carry the problem, extraction, regexes."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from solvers import prompts, registry
-from solvers.prompts import (
+from symbolkg.solvers import prompts, registry
+from symbolkg.solvers.prompts import (
     EXAMPLES,
     LANGUAGE_FOR_DATASET,
     answer_structured_output,
@@ -24,7 +24,7 @@ from solvers.prompts import (
     program_structured_output,
     refine_messages,
 )
-from solvers.records import ErrorKind, Limits, ProgramError
+from symbolkg.solvers.records import ErrorKind, Limits, ProgramError
 from tests.conftest import data_or_skip
 
 LANGUAGES = sorted(EXAMPLES)
@@ -54,7 +54,7 @@ def test_every_logiclm_language_has_prompts_and_examples():
 
 
 def test_language_for_dataset_names_real_datasets():
-    from jobs.datasets import dataset_names
+    from symbolkg.jobs.datasets import dataset_names
 
     assert set(LANGUAGE_FOR_DATASET) <= set(dataset_names())
 

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from solvers import prover9
-from solvers.prover9 import ProofStatus, Prover9NotFound, entail, parse, prove, solve
-from solvers.records import ErrorKind, Limits, ProgramError, Status
+from symbolkg.solvers import prover9
+from symbolkg.solvers.prover9 import ProofStatus, Prover9NotFound, entail, parse, prove, solve
+from symbolkg.solvers.records import ErrorKind, Limits, ProgramError, Status
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -289,8 +289,8 @@ def test_native_structure_errors(text, line, kind, fragment):
 
 
 def test_registered_as_the_prover9_language():
-    from solvers import registry
-    from solvers.records import SolveRequest
+    from symbolkg.solvers import registry
+    from symbolkg.solvers.records import SolveRequest
 
     text = NATIVE.format(goal="mortal(socrates)")
     assert isinstance(registry.parse("prover9", text), prover9.Prover9Problem)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from solvers.router import RouteFeatures, options_kind, route, text_features
+from symbolkg.solvers.router import RouteFeatures, options_kind, route, text_features
 
 
 @pytest.mark.parametrize("options, kind", [
@@ -64,7 +64,7 @@ def test_text_features_and_the_option_ablation():
 
 
 def test_llm_vote_prompt_parse_and_combination():
-    from solvers.router import combine_vote, parse_vote, vote_messages
+    from symbolkg.solvers.router import combine_vote, parse_vote, vote_messages
 
     messages = vote_messages("x" * 3000, "Is it true?", ("A) True", "B) False"))
     assert messages[0][0] == "system" and messages[1][1].count("x") == 2000 and "A) True" in messages[1][1]
@@ -78,8 +78,8 @@ def test_llm_vote_prompt_parse_and_combination():
 
 
 def test_target_for_maps_each_route_to_a_prompt_language_and_a_runner():
-    from solvers.registry import LANGUAGES
-    from solvers.router import target_for
+    from symbolkg.solvers.registry import LANGUAGES
+    from symbolkg.solvers.router import target_for
 
     prolog = target_for("prolog", "Is the following statement true or false? Fae is opaque.")
     assert (prolog.language, prolog.run_as) == ("logiclm-lp", "logiclm-lp-swipl")
@@ -97,8 +97,8 @@ def test_target_for_maps_each_route_to_a_prompt_language_and_a_runner():
 
 
 def test_the_prolog_route_runs_lp_programs_in_swi_prolog():
-    from solvers.registry import run
-    from solvers.records import Limits, SolveRequest
+    from symbolkg.solvers.registry import run
+    from symbolkg.solvers.records import Limits, SolveRequest
 
     program = ("Predicates:\nCat($x, bool)\nPet($x, bool)\nFacts:\nCat(Tom, True)\nRules:\n"
                "Cat($x, True) >>> Pet($x, True)\nQuery:\nPet(Tom, True)")

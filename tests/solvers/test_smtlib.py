@@ -1,4 +1,4 @@
-"""Tests of SMT-LIB2 scripts on Z3 (solvers.smtlib): verdicts, errors with lines, limits, goals."""
+"""Tests of SMT-LIB2 scripts on Z3 (symbolkg.solvers.smtlib): verdicts, errors with lines, limits, goals."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import time
 import pytest
 import z3
 
-from solvers import smtlib
-from solvers.records import ErrorKind, Limits, ProgramError, SolveRequest, Status
-from solvers.registry import run
+from symbolkg.solvers import smtlib
+from symbolkg.solvers.records import ErrorKind, Limits, ProgramError, SolveRequest, Status
+from symbolkg.solvers.registry import run
 
 LIMITS = Limits(timeout_s=10)
 

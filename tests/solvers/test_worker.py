@@ -9,8 +9,8 @@ import time
 
 import pytest
 
-from solvers.records import ErrorKind, Limits, SolveRequest, Status
-from solvers.worker import SolverProcess
+from symbolkg.solvers.records import ErrorKind, Limits, SolveRequest, Status
+from symbolkg.solvers.worker import SolverProcess
 
 # x^3 + y^3 = z^3 over positive integers: no solution, and Z3 cannot prove that; it searches until stopped.
 FERMAT3 = """(declare-const x Int) (declare-const y Int) (declare-const z Int)

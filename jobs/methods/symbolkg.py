@@ -7,19 +7,19 @@ at once, so the engine batches their LLM calls):
    extracted now (once per distinct context, even when several problems in flight share it)
    and stored, so the next run and the next question on the same story skip the LLM;
 2. **retrieve**: LLM query entities -> dense and name anchors -> the logical hull -> LLM
-   pruning (:func:`jobs.retrieve.retrieve`), over that graph; the query is the question and
+   pruning (:func:`symbolkg.jobs.retrieve.retrieve`), over that graph; the query is the question and
    its options. The search runs off the event loop, on the job's retrieval hosts (a worker
-   thread, or index actors: :mod:`actors.retrieval_actor`), batched across problems in flight;
+   thread, or index actors: :mod:`symbolkg.actors.retrieval_actor`), batched across problems in flight;
 3. **premises**: the context sentences the kept nodes were read from, in text order; when
    the kept nodes cover no sentence (an empty graph, an empty hull) or retrieval is off
    (ablation), the whole context. Which one was used is recorded;
-4. **route**: :func:`solvers.router.route` over the text features of the problem (the whole
+4. **route**: :func:`symbolkg.solvers.router.route` over the text features of the problem (the whole
    context: what kind of problem it is does not change with retrieval) and the counts of the
    pruned subgraph (constraints by type, rules, typed relations); an optional
-   LLM vote; a forced solver for ablations. :func:`solvers.router.target_for` turns the
+   LLM vote; a forced solver for ablations. :func:`symbolkg.solvers.router.target_for` turns the
    solver into the program language the LLM writes and the one the pool runs;
 5. **formalize / solve / refine**: the loop shared with ``logiclm``
-   (:func:`jobs.methods.formalize_solve_refine`), with the premises as the context and the
+   (:func:`symbolkg.jobs.methods.logiclm.formalize_solve_refine`), with the premises as the context and the
    subgraph's symbols (entities -> constants or variables, concepts -> predicates or sorts,
    rules, constraints) shown as hints.
 
@@ -30,6 +30,7 @@ Nothing here runs a program: the pool does, in worker processes.
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import functools
 import os
@@ -37,25 +38,25 @@ import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
-from actors.engines.base import (ChatRequest, EngineDeadError, EngineError, LLMEngine, Message, SamplingParams,
+from symbolkg.actors.engines.base import (ChatRequest, EngineDeadError, EngineError, LLMEngine, Message, SamplingParams,
                                  StructuredOutput)
-from actors.retrieval_actor import EmbedderSpec, HostConfig, RetrievalService
-from jobs.answers import interpret
-from jobs.lkg import ContextJob, LKGConfig, extract_context
-from jobs.methods import MethodConfig, _Ledger, _row, final_outcome, formalize_solve_refine
-from jobs.records import Problem, ResultRow
-from jobs.retrieve import RetrieveOutcome, retrieve
-from jobs.router_eval import graph_counts
-from retrieval.embed import Embedder
-from retrieval.hull import HullConfig
-from retrieval.lkg.canonical import split_sentences
-from retrieval.lkg.schema import STRUCTURAL_EDGE_TYPES, Concept, Constraint, ContextRecord, Entity, Graph, Rule
-from retrieval.lkg.store import LKGStore, cache_key
-from retrieval.prune import PruneConfig
-from solvers.pool import SolverPool
-from solvers.router import SOLVERS, Route, combine_vote, parse_vote, route, target_for, text_features, vote_messages
+from symbolkg.actors.retrieval_actor import EmbedderSpec, HostConfig, RetrievalService
+from symbolkg.jobs.answers import interpret
+from symbolkg.jobs.lkg import ContextJob, LKGConfig, extract_context
+from symbolkg.jobs.methods.base import Ledger, Method, MethodContext
+from symbolkg.jobs.methods.logiclm import formalize_solve_refine
+from symbolkg.jobs.records import Problem, ResultRow
+from symbolkg.jobs.retrieve import RetrieveOutcome, retrieve
+from symbolkg.jobs.router_eval import graph_counts
+from symbolkg.retrieval.embed import Embedder
+from symbolkg.retrieval.hull import HullConfig
+from symbolkg.retrieval.lkg.canonical import split_sentences
+from symbolkg.retrieval.lkg.schema import STRUCTURAL_EDGE_TYPES, Concept, Constraint, ContextRecord, Entity, Graph, Rule
+from symbolkg.retrieval.lkg.store import LKGStore, cache_key
+from symbolkg.retrieval.prune import PruneConfig
+from symbolkg.solvers.router import SOLVERS, Route, combine_vote, parse_vote, route, target_for, text_features, vote_messages
 
 #: Retrievers (FAISS indexes of one context's graph) kept per retrieval host, least recently used dropped first.
 MAX_RETRIEVERS = 256
@@ -151,7 +152,7 @@ class SymbolKG:
         self.retrieval = retrieval
 
     # -- lkg --------------------------------------------------------------------------------
-    async def graph_for(self, problem: Problem, engine: LLMEngine, ledger: _Ledger) -> ProblemGraph:
+    async def graph_for(self, problem: Problem, engine: LLMEngine, ledger: Ledger) -> ProblemGraph:
         """The LKG of ``problem``'s context: from the store, or extracted once and stored.
 
         Raises:
@@ -265,7 +266,7 @@ def subgraph_hints(sub: Graph, language: str, max_items: int = 24) -> str:
 # --------------------------------------------------------------------------- the method
 
 
-async def _vote(engine: LLMEngine, problem: Problem, context: str, cfg: SymbolKGConfig, ledger: _Ledger
+async def _vote(engine: LLMEngine, problem: Problem, context: str, cfg: SymbolKGConfig, ledger: Ledger
                 ) -> tuple[str | None, str | None]:
     """The LLM's solver vote (or None) and the error, if the call failed."""
     structured = StructuredOutput(choice=SOLVERS) if engine.supports_structured else None
@@ -299,15 +300,14 @@ def _route_trace(r: Route) -> dict:
                          "graph_rules": f.graph_rules, "graph_relations": f.graph_relations}}
 
 
-async def run_symbolkg(problem: Problem, cfg: MethodConfig, engine: LLMEngine, solver: SolverPool,
-                       kg: SymbolKG) -> ResultRow:
+async def run_symbolkg(problem: Problem, ctx: MethodContext, kg: SymbolKG) -> ResultRow:
     """One problem through every SymbolKG stage (module docstring); its result row with the trace.
 
     Raises:
         EngineDeadError: the engine is gone (the job stops; a rerun resumes).
     """
     opts = kg.config
-    ledger = _Ledger()
+    engine, ledger = ctx.engine, ctx.ledger
     seconds = dict.fromkeys(STAGES, 0.0)
     t_start = time.monotonic()
 
@@ -364,12 +364,115 @@ async def run_symbolkg(problem: Problem, cfg: MethodConfig, engine: LLMEngine, s
 
     hints = subgraph_hints(sub, target.language)
     trace["hints"] = hints
-    f = await formalize_solve_refine(problem, cfg, engine, solver, ledger, language=target.language,
-                                     run_as=target.run_as, context=context, hints=hints)
+    f = await formalize_solve_refine(problem, ctx, language=target.language, run_as=target.run_as, context=context,
+                                     hints=hints)
     seconds.update(f.seconds)
-    outcome = final_outcome(f)
+    outcome = f.final_outcome()
     predicted = interpret(problem, outcome.answer) if outcome.executed else None
-    return _row(problem, cfg, outcome=outcome, predicted=predicted, program=f.program, language=target.run_as,
-                ledger=ledger, rounds=f.rounds, success_round=f.rounds if outcome.executed else None,
-                attempts=f.attempts, worker=f.worker, pool_attempts=f.pool_attempts,
-                latency_s=time.monotonic() - t_start, route=decided.solver, trace=trace, stage_seconds=seconds)
+    return ctx.row(problem, outcome, predicted=predicted, program=f.program, language=target.run_as,
+                   rounds=f.rounds, success_round=f.rounds if outcome.executed else None, attempts=f.attempts,
+                   worker=f.worker, pool_attempts=f.pool_attempts, latency_s=time.monotonic() - t_start,
+                   route=decided.solver, trace=trace, stage_seconds=seconds)
+
+
+class SymbolKGMethod(Method):
+    """SymbolLKG's pipeline as a method: lkg -> retrieve -> route -> formalize -> solve -> refine.
+
+    Args:
+        kg: the per-job state (LKG store, extractions in flight, retrieval hosts); closed with the job.
+    """
+
+    name = "symbolkg"
+    summary = "LKG, hybrid retrieval, route to a solver, then logiclm's loop"
+    needs_solver = True
+
+    def __init__(self, kg: SymbolKG | None = None) -> None:
+        if kg is None:
+            raise ValueError("the symbolkg method needs its LKG store and embedder: SymbolKGMethod(SymbolKG(...)), "
+                             "or `symbolkg solve --method symbolkg` with --lkg-store")
+        self.kg = kg
+        self.extra_info: dict[str, Any] = {}
+        self._closed = False
+
+    @classmethod
+    def add_arguments(cls, g: argparse._ArgumentGroup) -> None:
+        g.title = "SymbolKG method (--method symbolkg; the switches are the ablations)"
+        g.add_argument("--lkg-store", default="runs/lkg",
+                       help="LKG store: graphs are read from it, and contexts it lacks are extracted into it "
+                            "(default runs/lkg)")
+        g.add_argument("--lkg-max-tokens", type=int, default=1024, help="most tokens per extraction request (default 1024)")
+        g.add_argument("--lkg-repair-rounds", type=int, default=2, help="extraction repair rounds per chunk (default 2)")
+        g.add_argument("--stage-max-tokens", type=int, default=256,
+                       help="most tokens of a query-entity, pruning or vote request (default 256)")
+        g.add_argument("--hops", type=int, default=4, help="logical hull depth k (default 4)")
+        g.add_argument("--no-retrieval", action="store_true", help="formalize the whole context (ablation)")
+        g.add_argument("--no-prune", action="store_true", help="keep the whole logical hull (ablation)")
+        g.add_argument("--prune-cap", type=int, default=24, help="most nodes the pruning keeps (default 24)")
+        g.add_argument("--force-solver", choices=("z3", "prover9", "prolog"), help="route every problem here (ablation)")
+        g.add_argument("--llm-vote", action="store_true", help="ask the LLM too; it overrules only weak router rules")
+        g.add_argument("--no-option-features", action="store_true", help="the router does not read the answer options")
+        g.add_argument("--embedder", choices=("minilm", "bge-m3", "hashing"), default="minilm",
+                       help="dense model of the retrieval (default minilm: all-MiniLM-L6-v2 from its PyPI package)")
+        g.add_argument("--embedder-path", help="local model folder (required for bge-m3)")
+        g.add_argument("--retrieval-actors", type=int, default=0,
+                       help="run the retrieval search (embedding, FAISS, hull) in N Ray index actors; "
+                            "default 0: a worker thread of this process")
+        g.add_argument("--embedder-actor", action="store_true",
+                       help="with --retrieval-actors: embed queries in one shared Ray actor (e.g. BGE-M3 on a GPU)")
+        g.add_argument("--embedder-gpus", type=float, default=0.0,
+                       help="GPUs the --embedder-actor reserves (default 0; 1 for bge-m3 on a GPU node)")
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> "SymbolKGMethod":
+        """The method over ``--lkg-store`` with the retrieval hosts the flags ask for.
+
+        Raises:
+            ValueError: a bad flag value, or the embedder's model cannot be found.
+        """
+        from symbolkg.retrieval.embed import ModelNotFoundError, make_embedder
+
+        config = config_from_args(args)
+        if args.retrieval_actors < 0 or (args.embedder_actor and not args.retrieval_actors):
+            raise ValueError("--retrieval-actors must be >= 0, and --embedder-actor needs --retrieval-actors")
+        try:
+            store = LKGStore(args.lkg_store)
+            if args.retrieval_actors:
+                spec = EmbedderSpec(args.embedder, args.embedder_path)
+                spec.build()  # fail here, with the reason, rather than in every actor
+                service = RetrievalService.actors(config.host_config(store.path, spec), args.retrieval_actors,
+                                                  embedder_actor=args.embedder_actor, embedder_gpus=args.embedder_gpus,
+                                                  address=getattr(args, "ray_address", None))
+                kg = SymbolKG(store, None, config, retrieval=service)
+            else:
+                kg = SymbolKG(store, make_embedder(args.embedder, args.embedder_path), config)
+        except ModelNotFoundError as exc:
+            raise ValueError(str(exc)) from exc
+        method = cls(kg)
+        method.extra_info = {"lkg_store": args.lkg_store, "embedder": args.embedder,
+                             "retrieval_actors": args.retrieval_actors, "embedder_actor": args.embedder_actor}
+        return method
+
+    def run_info(self) -> dict[str, Any]:
+        c = self.kg.config
+        return {"retrieval": c.retrieval, "prune": c.prune.enabled, "force_solver": c.force_solver,
+                "llm_vote": c.llm_vote, "option_features": c.option_features, **self.extra_info}
+
+    async def run(self, problem: Problem, ctx: MethodContext) -> ResultRow:
+        return await run_symbolkg(problem, ctx, self.kg)
+
+    def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            self.kg.close()
+
+
+def config_from_args(args: argparse.Namespace) -> SymbolKGConfig:
+    """The :class:`SymbolKGConfig` of ``solve --method symbolkg``'s flags. Raises ValueError."""
+    if args.lkg_max_tokens < 1:
+        raise ValueError(f"--lkg-max-tokens must be >= 1, got {args.lkg_max_tokens}")
+    lkg = LKGConfig(max_repair_rounds=args.lkg_repair_rounds, params=SamplingParams(max_tokens=args.lkg_max_tokens),
+                    structured=not args.no_structured)
+    prune = PruneConfig(enabled=not args.no_prune, cap=args.prune_cap)
+    return SymbolKGConfig(retrieval=not args.no_retrieval, hops=args.hops, prune=prune, force_solver=args.force_solver,
+                          llm_vote=args.llm_vote, option_features=not args.no_option_features,
+                          stage_max_tokens=args.stage_max_tokens, lkg=lkg)

@@ -1,0 +1,143 @@
+"""Logic-LM (Pan et al., 2023): formulate -> solve -> refine on error -> interpret.
+
+Two deliberate differences from the paper:
+
+* no random backup answer: a problem whose programs never execute is unanswered and
+  scored wrong; a named fallback method may answer it, counted in separate columns;
+* the error fed back for repair is structured (kind, line, message) and the program is
+  shown with line numbers.
+
+The loop (:func:`formalize_solve_refine`) is shared with the ``symbolkg`` method. Prompts and
+output parsing live beside the parsers (:mod:`symbolkg.solvers.prompts`); the solver pool is
+only used here, never imported.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from symbolkg.actors.engines.base import EngineDeadError, EngineError
+from symbolkg.jobs.answers import interpret
+from symbolkg.jobs.methods.base import Method, MethodContext
+from symbolkg.jobs.records import Problem, ResultRow
+from symbolkg.solvers import prompts
+from symbolkg.solvers.records import ErrorKind, Outcome, SolveRequest, Status
+
+
+def language_for(problem: Problem) -> str | None:
+    """The formalization language of a problem's dataset (None if the method has none)."""
+    return prompts.LANGUAGE_FOR_DATASET.get(problem.dataset)
+
+
+@dataclass
+class Formalized:
+    """What the formulate -> solve -> refine loop produced for one problem.
+
+    Attributes:
+        outcome: the last program's outcome (None when the LLM never gave a program).
+        program: the last program run.
+        attempts: one object per round (see :attr:`symbolkg.jobs.records.ResultRow.attempts_log`).
+        rounds: programs written and run.
+        worker, pool_attempts: where the last program ran, and how many runs it took.
+        seconds: ``formalize`` (the first LLM request), ``solve`` (every program, queueing
+            included), ``refine`` (the repair requests).
+    """
+
+    outcome: Outcome | None = None
+    program: str | None = None
+    attempts: list[dict] = field(default_factory=list)
+    rounds: int = 0
+    worker: str = "-"
+    pool_attempts: int = 0
+    seconds: dict[str, float] = field(default_factory=lambda: {"formalize": 0.0, "solve": 0.0, "refine": 0.0})
+
+    def final_outcome(self) -> Outcome:
+        """The loop's outcome, or an LLM error outcome when no program was ever run."""
+        if self.outcome is not None:
+            return self.outcome
+        last = self.attempts[-1].get("engine_error", "no completion") if self.attempts else "no completion"
+        return Outcome.error(Status.RUNTIME_ERROR, ErrorKind.LLM, last, backend="llm")
+
+
+async def formalize_solve_refine(problem: Problem, ctx: MethodContext, *, language: str, run_as: str | None = None,
+                                 context: str | None = None, hints: str = "") -> Formalized:
+    """The shared loop: ask for a program, run it, feed errors back, at most ``1 + max_refine_rounds`` times.
+
+    Args:
+        problem: the problem (its question and options are always shown).
+        ctx: the engine, the solver pool, the shared settings and the problem's ledger (updated).
+        language: the program language the LLM is prompted for.
+        run_as: the registry language the pool runs (default ``language``).
+        context: the premises shown (default the problem's whole context).
+        hints: knowledge-graph symbols shown after the context (:func:`symbolkg.solvers.prompts.formulation_messages`).
+
+    Raises:
+        EngineDeadError: the engine is gone.
+        ValueError: the context has no solver pool.
+    """
+    if ctx.solver is None:
+        raise ValueError("formalize_solve_refine needs a solver pool")
+    cfg = ctx.config
+    context = problem.context if context is None else context
+    run_as = run_as or language
+    pairs = prompts.formulation_messages(language, context, problem.question, problem.options, hints)
+    structured = ctx.structured(prompts.program_structured_output(language))
+    out = Formalized()
+    for round_no in range(1, cfg.max_refine_rounds + 2):
+        purpose = "formulate" if round_no == 1 else "refine"
+        request = ctx.chat(problem, purpose, pairs, params=cfg.formulate_params, structured=structured,
+                           request_id=f"{problem.id}/{purpose}/{round_no}")
+        t0 = time.perf_counter()
+        try:
+            completion = await ctx.ask(request)
+        except EngineDeadError:
+            raise
+        except EngineError as exc:
+            # No (further) program from the LLM: keep the last outcome. The recorded engine
+            # lands here for repairs it does not have.
+            out.attempts.append({"round": round_no, "purpose": purpose, "engine_error": str(exc)})
+            break
+        finally:
+            out.seconds["formalize" if round_no == 1 else "refine"] += time.perf_counter() - t0
+        out.rounds = round_no
+        program = prompts.extract_program(language, completion.text)
+        t0 = time.perf_counter()
+        result = await ctx.solver.solve(SolveRequest(problem.id, run_as, program, cfg.limits))
+        out.seconds["solve"] += time.perf_counter() - t0
+        out.outcome, out.program, out.worker, out.pool_attempts = result.outcome, program, result.worker, result.attempts
+        out.attempts.append({
+            "round": round_no, "purpose": purpose, "program": program, "completion": completion.text,
+            "prompt_tokens": completion.prompt_tokens, "completion_tokens": completion.completion_tokens,
+            "llm_seconds": round(completion.latency_s, 4), "cached": completion.cached,
+            "outcome": {k: v for k, v in result.outcome.to_dict().items() if k != "proof"},
+        })
+        if result.outcome.executed or round_no > cfg.max_refine_rounds:
+            break
+        pairs = prompts.refine_messages(language, context, problem.question, problem.options, program,
+                                        result.outcome.error_kind,
+                                        result.outcome.error_message or result.outcome.status.value,
+                                        result.outcome.error_line, hints)
+    return out
+
+
+class LogicLM(Method):
+    """Formulate in the dataset's language -> solve -> refine on error (<= --max-refine-rounds) -> interpret."""
+
+    name = "logiclm"
+    summary = "formulate a program, solve it, refine on error"
+    needs_solver = True
+
+    async def run(self, problem: Problem, ctx: MethodContext) -> ResultRow:
+        t0 = time.monotonic()
+        language = language_for(problem)
+        if language is None:
+            outcome = Outcome.error(Status.PARSE_ERROR, ErrorKind.UNSUPPORTED,
+                                    f"logiclm has no formalization language for dataset {problem.dataset!r}")
+            return ctx.row(problem, outcome, predicted=None)
+        f = await formalize_solve_refine(problem, ctx, language=language)
+        outcome = f.final_outcome()
+        predicted = interpret(problem, outcome.answer) if outcome.executed else None
+        return ctx.row(problem, outcome, predicted=predicted, program=f.program, language=language, rounds=f.rounds,
+                       success_round=f.rounds if outcome.executed else None, attempts=f.attempts, worker=f.worker,
+                       pool_attempts=f.pool_attempts, latency_s=time.monotonic() - t0, stage_seconds=f.seconds)
