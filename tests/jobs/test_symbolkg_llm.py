@@ -1,19 +1,20 @@
-"""``symbolkg solve --method symbolkg`` end to end with the embedded vLLM CPU engine, on all five sets.
+"""``symbolkg solve --method symbolkg`` end to end with the embedded model on vLLM, on all five sets.
 
 What the 135M model achieves is what the report shows (it extracts little, and its programs rarely
-run); this checks that every stage runs for real on the first 20 problems of each Logic-LM dataset —
+run); this checks that every stage runs for real on the first problems of each Logic-LM dataset —
 extraction into the LKG store, MiniLM retrieval with LLM query entities and pruning, the router,
 formalization with a repair round, the solvers in worker processes — that every intermediate is in
 the results and the report (routes, execution rate, rounds, accuracy, per-stage time, per dataset),
 and that a rerun is served from the LKG store and the completion cache without loading the model.
 
-The five sets run as one mixed stream (``--dataset a,b,...``: 20 of each, interleaved) through one
-engine: 100 problems in flight keep vLLM's batch full, where five separate runs of 20 would each
-load the model and batch less. The retrieval search runs in two Ray index actors (``--retrieval-actors 2``),
+The five sets run as one mixed stream (``--dataset a,b,...``: ``PER_SET`` of each, interleaved)
+through the session's shared vLLM server (``--engine openai``, tests/llm_server.py), so the model is
+not loaded again for this test. The retrieval search runs in two Ray index actors (``--retrieval-actors 2``),
 so the rerun also checks that their results are stable: a different hull would change a pruning
 prompt, miss the completion cache, and cost tokens. CI budget: smaller token budgets than the defaults (extraction,
-stage calls, programs; one repair round), the same trade as the logiclm e2e test; a run at larger
-budgets is in benchmarks/RESULTS.md.
+stage calls, programs; one repair round) and a few problems per set, the same trade as the logiclm
+e2e test; a run of 20 per set at larger budgets is in benchmarks/RESULTS.md (``symbolkg solve`` as
+this test runs it, with ``--limit 20``).
 """
 
 from __future__ import annotations
@@ -26,9 +27,9 @@ import pytest
 from symbolkg.actors.engines.metered import read_request_log
 from symbolkg.jobs.cli import main
 from symbolkg.jobs.methods.symbolkg import STAGES
-from tests.conftest import data_or_skip
+from tests.conftest import data_or_skip, openai_engine_args
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(2400)]
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
 pytest.importorskip("vllm")
 
 DATASETS = ("prontoqa", "proofwriter", "folio", "logicaldeduction", "ar-lsat")
@@ -36,13 +37,14 @@ REGISTRY = {"prontoqa": "logiclm/prontoqa", "proofwriter": "logiclm/proofwriter"
             "logicaldeduction": "logiclm/logicaldeduction", "ar-lsat": "logiclm/ar-lsat"}
 BUDGET = ("--max-tokens", "128", "--max-refine-rounds", "1", "--lkg-max-tokens", "128", "--lkg-repair-rounds", "0",
           "--stage-max-tokens", "32")
+PER_SET = 3  # problems of each dataset
 
 
-def solve(out, tmp) -> int:
-    return main(["solve", "--method", "symbolkg", "--dataset", ",".join(DATASETS), "--limit", "20", "--out", str(out),
-                 "--lkg-store", str(tmp / "lkg"), "--cache", str(tmp / "completions"), "--executor", "local",
-                 "--workers", "2", "--no-progress", "--data-dir", str(data_or_skip()), "--retrieval-actors", "2",
-                 *BUDGET])
+def solve(out, tmp, server) -> int:
+    return main(["solve", "--method", "symbolkg", "--dataset", ",".join(DATASETS), "--limit", str(PER_SET),
+                 "--out", str(out), "--lkg-store", str(tmp / "lkg"), "--cache", str(tmp / "completions"),
+                 "--executor", "local", "--workers", "2", "--no-progress", "--data-dir", str(data_or_skip()),
+                 "--retrieval-actors", "2", *BUDGET, *openai_engine_args(server)])
 
 
 def report(path, capsys) -> dict:
@@ -51,14 +53,14 @@ def report(path, capsys) -> dict:
     return json.loads(capsys.readouterr().out)
 
 
-def test_symbolkg_on_20_problems_of_each_set_then_a_free_rerun(tmp_path, capsys):
+def test_symbolkg_on_a_few_problems_of_each_set_then_a_free_rerun(tmp_path, capsys, vllm_server):
     first = tmp_path / "mixed.parquet"
-    assert solve(first, tmp_path) == 0
+    assert solve(first, tmp_path, vllm_server) == 0
     rep = report(first, capsys)
-    assert rep["problems"] == 100 and rep["methods"] == ["symbolkg"] and rep["models"] == ["smollm2-135m"]
+    assert rep["problems"] == PER_SET * len(DATASETS) and rep["methods"] == ["symbolkg"] and rep["models"] == ["smollm2-135m"]
     assert sorted(rep["by_dataset"]) == sorted(REGISTRY.values())
     for name, ds in rep["by_dataset"].items():
-        assert ds["problems"] == 20 and sum(ds["routes"].values()) == 20, name
+        assert ds["problems"] == PER_SET and sum(ds["routes"].values()) == PER_SET, name
         assert set(ds["routes"]) <= {"z3", "prover9", "prolog"} and 0 <= ds["execution_rate"] <= 1
         assert list(ds["stage_seconds"]) == list(STAGES)
     assert list(rep["stage_seconds"]) == list(STAGES) and rep["stage_seconds"]["lkg"] > 0
@@ -78,15 +80,15 @@ def test_symbolkg_on_20_problems_of_each_set_then_a_free_rerun(tmp_path, capsys)
     assert any(t["prune_source"] == "llm" for t in retrieved)  # the real engine accepts the pruning schema
     assert not any("Grammar" in e for t in retrieved for e in t["errors"])
     # the route follows the problem's kind: True/False/Unknown -> prover9, multiple choice over positions -> z3
-    assert rep["by_dataset"]["logiclm/folio"]["routes"] == {"prover9": 20}
-    assert rep["by_dataset"]["logiclm/logicaldeduction"]["routes"] == {"z3": 20}
+    assert rep["by_dataset"]["logiclm/folio"]["routes"] == {"prover9": PER_SET}
+    assert rep["by_dataset"]["logiclm/logicaldeduction"]["routes"] == {"z3": PER_SET}
     summary = {name: {k: ds[k] for k in ("execution_rate", "accuracy", "routes")}
                for name, ds in rep["by_dataset"].items()}
-    print("symbolkg, SmolLM2-135M, 5 x 20:", json.dumps(summary), json.dumps(
+    print(f"symbolkg, SmolLM2-135M, 5 x {PER_SET}:", json.dumps(summary), json.dumps(
         {k: rep[k] for k in ("rounds_histogram", "completion_tokens", "wall_seconds", "stage_seconds")}))
 
     again = tmp_path / "again.parquet"
-    assert solve(again, tmp_path) == 0
+    assert solve(again, tmp_path, vllm_server) == 0
     rerun = report(again, capsys)
     # every answered request comes from the cache; requests the engine failed are not cached (asked again)
     failed = [len([r for r in read_request_log(p) if r.error]) for p in (first, again)]
