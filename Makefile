@@ -25,12 +25,13 @@ demo: setup
 	      --workers $(WORKERS) --data-dir $(DATA) || exit 1; \
 	done
 
-# Everything, the real-LLM tests included (~40 min on 2 cores): what CI runs.
+# Everything, the real-LLM tests included: what CI runs (`.ci/run`), slowest tests listed at the end.
 test: setup
-	$(PY) -m pytest -q --durations=15
+	$(PY) -m pytest -q --durations=25
 
+# The inner loop: no model, no multi-node cluster, no whole-dataset runs (under 5 minutes on 2 cores).
 test-fast: setup
-	$(PY) -m pytest -q -m "not slow"
+	$(PY) -m pytest -q -m "not slow and not cluster" --durations=10
 
 # Only the real-model tests (vLLM CPU engine, vllm serve, end-to-end logiclm/cot/symbolkg, LKG build).
 test-llm: setup
