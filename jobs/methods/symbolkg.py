@@ -402,6 +402,9 @@ class SymbolKGMethod(Method):
                             "(default runs/lkg)")
         g.add_argument("--lkg-max-tokens", type=int, default=1024, help="most tokens per extraction request (default 1024)")
         g.add_argument("--lkg-repair-rounds", type=int, default=2, help="extraction repair rounds per chunk (default 2)")
+        g.add_argument("--lkg-chunk-chars", type=int, default=2000,
+                       help="longest chunk of a context in one extraction request (default 2000; small models "
+                            "validate more often on ~200, as in `lkg build --chunk-chars`)")
         g.add_argument("--stage-max-tokens", type=int, default=256,
                        help="most tokens of a query-entity, pruning or vote request (default 256)")
         g.add_argument("--hops", type=int, default=4, help="logical hull depth k (default 4)")
@@ -470,8 +473,8 @@ def config_from_args(args: argparse.Namespace) -> SymbolKGConfig:
     """The :class:`SymbolKGConfig` of ``solve --method symbolkg``'s flags. Raises ValueError."""
     if args.lkg_max_tokens < 1:
         raise ValueError(f"--lkg-max-tokens must be >= 1, got {args.lkg_max_tokens}")
-    lkg = LKGConfig(max_repair_rounds=args.lkg_repair_rounds, params=SamplingParams(max_tokens=args.lkg_max_tokens),
-                    structured=not args.no_structured)
+    lkg = LKGConfig(max_repair_rounds=args.lkg_repair_rounds, chunk_chars=args.lkg_chunk_chars,
+                    params=SamplingParams(max_tokens=args.lkg_max_tokens), structured=not args.no_structured)
     prune = PruneConfig(enabled=not args.no_prune, cap=args.prune_cap)
     return SymbolKGConfig(retrieval=not args.no_retrieval, hops=args.hops, prune=prune, force_solver=args.force_solver,
                           llm_vote=args.llm_vote, option_features=not args.no_option_features,

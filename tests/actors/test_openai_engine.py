@@ -647,7 +647,7 @@ def test_real_server_rejects_bad_requests_clearly(vllm_server: VLLMServer) -> No
 
     async def too_long() -> None:
         try:
-            await engine.generate([req(params=SamplingParams(max_tokens=4096))])
+            await engine.generate([req(params=SamplingParams(max_tokens=100_000))])  # > max-model-len
         finally:
             await engine.close()
 

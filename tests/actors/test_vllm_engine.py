@@ -84,15 +84,21 @@ def test_every_structured_kind_maps_to_vllm_params():
 
 
 def engine_processes() -> list:
-    """vLLM's processes under this one (EngineCore, Worker), by their process titles."""
+    """vLLM's processes under this one (EngineCore, Worker), by their process titles.
+
+    Only this session's: the session's shared vLLM server (tests/llm_server.py) is a child too,
+    but in a session of its own.
+    """
     import psutil
 
     found = []
+    session = os.getsid(0)
     for p in psutil.Process().children(recursive=True):
         try:
-            if p.is_running() and p.status() != psutil.STATUS_ZOMBIE and "VLLM" in " ".join([p.name(), *p.cmdline()]):
+            if (p.is_running() and p.status() != psutil.STATUS_ZOMBIE and os.getsid(p.pid) == session
+                    and "VLLM" in " ".join([p.name(), *p.cmdline()])):
                 found.append(p)
-        except psutil.NoSuchProcess:
+        except (psutil.NoSuchProcess, ProcessLookupError):
             pass
     return found
 

@@ -460,6 +460,9 @@ def test_cli_rejects_bad_symbolkg_flags(tmp_path, capsys):
     assert cli_main([*base, "--embedder-actor"]) == 2
     assert "--embedder-actor needs --retrieval-actors" in capsys.readouterr().err
     assert cli_main([*base, "--retrieval-actors", "-1"]) == 2
+    capsys.readouterr()
+    assert cli_main([*base, "--lkg-chunk-chars", "50"]) == 2
+    assert "chunk_chars must be >= 100" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         cli_main([*base, "--force-solver", "cvc5"])
 

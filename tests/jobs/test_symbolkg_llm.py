@@ -37,7 +37,7 @@ REGISTRY = {"prontoqa": "logiclm/prontoqa", "proofwriter": "logiclm/proofwriter"
             "logicaldeduction": "logiclm/logicaldeduction", "ar-lsat": "logiclm/ar-lsat"}
 BUDGET = ("--max-tokens", "128", "--max-refine-rounds", "1", "--lkg-max-tokens", "128", "--lkg-repair-rounds", "0",
           "--stage-max-tokens", "32")
-PER_SET = 3  # problems of each dataset
+PER_SET = 2  # problems of each dataset
 
 
 def solve(out, tmp, server) -> int:
