@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import os
+import threading
 import time
+from collections.abc import Callable
 
 import numpy as np
 import pytest
@@ -17,6 +19,7 @@ from symbolkg.retrieval.embed import HashingEmbedder
 from symbolkg.retrieval.hull import HullConfig
 from symbolkg.retrieval.hybrid import HybridRetriever
 from symbolkg.retrieval.lkg.schema import Concept, Edge, Entity, Graph, Rule
+from tests.actors.ray_wait import kill_and_wait_until_dead
 
 ANN, BOB, TEACHER, KIND = Entity.create("Ann"), Entity.create("Bob"), Concept.create("teacher"), Concept.create("kind")
 RULE = Rule.create("teacher(x) -> kind(x)", "every teacher is kind")
@@ -42,15 +45,26 @@ def expected() -> list[tuple]:
 
 
 class SlowEmbedder(HashingEmbedder):
-    """The hashing embedder, ``delay_s`` per call; raises on a text containing "poison"."""
+    """The hashing embedder, ``delay_s`` per call; raises on a text containing "poison".
 
-    def __init__(self, delay_s: float) -> None:
+    With a ``gate``, every call also waits until the test opens it (at most ``patience_s``), so a
+    test keeps the host busy exactly as long as it needs to instead of guessing a sleep.
+    ``started`` is set when the first call begins: the host is then busy with a batch.
+    """
+
+    def __init__(self, delay_s: float, gate: threading.Event | None = None, patience_s: float = 30.0) -> None:
         super().__init__()
         self.delay_s = delay_s
+        self.gate = gate
+        self.patience_s = patience_s
+        self.started = threading.Event()
         self.calls: list[int] = []
 
     def embed(self, texts, batch_size: int = 64) -> np.ndarray:
         self.calls.append(len(texts))
+        self.started.set()
+        if self.gate is not None:
+            self.gate.wait(self.patience_s)
         time.sleep(self.delay_s)
         if any("poison" in t for t in texts):
             raise RuntimeError("the embedder choked")
@@ -69,13 +83,33 @@ def test_a_host_batch_answers_like_one_retriever_per_context():
     assert ANN.id in results[0].hull.distances and RULE.id in results[0].hull.distances
 
 
+async def _until(condition: Callable[[], bool], patience_s: float = 30.0) -> None:
+    """Poll ``condition`` until it holds; fail after ``patience_s`` (generous: it takes milliseconds)."""
+    deadline = time.monotonic() + patience_s
+    while not condition():
+        assert time.monotonic() < deadline, "condition not reached"
+        await asyncio.sleep(0.005)
+
+
+async def _turns(n: int = 5) -> None:
+    """Let every ready task run until it blocks (loop turns, not wall time)."""
+    for _ in range(n):
+        await asyncio.sleep(0)
+
+
 def test_what_queues_while_the_host_is_busy_goes_as_one_batch_in_order():
-    service = RetrievalService.local(CONFIG, SlowEmbedder(0.2))
+    gate = threading.Event()
+    embedder = SlowEmbedder(0.0, gate)
+    service = RetrievalService.local(CONFIG, embedder)
 
     async def main():
         first = asyncio.ensure_future(service.search(*QUERIES[0]))
-        await asyncio.sleep(0.05)  # the host is busy with it now
-        return [await first, *await search_all(service, (QUERIES * 3)[1:])]
+        await _until(embedder.started.is_set)  # the host is busy with it now, held at the gate
+        rest = asyncio.ensure_future(search_all(service, (QUERIES * 3)[1:]))
+        await _turns()  # the 11 queries queue behind it
+        assert service.stats.batches == 0  # the first batch is still in the host
+        gate.set()
+        return [await first, *await rest]
 
     try:
         results = asyncio.run(main())
@@ -87,7 +121,8 @@ def test_what_queues_while_the_host_is_busy_goes_as_one_batch_in_order():
 
 
 def test_the_event_loop_keeps_running_while_a_search_does():
-    service = RetrievalService.local(CONFIG, SlowEmbedder(0.5))
+    gate = threading.Event()
+    service = RetrievalService.local(CONFIG, SlowEmbedder(0.0, gate, patience_s=10.0))
     ticks = 0
 
     async def main():
@@ -95,6 +130,8 @@ def test_the_event_loop_keeps_running_while_a_search_does():
         search = asyncio.ensure_future(service.search(*QUERIES[0]))
         while not search.done():
             ticks += 1
+            if ticks == 20:
+                gate.set()  # the loop has turned 20 times while the search was held in the host
             await asyncio.sleep(0.01)
         return await search
 
@@ -103,7 +140,9 @@ def test_the_event_loop_keeps_running_while_a_search_does():
     finally:
         service.close()
     assert summary(result) == expected()[0]
-    assert ticks >= 15  # ~50 ticks of 10 ms fit in the 0.5 s search; inline there would be 1
+    # Off the loop, the search ends only after the 20th tick opened the gate. Run inline, it would
+    # block the loop in the embedder until the gate's patience (10 s) ran out: 1 tick.
+    assert ticks >= 20
 
 
 def test_a_failing_batch_fails_its_queries_and_the_lane_goes_on():
@@ -168,16 +207,15 @@ def test_index_actors_answer_like_the_thread_host_each_context_on_one_actor(ray_
 
 
 def test_a_killed_index_actor_is_replaced_and_its_batch_sent_again(ray_session):
-    ray = ray_session
     service = RetrievalService.actors(CONFIG, 1, num_cpus=0.5, restarts=1)
     backend = service._backends[0]
     try:
         first = asyncio.run(search_all(service))
-        ray.kill(backend.handle, no_restart=True)
+        kill_and_wait_until_dead(backend.handle, "pid")
         again = asyncio.run(search_all(service))  # lands on the dead actor, is resent to its replacement
         assert [summary(r) for r in again] == [summary(r) for r in first] == expected()
         assert service.stats.restarts == 1 and service.stats.failed == 0
-        ray.kill(backend.handle, no_restart=True)  # no restarts left: the batch fails, recorded
+        kill_and_wait_until_dead(backend.handle, "pid")  # no restarts left: the batch fails, recorded
         with pytest.raises(RetrievalError, match="may not be restarted"):
             asyncio.run(service.search(*QUERIES[0]))
     finally:

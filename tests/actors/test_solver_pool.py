@@ -12,6 +12,7 @@ ray = pytest.importorskip("ray")
 from symbolkg.actors.solver_pool import RaySolverPool  # noqa: E402
 from symbolkg.solvers.records import SolveRequest, Status  # noqa: E402
 from tests.conftest import lp_problem  # noqa: E402
+from tests.actors.ray_wait import kill_and_wait_until_dead
 
 
 def requests(n: int):
@@ -48,7 +49,8 @@ def test_killing_an_actor_mid_run_loses_no_problem(ray_local):
         for i, r in enumerate(pool.imap_unordered(requests(60))):
             results.append(r)
             if i == 10:
-                ray.kill(pool.actors[0], no_restart=True)
+                # Dead before more requests go out: the ones still to come must meet the dead actor.
+                kill_and_wait_until_dead(pool.actors[0], "worker_pid")
         assert pool.replaced >= 1
     check_complete(results, 60)
 

@@ -136,7 +136,7 @@ def test_counts_match_readme_and_are_fast() -> None:
     counts = dataset_counts(DATA)
     elapsed = time.perf_counter() - started
     assert counts == EXPECTED_COUNTS
-    assert elapsed < 3.0, f"dataset_counts took {elapsed:.2f} s"
+    assert elapsed < 3.0, f"dataset_counts took {elapsed:.2f} s"  # idle: 0.14-0.16 s; the bound is 19x that
 
 
 @needs_data

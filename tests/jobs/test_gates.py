@@ -2,13 +2,17 @@
 
 The job tests measure concurrency inside the backends (a counting wrapper around the scripted
 engine and around real solver workers), so a gate that let too many calls through would show.
+The wrappers hold calls until a condition on the job holds (enough calls inside, every problem in
+flight past its LLM call) rather than sleeping: the overlap they measure is then the job's doing,
+not a matter of how fast the machine ran the other problems during a sleep.
 """
 
 from __future__ import annotations
 
 import asyncio
 import random
-from typing import Sequence
+import time
+from typing import Callable, Sequence
 
 import pytest
 
@@ -255,13 +259,28 @@ async def _hold(gate: StageGate) -> None:
 # -- gated method jobs ------------------------------------------------------------------------------------
 
 
-class CountingPool:
-    """Real solver workers behind a wrapper that counts solve calls in flight and makes each slower."""
+async def _until(condition: Callable[[], bool], patience_s: float = 10.0, then_turns: int = 0) -> None:
+    """Poll ``condition`` every millisecond until it holds, then stay ``then_turns`` more loop turns
+    (scheduling steps, not wall time: every other ready problem moves on meanwhile). Give up after
+    ``patience_s``, a generous deadline: the conditions below hold within a few loop turns, and a
+    gate that keeps them from ever holding fails its test on the counts."""
+    deadline = time.monotonic() + patience_s
+    while not condition() and time.monotonic() < deadline:
+        await asyncio.sleep(0.001)
+    for _ in range(then_turns):
+        await asyncio.sleep(0)
 
-    def __init__(self, pool: LocalSolverPool, delay_s: float) -> None:
+
+class CountingPool:
+    """Real solver workers behind a wrapper that counts solve calls in flight.
+
+    ``hold``: each call waits until it returns True before it runs (None: no wait).
+    """
+
+    def __init__(self, pool: LocalSolverPool, hold: Callable[[], bool] | None = None) -> None:
         self.pool = pool
         self.workers = pool.workers
-        self.delay_s = delay_s
+        self.hold = hold
         self.inside = self.peak = self.calls = 0
 
     def imap_unordered(self, requests):  # pragma: no cover - not used by the method jobs
@@ -272,7 +291,8 @@ class CountingPool:
         self.calls += 1
         self.peak = max(self.peak, self.inside)
         try:
-            await asyncio.sleep(self.delay_s)
+            if self.hold is not None:
+                await _until(self.hold)
             return await self.pool.solve(request)
         finally:
             self.inside -= 1
@@ -282,19 +302,29 @@ class CountingPool:
 
 
 class CountingEngine:
-    """A scripted engine behind a wrapper that counts requests in flight."""
+    """A scripted engine behind a wrapper that counts requests in flight and answered.
 
-    def __init__(self, engine: ScriptedEngine) -> None:
+    ``hold``: each call waits until it returns True before it is answered (None: no wait), and
+    then ``hold_turns`` loop turns more.
+    """
+
+    def __init__(self, engine: ScriptedEngine, hold: Callable[[], bool] | None = None, hold_turns: int = 0) -> None:
         self.engine = engine
         self.model = engine.model
         self.supports_structured = engine.supports_structured
-        self.inside = self.peak = 0
+        self.hold = hold
+        self.hold_turns = hold_turns
+        self.inside = self.peak = self.answered = 0
 
     async def generate(self, requests: Sequence[ChatRequest]) -> list[Completion]:
         self.inside += len(requests)
         self.peak = max(self.peak, self.inside)
         try:
-            return await self.engine.generate(requests)
+            if self.hold is not None:
+                await _until(self.hold, then_turns=self.hold_turns)
+            completions = await self.engine.generate(requests)
+            self.answered += len(requests)
+            return completions
         finally:
             self.inside -= len(requests)
 
@@ -308,14 +338,23 @@ def workers():
         yield p
 
 
-def _run(tmp_path, workers, limits: StageLimits | None, *, n: int = 16, llm_latency_s: float = 0.0,
-         solve_delay_s: float = 0.03):
+MAX_IN_FLIGHT = 8
+
+
+def _run(tmp_path, workers, limits: StageLimits | None, *, n: int = 16,
+         engine_hold: Callable[[CountingEngine, CountingPool], bool] | None = None,
+         pool_hold: Callable[[CountingEngine, CountingPool], bool] | None = None):
     problems = [problem(f"p{i}") for i in range(n)]
-    engine = CountingEngine(ScriptedEngine(lambda r: GOOD_LP, latency_s=llm_latency_s))
-    pool = CountingPool(workers, solve_delay_s)
+    engine = CountingEngine(ScriptedEngine(lambda r: GOOD_LP))
+    pool = CountingPool(workers)
+    if engine_hold is not None:
+        engine.hold = lambda: engine_hold(engine, pool)
+        engine.hold_turns = 10
+    if pool_hold is not None:
+        pool.hold = lambda: pool_hold(engine, pool)
     out = tmp_path / "run.parquet"
     summary = asyncio.run(run_method_job(problems, ResultStore(out), MethodConfig("logiclm"), engine, pool,
-                                         max_in_flight=8, progress=False, stage_limits=limits))
+                                         max_in_flight=MAX_IN_FLIGHT, progress=False, stage_limits=limits))
     table, _ = read_run(out)
     ids = table.column("problem_id").to_pylist()
     assert sorted(ids) == sorted(p.id for p in problems) and len(ids) == n  # every problem: exactly one row
@@ -324,13 +363,16 @@ def _run(tmp_path, workers, limits: StageLimits | None, *, n: int = 16, llm_late
 
 
 def test_solve_limit_bounds_the_solver_calls_of_a_job(tmp_path, workers):
-    summary, engine, pool, events = _run(tmp_path, workers, StageLimits(solve=2))
+    # The calls inside the gate are held until every problem in flight has its program, so the
+    # others are waiting at the gate meanwhile: the gate is contended on any machine.
+    summary, engine, pool, events = _run(tmp_path, workers, StageLimits(solve=2),
+                                         pool_hold=lambda engine, pool: engine.answered >= MAX_IN_FLIGHT)
     assert pool.peak == 2 and pool.calls == 16  # never more than two solver calls at once, and it was contended
     stats = {s.stage: s for s in summary.gates}
     solve = stats["solve"]
     assert (solve.limit, solve.passes, solve.peak_running, solve.waiting, solve.running) == (2, 16, 2, 0, 0)
     # problems waiting at the gate hold their in-flight slots: at most max_in_flight - limit queue there
-    assert 0 < solve.peak_waiting <= 8 - 2 and solve.max_wait_s > 0
+    assert 0 < solve.peak_waiting <= MAX_IN_FLIGHT - 2 and solve.max_wait_s > 0
     assert stats["llm"].limit is None and stats["llm"].passes == len(engine.engine.requests) == 16
     solve_events = [e for e in events if e.stage == "solve"]
     assert max(e.running for e in solve_events) == 2 and any(e.event == "wait" for e in solve_events)
@@ -341,17 +383,21 @@ def test_solve_limit_bounds_the_solver_calls_of_a_job(tmp_path, workers):
 
 def test_without_a_solve_limit_the_same_job_overlaps_more_solver_calls(tmp_path, workers):
     """The control of the test above: the measurement can see more than two calls."""
-    summary, _, pool, _ = _run(tmp_path, workers, StageLimits(solve=None))
+    # Calls are held until three are inside at once: without a limit that happens at once; a gate
+    # that still let only two through would show a peak of 2 after the hold's patience ran out.
+    summary, _, pool, _ = _run(tmp_path, workers, StageLimits(solve=None), pool_hold=lambda engine, pool: pool.peak >= 3)
     assert pool.peak > 2
     assert {s.stage: s for s in summary.gates}["solve"].peak_waiting == 0
 
 
 def test_llm_limit_bounds_the_requests_in_the_engine(tmp_path, workers):
-    summary, engine, pool, events = _run(tmp_path, workers, StageLimits(llm=3, solve=None), llm_latency_s=0.02,
-                                         solve_delay_s=0.0)
+    # Requests are held until three are in the engine (so the peak is reached on any machine), and
+    # ten loop turns more, in which the other problems in flight reach the gate and queue there.
+    summary, engine, pool, events = _run(tmp_path, workers, StageLimits(llm=3, solve=None),
+                                         engine_hold=lambda engine, pool: engine.peak >= 3)
     assert engine.peak == 3
     llm = {s.stage: s for s in summary.gates}["llm"]
-    assert (llm.limit, llm.passes, llm.peak_running) == (3, 16, 3) and 0 < llm.peak_waiting <= 8 - 3
+    assert (llm.limit, llm.passes, llm.peak_running) == (3, 16, 3) and 0 < llm.peak_waiting <= MAX_IN_FLIGHT - 3
     llm_events = [e for e in events if e.stage == "llm"]
     assert max(e.running for e in llm_events) == 3 and any((e.wait_s or 0.0) > 0 for e in llm_events)
 
@@ -360,7 +406,7 @@ def test_default_limits_and_no_log(tmp_path, workers):
     problems = [problem(f"d{i}") for i in range(4)]
     out = tmp_path / "run.parquet"
     summary = asyncio.run(run_method_job(problems, ResultStore(out), MethodConfig("logiclm"),
-                                         ScriptedEngine(lambda r: GOOD_LP), CountingPool(workers, 0.0),
+                                         ScriptedEngine(lambda r: GOOD_LP), CountingPool(workers),
                                          progress=False, gate_log=False))
     stats = {s.stage: s for s in summary.gates}
     assert stats["llm"].limit is None and stats["solve"].limit == 2 * workers.workers

@@ -400,17 +400,33 @@ def _mini_extractor(text: str) -> dict:
 
 
 class _PeakEngine(ScriptedEngine):
-    """A scripted engine that counts the requests it holds at once (each waits a moment)."""
+    """A scripted engine that counts the requests it holds at once.
 
-    def __init__(self, *args, **kwargs) -> None:
+    Every call is held until ``expect`` requests are in the engine together, or ``patience_s`` has
+    passed (then no later call waits). What it measures is thus whether the job sends them at once,
+    not whether they happened to overlap within some sleep on this machine: a job that sends them
+    one by one shows a peak of 1 after one patience period, however fast or loaded the machine.
+    """
+
+    def __init__(self, *args, expect: int, patience_s: float = 10.0, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.in_flight = self.peak = 0
+        self.expect = expect
+        self.patience_s = patience_s
+        self._release: asyncio.Event | None = None  # made in the job's event loop
 
     async def generate(self, requests):
+        if self._release is None:
+            self._release = asyncio.Event()
         self.in_flight += len(requests)
         self.peak = max(self.peak, self.in_flight)
+        if self.in_flight >= self.expect:
+            self._release.set()
         try:
-            await asyncio.sleep(0.02)
+            try:
+                await asyncio.wait_for(self._release.wait(), self.patience_s)
+            except TimeoutError:
+                self._release.set()  # they do not come together; let everything through
             return await super().generate(requests)
         finally:
             self.in_flight -= len(requests)
@@ -419,7 +435,7 @@ class _PeakEngine(ScriptedEngine):
 def test_the_chunks_of_one_context_are_in_flight_together(tmp_path):
     cfg = LKGConfig(chunk_chars=100)
     chunks = chunk_context(LONG_CONTEXT, cfg.chunk_chars)
-    engine = _PeakEngine(lambda r: json.dumps(_mini_extractor(shown_text(r))), model=MODEL)
+    engine = _PeakEngine(lambda r: json.dumps(_mini_extractor(shown_text(r))), model=MODEL, expect=len(chunks))
     report = build([Problem("long-1", "custom", LONG_CONTEXT, "Who is oldest?")], tmp_path, engine, cfg,
                    max_in_flight=1)
     assert engine.peak == len(chunks) >= 3  # one context at a time, all its chunks at once

@@ -155,8 +155,8 @@ def test_parsers_only_raise_program_errors(language):
     module = registry.language_module(language)
     if not hasattr(module, "parse"):
         pytest.fail(f"{language} has no parse()")
-    t0 = time.monotonic()
     for i, text in enumerate(mutants(language, 600, seed=1)):
+        t0 = time.monotonic()
         try:
             module.parse(text)
         except ProgramError as exc:
@@ -164,13 +164,22 @@ def test_parsers_only_raise_program_errors(language):
             assert exc.line is None or exc.line >= 1
         except Exception as exc:  # noqa: BLE001 - the point of the test
             pytest.fail(f"{language} mutant {i} raised {type(exc).__name__}: {exc!r}\n---\n{text[:500]!r}")
-    assert time.monotonic() - t0 < 120, "parsing 600 mutants took too long"
+        # A parser that hangs (or goes quadratic) on some input. Measured idle, the slowest mutant is
+        # logiclm-smt #429 (620 KB: an option line copied 20,000 times), 4.8 s of linear work; all 600
+        # logiclm-smt mutants take 36 s, the other languages at most 8.4 s. Per mutant, 10x the slowest.
+        elapsed = time.monotonic() - t0
+        assert elapsed < 50, f"{language} mutant {i} ({len(text):,} characters) took {elapsed:.1f} s to parse"
 
 
 def test_backends_give_every_mutant_one_outcome():
     """~100 mutants per language through real workers; the pool survives all of them."""
+    # Every mutant ends by itself far inside this limit (measured idle, one at a time: all 700 do;
+    # the slowest is smtlib2 #90, 20,001 check-sats in 11 s, then logiclm-smt #37, a 1.3 MB program
+    # refused in 5.4 s; together 28 s). So how far each mutant gets into the solvers, and which bugs
+    # it can reach, does not depend on machine load; the limit only ends a mutant that hangs, and
+    # that fails the test below.
     requests = [
-        SolveRequest(f"{lang}-{i}", lang, text, Limits(timeout_s=2.0, kill_grace_s=2.0, memory_mb=1024))
+        SolveRequest(f"{lang}-{i}", lang, text, Limits(timeout_s=120.0, kill_grace_s=10.0, memory_mb=1024))
         for lang in sorted(SEEDS)
         for i, text in enumerate(mutants(lang, 100, seed=2))
     ]
@@ -183,4 +192,6 @@ def test_backends_give_every_mutant_one_outcome():
     assert all(isinstance(r.outcome.status, Status) for r in results)
     internal = [r for r in results if r.outcome.error_kind == "internal"]
     assert not internal, f"{len(internal)} mutants hit a bug of ours, e.g. {internal[0].request.language}: {internal[0].outcome.error_message[:500]}"
+    hung = [r.request.problem_id for r in results if r.outcome.status is Status.TIMEOUT]
+    assert not hung, f"mutants that never finished: {hung}"
     assert all(r.outcome.executed for r in after), [(r.request.language, r.outcome) for r in after if not r.outcome.executed]
