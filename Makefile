@@ -25,13 +25,19 @@ demo: setup
 	      --workers $(WORKERS) --data-dir $(DATA) || exit 1; \
 	done
 
-# Everything, the real-LLM tests included: what CI runs (`.ci/run`), slowest tests listed at the end.
+# pytest-xdist processes for the tests without a model (one per core; a test file stays on one
+# process, so its module fixtures, e.g. a Ray runtime, are built once). The real-model tests run
+# in one process after them: each uses both cores, and they share one vLLM server.
+TEST_PROCS ?= auto
+
+# Everything, the real-LLM tests included: what CI runs (`.ci/run`), slowest tests listed after each part.
 test: setup
-	$(PY) -m pytest -q --durations=25
+	$(PY) -m pytest -q -m "not llm" -n $(TEST_PROCS) --dist loadfile --durations=20
+	$(PY) -m pytest -q -m llm --durations=15
 
 # The inner loop: no model, no multi-node cluster, no whole-dataset runs (under 5 minutes on 2 cores).
 test-fast: setup
-	$(PY) -m pytest -q -m "not slow and not cluster" --durations=10
+	$(PY) -m pytest -q -m "not slow and not cluster" -n $(TEST_PROCS) --dist loadfile --durations=10
 
 # Only the real-model tests (vLLM CPU engine, vllm serve, end-to-end logiclm/cot/symbolkg, LKG build).
 test-llm: setup
