@@ -243,8 +243,7 @@ def _cmd_solve_llm(args: argparse.Namespace) -> int:
                 "max_tokens": args.max_tokens, "stage_limits": {"llm": stage_limits.llm, "solve": stage_limits.solve}}
     if method.run_info():
         run_info[args.method] = method.run_info()
-    store = ResultStore(out, run_info=run_info)
-    pool = _make_pool(args) if method.needs_solver else None
+    pool = None
 
     async def job(engine: "LLMEngine") -> "SolveSummary":
         from symbolkg.actors.engines.metered import MeteredEngine, write_request_log
@@ -257,6 +256,8 @@ def _cmd_solve_llm(args: argparse.Namespace) -> int:
             write_request_log(out, metered.records)
 
     try:
+        store = ResultStore(out, run_info=run_info)
+        pool = _make_pool(args) if method.needs_solver else None
         summary = _run_with_engine(opts, job)
     except EngineDeadError as exc:
         print(f"symbolkg solve: the LLM engine died: {exc}; finished rows are saved, rerun to resume", file=sys.stderr)

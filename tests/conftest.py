@@ -9,6 +9,14 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
+
+# Under pytest-xdist (`make test`), each worker process gets a Ray temp dir of its own. A plain
+# ray.init() joins the cluster named in <ray temp dir>/ray_current_cluster, which ray.cluster_utils
+# writes for its test clusters: with one shared /tmp/ray, a test on one worker could join (and then
+# lose) another worker's two-node cluster. The path stays short (Ray's socket paths live under it).
+if os.environ.get("PYTEST_XDIST_WORKER") and "RAY_TMPDIR" not in os.environ:
+    os.environ["RAY_TMPDIR"] = f"/tmp/ray-{os.environ['PYTEST_XDIST_WORKER']}"
+    os.makedirs(os.environ["RAY_TMPDIR"], exist_ok=True)
 DATA = Path(os.environ.get("SYMBOLKG_DATA", REPO.parent / "shared" / "data"))
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 

@@ -8,6 +8,7 @@ job with an uninterrupted run: the same problem ids, no duplicates, the same ans
 from __future__ import annotations
 
 import asyncio
+import time
 
 import pyarrow.parquet as pq
 import pytest
@@ -120,13 +121,16 @@ def test_killing_the_ray_llm_actor_mid_job_loses_nothing(tmp_path):
     ray = pytest.importorskip("ray")
     from symbolkg.actors.llm_actor import LLMActorConfig, ScriptedActorConfig, start_llm_actor
     from symbolkg.actors.ray_runtime import ensure_ray
+    from tests.actors.ray_wait import kill_and_wait_until_dead
 
     ensure_ray()
     try:
         actors = []
 
         def build():
-            remote = start_llm_actor(LLMActorConfig("scripted", ScriptedActorConfig(answer, latency_s=0.1),
+            # 1 s per answer, far longer than a kill takes to land (measured idle: 0.005 s), so the
+            # requests in flight at the kill die with the actor.
+            remote = start_llm_actor(LLMActorConfig("scripted", ScriptedActorConfig(answer, latency_s=1.0),
                                                     num_cpus=0.5))
             actors.append(remote)
             return remote
@@ -135,11 +139,19 @@ def test_killing_the_ray_llm_actor_mid_job_loses_nothing(tmp_path):
         metered = MeteredEngine(engine)  # counts the answered requests
 
         async def job_with_a_kill(out):
-            task = asyncio.ensure_future(run_method_job(problems(40), ResultStore(out), MethodConfig(method="direct"),
-                                                        metered, None, max_in_flight=8, progress=False))
+            in_flight, n = 8, 40
+            task = asyncio.ensure_future(run_method_job(problems(n), ResultStore(out), MethodConfig(method="direct"),
+                                                        metered, None, max_in_flight=in_flight, progress=False))
+            deadline = time.monotonic() + 120.0
             while len(metered.records) < 10:
+                assert not task.done() and time.monotonic() < deadline, "the job never answered 10 requests"
                 await asyncio.sleep(0.01)
-            ray.kill(actors[0].handle, no_restart=True)  # the actor dies with requests in flight
+            answered = len(metered.records)
+            assert answered + in_flight < n, f"{answered} answered: the kill would not be mid-job"
+            # Not awaited: this event loop, which sends the job's requests, stays blocked until the actor
+            # is dead, so the requests not sent yet go to the dead actor and the engine must restart, however
+            # slowly the kill lands (a bare ray.kill let the job finish on the old actor first).
+            kill_and_wait_until_dead(actors[0].handle, "describe")
             await task
 
         out = tmp_path / "killed.parquet"

@@ -379,24 +379,28 @@ def test_garbage_once_then_fine_succeeds(fake_server) -> None:
 
 
 def test_slow_attempt_is_abandoned_and_retried(fake_server) -> None:
-    server = fake_server(lambda i, b: Reply(delay_s=3.0) if i == 0 else Reply(body=ok_body("late but fine")))
+    # The first attempt stalls for a minute (released at teardown: the fixture's close sets the
+    # event the stall waits on), far beyond the bound below.
+    server = fake_server(lambda i, b: Reply(delay_s=60.0) if i == 0 else Reply(body=ok_body("late but fine")))
     t0 = time.monotonic()
     [c], engine = run(generate_once(config(server.base_url, timeout_s=0.4), [req()]))
     wall_s = time.monotonic() - t0
     assert c.text == "late but fine" and server.count == 2 and engine.stats.retries == 1
-    assert 0.4 <= wall_s < 2.0  # waited for the timeout, not for the stalled handler
+    # Waited for the timeout, not for the stalled handler. Measured idle: 0.46 s.
+    assert 0.4 <= wall_s < 5.0
     assert c.latency_s >= 0.4  # latency counts the abandoned attempt
 
 
 def test_always_slow_fails_with_timeout_after_bounded_time(fake_server) -> None:
-    server = fake_server(lambda i, b: Reply(delay_s=5.0))
+    server = fake_server(lambda i, b: Reply(delay_s=60.0))  # stalls past the bound; released at teardown
     t0 = time.monotonic()
     with pytest.raises(EngineError, match=r"no answer from .* within timeout_s=0.3") as info:
         run(generate_once(config(server.base_url, timeout_s=0.3, max_retries=2), [req()]))
     wall_s = time.monotonic() - t0
     assert server.url in str(info.value) and "3 attempt(s)" in str(info.value)
     assert server.count == 3
-    assert 0.9 <= wall_s < 0.9 + 2 * 0.1 + 1.5  # 3 timeouts + 2 back-offs + slack
+    # 3 timeouts of 0.3 s + 2 back-offs of at most 0.1 s, never the 60 s stall. Measured idle: 0.98 s.
+    assert 0.9 <= wall_s < 10.5
 
 
 def test_503_twice_then_success(fake_server) -> None:
@@ -425,14 +429,16 @@ def test_retry_after_is_honoured(fake_server) -> None:
     run(generate_once(config(server.base_url, backoff_initial_s=0.01, backoff_max_s=5.0), [req()]))
     assert server.count == 2
     gap_s = server.seen[1].arrived_s - server.seen[0].arrived_s
-    assert 0.95 <= gap_s < 2.0
+    # Waited the server's 1 s, not backoff_initial_s (0.01 s). Measured idle: 1.00 s.
+    assert 0.95 <= gap_s < 10.0
 
 
 def test_retry_after_is_capped_by_backoff_max(fake_server) -> None:
     server = fake_server(lambda i, b: Reply(status=429, headers={"Retry-After": "3600"}) if i == 0 else Reply())
     t0 = time.monotonic()
     run(generate_once(config(server.base_url, backoff_max_s=0.2), [req()]))
-    assert server.count == 2 and time.monotonic() - t0 < 1.5
+    # Waited backoff_max_s (0.2 s), not the 3600 s asked for. Measured idle: 0.25 s.
+    assert server.count == 2 and time.monotonic() - t0 < 5.0
 
 
 def test_400_is_not_retried_and_says_why(fake_server) -> None:
@@ -471,8 +477,9 @@ def test_nothing_listening_fails_after_retries_naming_the_url() -> None:
     assert not isinstance(info.value, EngineDeadError)
     assert f"cannot reach {base_url}/chat/completions: ConnectError" in message
     assert "4 attempt(s)" in message
-    # back-offs: 0.05, 0.1, 0.2 with jitter in [50%, 100%]
-    assert 0.17 <= wall_s < 2.0
+    # back-offs: 0.05, 0.1, 0.2 with jitter in [50%, 100%]; a refused connection fails at once (no
+    # wait for timeout_s=5 per attempt, which would take 20 s). Measured idle: 0.28 s.
+    assert 0.17 <= wall_s < 5.0
 
 
 # ---------------------------------------------------------------------------------------------
@@ -525,12 +532,17 @@ def test_concurrency_limit_is_respected(fake_server, one_call: bool) -> None:
 
 
 def test_waiting_for_a_slot_does_not_count_against_timeout(fake_server) -> None:
-    server = fake_server(lambda i, b: Reply(delay_s=0.25))
-    cfg = config(server.base_url, max_concurrency=1, timeout_s=0.6, max_retries=0)
-    out, engine = run(generate_once(cfg, [req()] * 5))  # the last one waits ~1 s for its slot
-    assert len(out) == 5 and server.count == 5 and engine.stats.retries == 0
+    # One attempt takes 0.2 s at the server (measured idle: 0.25 s at the client), 12x inside
+    # timeout_s; 17 requests one at a time make the last one wait at least 16 * 0.2 = 3.2 s for its
+    # slot, longer than timeout_s (a busy machine only makes that wait longer).
+    delay_s, n, timeout_s = 0.2, 17, 3.0
+    server = fake_server(lambda i, b: Reply(delay_s=delay_s))
+    cfg = config(server.base_url, max_concurrency=1, timeout_s=timeout_s, max_retries=0)
+    out, engine = run(generate_once(cfg, [req()] * n))
+    assert len(out) == n and server.count == n and engine.stats.retries == 0
     assert server.max_in_flight == 1
-    assert max(c.latency_s for c in out) >= 5 * 0.25 - 0.05
+    slowest_s = max(c.latency_s for c in out)
+    assert slowest_s >= n * delay_s - 0.05 and slowest_s > timeout_s
 
 
 def test_rate_limit_is_respected(fake_server) -> None:
@@ -574,15 +586,24 @@ def test_closed_engine_is_dead_and_close_is_idempotent(fake_server) -> None:
 def test_close_during_backoff_stops_the_retries(fake_server) -> None:
     server = fake_server(lambda i, b: Reply(status=503))
 
-    async def go() -> None:
-        engine = OpenAIEngine(config(server.base_url, max_retries=10, backoff_initial_s=0.3, backoff_max_s=0.3))
+    async def go() -> int:
+        # A back-off of 1-2 s (jitter), far longer than this loop takes to notice the engine is in
+        # it (measured idle: 0.004 s after the 503 reached the server): the close lands during it.
+        engine = OpenAIEngine(config(server.base_url, max_retries=10, backoff_initial_s=2.0, backoff_max_s=2.0))
         task = asyncio.create_task(engine.generate([req()]))
-        await asyncio.sleep(0.1)
+        deadline = time.monotonic() + 30.0
+        # The first attempt got its 503 and the engine sleeps before the retry (stats.retries is
+        # counted just before that sleep).
+        while engine.stats.retries < 1:
+            assert not task.done() and time.monotonic() < deadline, "the first attempt never failed"
+            await asyncio.sleep(0.01)
+        attempts_at_close = engine.stats.attempts
         await engine.close()
         with pytest.raises(EngineDeadError, match="closed"):
             await task
+        return attempts_at_close
 
-    run(go())
+    assert run(go()) == 1  # closed during the first back-off
     assert server.count == 1
 
 
