@@ -70,6 +70,11 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if item.get_closest_marker("slow") and item.module.__name__.rsplit(".", 1)[-1] in _LLM_MODULES:
             item.add_marker(pytest.mark.llm)
+    # Files with slow tests first (a stable sort: the order within each part stays). pytest-xdist's
+    # --dist loadfile hands out files in this order, so the long ones start early instead of leaving
+    # one process busy at the end while the other idles. Every worker sorts the same way.
+    slow_files = {item.path for item in items if item.get_closest_marker("slow")}
+    items.sort(key=lambda item: item.path not in slow_files)
 
 
 @pytest.fixture(scope="session")

@@ -24,6 +24,8 @@ import urllib.request
 import warnings
 from pathlib import Path
 
+from symbolkg.actors.engines.vllm_engine import cpu_list
+
 #: The name the server answers to (``--model`` of the OpenAI engine).
 SERVED_NAME = "smollm2-135m"
 #: Loading the model takes ~30-60 s on 2 idle cores; the bound only catches a server that hangs.
@@ -52,7 +54,11 @@ class VLLMServer:
         self.log_path = log_path
         env = dict(os.environ)
         env.update(
-            VLLM_CPU_KVCACHE_SPACE="1",  # GiB of KV cache: room for 64 x 4096 tokens of a 135M model
+            # GiB of KV cache, as the in-process engine's default (less preempts long prompts at 64 in flight)
+            VLLM_CPU_KVCACHE_SPACE="4",
+            # OpenMP threads on every core this process may use, as the in-process engine does
+            # (VLLMConfig.cpu_omp_threads_bind="all"); vLLM's own default keeps a core free
+            VLLM_CPU_OMP_THREADS_BIND=cpu_list(sorted(os.sched_getaffinity(0))),
             HF_HUB_OFFLINE="1",
             TRANSFORMERS_OFFLINE="1",
             VLLM_NO_USAGE_STATS="1",

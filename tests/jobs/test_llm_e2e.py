@@ -42,7 +42,7 @@ def cache_dir(tmp_path_factory):
     return tmp_path_factory.mktemp("llm-cache")
 
 
-N = 6  # ProntoQA problems per method: every stage on the real engine, in CI's time
+N = 4  # ProntoQA problems per method: every stage on the real engine, in CI's time
 
 
 def run(method: str, out, cache, extra=()) -> int:
