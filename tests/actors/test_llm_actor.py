@@ -109,7 +109,10 @@ def test_errors_keep_their_class_across_the_actor(remote):
 
 
 def test_a_killed_actor_is_a_dead_engine(remote):
-    ray.kill(remote.handle, no_restart=True)
+    from tests.actors.ray_wait import kill_and_wait_until_dead
+
+    # ray.kill returns before the actor is dead (a call right after it was once still answered)
+    kill_and_wait_until_dead(remote.handle, "describe")
     with pytest.raises(EngineDeadError, match="died"):
         asyncio.run(remote.generate([req("p1")]))
 
