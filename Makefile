@@ -6,6 +6,11 @@ WORKERS ?= 2
 
 .PHONY: setup demo test test-fast test-llm bench clean
 
+# Write bytecode caches even where the environment says not to (PYTHONDONTWRITEBYTECODE=1 on these
+# machines): otherwise every Python process the tests start (solver workers, Ray workers, CLI
+# subprocesses) compiles the package from source again, and pytest rewrites every test module anew.
+unexport PYTHONDONTWRITEBYTECODE
+
 setup:
 	bash cluster/setup_node.sh
 

@@ -6,11 +6,12 @@ No guessing: a program that gave no answer yields ``None`` and is scored wrong
 
 from __future__ import annotations
 
+import math
 import re
 
 from symbolkg.jobs.records import Problem
 
-_OPTION = re.compile(r"^\s*\(?([A-Z])\)\s*(.*)$", re.S)
+_OPTION = re.compile(r"^\s*\(?([A-Z])\)\s*(.*)$", re.DOTALL)
 # Solver verdicts -> the option texts datasets use for them.
 _VERDICT_TEXTS = {
     "true": {"true", "yes"},
@@ -75,11 +76,28 @@ def normalise_text(s: str) -> str:
     return re.sub(r"\s+", " ", re.sub(r"[^\w\s]", " ", s.lower())).strip()
 
 
+def as_number(text: str) -> float | None:
+    """``text`` as a number (``"18"``, ``"18.0"``, ``" -2.5 "``), or None when it is not one."""
+    try:
+        value = float(text.strip().replace(",", ""))
+    except ValueError:
+        return None
+    return value if math.isfinite(value) else None
+
+
 def is_correct(problem: Problem, predicted: str | None) -> bool:
-    """Exact letter match for option problems; normalised text (or alias) match otherwise."""
+    """Exact letter match for option problems; numbers as numbers; normalised text (or alias) otherwise.
+
+    >>> p = Problem("m1", "symba/gsm8k", "", "answer(X)", (), "18")
+    >>> is_correct(p, "18.0"), is_correct(p, "18"), is_correct(p, "17.999"), is_correct(p, "eighteen")
+    (True, True, False, False)
+    """
     if predicted is None or problem.answer is None:
         return False
     if problem.options:
         return predicted == problem.answer
+    gold_number, number = as_number(problem.answer), as_number(predicted)
+    if gold_number is not None and number is not None:
+        return abs(gold_number - number) <= 1e-9 * max(1.0, abs(gold_number))
     golds = [problem.answer, *problem.meta.get("answer_aliases", [])]
     return normalise_text(predicted) in {normalise_text(g) for g in golds}

@@ -201,6 +201,7 @@ def _cmd_solve_llm(args: argparse.Namespace) -> int:
     from symbolkg.actors.engines.base import EngineDeadError, SamplingParams
     from symbolkg.actors.engines.factory import EngineOptions
     from symbolkg.jobs import methods
+    from symbolkg.jobs.datasets import default_data_dir
     from symbolkg.jobs.gates import StageLimits
     from symbolkg.jobs.methods import MethodConfig
     from symbolkg.jobs.pipeline import run_method_job
@@ -223,7 +224,8 @@ def _cmd_solve_llm(args: argparse.Namespace) -> int:
                              max_num_seqs=args.max_num_seqs,
                              actor=args.llm_actor, ray_address=args.ray_address, restarts=args.llm_restarts,
                              actors=args.llm_actors, placement_strategy=args.placement_strategy,
-                             placement_timeout_s=args.placement_timeout_s)
+                             placement_timeout_s=args.placement_timeout_s,
+                             data_dir=str(default_data_dir(args.data_dir)) if args.engine == "gold" else None)
         budget = {}
         if args.max_tokens is not None:
             if args.max_tokens < 1:
@@ -576,8 +578,9 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--method", choices=("recorded", *registered), default="recorded",
                    help="recorded: run the given programs (default); "
                         + "; ".join(f"{name}: {methods.get(name).summary}" for name in registered))
-    g.add_argument("--engine", choices=("vllm", "openai", "recorded", "replay"),
-                   help="LLM backend (default vllm with the embedded SmolLM2-135M-Instruct)")
+    g.add_argument("--engine", choices=("vllm", "openai", "recorded", "replay", "gold"),
+                   help="LLM backend (default vllm with the embedded SmolLM2-135M-Instruct; gold: SymBa's gold "
+                        "programs answer --method symba's calls, no model)")
     g.add_argument("--model", help="model name or path (vllm: smollm2-135m (default), qwen2.5-coder-1.5b, an HF folder/id)")
     g.add_argument("--recorded", help="Logic-LM program file answering formulation requests (--engine recorded)")
     g.add_argument("--cache", help="completion cache dir: written through by any engine, read by --engine replay")

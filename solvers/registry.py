@@ -28,6 +28,7 @@ LANGUAGES: dict[str, tuple[str, str]] = {
     "prolog": ("symbolkg.solvers.prolog", "SWI-Prolog program text with a '% query: Goal' line (tabled, bounded)"),
     "prover9": ("symbolkg.solvers.prover9", "Prover9 input: formulas(assumptions)/formulas(goals) lists"),
     "smtlib2": ("symbolkg.solvers.smtlib", "SMT-LIB2 script for Z3"),
+    "symba": ("symbolkg.solvers.symba", "SymBa clause language (ASP-like facts/rules, not, -p, pooling, arithmetic) with a '?- goal.' query: tabled SLDNF backward chainer"),
 }
 
 

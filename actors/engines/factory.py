@@ -14,7 +14,7 @@ from typing import Callable, Sequence
 
 from symbolkg.actors.engines.base import ChatRequest, Completion, EngineDeadError, EngineError, LLMEngine
 
-ENGINES: tuple[str, ...] = ("vllm", "openai", "recorded", "replay")
+ENGINES: tuple[str, ...] = ("vllm", "openai", "recorded", "replay", "gold")
 
 
 @dataclass(frozen=True)
@@ -43,6 +43,7 @@ class EngineOptions:
             one node (see :class:`~symbolkg.actors.llm_actor.LLMActorConfig`).
         placement_timeout_s: with ``actor`` and ``tensor_parallel_size`` > 1: seconds to wait for
             an engine's GPUs to be placed before the build fails.
+        data_dir: gold: the benchmark data folder whose SymBa gold programs answer the calls.
     """
 
     kind: str
@@ -60,6 +61,7 @@ class EngineOptions:
     actors: int = 1
     placement_strategy: str = "STRICT_PACK"
     placement_timeout_s: float = 300.0
+    data_dir: str | None = None
 
     def __post_init__(self) -> None:
         if self.actors < 1:
@@ -189,7 +191,11 @@ def vllm_model_name(config) -> str:  # noqa: ANN001 - a VLLMConfig; vllm_engine 
 def make_engine(opts: EngineOptions) -> LLMEngine:
     """The engine ``opts`` describes, wrapped in the write-through cache if ``cache_dir`` is set."""
     engine: LLMEngine
-    if opts.kind == "recorded":
+    if opts.kind == "gold":
+        from symbolkg.actors.engines.gold import GoldEngine
+
+        engine = GoldEngine(opts.data_dir or ".")
+    elif opts.kind == "recorded":
         from symbolkg.actors.engines.recorded import RecordedEngine
 
         engine = RecordedEngine.from_logiclm_file(opts.recorded)  # type: ignore[arg-type]

@@ -30,6 +30,7 @@ BUILTIN: dict[str, str] = {
     "cot": "symbolkg.jobs.methods.baseline:ChainOfThought",
     "logiclm": "symbolkg.jobs.methods.logiclm:LogicLM",
     "symbolkg": "symbolkg.jobs.methods.symbolkg:SymbolKGMethod",
+    "symba": "symbolkg.jobs.methods.symba:SymBa",
 }
 #: Entry-point group through which other installed packages register methods.
 ENTRY_POINT_GROUP = "symbolkg.methods"

@@ -22,10 +22,9 @@ from symbolkg.jobs.cli import main
 from symbolkg.jobs.datasets import load_dataset
 from symbolkg.retrieval.lkg.canonical import collapse_whitespace
 from symbolkg.retrieval.lkg.store import LKGStore
-from tests.conftest import data_or_skip, openai_engine_args
+from tests.conftest import data_or_skip, openai_engine_args, requires_vllm
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
-pytest.importorskip("vllm")
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800), requires_vllm]
 
 LIMIT = 3  # FOLIO dev problems: one story shared by all three
 

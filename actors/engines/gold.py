@@ -1,0 +1,98 @@
+"""An engine that answers SymBa's search and translation calls from a record's gold program (``gold``).
+
+SymBa's records carry gold programs: statements, each paired with the sentence of the text it
+translates. This engine plays the LLM of the ``symba`` method from those pairs, so the whole
+LLM-in-the-loop path (the solver asking for a subgoal, search, translation, symbolic validation,
+re-proving) runs on real data without a model:
+
+* a **search** for a subgoal answers the sentences whose gold statement is of the kind asked
+  (fact or rule) and whose head unifies with the subgoal, one per line, or the module's
+  "No applicable ..." sentinel when there is none;
+* a **translation** of a sentence answers the gold statement paired with it whose head unifies
+  with the subgoal, or "No statement." when none does.
+
+So a statement reaches the solver only when a subgoal asks for it, exactly as with a model.
+Any other request (another method's, or a problem without a SymBa record) is an
+:class:`EngineError`. Completions cost nothing: 0 prompt and completion tokens.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from symbolkg.actors.engines.base import ChatRequest, Completion, EngineError
+from symbolkg.solvers import symba
+from symbolkg.solvers import symba_prompts as P
+
+#: the SymBa sets, by folder name (the prefix of their problem ids, ``<folder>_<id>``)
+FOLDERS = ("proofwriter_dep5", "birdselectricity", "pararules", "prontoqa", "clutrr", "gsm8k", "mawps")
+
+
+class GoldEngine:
+    """Answers the ``symba`` method's calls from the gold programs under ``data_dir/symba``.
+
+    Args:
+        data_dir: the benchmark data folder (holding ``symba/<set>/test_data.json``).
+    """
+
+    model = "gold"
+    supports_structured = False
+
+    def __init__(self, data_dir: str | os.PathLike[str]) -> None:
+        self.data_dir = Path(data_dir)
+        if not (self.data_dir / "symba").is_dir():
+            raise ValueError(f"--engine gold needs SymBa's data: no folder {self.data_dir / 'symba'}")
+        self._programs: dict[str, dict[str, list[tuple[str, str]]]] = {}  # folder -> id -> [(statement, sentence)]
+
+    def _pairs(self, problem_id: str) -> list[tuple[str, str]]:
+        folder = next((f for f in FOLDERS if problem_id.startswith(f + "_")), None)
+        if folder is None:
+            raise EngineError(f"the gold engine only knows SymBa's sets; {problem_id!r} is not one of their ids")
+        if folder not in self._programs:
+            path = self.data_dir / "symba" / folder / "test_data.json"
+            try:
+                records = json.loads(path.read_text(encoding="utf-8"))
+            except (OSError, ValueError) as exc:
+                raise EngineError(f"cannot read the gold programs of {folder}: {exc}") from exc
+            self._programs[folder] = {
+                f"{folder}_{r['id']}": [(s["statement"], " ".join(s["description"].split()))
+                                        for s in r.get("program", []) if s.get("statement", "").strip()]
+                for r in records}
+        pairs = self._programs[folder].get(problem_id)
+        if pairs is None:
+            raise EngineError(f"no SymBa record {problem_id!r}")
+        return pairs
+
+    def answer(self, request: ChatRequest) -> str:
+        """The text the gold program answers ``request`` with."""
+        module = request.purpose.removeprefix("symba-")
+        if module not in P.MODULES:
+            raise EngineError(f"the gold engine only answers SymBa's search and translation calls, not {request.purpose!r}")
+        asked = P.read_request(module, request.messages[-1].content)
+        kind = "fact" if module.startswith("fact") else "rule"
+        goal = symba.parse_goal(asked.goal)
+        matching: list[tuple[str, str]] = []
+        for statement, sentence in self._pairs(request.problem_id):
+            clauses = symba.parse_clause(statement)
+            is_rule = any(c.body for c in clauses)
+            if is_rule == (kind == "rule") and any(symba.head_unifies(c, goal) for c in clauses):
+                matching.append((statement, sentence))
+        if module.endswith("search"):
+            sentences = list(dict.fromkeys(sentence for _, sentence in matching))
+            return "\n".join(sentences) if sentences else P.sentinel(kind)  # type: ignore[arg-type]
+        return next((statement for statement, sentence in matching if sentence == " ".join((asked.sentence or "").split())), P.NO_STATEMENT)
+
+    async def generate(self, requests: Sequence[ChatRequest]) -> list[Completion]:
+        out = []
+        for request in requests:
+            t0 = time.perf_counter()
+            text = self.answer(request)
+            out.append(Completion(text, latency_s=time.perf_counter() - t0, model=self.model))
+        return out
+
+    async def close(self) -> None:
+        return None

@@ -1,0 +1,366 @@
+"""SymBa (Lee & Hwang, NAACL 2025): backward chaining that asks the LLM only for what a proof lacks.
+
+The solver (:mod:`symbolkg.solvers.symba`, run in a solver worker like every program) proves
+the goal top-down over the statements known so far and reports two lists of subgoals: those no
+clause head unified with (``missing``: the paper's trigger, including atoms under a ``not`` that
+succeeded only because nothing unified), and every subgoal that ended without an answer
+(``unproved``, a superset). For each subgoal of the list ``--symba-ask`` names, once up to
+variable renaming, the method runs one single-step generation (:mod:`symbolkg.solvers.symba_prompts`):
+
+1. fact search over the context (sentences, or "No applicable fact."), then the translation of
+   each sentence into a fact;
+2. if no fact was accepted: rule search and rule translation;
+3. symbolic validation of every statement before it enters the database: it parses, it is one
+   statement (a fact where a fact was asked for), and its head unifies with the subgoal.
+
+Then the solver runs again on the larger database. Why ``unproved`` is the default: with
+``missing`` a subgoal such as ``eats(A, mouse)`` is never asked once a fact ``eats(squirrel,
+mouse)`` is known, so a proof that needs another binding is never found (18 of ProofWriter's 300
+gold-engine records end wrong that way; with ``unproved`` none does, benchmarks/symba_method.py).
+Subgoals of a predicate the problem's world rules define (CLUTRR's ``relation/3``) are never asked
+about: the world model is given, and complete for its own predicates. This repeats until the goal is decided or no
+subgoal is new; a goal is never asked twice. The statement-at-a-time recursion of the paper
+becomes rounds here: all subgoals missing in one round are asked at once, the fact and rule
+searches of a subgoal are in flight together (the rule search's answer is only used when no fact
+was accepted, as in the paper; ``--symba-sequential-search`` waits instead, for fewer tokens),
+and the translations of one search are in flight together. The outcome is the same database the
+paper's depth-first loop would build, reached in fewer round trips.
+
+Budgets per problem: LLM calls, tokens (prompt + completion) and solver rounds, checked between
+rounds (so a round in flight finishes, and a rerun from the completion cache asks exactly the same
+calls); when one is used up the method stops asking and answers from what it has, and the row
+says which budget ended it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from symbolkg.actors.engines.base import EngineDeadError, EngineError, SamplingParams
+from symbolkg.jobs.answers import interpret
+from symbolkg.jobs.methods.base import Method, MethodContext
+from symbolkg.jobs.records import Problem, ResultRow
+from symbolkg.solvers import symba
+from symbolkg.solvers import symba_prompts as P
+from symbolkg.solvers.records import ErrorKind, Outcome, SolveRequest, Status
+
+LANGUAGE = "symba"
+
+
+@dataclass(frozen=True)
+class SymBaConfig:
+    """The method's own settings (its ``--symba-*`` flags).
+
+    Attributes:
+        max_calls: LLM calls per problem before it stops asking.
+        max_tokens: prompt + completion tokens per problem before it stops asking.
+        max_rounds: solver runs per problem (each after a round of new statements).
+        search_tokens, translate_tokens: most generated tokens of a search / a translation.
+        sequential_search: send the rule search only after no fact was accepted (fewer tokens,
+            one more round trip) instead of beside the fact search.
+        ask: which subgoals get a single-step generation: ``"unproved"`` (every subgoal that
+            ended without an answer) or ``"missing"`` (only those no clause head unified with).
+    """
+
+    max_calls: int = 200
+    max_tokens: int = 200_000
+    max_rounds: int = 24
+    search_tokens: int = 160
+    translate_tokens: int = 96
+    sequential_search: bool = False
+    ask: str = "unproved"
+
+    def __post_init__(self) -> None:
+        if self.ask not in ("unproved", "missing"):
+            raise ValueError(f"--symba-ask must be 'unproved' or 'missing', got {self.ask!r}")
+        for name in ("max_calls", "max_tokens", "max_rounds", "search_tokens", "translate_tokens"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"--symba-{name.replace('_', '-')} must be >= 1, got {getattr(self, name)}")
+
+
+@dataclass
+class Statement:
+    """A statement in a problem's database, and where it came from."""
+
+    statement: str
+    sentence: str  # the context sentence it translates ("" for world rules)
+    subgoal: str  # the subgoal that asked for it
+    kind: str  # "fact" | "rule" | "world"
+    round: int
+
+
+@dataclass
+class _Problem:
+    """The state of one problem's proof (what the row reports)."""
+
+    goal: str
+    statements: list[Statement] = field(default_factory=list)
+    rejected: list[dict[str, Any]] = field(default_factory=list)
+    asked: list[str] = field(default_factory=list)
+    no_fact: int = 0
+    no_rule: int = 0
+    stop: str = ""
+    seconds: dict[str, float] = field(default_factory=lambda: {"search": 0.0, "translate": 0.0, "solve": 0.0})
+
+    def program(self) -> str:
+        lines = [s.statement for s in self.statements]
+        return "\n".join([*lines, f"?- {self.goal}."])
+
+
+def _predicate(atom_text: str) -> tuple[str, int] | None:
+    """(name, arity) of a subgoal as the solver prints it (None if it does not parse)."""
+    try:
+        atom = symba.parse_goal(atom_text).atom
+    except symba.ProgramError:
+        return None
+    return atom.pred, atom.arity
+
+
+def _has_variable(atom_text: str) -> bool:
+    """Whether a subgoal as the solver prints it has a variable (the solver names them A, B, ...)."""
+    try:
+        return bool(symba.atom_variables(symba.parse_goal(atom_text).atom))
+    except symba.ProgramError:
+        return False
+
+
+def _validate(text: str, subgoal: str, kind: str, known: set[str]) -> tuple[str | None, str]:
+    """The statement in canonical form if it passes symbolic validation, else (None, why)."""
+    try:
+        clauses = symba.parse_clause(text)
+    except symba.ProgramError as exc:
+        return None, f"does not parse: {exc}"
+    if not clauses:
+        return None, "no statement"
+    if kind == "fact" and any(c.body for c in clauses):
+        return None, "a rule where a fact was asked for"
+    goal = symba.parse_goal(subgoal)
+    if not any(symba.head_unifies(c, goal) for c in clauses):
+        return None, f"its head does not unify with {subgoal}"
+    canonical = " ".join(symba.format_clause(c) for c in clauses)
+    if canonical in known:
+        return None, "already in the database"
+    return canonical, ""
+
+
+class SymBa(Method):
+    """Backward chaining over statements the LLM translates on demand, one subgoal at a time."""
+
+    name = "symba"
+    summary = "backward chaining that asks the LLM only for the statements a proof is missing"
+    needs_solver = True
+
+    def __init__(self, config: SymBaConfig | None = None) -> None:
+        self.config = config or SymBaConfig()
+
+    @classmethod
+    def add_arguments(cls, g: argparse._ArgumentGroup) -> None:
+        g.title = "SymBa method (--method symba)"
+        d = SymBaConfig()
+        g.add_argument("--symba-max-calls", type=int, default=d.max_calls,
+                       help=f"LLM calls per problem before it stops asking (default {d.max_calls})")
+        g.add_argument("--symba-max-tokens", type=int, default=d.max_tokens,
+                       help=f"prompt + completion tokens per problem before it stops asking (default {d.max_tokens})")
+        g.add_argument("--symba-max-rounds", type=int, default=d.max_rounds,
+                       help=f"solver runs per problem (default {d.max_rounds})")
+        g.add_argument("--symba-search-tokens", type=int, default=d.search_tokens,
+                       help=f"most tokens of a fact/rule search (default {d.search_tokens})")
+        g.add_argument("--symba-translate-tokens", type=int, default=d.translate_tokens,
+                       help=f"most tokens of a translation (default {d.translate_tokens})")
+        g.add_argument("--symba-sequential-search", action="store_true",
+                       help="ask the rule search only after no fact was accepted (fewer tokens, more latency)")
+        g.add_argument("--symba-ask", choices=("unproved", "missing"), default=d.ask,
+                       help="subgoals the LLM is asked about: every one without an answer (default), or only "
+                            "those no clause head unifies with (the paper's trigger; fewer calls, misses bindings)")
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> SymBa:
+        return cls(SymBaConfig(
+            max_calls=args.symba_max_calls, max_tokens=args.symba_max_tokens, max_rounds=args.symba_max_rounds,
+            search_tokens=args.symba_search_tokens, translate_tokens=args.symba_translate_tokens,
+            sequential_search=args.symba_sequential_search, ask=args.symba_ask))
+
+    def run_info(self) -> dict[str, Any]:
+        return asdict(self.config)
+
+    # -- one problem ----------------------------------------------------------------------------
+
+    async def run(self, problem: Problem, ctx: MethodContext) -> ResultRow:
+        if ctx.solver is None:
+            raise ValueError("the symba method needs a solver pool")
+        t0 = time.monotonic()
+        goal = str(problem.meta.get("goal") or problem.question).strip().rstrip(".")
+        state = _Problem(goal)
+        try:
+            symba.parse_goal(goal)
+        except symba.ProgramError as exc:
+            outcome = Outcome.error(Status.PARSE_ERROR, ErrorKind.SYNTAX, f"the problem's goal does not parse: {exc}")
+            return ctx.row(problem, outcome, predicted=None, language=LANGUAGE)
+        world: set[tuple[str, int]] = set()  # predicates the world rules define: never asked about
+        for rule in problem.meta.get("world_rules", []):
+            state.statements.append(Statement(rule, "", "", "world", 0))
+            try:
+                world.update((c.head.pred, c.head.arity) for c in symba.parse_clause(rule))
+            except symba.ProgramError:
+                pass  # the solver reports it with its line
+        outcome, worker, pool_attempts, rounds = None, "-", 0, 0
+        while True:
+            rounds += 1
+            t = time.perf_counter()
+            result = await ctx.solver.solve(SolveRequest(problem.id, LANGUAGE, state.program(), ctx.config.limits))
+            state.seconds["solve"] += time.perf_counter() - t
+            outcome, worker, pool_attempts = result.outcome, result.worker, result.attempts
+            if not outcome.executed:
+                state.stop = f"solver: {outcome.status.value}"
+                break
+            if self._decided(goal, outcome):
+                state.stop = "decided"
+                break
+            proof = json.loads(outcome.proof or "{}")
+            new = [m for m in proof.get(self.config.ask, []) if m not in state.asked and _predicate(m) not in world]
+            if not new:
+                state.stop = "nothing left to ask"
+                break
+            if rounds >= self.config.max_rounds:
+                state.stop = "budget: solver rounds"
+                break
+            if self._spent(ctx):
+                state.stop = self._spent(ctx)
+                break
+            state.asked.extend(new)
+            found = await asyncio.gather(*(self._step(problem, ctx, state, m, rounds) for m in new))
+            # in the order the subgoals were met, not the order the calls ended: the same completions
+            # give the same program, so a rerun from the cache asks exactly the same calls
+            known = {s.statement for s in state.statements}
+            fresh: list[Statement] = []
+            for statement in (s for accepted in found for s in accepted):
+                if statement.statement not in known:
+                    known.add(statement.statement)
+                    fresh.append(statement)
+            if not fresh:
+                state.stop = "no statement accepted"
+                break
+            state.statements.extend(fresh)
+        predicted = self._predicted(problem, goal, outcome)
+        trace = {
+            "goal": goal,
+            "statements": [asdict(s) for s in state.statements if s.kind != "world"],
+            "world_rules": sum(s.kind == "world" for s in state.statements),
+            "rejected": state.rejected, "asked": state.asked, "no_applicable_fact": state.no_fact,
+            "no_applicable_rule": state.no_rule, "stop": state.stop,
+        }
+        return ctx.row(problem, outcome, predicted=predicted, program=state.program(), language=LANGUAGE,
+                       rounds=rounds, success_round=rounds if outcome.executed else None, worker=worker,
+                       pool_attempts=pool_attempts, latency_s=time.monotonic() - t0, trace=trace,
+                       stage_seconds=state.seconds)
+
+    @staticmethod
+    def _decided(goal: str, outcome: Outcome) -> bool:
+        """True when no further statement can change the verdict the solver gave.
+
+        A positive goal, once proved, stays proved (statements are only added). A ``not`` goal
+        that failed has a proof of its atom, which also stays. Anything else may still change.
+        """
+        negated = goal.startswith(("not ", "\\+"))
+        return outcome.status == (Status.DISPROVED if negated else Status.PROVED)
+
+    def _spent(self, ctx: MethodContext) -> str:
+        """Which LLM budget of the problem is used up ("" when none is)."""
+        ledger = ctx.ledger
+        if ledger.calls >= self.config.max_calls:
+            return "budget: LLM calls"
+        if ledger.prompt_tokens + ledger.completion_tokens >= self.config.max_tokens:
+            return "budget: tokens"
+        return ""
+
+    @staticmethod
+    def _predicted(problem: Problem, goal: str, outcome: Outcome) -> str | None:
+        if not outcome.executed:
+            return None
+        if problem.options:
+            return interpret(problem, outcome.answer)
+        # a question with a free answer (SymBa's math sets: answer(X)): the first answer's binding
+        answers = json.loads(outcome.proof or "{}").get("answers") or []
+        if not answers or not answers[0]:
+            return None
+        value = next(iter(answers[0].values()))
+        return str(value)
+
+    async def _ask(self, problem: Problem, ctx: MethodContext, module: str, pairs: list[tuple[str, str]],
+                   max_tokens: int, regex: str, request_id: str) -> str | None:
+        """One call of ``module``; None when the engine could not answer it."""
+        request = ctx.chat(problem, f"symba-{module}", pairs, params=SamplingParams(max_tokens=max_tokens),
+                           structured=ctx.structured({"regex": regex}), request_id=request_id)
+        try:
+            return (await ctx.ask(request)).text
+        except EngineDeadError:
+            raise
+        except EngineError:
+            return None
+
+    async def _search(self, problem: Problem, ctx: MethodContext, state: _Problem, kind: P.Kind, subgoal: str,
+                      round_no: int) -> list[str]:
+        t = time.perf_counter()
+        text = await self._ask(problem, ctx, f"{kind}-search", P.search_messages(kind, problem.context, subgoal),
+                               self.config.search_tokens, P.SEARCH_REGEX[kind],
+                               f"{problem.id}/{kind}-search/{round_no}/{subgoal}")
+        state.seconds["search"] += time.perf_counter() - t
+        sentences = P.parse_search(text or "")
+        if text is not None and not sentences:
+            if kind == "fact":
+                state.no_fact += 1
+            else:
+                state.no_rule += 1
+        return sentences
+
+    async def _translate(self, problem: Problem, ctx: MethodContext, state: _Problem, kind: P.Kind, subgoal: str,
+                         sentences: list[str], round_no: int) -> list[Statement]:
+        t = time.perf_counter()
+        texts = await asyncio.gather(*(
+            self._ask(problem, ctx, f"{kind}-translate", P.translate_messages(kind, subgoal, s),
+                      self.config.translate_tokens, P.TRANSLATE_REGEX[kind],
+                      f"{problem.id}/{kind}-translate/{round_no}/{subgoal}/{i}")
+            for i, s in enumerate(sentences)))
+        state.seconds["translate"] += time.perf_counter() - t
+        accepted: list[Statement] = []
+        known = {s.statement for s in state.statements}
+        for sentence, text in zip(sentences, texts):
+            statement = P.parse_translation(text or "")
+            if statement is None:
+                state.rejected.append({"subgoal": subgoal, "sentence": sentence, "output": text,
+                                       "why": "no statement" if text is not None else "no answer from the engine"})
+                continue
+            canonical, why = _validate(statement, subgoal, kind, known)
+            if canonical is None:
+                state.rejected.append({"subgoal": subgoal, "sentence": sentence, "output": text, "why": why})
+                continue
+            known.add(canonical)
+            accepted.append(Statement(canonical, sentence, subgoal, kind, round_no))
+        return accepted
+
+    async def _step(self, problem: Problem, ctx: MethodContext, state: _Problem, subgoal: str,
+                    round_no: int) -> list[Statement]:
+        """Single-step statement generation for ``subgoal``: the statements that passed validation."""
+        rule_search: asyncio.Task[list[str]] | None = None
+        if not self.config.sequential_search:
+            rule_search = asyncio.ensure_future(self._search(problem, ctx, state, "rule", subgoal, round_no))
+        try:
+            facts = await self._search(problem, ctx, state, "fact", subgoal, round_no)
+            accepted = await self._translate(problem, ctx, state, "fact", subgoal, facts, round_no) if facts else []
+            # rules too when no fact was accepted (the paper), or when the subgoal has a variable: a fact
+            # gives some of its bindings, a rule may give others, and the subgoal is never asked again
+            if not accepted or _has_variable(subgoal):
+                rules = await (rule_search if rule_search is not None
+                               else self._search(problem, ctx, state, "rule", subgoal, round_no))
+                rule_search = None
+                if rules:
+                    accepted += await self._translate(problem, ctx, state, "rule", subgoal, rules, round_no)
+        finally:
+            if rule_search is not None:
+                await rule_search  # its call is made and counted either way; let it finish
+        return accepted
