@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import random
 
 import pyarrow.parquet as pq
 import pytest
@@ -20,8 +21,9 @@ from symbolkg.jobs.cli import main
 from symbolkg.jobs.methods import MethodConfig, run_problem
 from symbolkg.jobs.methods.symba import SymBa, SymBaConfig
 from symbolkg.jobs.records import Problem
-from symbolkg.solvers import symba_prompts as P
+from symbolkg.solvers import symba, symba_prompts as P
 from symbolkg.solvers.pool import LocalSolverPool
+from symbolkg.solvers.records import Status
 
 from tests.conftest import DATA
 
@@ -271,3 +273,28 @@ def test_gold_engine_on_whole_sets_matches_every_label(folder, records, tmp_path
             empty += 1
             assert trace["no_applicable_fact"] >= 1
     assert folder == "clutrr" or empty > 0
+
+
+def test_any_text_from_the_engine_ends_as_a_row_with_a_status(pool):
+    """Fuzz: searches and translations answer mutated clause texts and random junk; every problem
+    still ends as a row with an outcome, and only statements that passed validation were used."""
+    rng = random.Random(15)
+    pieces = ["is(bob, red).", "is(X, red) :- is(X, big).", "is(bob", ":-", "not", "(a;b)", "X = 1 / 0", "-is(bob, red).",
+              "is(bob, red) :- not is(bob, red).", "is(X, Y) :- is(Y, X).", "%", "\"", "?- is(bob, red).", ".", "\n",
+              "is(bob, big).", "is(bob, red) :- X > 2.", "is(bob, 10 ** 400).", "is(A, red) :- is(B, red), is(A, B)."]
+
+    def junk(request: ChatRequest) -> str:
+        return " ".join(rng.choice(pieces) for _ in range(rng.randint(0, 4)))
+
+    accepted = rejected = 0
+    for i in range(25):
+        row = run(Problem(f"fz{i}", "symba/proofwriter_dep5", PW_CONTEXT, "is(bob, red)", TF, "A",
+                          meta={"goal": "is(bob, red)"}), ScriptedEngine(junk), pool, SymBaConfig(max_rounds=4))
+        trace = json.loads(row.trace)
+        assert row.status in {s.value for s in Status} and trace["stop"]
+        for statement in trace["statements"]:
+            assert symba.head_unifies(symba.parse_clause(statement["statement"])[0],
+                                      symba.parse_goal(statement["subgoal"]))
+        accepted += len(trace["statements"])
+        rejected += len(trace["rejected"])
+    assert accepted > 0 and rejected > 0, (accepted, rejected)  # the junk reached both sides of validation

@@ -164,9 +164,10 @@ def test_parsers_only_raise_program_errors(language):
             assert exc.line is None or exc.line >= 1
         except Exception as exc:  # noqa: BLE001 - the point of the test
             pytest.fail(f"{language} mutant {i} raised {type(exc).__name__}: {exc!r}\n---\n{text[:500]!r}")
-        # A parser that hangs (or goes quadratic) on some input. Measured idle, the slowest mutant is
-        # logiclm-smt #429 (620 KB: an option line copied 20,000 times), 4.8 s of linear work; all 600
-        # logiclm-smt mutants take 36 s, the other languages at most 8.4 s. Per mutant, 10x the slowest.
+        # A parser that hangs (or goes quadratic) on some input. Measured idle, the slowest mutant took
+        # 4.8 s (logiclm-smt #429, 620 KB: an option line copied 20,000 times, before logiclm-smt refused
+        # texts over 100,000 characters; now 0.2 s at most, all 600 in 1.1 s); the other languages take
+        # at most 8.4 s for all 600. Per mutant, 10x the slowest ever measured.
         elapsed = time.monotonic() - t0
         assert elapsed < 50, f"{language} mutant {i} ({len(text):,} characters) took {elapsed:.1f} s to parse"
 
@@ -174,8 +175,8 @@ def test_parsers_only_raise_program_errors(language):
 def test_backends_give_every_mutant_one_outcome():
     """~100 mutants per language through real workers; the pool survives all of them."""
     # Every mutant ends by itself far inside this limit (measured idle, one at a time: all 700 do;
-    # the slowest is smtlib2 #90, 20,001 check-sats in 11 s, then logiclm-smt #37, a 1.3 MB program
-    # refused in 5.4 s; together 28 s). So how far each mutant gets into the solvers, and which bugs
+    # the slowest is smtlib2 #90, 20,001 check-sats in 11 s; logiclm-smt #37, a 1.3 MB program, took
+    # 5.4 s before texts over 100,000 characters were refused at once; together 28 s then). So how far each mutant gets into the solvers, and which bugs
     # it can reach, does not depend on machine load; the limit only ends a mutant that hangs, and
     # that fails the test below.
     requests = [

@@ -613,3 +613,11 @@ def test_recorded_gpt4_programs_beat_logic_lm():
     # The program uses sorts 'boys' / 'girls' it never declares: must stay an error.
     first = outcomes["ar_lsat_200006_1-G_1_1"]
     assert (first.status, first.error_kind, first.error_line) == (Status.PARSE_ERROR, "undeclared", 7)
+
+
+def test_a_text_over_the_size_limit_is_refused_at_once():
+    text = ROOMS + "\n# " + "x" * lsat.MAX_PROGRAM_CHARS
+    err = parse_error(text)
+    assert err.kind is ErrorKind.UNSUPPORTED and f"{lsat.MAX_PROGRAM_CHARS:,}" in err.message
+    outcome = solve(text)
+    assert outcome.status is Status.PARSE_ERROR and outcome.error_kind == "unsupported"
