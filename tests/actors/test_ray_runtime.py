@@ -9,8 +9,11 @@ Each case runs in a fresh interpreter so its Ray is its own.
 
 from __future__ import annotations
 
+import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import textwrap
 
 import pytest
@@ -31,8 +34,16 @@ _ALIVE = """
 
 def _run(body: str) -> str:
     code = textwrap.dedent(body) + textwrap.dedent(_ALIVE)
-    # Each case takes 14-18 s (measured on a busy machine: a fresh interpreter starting Ray); 300 s is over 10x.
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    # A Ray temp dir of its own: a plain ray.init() joins the cluster named in <temp dir>/ray_current_cluster,
+    # and under pytest-xdist another test of this worker may have left one running there (then no raylet
+    # is this interpreter's child, and the check below cannot see it). The path stays short (socket paths).
+    ray_tmp = tempfile.mkdtemp(prefix="rt-", dir="/tmp")
+    try:
+        # Each case takes 14-18 s (measured on a busy machine: a fresh interpreter starting Ray); 300 s is over 10x.
+        proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                              env={**os.environ, "RAY_TMPDIR": ray_tmp})
+    finally:
+        shutil.rmtree(ray_tmp, ignore_errors=True)
     assert proc.returncode == 0, proc.stderr[-2000:]
     return proc.stdout
 
