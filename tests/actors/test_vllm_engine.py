@@ -1,7 +1,8 @@
 """The vLLM backend on the real embedded model (SmolLM2-135M-Instruct, CPU build, eager mode).
 
 One engine is loaded for the module (about 30-40 s on 2 cores); the tests then run real
-generations against it. The last test closes it and checks that vLLM's processes are gone.
+generations against it. The last test kills its engine process, closes it and checks that
+vLLM's processes are gone.
 The configuration checks at the top need neither vLLM's engine nor the model.
 """
 
@@ -27,6 +28,7 @@ from symbolkg.actors.engines.base import (
     StructuredOutput,
 )
 from symbolkg.actors.engines.vllm_engine import VLLMConfig, cpu_list
+from tests.llm_server import engine_processes
 
 SYSTEM = "You are a careful logician. Answer briefly."
 
@@ -81,26 +83,6 @@ def test_every_structured_kind_maps_to_vllm_params():
 
 
 # -- the real model ----------------------------------------------------------------------------
-
-
-def engine_processes() -> list:
-    """vLLM's processes under this one (EngineCore, Worker), by their process titles.
-
-    Only this session's: the session's shared vLLM server (tests/llm_server.py) is a child too,
-    but in a session of its own.
-    """
-    import psutil
-
-    found = []
-    session = os.getsid(0)
-    for p in psutil.Process().children(recursive=True):
-        try:
-            if (p.is_running() and p.status() != psutil.STATUS_ZOMBIE and os.getsid(p.pid) == session
-                    and "VLLM" in " ".join([p.name(), *p.cmdline()])):
-                found.append(p)
-        except (psutil.NoSuchProcess, ProcessLookupError):
-            pass
-    return found
 
 
 @pytest.fixture(scope="module")
@@ -222,44 +204,39 @@ def test_bad_requests_fail_alone_and_the_engine_goes_on(engine):
 
 
 @pytest.mark.slow
-def test_close_releases_every_process_and_is_idempotent(engine):
+def test_a_killed_engine_process_is_a_dead_engine_and_close_releases_every_process(engine):
+    """vLLM's EngineCore dies mid-run: the caller sees EngineDeadError; close still cleans up.
+
+    The module's engine, in the last test (a second engine just to kill it cost ~40 s of CI). That
+    closing a live engine releases every process is checked after a whole CLI job, in
+    tests/jobs/test_llm_e2e.py (logiclm with the in-process engine).
+    """
     import psutil
 
-    before = engine_processes()
-    assert before, "expected vLLM's EngineCore/Worker processes under this process"
+    mine = engine_processes()
+    core = [p for p in mine if "EngineCore" in p.name()]
+    assert core, [p.name() for p in mine]
+    os.kill(core[0].pid, signal.SIGKILL)
+    # The client notices the death within a moment; poll for it with a generous deadline.
+    deadline = time.monotonic() + 60.0
+    with pytest.raises(EngineDeadError):
+        while time.monotonic() < deadline:
+            run(engine.generate([chat("hi", max_tokens=2)]))
+            time.sleep(0.2)
     run(engine.close())
-    gone, alive = psutil.wait_procs(before, timeout=15)
+    _, alive = psutil.wait_procs(mine, timeout=15)
+    # dead but not reaped is dead: the Worker, orphaned by the kill, waits for init to reap it
+    alive = [p for p in alive if _running(p)]
     assert not alive and not engine_processes()
     run(engine.close())  # idempotent
     with pytest.raises(EngineDeadError, match="closed"):
         run(engine.generate([chat("hi")]))
 
 
-@pytest.mark.slow
-def test_a_killed_engine_process_is_a_dead_engine():
-    """vLLM's EngineCore dies mid-run: the caller sees EngineDeadError, and close still cleans up."""
-    pytest.importorskip("vllm", reason="vLLM is not installed")
+def _running(p) -> bool:
     import psutil
 
-    if not models.is_prepared(models.DEFAULT_MODEL):
-        pytest.skip("the embedded model is not converted")
-    from symbolkg.actors.engines.vllm_engine import VLLMEngine
-
-    others = {p.pid for p in engine_processes()}  # the module's engine, when still open
-    eng = VLLMEngine(VLLMConfig(max_num_seqs=4, max_model_len=512, kv_cache_memory_bytes=128 << 20))
-    mine = [p for p in engine_processes() if p.pid not in others]
     try:
-        run(eng.generate([chat("hi", max_tokens=2)]))
-        core = [p for p in mine if "EngineCore" in p.name()]
-        assert core, [p.name() for p in mine]
-        os.kill(core[0].pid, signal.SIGKILL)
-        # The client notices the death within a moment; poll for it with a generous deadline.
-        deadline = time.monotonic() + 60.0
-        with pytest.raises(EngineDeadError):
-            while time.monotonic() < deadline:
-                run(eng.generate([chat("hi", max_tokens=2)]))
-                time.sleep(0.2)
-    finally:
-        eng.shutdown()
-    gone, alive = psutil.wait_procs(mine, timeout=15)
-    assert not alive, alive
+        return p.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False

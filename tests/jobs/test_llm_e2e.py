@@ -17,12 +17,14 @@ RESULTS.md).
 from __future__ import annotations
 
 import json
+import time
 
 import pyarrow.parquet as pq
 import pytest
 
 from symbolkg.jobs.cli import main
 from tests.conftest import data_or_skip, openai_engine_args, requires_vllm
+from tests.llm_server import engine_processes
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800), requires_vllm]
 
@@ -58,6 +60,11 @@ COT_BUDGET = ("--max-tokens", "256")
 def test_logiclm_with_the_embedded_engine_then_a_free_cached_rerun(tmp_path, cache_dir, capsys):
     first, second = tmp_path / "first.parquet", tmp_path / "second.parquet"
     assert run("logiclm", first, cache_dir, LOGICLM_BUDGET, N_LOGICLM) == 0
+    # the job closed its in-process engine: every vLLM process it started is gone
+    deadline = time.monotonic() + 15.0
+    while engine_processes() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not engine_processes()
     a = report(first, capsys)
     assert LLM_KEYS <= a.keys()
     assert a["problems"] == N_LOGICLM and a["completion_tokens"] > 0 and a["tokens_per_second"] > 0
