@@ -99,14 +99,19 @@ _TRANSLATE_EXAMPLES: dict[Kind, tuple[tuple[str, str, str], ...]] = {
     ),
 }
 
+def _literal(text: str) -> str:
+    """``text`` as a regex matching itself (only metacharacters escaped: xgrammar warns on ``\\ ``)."""
+    return re.sub(r"([.^$*+?{}\[\]\\|()])", r"\\\1", text)
+
+
 #: Structured-decoding constraints (vLLM regex): the sentinel or sentences; the sentinel or one clause.
 SEARCH_REGEX = {
-    "fact": rf"({re.escape(NO_FACT)}|[^\n]{{1,300}}(\n[^\n]{{1,300}}){{0,{MAX_SENTENCES - 1}}})",
-    "rule": rf"({re.escape(NO_RULE)}|[^\n]{{1,300}}(\n[^\n]{{1,300}}){{0,{MAX_SENTENCES - 1}}})",
+    "fact": rf"({_literal(NO_FACT)}|[^\n]{{1,300}}(\n[^\n]{{1,300}}){{0,{MAX_SENTENCES - 1}}})",
+    "rule": rf"({_literal(NO_RULE)}|[^\n]{{1,300}}(\n[^\n]{{1,300}}){{0,{MAX_SENTENCES - 1}}})",
 }
 TRANSLATE_REGEX = {
-    "fact": rf"({re.escape(NO_STATEMENT)}|-?[a-z][A-Za-z0-9_]*(\([^\n]{{1,200}}\))?\.)",
-    "rule": rf"({re.escape(NO_STATEMENT)}|-?[a-z][A-Za-z0-9_]*(\([^\n]{{1,200}}\))? :- [^\n]{{1,400}}\.)",
+    "fact": rf"({_literal(NO_STATEMENT)}|-?[a-z][A-Za-z0-9_]*(\([^\n:]{{1,200}}\))?\.)",  # no ":-" in a fact
+    "rule": rf"({_literal(NO_STATEMENT)}|-?[a-z][A-Za-z0-9_]*(\([^\n]{{1,200}}\))? :- [^\n]{{1,400}}\.)",
 }
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import random
+import re
 
 import pyarrow.parquet as pq
 import pytest
@@ -298,3 +299,29 @@ def test_any_text_from_the_engine_ends_as_a_row_with_a_status(pool):
         accepted += len(trace["statements"])
         rejected += len(trace["rejected"])
     assert accepted > 0 and rejected > 0, (accepted, rejected)  # the junk reached both sides of validation
+
+
+def test_the_prompts_examples_are_the_language_and_the_regexes_admit_them():
+    """Every few-shot goal and statement parses; each regex admits its sentinel and the examples'
+    answers, in Python and in xgrammar (vLLM's structured decoding), without escape warnings."""
+    for goal in P.few_shot_goals():
+        symba.parse_goal(goal)
+    for statement in P.few_shot_statements():
+        assert symba.parse_clause(statement)
+    samples = {
+        "fact-search": ([P.NO_FACT, "Anne is kind.", "Anne is kind.\nAnne is young."], ["", "a\n\n"]),
+        "rule-search": ([P.NO_RULE, "If someone is kind then they are happy."], [""]),
+        "fact-translate": ([P.NO_STATEMENT, "is(anne, kind).", "has(sam, apples, 12)."], ["is(X) :- p(X).", "Is(anne)."]),
+        "rule-translate": ([P.NO_STATEMENT, "is(X, red) :- is(X, big).", "-is(X, blue) :- is(X, big)."], ["is(anne)."]),
+    }
+    xgrammar = pytest.importorskip("xgrammar")
+    testing = pytest.importorskip("xgrammar.testing")
+    for module, (good, bad) in samples.items():
+        kind = module.split("-")[0]
+        regex = (P.SEARCH_REGEX if module.endswith("search") else P.TRANSLATE_REGEX)[kind]
+        assert "\\ " not in regex
+        grammar = xgrammar.Grammar.from_regex(regex)
+        for text in good + bad:
+            expected = text in good
+            assert bool(re.fullmatch(regex, text)) == expected, (module, text)
+            assert testing._is_grammar_accept_string(grammar, text) == expected, (module, text)
