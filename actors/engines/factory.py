@@ -77,6 +77,8 @@ class EngineOptions:
         if self.kind == "replay" and not (self.cache_dir and self.model):
             raise ValueError("--engine replay needs a completion cache (--cache DIR; --llm-cache DIR where the LLM "
                              "step is optional) and --model NAME (the model the cache was filled by)")
+        if self.kind == "gold" and not self.data_dir:
+            raise ValueError("--engine gold needs the data folder holding SymBa's sets (--data-dir)")
         if self.kind == "openai" and not (self.openai_url and self.model):
             raise ValueError("--engine openai needs --openai-url URL and --model NAME")
         if self.actor and self.kind != "vllm":
@@ -194,7 +196,7 @@ def make_engine(opts: EngineOptions) -> LLMEngine:
     if opts.kind == "gold":
         from symbolkg.actors.engines.gold import GoldEngine
 
-        engine = GoldEngine(opts.data_dir or ".")
+        engine = GoldEngine(opts.data_dir)  # type: ignore[arg-type]
     elif opts.kind == "recorded":
         from symbolkg.actors.engines.recorded import RecordedEngine
 
