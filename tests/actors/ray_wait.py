@@ -15,9 +15,20 @@ def kill_and_wait_until_dead(handle: Any, method: str, patience_s: float = 60.0)
     dead actor do, with a generous deadline instead of a sleep.
     """
     import ray
-    from ray.exceptions import RayActorError
 
     ray.kill(handle, no_restart=True)
+    wait_until_dead(handle, method, patience_s)
+
+
+def wait_until_dead(handle: Any, method: str, patience_s: float = 60.0) -> None:
+    """Return once calls to ``method`` of the actor behind ``handle`` fail as calls to a dead actor do.
+
+    For an actor something else killed (a service's ``close``, which calls ``ray.kill`` and so
+    returns before the actor is gone). Fails the test if it still answers after ``patience_s``.
+    """
+    import ray
+    from ray.exceptions import RayActorError
+
     deadline = time.monotonic() + patience_s
     while True:
         try:
