@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Awaitable, Callable, TypeVar
 
+from symbolkg.actors.engines.factory import ENGINES
 from symbolkg.solvers.records import Limits
 
 if TYPE_CHECKING:
@@ -530,6 +531,12 @@ def _cmd_check(args: argparse.Namespace) -> int:
     return worker_main(["--check"])
 
 
+def _cmd_mcp_serve(args: argparse.Namespace) -> int:
+    from symbolkg.jobs.mcp_server import main as mcp_main
+
+    return mcp_main(args)
+
+
 def _add_llm_options(group, purpose: str) -> None:
     """The engine options of a command whose LLM step is optional (``--prune``, ``--answer``, ``--llm-vote``)."""
     group.add_argument("--engine", choices=("vllm", "openai", "replay"), default="vllm",
@@ -578,9 +585,10 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--method", choices=("recorded", *registered), default="recorded",
                    help="recorded: run the given programs (default); "
                         + "; ".join(f"{name}: {methods.get(name).summary}" for name in registered))
-    g.add_argument("--engine", choices=("vllm", "openai", "recorded", "replay", "gold"),
+    g.add_argument("--engine", choices=ENGINES,
                    help="LLM backend (default vllm with the embedded SmolLM2-135M-Instruct; gold: SymBa's gold "
-                        "programs answer --method symba's calls, no model)")
+                        "programs answer --method symba's calls; pararule-template: a deterministic translator of "
+                        "PARARULE-Plus answers --method prolog-agent's calls; neither is a model)")
     g.add_argument("--model", help="model name or path (vllm: smollm2-135m (default), qwen2.5-coder-1.5b, an HF folder/id)")
     g.add_argument("--recorded", help="Logic-LM program file answering formulation requests (--engine recorded)")
     g.add_argument("--cache", help="completion cache dir: written through by any engine, read by --engine replay")
@@ -717,6 +725,19 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("check", help="start a solver worker and run one program per native solver")
     p.set_defaults(func=_cmd_check)
+
+    mcp = sub.add_parser("mcp", help="SWI-Prolog sessions as tools for agents: a Model Context Protocol server")
+    mcp_sub = mcp.add_subparsers(dest="mcp_command", required=True)
+    p = mcp_sub.add_parser("serve", help="serve the Prolog tools over stdio (default) or Streamable HTTP; see docs/MCP.md")
+    p.add_argument("--transport", choices=("stdio", "http"), default="stdio")
+    p.add_argument("--host", default="127.0.0.1", help="HTTP: address to listen on (non-loopback needs a token)")
+    p.add_argument("--port", type=int, default=8765, help="HTTP: port (the endpoint is /mcp)")
+    p.add_argument("--token-file", help="HTTP: file holding the bearer token (else $SYMBOLKG_MCP_TOKEN)")
+    p.add_argument("--max-sessions", type=int, default=64, help="Prolog sessions alive at once (LRU eviction beyond)")
+    p.add_argument("--idle-ttl", type=float, default=1800.0, help="seconds before an unused session is closed")
+    p.add_argument("--memory-mb", type=int, default=1024, help="address-space limit of each session's swipl process")
+    p.add_argument("--solver-workers", type=int, default=1, help="solver worker processes for solve_program")
+    p.set_defaults(func=_cmd_mcp_serve)
     return parser
 
 

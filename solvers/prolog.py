@@ -594,6 +594,25 @@ def solve(text: str, limits: Limits, *, session: SwiplSession | None = None) -> 
 # --------------------------------------------------------------------------- harness
 
 #: The Prolog side of the protocol: one JSON request per stdin line, one reply per stdout line.
+#: The libraries a program may load (``use_module(library(L))``): pure ones, no I/O, no processes.
+PURE_LIBRARIES: tuple[str, ...] = (
+    "lists", "apply", "aggregate", "clpfd", "clpb", "pairs", "ordsets", "assoc", "yall", "dif", "between",
+    "solution_sequences", "apply_macros", "dicts", "strings", "occurs", "ugraphs", "tabling",
+)
+#: Harness text shared with solvers/prolog_session.py: output goes to a per-request capture
+#: stream, so the plain output predicates are as harmless as writeln/1, which the sandbox allows.
+SAFE_OUTPUT_PRIMITIVES = """\
+:- multifile sandbox:safe_primitive/1.
+sandbox:safe_primitive(system:write(_)).
+sandbox:safe_primitive(system:print(_)).
+sandbox:safe_primitive(system:writeq(_)).
+sandbox:safe_primitive(system:write_canonical(_)).
+sandbox:safe_primitive(system:write_term(_, _)).
+sandbox:safe_primitive(system:nl).
+sandbox:safe_primitive(system:tab(_)).
+sandbox:safe_primitive(system:put_char(_)).
+"""
+
 HARNESS = r'''
 % SymbolKG SWI-Prolog harness: one JSON request per line on stdin, one reply per line on stdout.
 :- use_module(library(http/json)).
@@ -604,34 +623,9 @@ HARNESS = r'''
 
 % Output to the current output stream is captured per request (with_output_to/2),
 % so the plain output predicates are as harmless as writeln/1, which the sandbox allows.
-:- multifile sandbox:safe_primitive/1.
-sandbox:safe_primitive(system:write(_)).
-sandbox:safe_primitive(system:print(_)).
-sandbox:safe_primitive(system:writeq(_)).
-sandbox:safe_primitive(system:write_canonical(_)).
-sandbox:safe_primitive(system:write_term(_, _)).
-sandbox:safe_primitive(system:nl).
-sandbox:safe_primitive(system:tab(_)).
-sandbox:safe_primitive(system:put_char(_)).
+%SAFE_OUTPUT%
 
-allowed_library(lists).
-allowed_library(apply).
-allowed_library(aggregate).
-allowed_library(clpfd).
-allowed_library(clpb).
-allowed_library(pairs).
-allowed_library(ordsets).
-allowed_library(assoc).
-allowed_library(yall).
-allowed_library(dif).
-allowed_library(between).
-allowed_library(solution_sequences).
-allowed_library(apply_macros).
-allowed_library(dicts).
-allowed_library(strings).
-allowed_library(occurs).
-allowed_library(ugraphs).
-allowed_library(tabling).
+%ALLOWED_LIBRARIES%
 
 main :-
     prompt(_, ''),
@@ -903,3 +897,5 @@ message_string(E, S) :- format(string(S), "~q", [E]).
 
 :- initialization(main, main).
 '''
+HARNESS = HARNESS.replace("%SAFE_OUTPUT%\n", SAFE_OUTPUT_PRIMITIVES).replace(
+    "%ALLOWED_LIBRARIES%\n", "".join(f"allowed_library({name}).\n" for name in PURE_LIBRARIES))

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import time
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, Protocol, Sequence
 
@@ -192,3 +193,29 @@ class LLMEngine(Protocol):
     async def close(self) -> None:
         """Release the engine (GPU memory, HTTP sessions). Idempotent."""
         ...
+
+
+class CodeEngine:
+    """Base of the engines that answer with code, not a model (``gold``, ``pararule-template``).
+
+    A subclass sets ``model`` and implements :meth:`answer`; each request is answered in turn,
+    at no token cost (0 prompt and completion tokens), and there is nothing to release.
+    """
+
+    model: str = "code"
+    supports_structured = False
+
+    def answer(self, request: ChatRequest) -> str:
+        """The completion text for ``request``. Raises EngineError for a request it cannot answer."""
+        raise NotImplementedError
+
+    async def generate(self, requests: Sequence[ChatRequest]) -> list[Completion]:
+        out = []
+        for request in requests:
+            t0 = time.perf_counter()
+            text = self.answer(request)
+            out.append(Completion(text, latency_s=time.perf_counter() - t0, model=self.model))
+        return out
+
+    async def close(self) -> None:
+        return None

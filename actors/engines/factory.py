@@ -14,7 +14,7 @@ from typing import Callable, Sequence
 
 from symbolkg.actors.engines.base import ChatRequest, Completion, EngineDeadError, EngineError, LLMEngine
 
-ENGINES: tuple[str, ...] = ("vllm", "openai", "recorded", "replay", "gold")
+ENGINES: tuple[str, ...] = ("vllm", "openai", "recorded", "replay", "gold", "pararule-template")
 
 
 @dataclass(frozen=True)
@@ -44,6 +44,7 @@ class EngineOptions:
         placement_timeout_s: with ``actor`` and ``tensor_parallel_size`` > 1: seconds to wait for
             an engine's GPUs to be placed before the build fails.
         data_dir: gold: the benchmark data folder whose SymBa gold programs answer the calls.
+            (``pararule-template`` needs nothing: it translates the prompt's own text.)
     """
 
     kind: str
@@ -197,6 +198,10 @@ def make_engine(opts: EngineOptions) -> LLMEngine:
         from symbolkg.actors.engines.gold import GoldEngine
 
         engine = GoldEngine(opts.data_dir)  # type: ignore[arg-type]
+    elif opts.kind == "pararule-template":
+        from symbolkg.actors.engines.pararule_template import PararuleTemplateEngine
+
+        engine = PararuleTemplateEngine()
     elif opts.kind == "recorded":
         from symbolkg.actors.engines.recorded import RecordedEngine
 

@@ -20,11 +20,9 @@ from __future__ import annotations
 
 import json
 import os
-import time
-from collections.abc import Sequence
 from pathlib import Path
 
-from symbolkg.actors.engines.base import ChatRequest, Completion, EngineError
+from symbolkg.actors.engines.base import ChatRequest, CodeEngine, EngineError
 from symbolkg.solvers import symba
 from symbolkg.solvers import symba_prompts as P
 
@@ -32,7 +30,7 @@ from symbolkg.solvers import symba_prompts as P
 FOLDERS = ("proofwriter_dep5", "birdselectricity", "pararules", "prontoqa", "clutrr", "gsm8k", "mawps")
 
 
-class GoldEngine:
+class GoldEngine(CodeEngine):
     """Answers the ``symba`` method's calls from the gold programs under ``data_dir/symba``.
 
     Args:
@@ -40,7 +38,6 @@ class GoldEngine:
     """
 
     model = "gold"
-    supports_structured = False
 
     def __init__(self, data_dir: str | os.PathLike[str]) -> None:
         self.data_dir = Path(data_dir)
@@ -85,14 +82,3 @@ class GoldEngine:
             sentences = list(dict.fromkeys(sentence for _, sentence in matching))
             return "\n".join(sentences) if sentences else P.sentinel(kind)  # type: ignore[arg-type]
         return next((statement for statement, sentence in matching if sentence == " ".join((asked.sentence or "").split())), P.NO_STATEMENT)
-
-    async def generate(self, requests: Sequence[ChatRequest]) -> list[Completion]:
-        out = []
-        for request in requests:
-            t0 = time.perf_counter()
-            text = self.answer(request)
-            out.append(Completion(text, latency_s=time.perf_counter() - t0, model=self.model))
-        return out
-
-    async def close(self) -> None:
-        return None

@@ -31,6 +31,7 @@ BUILTIN: dict[str, str] = {
     "logiclm": "symbolkg.jobs.methods.logiclm:LogicLM",
     "symbolkg": "symbolkg.jobs.methods.symbolkg:SymbolKGMethod",
     "symba": "symbolkg.jobs.methods.symba:SymBa",
+    "prolog-agent": "symbolkg.jobs.methods.prolog_agent:PrologAgent",
 }
 #: Entry-point group through which other installed packages register methods.
 ENTRY_POINT_GROUP = "symbolkg.methods"
