@@ -351,7 +351,7 @@ def test_lp_regex_keeps_bool_out_of_atoms_and_admits_the_recorded_constants():
 
 
 @pytest.mark.slow
-@settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=75, deadline=None, suppress_health_check=list(HealthCheck))
 @given(st.from_regex(prompts.LP_PROGRAM_REGEX, fullmatch=True))
 def test_every_program_the_lp_regex_admits_parses_hypothesis(text):
     try:
