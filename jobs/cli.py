@@ -738,6 +738,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--memory-mb", type=int, default=1024, help="address-space limit of each session's swipl process")
     p.add_argument("--solver-workers", type=int, default=1, help="solver worker processes for solve_program")
     p.set_defaults(func=_cmd_mcp_serve)
+
+    from symbolkg.jobs import logicgraph
+
+    logicgraph.add_parser(sub)
     return parser
 
 

@@ -733,11 +733,31 @@ _LOGICLM_ID_PREFIXES: tuple[tuple[str, str], ...] = (
 )
 
 
+#: a LogicGraph tier that is not registered by name: any ``logicgraph/<tier>.jsonl`` file
+#: (e.g. one written by ``symbolkg logicgraph generate``) is the dataset ``logicgraph/<tier>``.
+_LOGICGRAPH_TIER_RE = re.compile(r"^logicgraph/([a-z0-9][a-z0-9_.-]*)$")
+
+
+def _logicgraph_tier_spec(name: str) -> DatasetSpec | None:
+    match = _LOGICGRAPH_TIER_RE.match(name)
+    if match is None:
+        return None
+    return DatasetSpec(name, f"logicgraph/{match.group(1)}.jsonl", _load_logicgraph, _count_jsonl_lines)
+
+
 def _spec(name: str) -> DatasetSpec:
-    try:
-        return DATASETS[name]
-    except KeyError:
-        raise ValueError(f"unknown dataset {name!r}; known: {', '.join(dataset_names())}") from None
+    spec = DATASETS.get(name) or _logicgraph_tier_spec(name)
+    if spec is None:
+        raise ValueError(f"unknown dataset {name!r}; known: {', '.join(dataset_names())}")
+    return spec
+
+
+def logicgraph_tiers(data_dir: str | os.PathLike[str] | None = None) -> list[str]:
+    """``logicgraph/<tier>`` for every ``<tier>.jsonl`` in the data folder's ``logicgraph/`` (sorted)."""
+    folder = default_data_dir(data_dir) / "logicgraph"
+    if not folder.is_dir():
+        return []
+    return sorted(f"logicgraph/{p.stem}" for p in folder.glob("*.jsonl") if _LOGICGRAPH_TIER_RE.match(f"logicgraph/{p.stem}"))
 
 
 def dataset_names() -> list[str]:
@@ -782,8 +802,8 @@ def dataset_counts(data_dir: str | os.PathLike[str] | None = None) -> dict[str, 
     """
     root = default_data_dir(data_dir)
     counts: dict[str, int] = {}
-    for name in dataset_names():
-        spec = DATASETS[name]
+    for name in sorted(set(dataset_names()) | set(logicgraph_tiers(root))):
+        spec = _spec(name)
         path = root / spec.relpath
         if path.is_file():
             counts[name] = spec.counter(path)
@@ -1177,7 +1197,7 @@ def load_problems(
         ValueError: ``source`` is neither a dataset name nor a supported file.
         FileNotFoundError, InputError: as the loaders.
     """
-    if source in DATASETS:
+    if source in DATASETS or _logicgraph_tier_spec(source) is not None:
         return load_dataset(source, data_dir, skip_bad=skip_bad, limit=limit)
     path = Path(source)
     suffix = path.suffix.lower()
