@@ -184,7 +184,7 @@ class Instance:
         return "\n".join(f"{p.id}: {p.natural}" for p in self.premises.values())
 
     @classmethod
-    def from_record(cls, record: Mapping[str, Any]) -> "Instance":
+    def from_record(cls, record: Mapping[str, Any]) -> Instance:
         """Parse one dataset line.
 
         Raises:

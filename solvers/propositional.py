@@ -26,10 +26,11 @@ False
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, Union
+from typing import Any
 
 __all__ = [
     "And",
@@ -63,34 +64,34 @@ class Atom:
 
 @dataclass(frozen=True, slots=True)
 class Not:
-    arg: "Formula"
+    arg: Formula
 
 
 @dataclass(frozen=True, slots=True)
 class And:
-    left: "Formula"
-    right: "Formula"
+    left: Formula
+    right: Formula
 
 
 @dataclass(frozen=True, slots=True)
 class Or:
-    left: "Formula"
-    right: "Formula"
+    left: Formula
+    right: Formula
 
 
 @dataclass(frozen=True, slots=True)
 class Implies:
-    left: "Formula"
-    right: "Formula"
+    left: Formula
+    right: Formula
 
 
 @dataclass(frozen=True, slots=True)
 class Iff:
-    left: "Formula"
-    right: "Formula"
+    left: Formula
+    right: Formula
 
 
-Formula = Union[Atom, Not, And, Or, Implies, Iff]
+Formula = Atom | Not | And | Or | Implies | Iff
 
 #: ``(atom name, polarity)``; polarity True is the positive literal.
 Literal = tuple[str, bool]
@@ -127,9 +128,8 @@ _TOKEN_RE = re.compile(
 def _tokens(text: str) -> list[tuple[str, str, int]]:
     out: list[tuple[str, str, int]] = []
     pos = 0
-    while pos < len(text):
-        if text[pos:].strip() == "":
-            break
+    end = len(text.rstrip())
+    while pos < end:
         match = _TOKEN_RE.match(text, pos)
         if match is None or match.end() == pos:
             start = pos + (len(text[pos:]) - len(text[pos:].lstrip()))
@@ -222,9 +222,15 @@ def parse(text: str) -> Formula:
     """
     if not isinstance(text, str):
         raise TypeError(f"formula text must be a string, got {type(text).__name__}")
+    return _parse_cached(text)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _parse_cached(text: str) -> Formula:
+    # formulas are immutable, so one parse per distinct text is safe to share (premises recur
+    # in every proof step that cites them); errors are not cached
     stripped = text.strip()
-    if stripped.endswith("."):
-        stripped = stripped[:-1]
+    stripped = stripped.removesuffix(".")
     return _Parser(stripped).parse()
 
 

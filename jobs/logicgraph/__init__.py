@@ -27,7 +27,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
-def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register ``logicgraph`` and its subcommands on the top-level CLI."""
     group = sub.add_parser("logicgraph", help="LogicGraph multi-path reasoning: supports, verify, solve, generate")
     group_sub = group.add_subparsers(dest="logicgraph_command", required=True)

@@ -1,15 +1,157 @@
-"""``symbolkg logicgraph generate``: placeholder until its module lands (not a feature yet)."""
+"""``symbolkg logicgraph generate``: new LogicGraph instances in the dataset's format.
+
+Backward construction from the goal with the seven argument forms, the paper's three solver
+filters with our own solvers, and a ground truth that is the enumerator's complete list of
+minimal supports (see :mod:`symbolkg.solvers.logicgraph_generate`)::
+
+    symbolkg logicgraph generate --tier small --count 100 --seed 0 --out gen/small.jsonl --stats
+
+The file is written to a temporary name next to ``--out`` and renamed when complete, so a killed
+run leaves no half file behind (instances are independent per ``(tier, seed, index)``: a rerun,
+or ``--start`` to continue a range, gives the same lines). Saved as
+``<data dir>/logicgraph/<tier>.jsonl`` it is the dataset ``logicgraph/<tier>`` for every other
+command. Progress goes to stderr; ``--stats`` prints the tier statistics next to the dataset's
+(when the data folder has that tier), ``--json`` prints them as JSON on stdout.
+"""
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import sys
+import time
+from pathlib import Path
+from typing import Any
+
+#: the statistics rows of ``--stats``: (label, key in tier_statistics)
+_ROWS = (
+    ("instances", "instances"),
+    ("proofs / instance", "solutions"),
+    ("steps / proof", "steps"),
+    ("families / instance", "families"),
+    ("premises / instance", "premises"),
+    ("facts / instance", "facts"),
+    ("atoms / instance", "atoms"),
+    ("core / branch proofs", None),
+)
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--dataset", default="logicgraph/small")
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    from symbolkg.solvers.logicgraph_generate import TIERS
+
+    p.add_argument("--tier", choices=sorted(TIERS), default="small",
+                   help="small: 2-4 proofs, medium: 5-7, large: 8 or more (default small)")
+    p.add_argument("--count", type=int, default=100, help="instances to write (default 100)")
+    p.add_argument("--seed", type=int, default=0, help="run seed; instance i depends only on (tier, seed, i) (default 0)")
+    p.add_argument("--start", type=int, default=0, help="first instance index (default 0), to extend a run")
+    p.add_argument("--out", required=True, help="output .jsonl (written atomically)")
+    p.add_argument("--distractors", type=int,
+                   help="dead-end chains per instance (default: the tier's, 0: like the dataset, every premise used)")
+    p.add_argument("--text", choices=("template", "llm"), default="template",
+                   help="English from templates (default); 'llm' is not built yet")
+    p.add_argument("--stats", action="store_true", help="print tier statistics next to the dataset's")
+    p.add_argument("--json", action="store_true", help="print the statistics as JSON on stdout")
+    p.add_argument("--data-dir", help="data root for the dataset's statistics (default: $SYMBOLKG_DATA, else ../shared/data)")
+    p.add_argument("--quiet", action="store_true", help="no per-instance progress on stderr")
 
 
 def run(args: argparse.Namespace) -> int:
-    print("symbolkg logicgraph generate: not built yet", file=sys.stderr)
-    return 2
+    from dataclasses import replace
+
+    from symbolkg.solvers.logicgraph_generate import TIERS, GenerationError, generate_instance, tier_statistics
+
+    if args.text == "llm":
+        print("symbolkg logicgraph generate: --text llm is not built: only template English is implemented "
+              "(use --text template)", file=sys.stderr)
+        return 2
+    if args.count < 1 or args.start < 0:
+        print(f"symbolkg logicgraph generate: --count must be >= 1 and --start >= 0 (got {args.count}, {args.start})", file=sys.stderr)
+        return 2
+    config = TIERS[args.tier]
+    if args.distractors is not None:
+        if args.distractors < 0:
+            print(f"symbolkg logicgraph generate: --distractors must be >= 0 (got {args.distractors})", file=sys.stderr)
+            return 2
+        config = replace(config, distractors=args.distractors)
+
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    t0 = time.perf_counter()
+    instances = []
+    failures: list[str] = []
+    attempts = proved = 0
+    # same folder as the target, so the final rename is atomic on one filesystem; a per-process
+    # name ("x": never someone else's file) with the usual permissions (mkstemp's are 0600)
+    tmp_name = out.parent / f".{out.name}.{os.getpid()}.tmp"
+    try:
+        with open(tmp_name, "x", encoding="utf-8") as fh:
+            for k, index in enumerate(range(args.start, args.start + args.count), 1):
+                try:
+                    generated = generate_instance(config, args.seed, index)
+                except GenerationError as exc:
+                    failures.append(str(exc))
+                    print(f"[{k}/{args.count}] index {index}: FAILED {exc}", file=sys.stderr)
+                    continue
+                fh.write(json.dumps(generated.record, ensure_ascii=False) + "\n")
+                instances.append(generated.instance)
+                attempts += generated.attempts
+                proved += generated.proved
+                if not args.quiet:
+                    print(f"[{k}/{args.count}] {generated.instance.id}: {len(generated.instance.proofs)} proofs, "
+                          f"{len(generated.instance.premises)} premises, {generated.attempts} attempt(s), "
+                          f"{generated.seconds:.2f}s", file=sys.stderr)
+        os.replace(tmp_name, out)
+    except BaseException:
+        # a failure or Ctrl-C: drop the partial file, keep any earlier complete --out untouched
+        Path(tmp_name).unlink(missing_ok=True)
+        raise
+    wall = time.perf_counter() - t0
+    stats = tier_statistics(instances)
+    print(f"wrote {len(instances)} {args.tier} instances to {out} in {wall:.1f}s "
+          f"({attempts} constructions, {proved} proofs from the search, {len(failures)} failed)", file=sys.stderr)
+
+    reference = _dataset_statistics(args.tier, args.data_dir, out) if (args.stats or args.json) else None
+    if args.stats:
+        print(format_statistics(stats, reference, args.tier))
+    if args.json:
+        print(json.dumps({"tier": args.tier, "seed": args.seed, "start": args.start, "count": args.count,
+                          "written": len(instances), "failed": failures, "wall_s": round(wall, 3),
+                          "constructions": attempts, "proofs_from_search": proved,
+                          "generated": stats, "dataset": reference}, indent=1))
+    return 1 if failures else 0
+
+
+def _dataset_statistics(tier: str, data_dir: str | None, out: Path) -> dict[str, Any] | None:
+    """The dataset's own statistics for the tier, or None when the data folder does not have it."""
+    from symbolkg.jobs.datasets import default_data_dir
+    from symbolkg.solvers.logicgraph import load_instances
+    from symbolkg.solvers.logicgraph_generate import tier_statistics
+
+    path = default_data_dir(data_dir) / "logicgraph" / f"{tier}.jsonl"
+    if not path.is_file() or path.resolve() == out.resolve():
+        return None
+    return tier_statistics(load_instances(path))
+
+
+def format_statistics(generated: dict[str, Any], dataset: dict[str, Any] | None, tier: str) -> str:
+    """A plain-text table: one row per statistic, ``min-max (mean)``, generated vs. dataset."""
+
+    def cell(stats: dict[str, Any] | None, key: str | None) -> str:
+        if stats is None:
+            return "-"
+        if key is None:
+            return f"{stats['core']} / {stats['branch']}"
+        value = stats[key]
+        if isinstance(value, dict):
+            return f"{value['min']}-{value['max']} ({value['mean']:.2f})"
+        return str(value)
+
+    lines = [f"{'LogicGraph ' + tier:24s} {'generated':>22s} {'dataset':>22s}", "-" * 70]
+    for label, key in _ROWS:
+        lines.append(f"{label:24s} {cell(generated, key):>22s} {cell(dataset, key):>22s}")
+    rules = ", ".join(f"{r} {n}" for r, n in generated["rules"].items())
+    lines.append(f"forms used (generated): {rules}")
+    if dataset is not None:
+        lines.append("forms used (dataset):   " + ", ".join(f"{r} {n}" for r, n in dataset["rules"].items()))
+    return "\n".join(lines)

@@ -1,0 +1,969 @@
+"""New LogicGraph instances: backward construction, solver filters, enumerated ground truth.
+
+The construction follows LogicGraph's paper (section 4.1, "Symbolic Logic DAG Generation"): start
+from the goal ``G``, pick one of the seven argument forms that can conclude it, create that form's
+premises with fresh atoms, and keep expanding one of those premises upwards for a sampled number
+of steps; the premises never expanded become the knowledge base (literals as facts, compound
+formulas as rules, as the dataset does). Several proofs come from several such chains to ``G``
+(new *families*) and from re-expanding an intermediate conclusion of an existing chain with fresh
+atoms (a *branch*: it reaches the same conclusion by another route and finishes like the chain).
+
+Because every new premise has fresh atoms, two chains share nothing but ``G`` and the re-derived
+nodes, which keeps unintended proofs rare, but the construction is *not* trusted for the ground
+truth: the reference list of a written instance is the enumerator's complete list of minimal
+supports (:func:`symbolkg.solvers.minimal_support.minimal_supports`), one stepwise proof each
+(the construction's own proof when it cites exactly that support, else
+:func:`symbolkg.solvers.logicgraph_proofs.prove`), grouped into families by
+:func:`symbolkg.solvers.logicgraph_proofs.families`. An instance is written only when it passes
+the paper's three solver filters (section 4.3) with our own solvers (:func:`check_filters`) and its
+number of proofs falls in the tier's range.
+
+Everything is a pure function of ``(tier, seed, index)``: instance ``i`` draws from its own
+``random.Random`` seeded with a string of the three, so instances are independent of each other
+and of how many were asked for.
+
+>>> generated = generate_instance("small", seed=7, index=0)
+>>> 2 <= len(generated.instance.proofs) <= 4
+True
+>>> generated.instance.id
+'Small/gen_s7_1'
+"""
+
+from __future__ import annotations
+
+import random
+import re
+import statistics
+import time
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, Literal
+
+from symbolkg.solvers.logicgraph import DERIVED, Instance, Premise, Proof, Step, StepPremise
+from symbolkg.solvers.propositional import (
+    And,
+    Atom,
+    Formula,
+    Iff,
+    Implies,
+    Not,
+    Or,
+    atoms,
+    entails,
+    negate,
+    satisfiable,
+    to_prover9,
+    to_unicode,
+)
+
+__all__ = [
+    "TIERS",
+    "FilterReport",
+    "GeneratedInstance",
+    "GenerationError",
+    "Inference",
+    "Path",
+    "Skeleton",
+    "TierConfig",
+    "check_filters",
+    "construct",
+    "expand",
+    "generate",
+    "generate_instance",
+    "skeleton_proofs",
+    "tier_statistics",
+    "verbalize",
+]
+
+TextMode = Literal["template"]
+
+
+class GenerationError(RuntimeError):
+    """No instance passing the filters and the tier's range within the attempt limit."""
+
+
+# ----------------------------------------------------------------------------- configuration
+
+
+@dataclass(frozen=True)
+class TierConfig:
+    """How instances of one tier are built.
+
+    Attributes:
+        name: ``small`` / ``medium`` / ``large`` (the record id uses it capitalised).
+        min_proofs: fewest reference proofs an instance of the tier may have.
+        max_proofs: most reference proofs (None: no upper bound, the paper's Large is ``n >= 8``).
+        planned_proofs: range the number of constructed chains is drawn from (uniformly); the
+            enumerated count usually equals it, and an instance outside ``min/max_proofs`` is redrawn.
+        new_family_p: probability that a chain after the first is a new chain to ``G`` (a new
+            family) rather than a branch; 0.4 gives the dataset's families per instance
+            (Small 1.7, Medium 3.05).
+        core_steps: range of a new family's chain length (steps), drawn uniformly.
+        branch_steps: range of a branch's own steps before it rejoins its chain.
+        max_formula_size: largest premise (AST nodes) a form may create; the dataset's biggest,
+            ``(¬(A10 ∨ (¬(¬G → A8) → ¬A9)) → A11)``, has 13.
+        negative_literal_p: probability that a fresh literal is negated.
+        distractors: dead-end chains added per instance: a chain (to ``G`` or to an intermediate
+            conclusion) with one leaf left out, so its premises look relevant but prove nothing.
+            0 by default: in the dataset every premise is used by some reference proof.
+        max_attempts: constructions tried per instance before :class:`GenerationError`.
+        support_budget_s: time limit handed to the enumerator per attempt (None: none); an
+            enumeration that is not complete rejects the attempt.
+    """
+
+    name: str
+    min_proofs: int
+    max_proofs: int | None
+    planned_proofs: tuple[int, int]
+    new_family_p: float = 0.4
+    core_steps: tuple[int, int] = (3, 9)
+    branch_steps: tuple[int, int] = (1, 5)
+    max_formula_size: int = 13
+    negative_literal_p: float = 0.3
+    distractors: int = 0
+    max_attempts: int = 50
+    support_budget_s: float | None = 30.0
+
+    def __post_init__(self) -> None:
+        if not re.fullmatch(r"[a-z][a-z0-9_]*", self.name):
+            raise ValueError(f"TierConfig.name {self.name!r}: use lowercase letters, digits and '_'")
+        if self.min_proofs < 1:
+            raise ValueError(f"TierConfig.min_proofs={self.min_proofs}: must be >= 1")
+        if self.max_proofs is not None and self.max_proofs < self.min_proofs:
+            raise ValueError(f"TierConfig.max_proofs={self.max_proofs} < min_proofs={self.min_proofs}")
+        for label, (lo, hi), least in (
+            ("planned_proofs", self.planned_proofs, 1),
+            ("core_steps", self.core_steps, 1),
+            ("branch_steps", self.branch_steps, 1),
+        ):
+            if lo < least or hi < lo:
+                raise ValueError(f"TierConfig.{label}={(lo, hi)}: need {least} <= low <= high")
+        if not 0.0 <= self.new_family_p <= 1.0 or not 0.0 <= self.negative_literal_p <= 1.0:
+            raise ValueError("TierConfig.new_family_p and negative_literal_p are probabilities in [0, 1]")
+        if self.max_formula_size < 5:
+            raise ValueError(f"TierConfig.max_formula_size={self.max_formula_size}: CD/DE need at least 5 nodes")
+        if self.distractors < 0 or self.max_attempts < 1:
+            raise ValueError("TierConfig.distractors must be >= 0 and max_attempts >= 1")
+        if self.support_budget_s is not None and self.support_budget_s <= 0:
+            raise ValueError(f"TierConfig.support_budget_s={self.support_budget_s}: must be > 0 (None: no limit)")
+
+    @property
+    def label(self) -> str:
+        """The tier as the record id spells it (``Small``)."""
+        return self.name.capitalize()
+
+    def accepts(self, proofs: int) -> bool:
+        """Whether an instance with this many reference proofs belongs to the tier."""
+        return proofs >= self.min_proofs and (self.max_proofs is None or proofs <= self.max_proofs)
+
+
+#: the paper's tiers (section 4.4): Small 2-4 proofs, Medium 5-7, Large 8 or more (ours: 8-12
+#: planned, so the enumerator's cost stays bounded; the paper's instances have up to 19).
+TIERS: dict[str, TierConfig] = {
+    "small": TierConfig("small", 2, 4, (2, 4)),
+    "medium": TierConfig("medium", 5, 7, (5, 7)),
+    "large": TierConfig("large", 8, None, (8, 12)),
+}
+
+
+# ----------------------------------------------------------------------------- construction
+
+
+@dataclass(frozen=True)
+class Inference:
+    """One inference node: a form's premises and its conclusion.
+
+    Attributes:
+        rule: one of :data:`~symbolkg.solvers.logicgraph.RULES`.
+        premises: in the order the dataset cites them for this form (e.g. CD: ``P→R, Q→S, P∨Q``).
+        conclusion: what the form derives (double negations removed, as the dataset writes them).
+        derived: index into ``premises`` of the one obtained from the previous step of the chain;
+            None for a chain's first step (all its premises are knowledge-base items).
+    """
+
+    rule: str
+    premises: tuple[Formula, ...]
+    conclusion: Formula
+    derived: int | None = None
+
+
+@dataclass(frozen=True)
+class Path:
+    """One constructed proof.
+
+    Attributes:
+        steps: the whole proof in order, its last conclusion ``G``.
+        own: how many of the first steps are this path's own (the rest are its parent's suffix).
+        parent: index of the path this one branches from; None for a new family's chain.
+        branch_from: index into the parent's ``steps`` of the step whose conclusion this path
+            re-derives (the parent's steps after it are this path's suffix).
+    """
+
+    steps: tuple[Inference, ...]
+    own: int
+    parent: int | None = None
+    branch_from: int | None = None
+
+    @property
+    def is_core(self) -> bool:
+        return self.parent is None
+
+
+@dataclass(frozen=True)
+class Skeleton:
+    """A constructed Logic DAG before ids, texts and ground truth.
+
+    Attributes:
+        goal: ``G``.
+        paths: the constructed proofs, families' chains first in construction order.
+        premises: the knowledge-base formulas (leaves of the paths and distractors), no duplicates.
+        distractors: the subset of ``premises`` that belongs to dead-end chains only.
+    """
+
+    goal: Formula
+    paths: tuple[Path, ...]
+    premises: tuple[Formula, ...]
+    distractors: tuple[Formula, ...] = ()
+
+
+def size(formula: Formula) -> int:
+    """Number of AST nodes (atoms and connectives)."""
+    if isinstance(formula, Atom):
+        return 1
+    if isinstance(formula, Not):
+        return 1 + size(formula.arg)
+    return 1 + size(formula.left) + size(formula.right)
+
+
+def is_literal(formula: Formula) -> bool:
+    return isinstance(formula, Atom) or (isinstance(formula, Not) and isinstance(formula.arg, Atom))
+
+
+class _Fresh:
+    """Fresh atoms ``X1, X2, ...`` for one construction (renamed to ``A1..An`` at the end)."""
+
+    def __init__(self, rng: random.Random, negative_p: float) -> None:
+        self.rng = rng
+        self.negative_p = negative_p
+        self.count = 0
+
+    def literal(self) -> Formula:
+        self.count += 1
+        atom = Atom(f"X{self.count}")
+        return Not(atom) if self.rng.random() < self.negative_p else atom
+
+
+def _form_premises(rule: str, target: Formula, fresh: _Fresh, rng: random.Random) -> tuple[Formula, ...] | None:
+    """The premises of ``rule`` concluding ``target`` with fresh literals, or None if it cannot."""
+    if rule == "MP":  # (p → φ), p ⊢ φ
+        p = fresh.literal()
+        return (Implies(p, target), p)
+    if rule == "MT":  # (¬φ → q), ¬q ⊢ φ  (¬¬ removed: the dataset derives G from ¬G → A1, ¬A1)
+        q = fresh.literal()
+        return (Implies(negate(target), q), negate(q))
+    if rule == "DS":  # (p ∨ φ), ¬p ⊢ φ, the disjuncts in either order
+        p = fresh.literal()
+        disjunction = Or(p, target) if rng.random() < 0.5 else Or(target, p)
+        return (disjunction, negate(p))
+    if rule == "HS":  # (P → q), (q → R) ⊢ (P → R)
+        if not isinstance(target, Implies):
+            return None
+        q = fresh.literal()
+        return (Implies(target.left, q), Implies(q, target.right))
+    if rule == "CD":  # (p → Q), (r → S), (p ∨ r) ⊢ (Q ∨ S)
+        if not isinstance(target, Or):
+            return None
+        p, r = fresh.literal(), fresh.literal()
+        return (Implies(p, target.left), Implies(r, target.right), Or(p, r))
+    if rule == "DE":  # (p ∨ r), (p → φ), (r → φ) ⊢ φ
+        p, r = fresh.literal(), fresh.literal()
+        return (Or(p, r), Implies(p, target), Implies(r, target))
+    if rule == "RAA":  # (X → q), (X → ¬q) ⊢ ¬X, with X = ¬φ (so the conclusion is φ itself)
+        x, q = negate(target), fresh.literal()
+        return (Implies(x, q), Implies(x, negate(q)))
+    raise ValueError(f"unknown argument form {rule!r}")
+
+
+#: sampling weights of the forms; HS and CD only apply to implications and disjunctions, so
+#: they get more weight to come out about as often as in the dataset (HS is its most common form).
+_FORM_WEIGHTS: dict[str, float] = {"MP": 1.0, "MT": 1.0, "DS": 1.0, "HS": 3.0, "CD": 3.0, "DE": 1.0, "RAA": 1.0}
+
+
+def expand(rng: random.Random, target: Formula, fresh: _Fresh, max_size: int) -> Inference:
+    """One backward step: a random form that concludes ``target``, with fresh premises.
+
+    Forms whose premises would be bigger than ``max_size`` are left out; MP and DS always fit
+    when ``target`` is at most ``max_size - 3`` nodes (callers keep it so).
+
+    Raises:
+        ValueError: no form fits (``target`` itself is too big).
+    """
+    rules = [r for r in _FORM_WEIGHTS if not (r == "HS" and not isinstance(target, Implies)) and not (r == "CD" and not isinstance(target, Or))]
+    rng.shuffle(rules)
+    weights = [_FORM_WEIGHTS[r] for r in rules]
+    while rules:
+        k = rng.choices(range(len(rules)), weights)[0]
+        rule = rules.pop(k)
+        weights.pop(k)
+        saved = fresh.count
+        premises = _form_premises(rule, target, fresh, rng)
+        if premises is not None and max(size(p) for p in premises) <= max_size:
+            return Inference(rule, premises, target)
+        fresh.count = saved  # give the atoms back so numbering stays dense
+    raise ValueError(f"no argument form concludes {to_unicode(target)} within {max_size} nodes")
+
+
+def _chain(rng: random.Random, target: Formula, length: int, fresh: _Fresh, max_size: int) -> list[Inference]:
+    """A chain of ``length`` backward steps concluding ``target``, in proof order.
+
+    Each step expands one premise of the step above it; which one is random among those small
+    enough to expand again (at most ``max_size - 4`` nodes, which every form then fits).
+    """
+    top_down: list[Inference] = []
+    current = target
+    for depth in range(length):
+        step = expand(rng, current, fresh, max_size)
+        expandable = [i for i, p in enumerate(step.premises) if size(p) <= max_size - 4]
+        if depth == length - 1 or not expandable:  # the chain's first step: all premises are leaves
+            top_down.append(step)
+            break
+        j = rng.choice(expandable)
+        # in proof order this step comes after the one deriving premise j: it cites j as Derived
+        top_down.append(replace(step, derived=j))
+        current = step.premises[j]
+    return list(reversed(top_down))
+
+
+def _leaves(steps: Sequence[Inference]) -> list[Formula]:
+    """The knowledge-base premises of some steps: every premise except the derived ones."""
+    return [p for step in steps for i, p in enumerate(step.premises) if i != step.derived]
+
+
+def construct(rng: random.Random, config: TierConfig, planned: int | None = None) -> Skeleton:
+    """Build one Logic DAG for the tier: ``planned`` chains (drawn from the tier when None).
+
+    The first chain concludes ``G``; each further one is, with probability
+    ``config.new_family_p``, another chain to ``G`` (a new family), otherwise a branch:
+    it re-derives the conclusion of a random non-final step of a random existing path with
+    fresh atoms and then finishes with that path's remaining steps. Distractors are built the
+    same way with one leaf left out.
+
+    Returns:
+        The skeleton, atoms still named ``X1..Xn`` (see :func:`rename_atoms`).
+    """
+    goal = Atom("G")
+    fresh = _Fresh(rng, config.negative_literal_p)
+    n = planned if planned is not None else rng.randint(*config.planned_proofs)
+    paths: list[Path] = []
+
+    def new_path(as_branch: bool) -> tuple[list[Inference], int | None, int | None]:
+        """Own steps, parent index and branch point of one new path (a family chain if no branch fits)."""
+        candidates = [(k, i) for k, path in enumerate(paths) for i in range(path.own) if i < len(path.steps) - 1]
+        if as_branch and candidates:
+            parent, at = rng.choice(candidates)
+            own = _chain(rng, paths[parent].steps[at].conclusion, rng.randint(*config.branch_steps), fresh, config.max_formula_size)
+            return own, parent, at
+        return _chain(rng, goal, rng.randint(*config.core_steps), fresh, config.max_formula_size), None, None
+
+    for k in range(n):
+        own, parent, at = new_path(as_branch=k > 0 and rng.random() >= config.new_family_p)
+        if parent is None:
+            paths.append(Path(tuple(own), len(own)))
+        else:
+            assert at is not None
+            # the parent's steps after the re-derived one, unchanged: their first one cites the
+            # re-derived conclusion as Derived, now concluded by the branch's last step
+            suffix = paths[parent].steps[at + 1 :]
+            paths.append(Path(tuple(own) + suffix, len(own), parent, at))
+
+    premises: list[Formula] = []
+    for path in paths:
+        for leaf in _leaves(path.steps[: path.own]):
+            if leaf not in premises:
+                premises.append(leaf)
+
+    distractors: list[Formula] = []
+    for _ in range(config.distractors):
+        own, _, _ = new_path(as_branch=rng.random() < 0.5)
+        leaves = _leaves(own)
+        # leave out one literal leaf of the chain's first step if it has one (a missing fact is the
+        # natural dead end), else any leaf of it; the first step has no derived premise
+        first = own[0].premises
+        literals = [p for p in first if is_literal(p)]
+        dropped = rng.choice(literals or list(first))
+        for leaf in leaves:
+            if leaf != dropped and leaf not in premises and leaf not in distractors:
+                distractors.append(leaf)
+    return Skeleton(goal, tuple(paths), tuple(premises + distractors), tuple(distractors))
+
+
+def _rename(formula: Formula, names: Mapping[str, str]) -> Formula:
+    if isinstance(formula, Atom):
+        return Atom(names.get(formula.name, formula.name))
+    if isinstance(formula, Not):
+        return Not(_rename(formula.arg, names))
+    return type(formula)(_rename(formula.left, names), _rename(formula.right, names))
+
+
+def rename_atoms(skeleton: Skeleton, rng: random.Random) -> Skeleton:
+    """Name the fresh atoms ``A1..An`` in a random order.
+
+    The dataset numbers atoms in construction order (``A1`` next to ``G``), which tells a reader
+    where the proofs start; a random numbering keeps that from leaking.
+    """
+    fresh = sorted({a for f in skeleton.premises for a in atoms(f)} | {a for p in skeleton.paths for s in p.steps for f in s.premises for a in atoms(f)})
+    fresh = [a for a in fresh if a != "G"]
+    numbers = list(range(1, len(fresh) + 1))
+    rng.shuffle(numbers)
+    names = {a: f"A{k}" for a, k in zip(fresh, numbers)}
+
+    def step(s: Inference) -> Inference:
+        return Inference(s.rule, tuple(_rename(p, names) for p in s.premises), _rename(s.conclusion, names), s.derived)
+
+    return Skeleton(
+        skeleton.goal,
+        tuple(Path(tuple(step(s) for s in p.steps), p.own, p.parent, p.branch_from) for p in skeleton.paths),
+        tuple(_rename(f, names) for f in skeleton.premises),
+        tuple(_rename(f, names) for f in skeleton.distractors),
+    )
+
+
+def premise_ids(formulas: Iterable[Formula]) -> dict[str, Formula]:
+    """Knowledge-base ids as the dataset assigns them: rules (compound) then facts (literals),
+    each group sorted by its ``formal`` string, numbered ``Rule1..`` / ``Fact1..``."""
+    unique = list(dict.fromkeys(formulas))
+    rules = sorted((f for f in unique if not is_literal(f)), key=to_unicode)
+    facts = sorted((f for f in unique if is_literal(f)), key=to_unicode)
+    out: dict[str, Formula] = {f"Rule{k}": f for k, f in enumerate(rules, 1)}
+    out.update({f"Fact{k}": f for k, f in enumerate(facts, 1)})
+    return out
+
+
+def skeleton_proofs(skeleton: Skeleton, ids: Mapping[str, Formula]) -> list[Proof]:
+    """The constructed paths as dataset proofs citing ``ids`` (formula -> id looked up).
+
+    Family fields are filled from the construction (a family per chain to ``G``; a branch's
+    ``branch_from`` is the index in its family's chain where it rejoins it); the ground truth
+    regroups the enumerated proofs with :func:`~symbolkg.solvers.logicgraph_proofs.families`.
+    """
+    by_formula = {f: i for i, f in ids.items()}
+    family_of: list[int] = []
+    core_index: list[int | None] = []
+    proofs: list[Proof] = []
+    next_family = 1
+    for k, path in enumerate(skeleton.paths):
+        if path.parent is None:
+            family_of.append(next_family)
+            core_index.append(None)
+            next_family += 1
+        else:
+            family_of.append(family_of[path.parent])
+            # the dataset's branch_from: the index of the family chain's step that the branch
+            # re-derives, i.e. just before the longest common suffix of the two proofs
+            chain = skeleton.paths[_root(skeleton, k)].steps
+            common = 0
+            while common < min(len(chain), len(path.steps)) and chain[-1 - common] == path.steps[-1 - common]:
+                common += 1
+            core_index.append(len(chain) - common - 1)
+        steps: list[Step] = []
+        for n, inference in enumerate(path.steps, 1):
+            cited = tuple(
+                StepPremise(DERIVED if i == inference.derived else by_formula[p], p) for i, p in enumerate(inference.premises)
+            )
+            steps.append(Step(n, inference.rule, cited, inference.conclusion))
+        proofs.append(Proof(k + 1, tuple(steps), family_of[k], "core" if path.parent is None else "branch", core_index[k]))
+    return proofs
+
+
+def _root(skeleton: Skeleton, k: int) -> int:
+    while skeleton.paths[k].parent is not None:
+        k = skeleton.paths[k].parent  # type: ignore[assignment]
+    return k
+
+
+# ----------------------------------------------------------------------------- filters
+
+
+@dataclass(frozen=True)
+class FilterReport:
+    """The paper's three solver filters (section 4.3) on one instance, with our own solvers.
+
+    Attributes:
+        stepwise: every step's cited premises entail its conclusion and the step is an
+            application of the form it names, every cited id is a
+            knowledge-base item with that formula, every ``Derived`` premise an earlier conclusion,
+            and every proof ends with the goal.
+        derivable: the knowledge base entails the goal and every intermediate conclusion.
+        consistent: the knowledge base (all premises of all paths) is satisfiable.
+        problems: one line per failure, naming the proof and step.
+    """
+
+    stepwise: bool
+    derivable: bool
+    consistent: bool
+    problems: tuple[str, ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        return self.stepwise and self.derivable and self.consistent
+
+
+def check_filters(premises: Mapping[str, Formula], goal: Formula, proofs: Sequence[Proof]) -> FilterReport:
+    """Run the three filters on a knowledge base and its proofs.
+
+    Stepwise entailment is checked semantically (as the paper does with Prover9) and, beyond the
+    paper, syntactically: each step must be an application of the form it names
+    (:func:`~symbolkg.solvers.logicgraph_proofs.matching_rules`), since the task's answers are
+    judged against those seven shapes.
+
+    Args:
+        premises: knowledge-base id -> formula.
+        goal: the target.
+        proofs: the proofs to check step by step (the construction's or the reference).
+
+    Returns:
+        The report; ``ok`` when all three hold.
+    """
+    from symbolkg.solvers.logicgraph_proofs import matching_rules
+
+    problems: list[str] = []
+    stepwise = True
+    conclusions: set[Formula] = set()
+    for proof in proofs:
+        earlier: list[Formula] = []
+        for step in proof.steps:
+            where = f"proof {proof.id} step {step.number}"
+            for cited in step.premises:
+                if cited.id == DERIVED:
+                    if cited.formula not in earlier:
+                        stepwise = False
+                        problems.append(f"{where}: Derived {to_prover9(cited.formula)} is no earlier conclusion")
+                elif premises.get(cited.id) != cited.formula:
+                    stepwise = False
+                    problems.append(f"{where}: {cited.id} is not {to_prover9(cited.formula)} in the knowledge base")
+            cited_formulas = [c.formula for c in step.premises]
+            if not entails(cited_formulas, step.conclusion):
+                stepwise = False
+                problems.append(f"{where}: {step.rule} premises do not entail {to_prover9(step.conclusion)}")
+            elif step.rule not in matching_rules(cited_formulas, step.conclusion):
+                # valid but not the named form (or not one of the seven): the task's proofs must be
+                stepwise = False
+                problems.append(f"{where}: the step is not an application of {step.rule}")
+            earlier.append(step.conclusion)
+            conclusions.add(step.conclusion)
+        if not proof.steps or proof.steps[-1].conclusion != goal:
+            stepwise = False
+            problems.append(f"proof {proof.id}: does not end with the goal {to_prover9(goal)}")
+    kb = list(premises.values())
+    consistent = satisfiable(kb) is not None
+    if not consistent:
+        problems.append("the premises are unsatisfiable together")
+    derivable = True
+    for target in [goal, *sorted(conclusions - {goal}, key=to_prover9)]:
+        if not entails(kb, target):
+            derivable = False
+            problems.append(f"the premises do not entail {to_prover9(target)}")
+    return FilterReport(stepwise, derivable, consistent, tuple(problems))
+
+
+# ----------------------------------------------------------------------------- natural language
+
+#: Template vocabulary: per theme, subjects ``(Constant, noun phrase)`` and predicates in the base
+#: form (``"be approved"``, ``"pass the inspection"``); a proposition is one subject with one
+#: predicate. Six themes x 5 subjects x 20 predicates = 100 propositions per theme; beyond that a
+#: numbered fallback keeps very large instances renderable.
+THEMES: dict[str, tuple[tuple[tuple[str, str], ...], tuple[str, ...]]] = {
+    "Archaeological Research": (
+        (("ResearchTeam", "the research team"), ("FieldDirector", "the field director"), ("Museum", "the museum"),
+         ("SurveyCrew", "the survey crew"), ("Conservator", "the conservator")),
+        ("find an ancient relic", "have a government grant", "preserve the excavation site", "document the findings",
+         "halt the excavation", "identify ceramic fragments", "identify metal objects", "finish within the season",
+         "publish a report", "be granted a permit", "date the samples", "map the trench", "be visited by inspectors",
+         "request more funding", "catalogue the artifacts", "consult the archive", "hire local guides",
+         "be delayed by rain", "store the finds safely", "present at the conference"),
+    ),
+    "Hospital Operations": (
+        (("Clinic", "the clinic"), ("HeadNurse", "the head nurse"), ("Surgeon", "the surgeon"),
+         ("Pharmacy", "the pharmacy"), ("Patient", "the patient")),
+        ("pass the inspection", "be fully staffed", "admit new patients", "order more supplies", "schedule the surgery",
+         "be on call", "receive the lab results", "update the records", "follow the protocol", "be discharged",
+         "need a second opinion", "approve the treatment", "report an incident", "be short of beds",
+         "renew the license", "train the interns", "delay the appointment", "be audited", "stock the vaccine",
+         "call the specialist"),
+    ),
+    "Software Release": (
+        (("BuildServer", "the build server"), ("QATeam", "the QA team"), ("ReleaseManager", "the release manager"),
+         ("Library", "the library"), ("MobileApp", "the mobile app")),
+        ("pass the test suite", "be deployed", "be rolled back", "have a critical bug", "be code reviewed",
+         "meet the deadline", "be approved for release", "raise an alert", "update the documentation",
+         "be flagged by the scanner", "freeze the branch", "be backward compatible", "ship a patch",
+         "be signed", "exceed the memory limit", "be merged", "lose the cache", "be benchmarked",
+         "notify the users", "be archived"),
+    ),
+    "Urban Transit": (
+        (("MetroLine", "the metro line"), ("BusDepot", "the bus depot"), ("CityCouncil", "the city council"),
+         ("Operator", "the operator"), ("Station", "the station")),
+        ("run on schedule", "be closed for repairs", "add extra trains", "raise the fares", "be overcrowded",
+         "receive a subsidy", "pass the safety review", "extend the service hours", "be inspected", "hire new drivers",
+         "issue a delay warning", "open a new stop", "be electrified", "lose its permit", "publish the timetable",
+         "reroute the buses", "be accessible", "meet the ridership target", "cut the night service",
+         "upgrade the signals"),
+    ),
+    "Environmental Monitoring": (
+        (("RiverAgency", "the river agency"), ("Sensor", "the sensor"), ("Wetland", "the wetland"),
+         ("Laboratory", "the laboratory"), ("Ranger", "the ranger")),
+        ("detect pollution", "be flooded", "issue a warning", "collect water samples", "be calibrated",
+         "record a heat wave", "restore the habitat", "be protected", "report to the ministry", "lose power",
+         "count the birds", "close the trail", "measure high nitrate", "be replanted", "fine the factory",
+         "be dry this year", "request a new survey", "track the wolves", "be certified", "publish the data"),
+    ),
+    "Manufacturing Quality": (
+        (("Factory", "the factory"), ("AssemblyLine", "the assembly line"), ("Supplier", "the supplier"),
+         ("Inspector", "the inspector"), ("Batch", "the batch")),
+        ("meet the tolerance", "be recalled", "pass the audit", "stop production", "use the new alloy",
+         "be shipped", "report a defect", "be certified", "replace the tooling", "miss the quota",
+         "be reworked", "receive the raw materials", "run a night shift", "be sampled", "sign the contract",
+         "overheat", "be rejected", "train the operators", "cut costs", "be labelled"),
+    ),
+}
+
+
+def _third_person(verb_phrase: str) -> str:
+    verb, _, rest = verb_phrase.partition(" ")
+    if verb == "be":
+        verb = "is"
+    elif verb == "have":
+        verb = "has"
+    elif verb.endswith(("s", "sh", "ch", "x", "z", "o")):
+        verb += "es"
+    elif verb.endswith("y") and verb[-2:-1] not in ("a", "e", "i", "o", "u"):
+        verb = verb[:-1] + "ies"
+    else:
+        verb += "s"
+    return f"{verb} {rest}".strip()
+
+
+def _negative(verb_phrase: str) -> str:
+    verb, _, rest = verb_phrase.partition(" ")
+    if verb == "be":
+        return f"is not {rest}".strip()
+    return f"does not {verb_phrase}"
+
+
+@dataclass(frozen=True)
+class Proposition:
+    """An atom's reading: English both ways and a first-order Prover9 atom."""
+
+    positive: str
+    negative: str
+    prover9: str
+
+
+def _propositions(rng: random.Random, theme: str, count: int) -> list[Proposition]:
+    subjects, predicates = THEMES[theme]
+    pairs = [(s, p) for s in subjects for p in predicates]
+    rng.shuffle(pairs)
+    out: list[Proposition] = []
+    for (constant, noun), predicate in pairs[:count]:
+        name = "_".join(w for w in re.sub(r"[^a-z ]", "", predicate).split() if w not in ("the", "a", "an", "be", "its"))
+        out.append(Proposition(f"{noun} {_third_person(predicate)}", f"{noun} {_negative(predicate)}", f"{name}({constant})"))
+    for k in range(len(out), count):  # more atoms than the theme has propositions
+        out.append(Proposition(f"condition {k + 1} holds", f"condition {k + 1} does not hold", f"holds(Condition{k + 1})"))
+    return out
+
+
+def verbalize(formula: Formula, readings: Mapping[str, Proposition]) -> str:
+    """English for a formula: literals from ``readings``, connectives from fixed templates.
+
+    Nested compound sub-formulas are put in parentheses so that the sentence has one reading
+    (templates cannot rephrase the way the dataset's LLM-written sentences do).
+
+    >>> r = {"A": Proposition("a holds", "a fails", "a"), "B": Proposition("b holds", "b fails", "b")}
+    >>> verbalize(Implies(Not(Atom("A")), Or(Atom("A"), Atom("B"))), r)
+    'If a fails, then (either a holds or b holds)'
+    """
+
+    def inner(f: Formula) -> str:
+        # a negation reads as a prefix ("it is not the case that (...)"), which needs no brackets
+        text = say(f)
+        return text if isinstance(f, (Atom, Not)) else f"({text})"
+
+    def say(f: Formula) -> str:
+        if isinstance(f, Atom):
+            return readings[f.name].positive
+        if isinstance(f, Not):
+            if isinstance(f.arg, Atom):
+                return readings[f.arg.name].negative
+            return f"it is not the case that {inner(f.arg)}"
+        if isinstance(f, Implies):
+            return f"if {inner(f.left)}, then {inner(f.right)}"
+        if isinstance(f, Or):
+            return f"either {inner(f.left)} or {inner(f.right)}"
+        if isinstance(f, And):
+            return f"both {inner(f.left)} and {inner(f.right)}"
+        if isinstance(f, Iff):
+            return f"{inner(f.left)} if and only if {inner(f.right)}"
+        raise TypeError(f"not a formula: {f!r}")
+
+    text = say(formula)
+    return text[0].upper() + text[1:]
+
+
+def _instantiate(formula: Formula, readings: Mapping[str, Proposition]) -> Formula:
+    return _rename(formula, {name: r.prover9 for name, r in readings.items()})
+
+
+# ----------------------------------------------------------------------------- generation
+
+
+@dataclass(frozen=True)
+class GeneratedInstance:
+    """One written instance and how it was obtained.
+
+    Attributes:
+        instance: the instance (reference proofs = one per enumerated minimal support).
+        record: its JSON line, the dataset's format plus ``translations``, ``verification`` and
+            ``metadata.generator``.
+        filters: the three filters on the reference proofs.
+        attempts: constructions tried (1 = the first one was accepted).
+        rejections: reason -> count over the rejected attempts.
+        constructed: number of constructed paths of the accepted skeleton.
+        proved: reference proofs that came from the proof search (supports the construction
+            did not intend, or constructed proofs citing more than a minimal support).
+        seconds: wall time of this instance.
+    """
+
+    instance: Instance
+    record: dict[str, Any]
+    filters: FilterReport
+    attempts: int
+    rejections: Mapping[str, int]
+    constructed: int
+    proved: int
+    seconds: float
+
+
+@dataclass(frozen=True)
+class _Attempt:
+    instance: Instance | None
+    reason: str = ""
+    filters: FilterReport | None = None
+    constructed: int = 0
+    proved: int = 0
+
+
+def _instance_rng(tier: str, seed: int, index: int) -> random.Random:
+    # a string seed is hashed with SHA-512 by random.seed: stable across runs and platforms
+    return random.Random(f"logicgraph-generate:{tier}:{seed}:{index}")
+
+
+def _ground_truth(
+    premises: Mapping[str, Formula], goal: Formula, constructed: Sequence[Proof], budget_s: float | None
+) -> tuple[list[Proof] | None, str, int]:
+    """One proof per enumerated minimal support, grouped into families; (None, reason, 0) if not.
+
+    A support's proof is the constructed one citing exactly that support when there is one (so
+    branches keep the steps they share with their chain, which is what makes them a family),
+    else the shortest proof :func:`~symbolkg.solvers.logicgraph_proofs.prove` finds. Proofs go to
+    :func:`~symbolkg.solvers.logicgraph_proofs.families` in construction order (a chain before
+    its branches), then are numbered as the dataset numbers them: cores first, then branches.
+    """
+    from symbolkg.solvers.logicgraph_proofs import families, prove
+    from symbolkg.solvers.minimal_support import minimal_supports
+
+    result = minimal_supports(premises, goal, budget_s=budget_s)
+    if not result.complete:
+        return None, "enumeration incomplete", 0
+    wanted = {frozenset(s) for s in result.supports}
+    ordered: list[Proof] = []
+    seen: set[frozenset[str]] = set()
+    for proof in constructed:
+        support = proof.premise_ids()
+        if support in wanted and support not in seen:
+            ordered.append(proof)
+            seen.add(support)
+    proved = 0
+    for support in sorted(wanted - seen, key=lambda s: sorted(s)):
+        proof = prove(premises, support, goal)
+        if proof is None or not proof.steps:
+            return None, "support without a seven-form proof", 0
+        ordered.append(proof)
+        proved += 1
+    grouped = families(ordered)
+    numbered = [f.core for f in grouped] + [b for f in grouped for b in f.branches]
+    return [replace(p, id=k) for k, p in enumerate(numbered, 1)], "", proved
+
+
+def _attempt(rng: random.Random, config: TierConfig, index: int, seed: int) -> _Attempt:
+    skeleton = rename_atoms(construct(rng, config), rng)
+    ids = premise_ids(skeleton.premises)
+    constructed = skeleton_proofs(skeleton, ids)
+    report = check_filters(ids, skeleton.goal, constructed)
+    if not report.ok:
+        return _Attempt(None, "filter: " + ("consistency" if not report.consistent else "stepwise" if not report.stepwise else "derivability"), report)
+    proofs, reason, proved = _ground_truth(ids, skeleton.goal, constructed, config.support_budget_s)
+    if proofs is None:
+        return _Attempt(None, reason)
+    if not config.accepts(len(proofs)):
+        return _Attempt(None, "proof count outside the tier")
+    report = check_filters(ids, skeleton.goal, proofs)
+    if not report.ok:
+        return _Attempt(None, "filter on the reference proofs", report)
+
+    theme = rng.choice(sorted(THEMES))
+    names = sorted({a for f in ids.values() for a in atoms(f)} - {"G"}, key=lambda a: int(a[1:]))
+    readings = dict(zip(["G", *names], _propositions(rng, theme, len(names) + 1)))
+    kb = {i: Premise(i, f, verbalize(f, readings), to_prover9(_instantiate(f, readings))) for i, f in ids.items()}
+    texts = [
+        replace(p, steps=tuple(replace(s, natural=verbalize(s.conclusion, readings)) for s in p.steps)) for p in proofs
+    ]
+    instance = Instance(f"{config.label}/gen_s{seed}_{index + 1}", kb, skeleton.goal, verbalize(skeleton.goal, readings), tuple(texts))
+    record = _record(instance, readings, theme, report, config, seed, index, len(skeleton.paths), proved)
+    return _Attempt(Instance.from_record(record), "", report, len(skeleton.paths), proved)
+
+
+def _record(
+    instance: Instance,
+    readings: Mapping[str, Proposition],
+    theme: str,
+    report: FilterReport,
+    config: TierConfig,
+    seed: int,
+    index: int,
+    constructed: int,
+    proved: int,
+) -> dict[str, Any]:
+    """The dataset's record plus what the dataset also carries and ``to_record`` leaves out."""
+    record = instance.to_record()
+    # Proof.to_json writes a cited premise's id and prover9 only; the dataset also has its
+    # instantiated expression and English
+    for proof, raw_proof in zip(instance.proofs, record["solutions"]["solutions"]):
+        for step, raw_step in zip(proof.steps, raw_proof["steps"]):
+            for cited, raw in zip(step.premises, raw_step["premises_used"]):
+                raw["prover9_expression"] = to_prover9(_instantiate(cited.formula, readings))
+                raw["natural"] = verbalize(cited.formula, readings)
+    record["target"]["prover9_expression"] = to_prover9(_instantiate(instance.goal, readings))
+    record["translations"] = {
+        "domain_theme": theme,
+        "atomic_facts": {name: r.prover9 for name, r in readings.items()},
+        "natural_facts": {name: r.positive[0].upper() + r.positive[1:] for name, r in readings.items()},
+    }
+    n = len(instance.proofs)
+    record["verification"] = {
+        "total_solutions": n,
+        "valid_solutions": n if report.stepwise else 0,
+        "invalid_solutions": 0 if report.stepwise else n,
+        "solutions_reaching_target": sum(1 for p in instance.proofs if p.steps and p.steps[-1].conclusion == instance.goal),
+    }
+    record["metadata"]["generator"] = {
+        "tier": config.name,
+        "seed": seed,
+        "index": index,
+        "constructed_paths": constructed,
+        "proofs_from_search": proved,
+        "text": "template",
+    }
+    return record
+
+
+def generate_instance(
+    tier: str | TierConfig, seed: int, index: int, *, text: TextMode = "template"
+) -> GeneratedInstance:
+    """Instance ``index`` of a tier at a seed (independent of every other index).
+
+    Args:
+        tier: a name in :data:`TIERS` or a custom :class:`TierConfig`.
+        seed: the run's seed.
+        index: 0-based position in the run; the record id is ``<Tier>/gen_s<seed>_<index + 1>``.
+        text: ``"template"`` (the only one built).
+
+    Raises:
+        GenerationError: ``config.max_attempts`` constructions were all rejected.
+        ValueError: an unknown tier or text mode.
+    """
+    config = _config(tier)
+    if text != "template":
+        raise ValueError(f"text={text!r}: only 'template' is built")
+    rng = _instance_rng(config.name, seed, index)
+    t0 = time.perf_counter()
+    rejections: dict[str, int] = {}
+    for attempt in range(1, config.max_attempts + 1):
+        result = _attempt(rng, config, index, seed)
+        if result.instance is not None:
+            assert result.filters is not None
+            record = dict(result.instance.record)
+            return GeneratedInstance(
+                result.instance, record, result.filters, attempt, rejections, result.constructed, result.proved, time.perf_counter() - t0
+            )
+        rejections[result.reason] = rejections.get(result.reason, 0) + 1
+    raise GenerationError(f"{config.name} seed={seed} index={index}: {config.max_attempts} attempts rejected: {rejections}")
+
+
+def generate(tier: str | TierConfig, count: int, seed: int, *, start: int = 0, text: TextMode = "template") -> Iterator[GeneratedInstance]:
+    """Instances ``start .. start + count - 1`` of a tier at a seed, in order."""
+    if count < 0 or start < 0:
+        raise ValueError(f"count={count}, start={start}: both must be >= 0")
+    config = _config(tier)
+    for index in range(start, start + count):
+        yield generate_instance(config, seed, index, text=text)
+
+
+def _config(tier: str | TierConfig) -> TierConfig:
+    if isinstance(tier, TierConfig):
+        return tier
+    if tier not in TIERS:
+        raise ValueError(f"unknown tier {tier!r}; choose one of {', '.join(TIERS)}")
+    return TIERS[tier]
+
+
+# ----------------------------------------------------------------------------- statistics
+
+
+def _summary(values: Sequence[float]) -> dict[str, float]:
+    if not values:
+        return {"min": 0, "max": 0, "mean": 0.0}
+    return {"min": min(values), "max": max(values), "mean": round(statistics.fmean(values), 2)}
+
+
+def tier_statistics(instances: Iterable[Instance]) -> dict[str, Any]:
+    """Per-tier numbers comparable with the dataset's (same function for both).
+
+    Returns:
+        ``instances``; per instance ``solutions``, ``families``, ``premises``, ``facts``, ``atoms``
+        and per proof ``steps`` as ``{min, max, mean}``; ``core``/``branch`` proof totals; and
+        ``rules``: how often each form is applied over all reference steps.
+    """
+    solutions: list[int] = []
+    steps: list[int] = []
+    families: list[int] = []
+    premises: list[int] = []
+    facts: list[int] = []
+    atom_counts: list[int] = []
+    core = branch = 0
+    rules: dict[str, int] = {}
+    n = 0
+    for instance in instances:
+        n += 1
+        solutions.append(len(instance.proofs))
+        families.append(len(instance.families()))
+        premises.append(len(instance.premises))
+        facts.append(sum(p.is_fact for p in instance.premises.values()))
+        atom_counts.append(len(instance.atoms()))
+        for proof in instance.proofs:
+            steps.append(len(proof.steps))
+            core += proof.path_type == "core"
+            branch += proof.path_type == "branch"
+            for step in proof.steps:
+                rules[step.rule] = rules.get(step.rule, 0) + 1
+    return {
+        "instances": n,
+        "solutions": _summary(solutions),
+        "steps": _summary(steps),
+        "families": _summary(families),
+        "premises": _summary(premises),
+        "facts": _summary(facts),
+        "atoms": _summary(atom_counts),
+        "core": core,
+        "branch": branch,
+        "rules": dict(sorted(rules.items(), key=lambda kv: -kv[1])),
+    }

@@ -1,0 +1,968 @@
+"""LogicGraph proofs: the seven rule shapes, step and path checks, proof search and families.
+
+LogicGraph (:mod:`symbolkg.solvers.logicgraph`) asks for every minimal premise set that
+entails the goal, each written as a stepwise proof whose steps use seven argument forms:
+
+====  ===============================  ==========================
+MP    ``P→Q``, ``P``                   ⊢ ``Q``
+MT    ``P→Q``, ``¬Q``                  ⊢ ``¬P``
+DS    ``P∨Q``, ``¬P``                  ⊢ ``Q``  (either disjunct)
+HS    ``P→Q``, ``Q→R``                 ⊢ ``P→R``
+CD    ``P→R``, ``Q→S``, ``P∨Q``        ⊢ ``R∨S``
+DE    ``P∨Q``, ``P→R``, ``Q→R``        ⊢ ``R``
+RAA   ``X→Y``, ``X→¬Y``                ⊢ ``¬X``
+====  ===============================  ==========================
+
+Formulas are compared after removing double negations (:func:`same`): the dataset writes
+MT's ``(¬G → A1)``, ``¬A1`` ⊢ ``G`` and RAA's ``¬(A4 → A6) → …`` ⊢ ``(A4 → A6)`` that way.
+Cited premises may come in any order, and a disjunction is read as unordered in every rule
+(``Q∨P`` is ``P∨Q``). Contraposition (``P→Q`` ⊢ ``¬Q→¬P``) is not one of the seven and is
+rejected by default; see :data:`CONTRAPOSITION`.
+
+This module holds three things, all plain Python without a solver process:
+
+* **checks**: :func:`matching_rules` (shape), :func:`check_step` (shape + local validity
+  with :func:`~symbolkg.solvers.propositional.entails`) and :func:`check_path`, which
+  checks one untrusted answer proof (any JSON) against an instance and labels each failed
+  step with the paper's logical-execution error types (:data:`LABELS`);
+* **search**: :func:`prove`, a shortest stepwise proof from exactly one premise set using
+  only the seven rules (Knuth's generalisation of Dijkstra over derivable formulas);
+* **families**: :func:`families`, the dataset's grouping of proofs into a core proof and
+  branches that rejoin it (``family_id`` / ``path_type`` / ``branch_from``).
+
+>>> from symbolkg.solvers.propositional import parse
+>>> matching_rules([parse("(-G -> A1)"), parse("-A1")], parse("G"))
+('MT',)
+>>> matching_rules([parse("(A1 | A2)"), parse("(A1 -> G)"), parse("(A2 -> G)")], parse("G"))
+('DE',)
+"""
+
+from __future__ import annotations
+
+import functools
+import heapq
+import itertools
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from symbolkg.solvers.logicgraph import DERIVED, RULES, Instance, Premise, Proof, Step, StepPremise
+from symbolkg.solvers.propositional import (
+    Formula,
+    FormulaSyntaxError,
+    Implies,
+    Not,
+    Or,
+    atoms,
+    entails,
+    parse,
+    satisfiable,
+    strip_double_negation,
+    to_prover9,
+)
+
+__all__ = [
+    "CONTRAPOSITION",
+    "FACT_HALLUCINATION",
+    "INSUFFICIENT_PREMISE",
+    "INVALID_DEDUCTION",
+    "LABELS",
+    "MALFORMED",
+    "RULE_MISAPPLICATION",
+    "Family",
+    "PathCheck",
+    "StepCheck",
+    "check_path",
+    "check_step",
+    "families",
+    "matching_rules",
+    "prove",
+    "same",
+    "shortest_proofs",
+]
+
+#: Fact Hallucination: a cited id that is not in the knowledge base, a cited formula that is
+#: not the knowledge-base item with that id, a ``Derived`` premise that is no earlier step's
+#: conclusion, or a formula that mentions an atom the instance does not have.
+FACT_HALLUCINATION = "Fact Hallucination"
+#: Invalid Deduction: the conclusion does not follow from the cited premises, and not even
+#: from them together with the whole knowledge base (see :func:`check_path`).
+INVALID_DEDUCTION = "Invalid Deduction"
+#: Insufficient Premise: the conclusion does not follow from the cited premises alone, but does
+#: once other knowledge-base items (or sound earlier conclusions) are added to them.
+INSUFFICIENT_PREMISE = "Insufficient Premise"
+#: Rule Misapplication: the conclusion follows from the cited premises, but the step does not
+#: have the shape of the rule it names (or names no rule of the seven).
+RULE_MISAPPLICATION = "Rule Misapplication"
+#: the error labels a program can assign, in the order a step is checked.
+LABELS: tuple[str, ...] = (FACT_HALLUCINATION, INVALID_DEDUCTION, INSUFFICIENT_PREMISE, RULE_MISAPPLICATION)
+#: not a label of the paper's taxonomy: the proof or step is not in the answer format at all
+#: (no steps, a conclusion that does not parse, ...). Such a path is invalid.
+MALFORMED = "Malformed"
+
+#: Rule name accepted for contraposition (``P→Q`` ⊢ ``¬Q→¬P``) when a check is called with
+#: ``allow_contraposition=True``. Off by default: the task defines proofs over the seven forms
+#: only, the reference proofs never use it, and MT already covers its one use in this
+#: system (``P→Q``, ``¬Q`` ⊢ ``¬P``); accepting an eighth form would mark as rule-conforming
+#: steps that the prompt's rule set forbids. With it off, a contraposition step is locally
+#: valid and labelled Rule Misapplication.
+CONTRAPOSITION = "CP"
+
+
+# ------------------------------------------------------------------ formulas
+
+
+def _norm(formula: Formula) -> Formula:
+    return strip_double_negation(formula)
+
+
+# Pure memos (formulas are immutable and hashable): answers repeat the same premise strings and
+# the same steps many times (branches share their tails with the core), and parsing plus a DPLL
+# call per step is most of the verifier's time.
+@functools.lru_cache(maxsize=1 << 16)
+def _parse(text: str) -> Formula:
+    return parse(text)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _entails(premises: tuple[Formula, ...], conclusion: Formula) -> bool:
+    return entails(premises, conclusion)
+
+
+def _neg(formula: Formula) -> Formula:
+    """Negation of an already normalised formula, normalised (``¬¬P`` becomes ``P``)."""
+    return formula.arg if isinstance(formula, Not) else Not(formula)
+
+
+def same(a: Formula, b: Formula) -> bool:
+    """Equal up to double negation (the dataset writes ``G`` where a rule yields ``¬¬G``).
+
+    >>> from symbolkg.solvers.propositional import parse
+    >>> same(parse("--(A1 -> G)"), parse("(A1 -> G)"))
+    True
+    """
+    return _norm(a) == _norm(b)
+
+
+def _disjuncts_equal(disjunction: Formula, left: Formula, right: Formula) -> bool:
+    """``disjunction`` is ``left ∨ right`` in either order (all normalised)."""
+    if not isinstance(disjunction, Or):
+        return False
+    return (disjunction.left, disjunction.right) in ((left, right), (right, left))
+
+
+# ------------------------------------------------------------------ rule shapes
+# Each matcher takes the cited premises in one fixed order (normalised) and the normalised
+# conclusion; _matches tries every order of the cited premises.
+
+
+def _mp(ps: Sequence[Formula], c: Formula) -> bool:
+    i, p = ps
+    return isinstance(i, Implies) and i.left == p and i.right == c
+
+
+def _mt(ps: Sequence[Formula], c: Formula) -> bool:
+    i, n = ps
+    return isinstance(i, Implies) and n == _neg(i.right) and c == _neg(i.left)
+
+
+def _ds(ps: Sequence[Formula], c: Formula) -> bool:
+    d, n = ps
+    if not isinstance(d, Or):
+        return False
+    return (n == _neg(d.left) and c == d.right) or (n == _neg(d.right) and c == d.left)
+
+
+def _hs(ps: Sequence[Formula], c: Formula) -> bool:
+    a, b = ps
+    return isinstance(a, Implies) and isinstance(b, Implies) and a.right == b.left and c == Implies(a.left, b.right)
+
+
+def _cd(ps: Sequence[Formula], c: Formula) -> bool:
+    a, b, d = ps
+    if not (isinstance(a, Implies) and isinstance(b, Implies) and isinstance(d, Or)):
+        return False
+    return _disjuncts_equal(d, a.left, b.left) and _disjuncts_equal(c, a.right, b.right)
+
+
+def _de(ps: Sequence[Formula], c: Formula) -> bool:
+    d, a, b = ps
+    if not (isinstance(d, Or) and isinstance(a, Implies) and isinstance(b, Implies)):
+        return False
+    return _disjuncts_equal(d, a.left, b.left) and a.right == c and b.right == c
+
+
+def _raa(ps: Sequence[Formula], c: Formula) -> bool:
+    a, b = ps
+    return (
+        isinstance(a, Implies)
+        and isinstance(b, Implies)
+        and a.left == b.left
+        and b.right == _neg(a.right)
+        and c == _neg(a.left)
+    )
+
+
+def _cp(ps: Sequence[Formula], c: Formula) -> bool:
+    (i,) = ps
+    return isinstance(i, Implies) and c == Implies(_neg(i.right), _neg(i.left))
+
+
+#: rule -> (number of cited premises, matcher over one order of them)
+_SHAPES: dict[str, tuple[int, Any]] = {
+    "MP": (2, _mp),
+    "MT": (2, _mt),
+    "HS": (2, _hs),
+    "DS": (2, _ds),
+    "CD": (3, _cd),
+    "DE": (3, _de),
+    "RAA": (2, _raa),
+    CONTRAPOSITION: (1, _cp),
+}
+
+
+def _matches(rule: str, premises: Sequence[Formula], conclusion: Formula) -> bool:
+    arity, matcher = _SHAPES[rule]
+    if len(premises) != arity:
+        return False
+    return any(matcher(order, conclusion) for order in itertools.permutations(premises))
+
+
+def matching_rules(
+    premises: Sequence[Formula], conclusion: Formula, *, allow_contraposition: bool = False
+) -> tuple[str, ...]:
+    """The rules (of the seven, in :data:`~symbolkg.solvers.logicgraph.RULES` order) whose shape the step has.
+
+    Args:
+        premises: the cited formulas, in any order.
+        conclusion: the step's conclusion.
+        allow_contraposition: also try :data:`CONTRAPOSITION`.
+
+    Returns:
+        Usually one rule or none; a degenerate step can match several.
+    """
+    ps = [_norm(p) for p in premises]
+    c = _norm(conclusion)
+    names = RULES + ((CONTRAPOSITION,) if allow_contraposition else ())
+    return tuple(name for name in names if _matches(name, ps, c))
+
+
+def canonical_rule(name: Any) -> str | None:
+    """The rule name as the dataset writes it (``"mp"``, ``"Modus Ponens"`` -> ``"MP"``), or None if unknown."""
+    if not isinstance(name, str):
+        return None
+    key = re.sub(r"[^a-z]", "", name.lower())
+    return _RULE_ALIASES.get(key)
+
+
+_RULE_ALIASES: dict[str, str] = {
+    **{r.lower(): r for r in RULES},
+    "modusponens": "MP",
+    "modustollens": "MT",
+    "hypotheticalsyllogism": "HS",
+    "disjunctivesyllogism": "DS",
+    "constructivedilemma": "CD",
+    "disjunctionelimination": "DE",
+    "proofbycases": "DE",
+    "reductioadabsurdum": "RAA",
+    "cp": CONTRAPOSITION,
+    "contraposition": CONTRAPOSITION,
+}
+
+
+@dataclass(frozen=True)
+class StepCheck:
+    """The result of checking one step.
+
+    Attributes:
+        number: the step's 1-based position in its proof (not its ``step_number`` field).
+        rule: the rule name as written.
+        locally_valid: the cited formulas entail the conclusion (False when the step is malformed).
+        rule_match: the step has the shape of the rule it names.
+        matches: the rules whose shape the step does have (helps read a Rule Misapplication).
+        labels: error labels (:data:`LABELS`, or :data:`MALFORMED`); empty for a correct step.
+        notes: one human-readable reason per problem found.
+        missing: for Insufficient Premise, a minimal set of additional items that makes the
+            step valid: knowledge-base ids, or ``"step N"`` for an earlier step's conclusion.
+        conclusion: the parsed conclusion (None when it did not parse).
+    """
+
+    number: int
+    rule: str
+    locally_valid: bool
+    rule_match: bool
+    matches: tuple[str, ...] = ()
+    labels: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+    missing: tuple[str, ...] = ()
+    conclusion: Formula | None = None
+
+    @property
+    def ok(self) -> bool:
+        return not self.labels
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "number": self.number,
+            "rule": self.rule,
+            "locally_valid": self.locally_valid,
+            "rule_match": self.rule_match,
+            "matches": list(self.matches),
+            "labels": list(self.labels),
+            "notes": list(self.notes),
+            "missing": list(self.missing),
+            "conclusion": None if self.conclusion is None else to_prover9(self.conclusion),
+        }
+
+
+def check_step(
+    rule: str, premises: Sequence[Formula], conclusion: Formula, *, allow_contraposition: bool = False
+) -> StepCheck:
+    """Shape and local validity of one step, without a knowledge base (no hallucination checks).
+
+    Args:
+        rule: the rule name as written (aliases such as ``"Modus Ponens"`` are accepted).
+        premises: the cited formulas.
+        conclusion: the claimed conclusion.
+        allow_contraposition: accept :data:`CONTRAPOSITION` as an eighth form.
+
+    Returns:
+        A :class:`StepCheck` labelled Invalid Deduction (not entailed) or Rule Misapplication
+        (entailed, wrong shape). Insufficient Premise needs the knowledge base: :func:`check_path`.
+    """
+    valid = _entails(tuple(premises), conclusion)
+    matches = matching_rules(premises, conclusion, allow_contraposition=allow_contraposition)
+    name = canonical_rule(rule)
+    if name == CONTRAPOSITION and not allow_contraposition:
+        name = None
+    rule_match = name is not None and name in matches
+    labels: list[str] = []
+    notes: list[str] = []
+    if not valid:
+        labels.append(INVALID_DEDUCTION)
+        notes.append("the conclusion does not follow from the cited premises")
+    elif not rule_match:
+        labels.append(RULE_MISAPPLICATION)
+        notes.append(_misapplication_note(rule, name, matches))
+    return StepCheck(0, rule, valid, rule_match, matches, tuple(labels), tuple(notes), (), conclusion)
+
+
+def _misapplication_note(rule: str, name: str | None, matches: tuple[str, ...]) -> str:
+    shape = f"it has the shape of {'/'.join(matches)}" if matches else "it has the shape of none of the seven rules"
+    if name is None:
+        return f"{rule!r} is not one of the rules {', '.join(RULES)}; {shape}"
+    return f"the step does not have the shape of {name}; {shape}"
+
+
+# ------------------------------------------------------------------ checking an answer path
+
+
+@dataclass(frozen=True)
+class PathCheck:
+    """The result of checking one answer proof against an instance.
+
+    Attributes:
+        index: 0-based position of the proof in the answer's ``solutions``.
+        steps: one check per step (empty when the proof is malformed as a whole).
+        malformed: why the proof is not in the answer format, or None.
+        reaches_goal: the last step's conclusion is the goal.
+        valid: not malformed, at least one step, every step correct (no label; rule names
+            count unless the check ran with ``strict_rules=False``), and it reaches the goal.
+        sound: like ``valid`` but ignoring Rule Misapplication (every step locally valid and
+            grounded): a logically correct derivation written with the wrong rule names.
+        premise_ids: the knowledge-base ids the proof cites (ids that exist only).
+        used_ids: the knowledge-base ids the last step depends on through ``Derived``
+            citations (each resolved to the latest earlier step with that conclusion); steps
+            whose conclusions are never used do not count. Equal to ``premise_ids`` for a
+            proof without dead steps.
+        entails_goal: the knowledge-base formulas of ``premise_ids`` entail the goal (the
+            paper's global validity, independent of the steps).
+        supports: the reference minimal supports contained in ``used_ids`` (valid paths only).
+        minimal: ``used_ids`` is itself one of the reference minimal supports (valid paths only).
+        length: number of steps as written.
+    """
+
+    index: int
+    steps: tuple[StepCheck, ...]
+    malformed: str | None
+    reaches_goal: bool
+    valid: bool
+    sound: bool
+    premise_ids: frozenset[str]
+    used_ids: frozenset[str]
+    entails_goal: bool
+    supports: tuple[frozenset[str], ...] = ()
+    minimal: bool = False
+    length: int = 0
+
+    def labels(self) -> tuple[str, ...]:
+        """Every label of every step (with repeats) plus :data:`MALFORMED` for a malformed proof."""
+        out = [MALFORMED] if self.malformed else []
+        for step in self.steps:
+            out.extend(step.labels)
+        return tuple(out)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "index": self.index,
+            "valid": self.valid,
+            "sound": self.sound,
+            "malformed": self.malformed,
+            "reaches_goal": self.reaches_goal,
+            "length": self.length,
+            "premise_ids": sorted(self.premise_ids),
+            "used_ids": sorted(self.used_ids),
+            "entails_goal": self.entails_goal,
+            "supports": [sorted(s) for s in self.supports],
+            "minimal": self.minimal,
+            "steps": [s.to_json() for s in self.steps],
+        }
+
+
+@dataclass(frozen=True)
+class _Cited:
+    """One cited premise as parsed from an answer (``formula`` None: it did not parse)."""
+
+    id: str
+    formula: Formula | None
+    note: str | None = None
+
+
+def _kb_id(raw_id: Any, premises: Mapping[str, Premise]) -> str:
+    """The id as written, mapped onto a knowledge-base id when only case/spacing differ."""
+    text = str(raw_id).strip() if raw_id is not None else ""
+    if text in premises or text == DERIVED:
+        return text
+    key = re.sub(r"\s+", "", text).lower()
+    if key == DERIVED.lower():
+        return DERIVED
+    for pid in premises:
+        if pid.lower() == key:
+            return pid
+    return text
+
+
+def _formula_of(raw: Mapping[str, Any]) -> tuple[Formula | None, str | None]:
+    """The cited / concluded formula of an answer object: ``prover9``, else ``formal``/``formula``."""
+    for key in ("prover9", "formal", "formula"):
+        text = raw.get(key)
+        if isinstance(text, str) and text.strip():
+            try:
+                return _parse(text), None
+            except FormulaSyntaxError as exc:
+                return None, f"formula {text!r} does not parse ({exc})"
+    return None, None
+
+
+def check_path(
+    instance: Instance,
+    raw: Any,
+    *,
+    index: int = 0,
+    reference_supports: Sequence[frozenset[str]] | None = None,
+    strict_rules: bool = True,
+    allow_contraposition: bool = False,
+) -> PathCheck:
+    """Check one answer proof (untrusted JSON in the dataset's proof format) step by step.
+
+    A step is checked in this order, and can carry a comprehension label and an execution
+    label at once (the paper's two axes are independent):
+
+    1. **Fact Hallucination** (comprehension): a cited id that is neither a knowledge-base
+       id nor ``"Derived"``; a cited formula that differs (beyond double negation) from the
+       knowledge-base item with that id; a ``Derived`` formula that is not the conclusion of
+       an earlier step of this proof; an atom in a cited formula or the conclusion that the
+       instance does not have. The step is then checked with the formulas *as written*.
+    2. Local validity, ``cited ⊨ conclusion``. If it fails: **Insufficient Premise** when
+       ``cited ∪ KB`` is satisfiable and entails the conclusion (the missing items are
+       reported: a minimal set of knowledge-base items and sound earlier conclusions),
+       else **Invalid Deduction**.
+    3. If locally valid and the step does not have the named rule's shape (or the name is
+       not one of the seven): **Rule Misapplication**.
+
+    A knowledge-base id cited without a formula takes the knowledge-base formula (lenient
+    on format, strict on logic); a ``Derived`` premise without a formula, a conclusion that
+    is missing or does not parse, or a step that is not an object make the step Malformed.
+
+    Args:
+        instance: the instance the answer is for.
+        raw: one element of the answer's ``solutions``: ``{"steps": [...]}`` (a bare list of
+            steps is accepted too).
+        index: the proof's position in the answer (reported back).
+        reference_supports: the minimal supports to match against; default the instance's
+            reference supports.
+        strict_rules: a Rule Misapplication makes the path invalid (default). False counts
+            sound paths as valid.
+        allow_contraposition: accept :data:`CONTRAPOSITION` steps.
+
+    Returns:
+        A :class:`PathCheck`; never raises on malformed input.
+    """
+    steps_raw = raw.get("steps") if isinstance(raw, Mapping) else raw
+    if not isinstance(steps_raw, list) or not steps_raw:
+        why = "no steps" if isinstance(steps_raw, list) else "expected an object with a 'steps' list"
+        return PathCheck(index, (), why, False, False, False, frozenset(), frozenset(), False)
+
+    kb = instance.premises
+    instance_atoms = instance.atoms()
+    checks: list[StepCheck] = []
+    # per step: (normalised conclusion or None, sound?) for Derived lookups and Insufficient Premise
+    concluded: list[tuple[Formula | None, bool]] = []
+    cited_ids_per_step: list[list[tuple[str, Formula | None]]] = []
+    premise_ids: set[str] = set()
+
+    for number, raw_step in enumerate(steps_raw, 1):
+        if not isinstance(raw_step, Mapping):
+            checks.append(StepCheck(number, "", False, False, (), (MALFORMED,), ("the step is not an object",)))
+            concluded.append((None, False))
+            cited_ids_per_step.append([])
+            continue
+        rule = str(raw_step.get("rule_applied", raw_step.get("rule", "")) or "")
+        labels: list[str] = []
+        notes: list[str] = []
+        conclusion: Formula | None = None
+        conclusion_text = raw_step.get("conclusion")
+        if isinstance(conclusion_text, str) and conclusion_text.strip():
+            try:
+                conclusion = _parse(conclusion_text)
+            except FormulaSyntaxError as exc:
+                notes.append(f"the conclusion {conclusion_text!r} does not parse ({exc})")
+        else:
+            notes.append("the step has no conclusion")
+
+        cited: list[_Cited] = []
+        cited_raw = raw_step.get("premises_used")
+        if not isinstance(cited_raw, list):
+            notes.append("'premises_used' is missing or not a list")
+            cited_raw = []
+        for item in cited_raw:
+            if isinstance(item, str):  # a bare id, the common shorthand (a bare formula is no id: hallucinated)
+                item = {"id": item}
+            if not isinstance(item, Mapping):
+                cited.append(_Cited("", None, "a cited premise is not an object"))
+                continue
+            pid = _kb_id(item.get("id"), kb)
+            formula, parse_note = _formula_of(item)
+            if formula is None and parse_note is None and pid in kb:
+                formula = kb[pid].formula
+            if formula is None:
+                cited.append(_Cited(pid, None, parse_note or f"the cited premise {pid!r} has no formula"))
+            else:
+                cited.append(_Cited(pid, formula))
+
+        malformed = (
+            conclusion is None
+            or any(c.formula is None for c in cited)
+            or not isinstance(raw_step.get("premises_used"), list)
+        )
+        notes.extend(c.note for c in cited if c.note)
+
+        # 1. Fact Hallucination
+        for c in cited:
+            if c.id == DERIVED:
+                if c.formula is not None and not any(f is not None and f == _norm(c.formula) for f, _ in concluded):
+                    labels.append(FACT_HALLUCINATION)
+                    notes.append(f"Derived {to_prover9(c.formula)} is not the conclusion of an earlier step")
+            elif c.id not in kb:
+                labels.append(FACT_HALLUCINATION)
+                notes.append(f"{c.id!r} is not in the knowledge base" if c.id else "a cited premise has no id")
+            else:
+                premise_ids.add(c.id)
+                if c.formula is not None and not same(c.formula, kb[c.id].formula):
+                    labels.append(FACT_HALLUCINATION)
+                    notes.append(f"{c.id} is {to_prover9(kb[c.id].formula)}, not {to_prover9(c.formula)}")
+        stray = set()
+        for f in [c.formula for c in cited] + [conclusion]:
+            if f is not None:
+                stray |= atoms(f) - instance_atoms
+        if stray:
+            labels.append(FACT_HALLUCINATION)
+            notes.append(f"atoms not in the instance: {', '.join(sorted(stray))}")
+        labels = list(dict.fromkeys(labels))  # one Fact Hallucination label per step
+
+        cited_ids_per_step.append([(c.id, None if c.formula is None else _norm(c.formula)) for c in cited])
+        if malformed:
+            checks.append(
+                StepCheck(number, rule, False, False, (), tuple(labels) + (MALFORMED,), tuple(notes), (), conclusion)
+            )
+            concluded.append((None if conclusion is None else _norm(conclusion), False))
+            continue
+
+        assert conclusion is not None
+        formulas = [c.formula for c in cited if c.formula is not None]
+        base = check_step(rule, formulas, conclusion, allow_contraposition=allow_contraposition)
+        missing: tuple[str, ...] = ()
+        if not base.locally_valid:
+            missing = _missing_premises(formulas, conclusion, kb, concluded)
+            if missing:
+                labels.append(INSUFFICIENT_PREMISE)
+                notes.append("the conclusion follows only with " + ", ".join(missing) + " added")
+            else:
+                labels.append(INVALID_DEDUCTION)
+                notes.append(
+                    "the conclusion does not follow from the cited premises, nor with the rest of the knowledge base"
+                )
+        else:
+            labels.extend(base.labels)
+            notes.extend(base.notes)
+        check = StepCheck(
+            number,
+            rule,
+            base.locally_valid,
+            base.rule_match,
+            base.matches,
+            tuple(labels),
+            tuple(notes),
+            missing,
+            conclusion,
+        )
+        checks.append(check)
+        sound = base.locally_valid and all(lab == RULE_MISAPPLICATION for lab in labels)
+        concluded.append((_norm(conclusion), sound))
+
+    last = concluded[-1][0]
+    reaches_goal = last is not None and last == _norm(instance.goal)
+    allowed = set() if strict_rules else {RULE_MISAPPLICATION}
+    all_ok = all(set(c.labels) <= allowed for c in checks)
+    sound_ok = all(set(c.labels) <= {RULE_MISAPPLICATION} for c in checks)
+    valid = all_ok and reaches_goal
+    sound = sound_ok and reaches_goal
+    used = _used_ids(cited_ids_per_step, concluded) if sound else frozenset(premise_ids)
+    entails_goal = _entails(tuple(kb[i].formula for i in sorted(premise_ids)), instance.goal)
+    refs = instance.reference_supports() if reference_supports is None else list(reference_supports)
+    supports = tuple(s for s in refs if s <= used) if valid else ()
+    minimal = valid and used in refs
+    return PathCheck(
+        index,
+        tuple(checks),
+        None,
+        reaches_goal,
+        valid,
+        sound,
+        frozenset(premise_ids),
+        used,
+        entails_goal,
+        supports,
+        minimal,
+        len(checks),
+    )
+
+
+def _missing_premises(
+    cited: Sequence[Formula],
+    conclusion: Formula,
+    kb: Mapping[str, Premise],
+    concluded: Sequence[tuple[Formula | None, bool]],
+) -> tuple[str, ...]:
+    """A minimal set of extra items that makes ``cited ⊨ conclusion``, or () when none does.
+
+    The pool is the knowledge base plus the conclusions of earlier *sound* steps (an unsound
+    earlier conclusion could contradict the knowledge base, and everything follows from a
+    contradiction). If ``cited ∪ KB`` is unsatisfiable the cited formulas contradict the
+    knowledge base: that is an Invalid Deduction, not a missing premise.
+    Greedy deletion drops knowledge-base items first, so an earlier conclusion that suffices
+    is what gets reported ("step 2") rather than the premises it came from.
+    """
+    pool: list[tuple[str, Formula]] = [(pid, p.formula) for pid, p in kb.items()]
+    pool += [(f"step {k}", f) for k, (f, ok) in enumerate(concluded, 1) if ok and f is not None]
+    everything = [f for _, f in pool]
+    if satisfiable([*cited, *everything]) is None or not entails([*cited, *everything], conclusion):
+        return ()
+    keep = list(pool)
+    for item in list(pool):
+        trial = [x for x in keep if x is not item]
+        if entails([*cited, *(f for _, f in trial)], conclusion):
+            keep = trial
+    return tuple(name for name, _ in keep)
+
+
+def _used_ids(
+    cited: Sequence[Sequence[tuple[str, Formula | None]]], concluded: Sequence[tuple[Formula | None, bool]]
+) -> frozenset[str]:
+    """Knowledge-base ids the last step depends on; ``Derived`` resolves to the latest earlier step with that conclusion."""
+    used: set[str] = set()
+    todo = [len(cited) - 1]
+    seen: set[int] = set()
+    while todo:
+        k = todo.pop()
+        if k in seen:
+            continue
+        seen.add(k)
+        for pid, formula in cited[k]:
+            if pid != DERIVED:
+                used.add(pid)
+                continue
+            for j in range(k - 1, -1, -1):
+                if concluded[j][0] == formula:
+                    todo.append(j)
+                    break
+    return frozenset(used)
+
+
+# ------------------------------------------------------------------ proof search
+
+
+@dataclass(frozen=True)
+class _Derivation:
+    rule: str
+    premises: tuple[Formula, ...]  # normalised, in the dataset's citation order for the rule
+
+
+def _premise_formulas(source: Instance | Mapping[str, Any]) -> dict[str, Formula]:
+    premises = source.premises if isinstance(source, Instance) else source
+    return {pid: (p.formula if isinstance(p, Premise) else p) for pid, p in premises.items()}
+
+
+def prove(
+    source: Instance | Mapping[str, Formula] | Mapping[str, Premise],
+    support: Iterable[str],
+    goal: Formula | None = None,
+    *,
+    max_formulas: int = 20000,
+) -> Proof | None:
+    """A shortest stepwise proof of ``goal`` from exactly the premises ``support``, seven rules only.
+
+    The search is Knuth's generalisation of Dijkstra (shortest hyperpaths): a derivable formula
+    costs one step plus the costs of its derived premises, premises cost nothing, and formulas
+    are settled cheapest first, so the first time the goal is settled its proof tree is
+    minimal. The proof printed is that tree with repeated sub-derivations written once; the
+    number of steps is therefore minimal among proofs whose sub-derivations are not shared,
+    and at most that for the rest (a proof that must reuse one lemma in two branches can in
+    principle be one step shorter than what this finds; none of the 2,706 reference proofs
+    is shorter than what it finds, see docs/LOGICGRAPH.md).
+
+    The formula space is bounded so the search ends: besides what MP/MT/DS/DE/RAA produce
+    (subformulas of premises and their negations), HS and CD build new implications and
+    disjunctions only between antecedents/consequents/disjuncts that already occur.
+
+    Args:
+        source: an :class:`~symbolkg.solvers.logicgraph.Instance` or a mapping id -> formula
+            (or -> :class:`~symbolkg.solvers.logicgraph.Premise`).
+        support: the premise ids the proof may cite.
+        goal: the formula to prove; default the instance's goal.
+        max_formulas: give up (return None) after settling this many formulas.
+
+    Returns:
+        A :class:`~symbolkg.solvers.logicgraph.Proof` in the dataset's format (``id`` 0, no
+        family), or None when the seven rules cannot derive the goal from ``support``.
+
+    Raises:
+        KeyError: an id of ``support`` is not a premise of ``source``.
+        ValueError: ``goal`` is None and ``source`` is not an Instance.
+    """
+    premises = _premise_formulas(source)
+    if goal is None:
+        if not isinstance(source, Instance):
+            raise ValueError("prove: pass goal= when the premises are not an Instance")
+        goal = source.goal
+    support_ids = sorted(support)
+    given: dict[Formula, str] = {}
+    for pid in support_ids:
+        given.setdefault(_norm(premises[pid]), pid)
+    target = _norm(goal)
+    if target in given:  # nothing to derive: a one-premise "proof" has no steps
+        return Proof(0, ())
+
+    best: dict[Formula, int] = {}
+    how: dict[Formula, _Derivation] = {}
+    settled: dict[Formula, int] = {}
+    by_ante: dict[Formula, list[Implies]] = {}
+    by_cons: dict[Formula, list[Implies]] = {}
+    by_disjunct: dict[Formula, list[Or]] = {}
+    heap: list[tuple[int, int, Formula]] = []
+    counter = itertools.count()
+    for f in given:
+        best[f] = 0
+        heapq.heappush(heap, (0, next(counter), f))
+
+    def offer(rule: str, ps: tuple[Formula, ...], conclusion: Formula) -> None:
+        if conclusion in settled:
+            return
+        cost = 1 + sum(settled[p] for p in set(ps))
+        if cost < best.get(conclusion, 1 << 30):
+            best[conclusion] = cost
+            how[conclusion] = _Derivation(rule, ps)
+            heapq.heappush(heap, (cost, next(counter), conclusion))
+
+    while heap:
+        cost, _, f = heapq.heappop(heap)
+        if f in settled or cost != best[f]:
+            continue
+        settled[f] = cost
+        if f == target:
+            return _build_proof(target, given, how)
+        if len(settled) > max_formulas:
+            return None
+        # index f, then try every rule instance in which f is one of the premises and the
+        # others are already settled (each instance is thus tried once, by its last premise)
+        if isinstance(f, Implies):
+            by_ante.setdefault(f.left, []).append(f)
+            by_cons.setdefault(f.right, []).append(f)
+        if isinstance(f, Or):
+            by_disjunct.setdefault(f.left, []).append(f)
+            if f.right != f.left:
+                by_disjunct.setdefault(f.right, []).append(f)
+        _expand(f, settled, by_ante, by_cons, by_disjunct, offer)
+    return None
+
+
+def _expand(
+    f: Formula,
+    settled: Mapping[Formula, int],
+    by_ante: Mapping[Formula, list[Implies]],
+    by_cons: Mapping[Formula, list[Implies]],
+    by_disjunct: Mapping[Formula, list[Or]],
+    offer: Any,
+) -> None:
+    """Offer every conclusion of a rule instance that uses the newly settled ``f``."""
+    nf = _neg(f)
+    # f as the minor premise: MP (P), MT (¬Q), DS (¬P)
+    for i in list(by_ante.get(f, ())):
+        offer("MP", (i, f), i.right)
+    for i in list(by_cons.get(nf, ())):
+        offer("MT", (i, f), _neg(i.left))
+    for d in list(by_disjunct.get(nf, ())):
+        other = d.right if d.left == nf else d.left
+        offer("DS", (d, f), other)
+    if isinstance(f, Implies):
+        p, q = f.left, f.right
+        if p in settled:
+            offer("MP", (f, p), q)
+        if _neg(q) in settled:
+            offer("MT", (f, _neg(q)), _neg(p))
+        for g in list(by_ante.get(q, ())):  # f then g
+            offer("HS", (f, g), Implies(p, g.right))
+        for g in list(by_cons.get(p, ())):  # g then f
+            offer("HS", (g, f), Implies(g.left, q))
+        for g in list(by_ante.get(p, ())):
+            if g.right == _neg(q):  # cite X→Y before X→¬Y, as the dataset does
+                offer("RAA", (g, f) if isinstance(q, Not) else (f, g), _neg(p))
+        for d in list(by_disjunct.get(p, ())):
+            other = d.right if d.left == p else d.left
+            for g in list(by_ante.get(other, ())):
+                left, right = (f, g) if d.left == p else (g, f)
+                if g.right == q:
+                    offer("DE", (d, left, right), q)
+                offer("CD", (left, right, d), Or(left.right, right.right))
+    if isinstance(f, Or):
+        a, b = f.left, f.right
+        if _neg(a) in settled:
+            offer("DS", (f, _neg(a)), b)
+        if _neg(b) in settled:
+            offer("DS", (f, _neg(b)), a)
+        for g in list(by_ante.get(a, ())):
+            for h in list(by_ante.get(b, ())):
+                if g.right == h.right:
+                    offer("DE", (f, g, h), g.right)
+                offer("CD", (g, h, f), Or(g.right, h.right))
+
+
+def _build_proof(target: Formula, given: Mapping[Formula, str], how: Mapping[Formula, _Derivation]) -> Proof:
+    """The derivation tree of ``target`` as numbered steps, each lemma derived once, premises first."""
+    order: list[Formula] = []
+    placed: set[Formula] = set()
+
+    def visit(f: Formula) -> None:
+        if f in given or f in placed:
+            return
+        for p in how[f].premises:
+            visit(p)
+        placed.add(f)
+        order.append(f)
+
+    visit(target)
+    steps = []
+    for number, f in enumerate(order, 1):
+        d = how[f]
+        cited = tuple(StepPremise(given[p], p) if p in given else StepPremise(DERIVED, p) for p in d.premises)
+        steps.append(Step(number, d.rule, cited, f))
+    return Proof(0, tuple(steps))
+
+
+def shortest_proofs(
+    instance: Instance, supports: Iterable[frozenset[str]] | None = None
+) -> dict[frozenset[str], Proof | None]:
+    """:func:`prove` for each support (default: the instance's reference supports)."""
+    wanted = instance.reference_supports() if supports is None else list(supports)
+    return {s: prove(instance, s) for s in wanted}
+
+
+# ------------------------------------------------------------------ families
+
+
+@dataclass(frozen=True)
+class Family:
+    """One family of proofs: a core proof and the branches that rejoin it.
+
+    Attributes:
+        id: 1-based, numbered in the order the cores appear.
+        core: the core proof (``path_type`` "core", ``branch_from`` None).
+        branches: the branch proofs, each with ``family_id``, ``path_type`` "branch" and
+            ``branch_from`` (0-based index of the core step whose conclusion it re-derives).
+    """
+
+    id: int
+    core: Proof
+    branches: tuple[Proof, ...] = ()
+
+    @property
+    def proofs(self) -> tuple[Proof, ...]:
+        return (self.core, *self.branches)
+
+
+def _step_key(step: Step) -> tuple[Any, ...]:
+    """A step's identity for families: rule, cited (id, formula) as a multiset, conclusion."""
+    cited = tuple(sorted((p.id, to_prover9(_norm(p.formula))) for p in step.premises))
+    return (step.rule, cited, to_prover9(_norm(step.conclusion)))
+
+
+def branch_point(core: Proof, proof: Proof) -> int | None:
+    """``branch_from`` if ``proof`` is a branch of ``core``, else None.
+
+    A branch re-derives the conclusion of some core step ``k`` differently (another rule or
+    other premises) and then finishes with exactly core steps ``k+1 .. end``, at least one
+    of them (``k`` is never the core's last step: proofs that differ in their last step share
+    no inference node); ``k`` is found from the longest common tail of the two proofs.
+    """
+    a, b = [_step_key(s) for s in core.steps], [_step_key(s) for s in proof.steps]
+    tail = 0
+    while tail < len(a) and tail < len(b) and a[-1 - tail] == b[-1 - tail]:
+        tail += 1
+    k = len(a) - tail - 1
+    # tail 0: the last steps differ, so the proofs share no inference node (two cores);
+    # k < 0 or nothing left of the proof: identical to the core, or the core is a tail of it
+    if tail == 0 or k < 0 or tail >= len(b):
+        return None
+    if a[k][2] != b[len(b) - tail - 1][2]:  # the differing step must reach the same conclusion
+        return None
+    return k
+
+
+def families(proofs: Sequence[Proof]) -> list[Family]:
+    """Group proofs into families as the dataset does.
+
+    Proofs are taken in order; a proof that is a branch (:func:`branch_point`) of an earlier
+    core joins the first such core's family, any other proof starts a new family as its core.
+    On the reference proofs (in file order) this reproduces the dataset's families exactly;
+    see docs/LOGICGRAPH.md for the measured agreement.
+
+    Args:
+        proofs: proofs in the order they were found (for the reference: file order).
+
+    Returns:
+        Families in the order of their cores; every input proof appears in exactly one,
+        re-labelled with ``family_id`` / ``path_type`` / ``branch_from``.
+    """
+    cores: list[Proof] = []
+    members: list[list[Proof]] = []
+    for proof in proofs:
+        for n, core in enumerate(cores):
+            k = branch_point(core, proof)
+            if k is not None:
+                members[n].append(replace(proof, family_id=n + 1, path_type="branch", branch_from=k))
+                break
+        else:
+            cores.append(replace(proof, family_id=len(cores) + 1, path_type="core", branch_from=None))
+            members.append([])
+    return [Family(n + 1, core, tuple(members[n])) for n, core in enumerate(cores)]
