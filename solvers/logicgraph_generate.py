@@ -31,12 +31,13 @@ True
 
 from __future__ import annotations
 
+import json
 import random
 import re
 import statistics
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from symbolkg.solvers.logicgraph import DERIVED, Instance, Premise, Proof, Step, StepPremise
@@ -731,6 +732,9 @@ class GeneratedInstance:
         proved: reference proofs that came from the proof search (supports the construction
             did not intend, or constructed proofs citing more than a minimal support).
         seconds: wall time of this instance.
+        theme: the domain theme of its English.
+        readings: atom -> its English (both polarities) and first-order atom; :func:`reword`
+            replaces the English and keeps the rest.
     """
 
     instance: Instance
@@ -741,6 +745,8 @@ class GeneratedInstance:
     constructed: int
     proved: int
     seconds: float
+    theme: str = ""
+    readings: Mapping[str, Proposition] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -750,6 +756,8 @@ class _Attempt:
     filters: FilterReport | None = None
     constructed: int = 0
     proved: int = 0
+    theme: str = ""
+    readings: Mapping[str, Proposition] = field(default_factory=dict)
 
 
 def _instance_rng(tier: str, seed: int, index: int) -> random.Random:
@@ -813,13 +821,21 @@ def _attempt(rng: random.Random, config: TierConfig, index: int, seed: int) -> _
     theme = rng.choice(sorted(THEMES))
     names = sorted({a for f in ids.values() for a in atoms(f)} - {"G"}, key=lambda a: int(a[1:]))
     readings = dict(zip(["G", *names], _propositions(rng, theme, len(names) + 1)))
+    instance = _worded(f"{config.label}/gen_s{seed}_{index + 1}", ids, skeleton.goal, proofs, readings)
+    generator = {"tier": config.name, "seed": seed, "index": index, "constructed_paths": len(skeleton.paths),
+                 "proofs_from_search": proved, "text": "template"}
+    record = _record(instance, readings, theme, report, generator)
+    return _Attempt(Instance.from_record(record), "", report, len(skeleton.paths), proved, theme, readings)
+
+
+def _worded(iid: str, ids: Mapping[str, Formula], goal: Formula, proofs: Sequence[Proof],
+            readings: Mapping[str, Proposition]) -> Instance:
+    """The instance with every English text (premises, step conclusions, goal) from ``readings``."""
     kb = {i: Premise(i, f, verbalize(f, readings), to_prover9(_instantiate(f, readings))) for i, f in ids.items()}
     texts = [
         replace(p, steps=tuple(replace(s, natural=verbalize(s.conclusion, readings)) for s in p.steps)) for p in proofs
     ]
-    instance = Instance(f"{config.label}/gen_s{seed}_{index + 1}", kb, skeleton.goal, verbalize(skeleton.goal, readings), tuple(texts))
-    record = _record(instance, readings, theme, report, config, seed, index, len(skeleton.paths), proved)
-    return _Attempt(Instance.from_record(record), "", report, len(skeleton.paths), proved)
+    return Instance(iid, kb, goal, verbalize(goal, readings), tuple(texts))
 
 
 def _record(
@@ -827,11 +843,7 @@ def _record(
     readings: Mapping[str, Proposition],
     theme: str,
     report: FilterReport,
-    config: TierConfig,
-    seed: int,
-    index: int,
-    constructed: int,
-    proved: int,
+    generator: Mapping[str, Any],
 ) -> dict[str, Any]:
     """The dataset's record plus what the dataset also carries and ``to_record`` leaves out."""
     record = instance.to_record()
@@ -855,14 +867,7 @@ def _record(
         "invalid_solutions": 0 if report.stepwise else n,
         "solutions_reaching_target": sum(1 for p in instance.proofs if p.steps and p.steps[-1].conclusion == instance.goal),
     }
-    record["metadata"]["generator"] = {
-        "tier": config.name,
-        "seed": seed,
-        "index": index,
-        "constructed_paths": constructed,
-        "proofs_from_search": proved,
-        "text": "template",
-    }
+    record["metadata"]["generator"] = dict(generator)
     return record
 
 
@@ -875,7 +880,8 @@ def generate_instance(
         tier: a name in :data:`TIERS` or a custom :class:`TierConfig`.
         seed: the run's seed.
         index: 0-based position in the run; the record id is ``<Tier>/gen_s<seed>_<index + 1>``.
-        text: ``"template"`` (the only one built).
+        text: ``"template"``; English from an LLM is a second pass (:func:`reword`), run by
+            ``symbolkg logicgraph generate --text llm``.
 
     Raises:
         GenerationError: ``config.max_attempts`` constructions were all rejected.
@@ -883,7 +889,8 @@ def generate_instance(
     """
     config = _config(tier)
     if text != "template":
-        raise ValueError(f"text={text!r}: only 'template' is built")
+        raise ValueError(f"text={text!r}: instances are worded from templates; an LLM's wording is a second "
+                         "pass over them (readings_request, parse_readings, reword)")
     rng = _instance_rng(config.name, seed, index)
     t0 = time.perf_counter()
     rejections: dict[str, int] = {}
@@ -893,7 +900,8 @@ def generate_instance(
             assert result.filters is not None
             record = dict(result.instance.record)
             return GeneratedInstance(
-                result.instance, record, result.filters, attempt, rejections, result.constructed, result.proved, time.perf_counter() - t0
+                result.instance, record, result.filters, attempt, rejections, result.constructed, result.proved,
+                time.perf_counter() - t0, result.theme, result.readings,
             )
         rejections[result.reason] = rejections.get(result.reason, 0) + 1
     raise GenerationError(f"{config.name} seed={seed} index={index}: {config.max_attempts} attempts rejected: {rejections}")
@@ -967,3 +975,105 @@ def tier_statistics(instances: Iterable[Instance]) -> dict[str, Any]:
         "branch": branch,
         "rules": dict(sorted(rules.items(), key=lambda kv: -kv[1])),
     }
+
+
+# ----------------------------------------------------------------------------- English from an LLM
+
+#: part of the completion cache key of the readings request: bump when it changes.
+READINGS_PROMPT_VERSION = "logicgraph-readings-1"
+
+_READINGS_SYSTEM = """You write short English statements for the atoms of a logic puzzle.
+
+For each atom you get, write one plain statement about the theme (a present-tense clause about a \
+person, team, object or place of that theme, with no "if", "or", "not" of its own, no final period) \
+and its negation. Every atom gets a different statement. Answer with one JSON object mapping each \
+atom to {"positive": ..., "negative": ...}.
+
+Example. Theme: Farming. Atoms: A1, A2
+{"A1": {"positive": "the farmer harvests the wheat", "negative": "the farmer does not harvest the wheat"}, \
+"A2": {"positive": "the tractor is repaired", "negative": "the tractor is not repaired"}}"""
+
+_BAD_IN_READING = re.compile(r"[{}\[\]\n\r]|\b(if|then|or|either|unless)\b", re.IGNORECASE)
+
+
+def readings_request(theme: str, atom_names: Sequence[str]) -> tuple[list[dict[str, str]], dict[str, Any]]:
+    """Chat messages and JSON schema asking a model for the English of ``atom_names``.
+
+    The logical structure never goes to the model: only what each atom *means* is asked for; the
+    connectives stay in the templates (:func:`verbalize`), so the model's wording cannot change
+    what a premise says.
+    """
+    statement = {"type": "string", "minLength": 3, "maxLength": 100}
+    reading = {"type": "object", "properties": {"positive": statement, "negative": statement},
+               "required": ["positive", "negative"], "additionalProperties": False}
+    schema = {"type": "object", "properties": {a: reading for a in atom_names}, "required": list(atom_names),
+              "additionalProperties": False}
+    user = f"Theme: {theme}. Atoms: {', '.join(atom_names)}"
+    return [{"role": "system", "content": _READINGS_SYSTEM}, {"role": "user", "content": user}], schema
+
+
+def parse_readings(text: str, template: Mapping[str, Proposition]) -> tuple[dict[str, Proposition], list[str]]:
+    """The model's readings, checked; an atom whose reading fails a check keeps its template reading.
+
+    Checks per atom: both statements present, at most 100 characters, no brackets or line breaks,
+    no connective words of their own (``if``, ``or``, ...: they would make the verbalized premise
+    ambiguous), the two polarities different, and every statement different from every other
+    atom's (two atoms that read the same would merge in English what the logic keeps apart).
+
+    Returns:
+        ``(readings for every atom of template, problems)``; the first-order atoms stay the
+        template's. Never raises for bad model output.
+    """
+    problems: list[str] = []
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        return dict(template), [f"not JSON: {exc.msg}"]
+    if not isinstance(data, dict):
+        return dict(template), ["not a JSON object"]
+    out: dict[str, Proposition] = {}
+    seen: set[str] = set()
+    for name, fallback in template.items():
+        raw = data.get(name)
+        pos = raw.get("positive") if isinstance(raw, dict) else None
+        neg = raw.get("negative") if isinstance(raw, dict) else None
+        if not isinstance(pos, str) or not isinstance(neg, str):
+            problems.append(f"{name}: missing")
+            out[name] = fallback
+            continue
+        pos, neg = pos.strip().rstrip("."), neg.strip().rstrip(".")
+        keys = {pos.lower(), neg.lower()}
+        why = ("empty" if not pos or not neg else
+               "too long" if max(len(pos), len(neg)) > 100 else
+               "a connective or bracket inside" if _BAD_IN_READING.search(pos) or _BAD_IN_READING.search(neg) else
+               "both polarities read the same" if len(keys) < 2 else
+               "the same words as another atom" if keys & seen else "")
+        if why:
+            problems.append(f"{name}: {why}")
+            out[name] = fallback
+            continue
+        seen |= keys
+        out[name] = Proposition(pos[0].lower() + pos[1:] if pos[:2] != pos[:2].upper() else pos,
+                                neg[0].lower() + neg[1:] if neg[:2] != neg[:2].upper() else neg, fallback.prover9)
+    for name in template:  # a template reading kept for one atom must not clash with the model's
+        if out[name] is template[name]:
+            seen |= {template[name].positive.lower(), template[name].negative.lower()}
+    return out, problems
+
+
+def reword(generated: GeneratedInstance, readings: Mapping[str, Proposition], *, text: str = "llm",
+           problems: Sequence[str] = ()) -> GeneratedInstance:
+    """The same instance with its English rebuilt from ``readings`` (logic and proofs unchanged).
+
+    Args:
+        generated: a template-worded instance.
+        readings: atom -> reading for every atom (see :func:`parse_readings`).
+        text: recorded in ``metadata.generator.text``.
+        problems: the readings' problems, recorded in ``metadata.generator.text_problems``.
+    """
+    inst = generated.instance
+    ids = {pid: p.formula for pid, p in inst.premises.items()}
+    instance = _worded(inst.id, ids, inst.goal, inst.proofs, readings)
+    generator = {**generated.record["metadata"]["generator"], "text": text, "text_problems": list(problems)}
+    record = _record(instance, readings, generated.theme, generated.filters, generator)
+    return replace(generated, instance=Instance.from_record(record), record=record, readings=dict(readings))

@@ -14,6 +14,7 @@ import json
 import pytest
 
 from symbolkg.jobs.cli import main
+from symbolkg.solvers.logicgraph import load_instances
 from tests.conftest import data_or_skip, openai_engine_args, requires_vllm
 
 pytestmark = [pytest.mark.slow, pytest.mark.llm, pytest.mark.timeout(1800), requires_vllm]
@@ -55,3 +56,24 @@ def test_logicgraph_solve_with_the_served_model_then_a_resumed_and_a_cached_reru
     assert fresh["this_call"]["completion_tokens"] == 0
     cached = fresh["report"]["metrics"]["overall"]
     assert {k: v for k, v in cached.items() if k != "mean_tokens"} == {k: v for k, v in overall.items() if k != "mean_tokens"}
+
+
+def test_generate_with_llm_english_from_the_served_model(tmp_path, capsys, vllm_server):
+    """``generate --text llm``: the model words each atom; whatever fails the checks (at this token
+    budget, usually an answer cut off before its JSON closes) keeps the template's English."""
+    out = tmp_path / "gen.jsonl"
+    capsys.readouterr()
+    assert main(["logicgraph", "generate", "--tier", "small", "--count", "2", "--seed", "3", "--out", str(out),
+                 "--text", "llm", "--max-tokens", "200", "--quiet", "--json", *openai_engine_args(vllm_server)]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["written"] == 2 and summary["text_stats"]["model"] == "smollm2-135m"
+    assert summary["text_stats"]["completion_tokens"] > 0 and summary["text_stats"]["engine_errors"] == 0
+    kept = 0  # atoms that kept the template's English, each for a recorded reason
+    for inst in load_instances(out):
+        generator = inst.record["metadata"]["generator"]
+        assert generator["text"] == "llm:smollm2-135m"
+        problems = generator["text_problems"]
+        unreadable = any(p.startswith(("not JSON", "not a JSON object")) for p in problems)
+        kept += len(inst.record["translations"]["atomic_facts"]) if unreadable else len(problems)
+    assert summary["text_stats"]["atoms_from_llm"] + kept == summary["text_stats"]["atoms"]
+    print("generate --text llm, SmolLM2-135M:", json.dumps(summary["text_stats"]))

@@ -276,8 +276,51 @@ def test_cli_writes_the_file_and_prints_statistics(tmp_path, capsys):
     assert not list(out.parent.glob(".*.tmp")), "the temporary file is renamed, not left behind"
 
 
-def test_cli_refuses_llm_text_without_writing(tmp_path, capsys):
+def test_llm_readings_are_checked_and_reword_keeps_the_logic():
+    import asyncio
+
+    from symbolkg.actors.engines.scripted import ScriptedEngine
+    from symbolkg.jobs.logicgraph.generate import word_with_llm
+    from symbolkg.solvers.logicgraph_generate import parse_readings, readings_request
+
+    generated = [generate_instance("small", 0, k) for k in range(2)]
+    first = generated[0]
+    names = sorted(first.readings)
+    messages, schema = readings_request(first.theme, names)
+    assert set(schema["required"]) == set(names) and first.theme in messages[1]["content"]
+
+    def script(request):
+        inst = next(g for g in generated if g.instance.id == request.problem_id)
+        if inst is generated[1]:
+            return "no JSON here"
+        atoms = sorted(inst.readings)
+        answer = {a: {"positive": f"Unit {a} is ready", "negative": f"unit {a} is not ready"} for a in atoms}
+        answer[atoms[0]] = {"positive": "the crew waits or leaves", "negative": "x"}  # a connective: rejected
+        answer[atoms[1]] = dict(answer[atoms[2]])  # the same words as another atom: rejected
+        return json.dumps(answer)
+
+    worded, stats = asyncio.run(word_with_llm(generated, ScriptedEngine(script)))
+    assert stats["atoms"] == sum(len(g.readings) for g in generated) and stats["engine_errors"] == 0
+    assert stats["atoms_from_llm"] == len(first.readings) - 2
+    new = worded[0]
+    # the logic, the proofs and the first-order atoms are untouched; only English changed
+    assert new.instance.premises.keys() == first.instance.premises.keys()
+    assert all(new.instance.premises[i].formula == p.formula and new.instance.premises[i].expression == p.expression
+               for i, p in first.instance.premises.items())
+    assert [p.premise_ids() for p in new.instance.proofs] == [p.premise_ids() for p in first.instance.proofs]
+    assert any("unit" in p.natural.lower() for p in new.instance.premises.values())
+    assert new.record["metadata"]["generator"]["text"].startswith("llm:")
+    assert len(new.record["metadata"]["generator"]["text_problems"]) == 2
+    assert Instance.from_record(new.record).premises == new.instance.premises
+    # unreadable output: every atom keeps its template English, and the record says why
+    assert worded[1].instance.premises == generated[1].instance.premises
+    assert worded[1].record["metadata"]["generator"]["text_problems"][0].startswith("not JSON")
+    readings, problems = parse_readings("[]", first.readings)
+    assert readings == dict(first.readings) and problems == ["not a JSON object"]
+
+
+def test_cli_llm_text_refuses_bad_engine_options_without_writing(tmp_path, capsys):
     out = tmp_path / "x.jsonl"
-    assert main(["logicgraph", "generate", "--count", "1", "--out", str(out), "--text", "llm"]) == 2
-    assert "not built" in capsys.readouterr().err
+    assert main(["logicgraph", "generate", "--count", "1", "--out", str(out), "--text", "llm", "--engine", "openai"]) == 2
+    assert "--engine openai needs" in capsys.readouterr().err
     assert not out.exists()
