@@ -31,6 +31,17 @@ The workload (deterministic given the seed):
   ``refine_fraction``, and each repaired one again with that probability (so with 0.2:
   80 % of problems need one LLM call, 16 % two, 3.2 % three, ...); a problem whose every
   program fails stays unanswered, as in a real run.
+
+Prefix caching. Each engine has a prefix cache (:class:`~symbolkg.actors.engines.simulated.PrefixCacheConfig`;
+default :data:`~symbolkg.actors.engines.simulated.LLAMA_3_3_70B_4XH100_PREFIX_CACHE`, ``--no-prefix-cache``
+turns it off). The prompts are the real Logic-LM ones, so they share what real ones share: every
+formulation and repair prompt starts with the same system message and few-shot examples (546 of
+a formulation prompt's ~700-800 tokens), then the problem; a repair prompt also repeats its
+problem's text, which its formulation prompt put in the cache. The report gives the hit rate
+(cached / prompt tokens) and the prefill engine-seconds saved. The engine capacity counts only
+the prefill the engines did (uncached tokens), so the efficiency compares the throughput with
+what the engines allow with the cache they have, on or off. With the default latency model a
+prompt's prefill is well under 1 % of its service (decode dominates), and so is the saving.
 """
 
 from __future__ import annotations
@@ -55,9 +66,13 @@ from symbolkg.actors.engines.base import ChatRequest
 from symbolkg.actors.engines.metered import MeteredEngine, write_request_log
 from symbolkg.actors.engines.simulated import (
     CHARS_PER_TOKEN,
-    PRESETS,
     LLAMA_3_3_70B_4XH100,
+    LLAMA_3_3_70B_4XH100_PREFIX_CACHE,
+    NO_PREFIX_CACHE,
+    PREFIX_CACHE_PRESETS,
+    PRESETS,
     LatencyModel,
+    PrefixCacheConfig,
     RequestStats,
     SimClock,
     SimulatedEngine,
@@ -266,6 +281,7 @@ class BenchConfig:
         solve_s: simulated seconds per solver call.
         sequential_problems: problems of the one-at-a-time run; None: ``min(problems, 100)``
             (one at a time over all of them would take hours of simulated time).
+        prefix_cache: each engine's prefix cache (:data:`~symbolkg.actors.engines.simulated.NO_PREFIX_CACHE`: off).
     """
 
     problems: int = 10_000
@@ -280,6 +296,7 @@ class BenchConfig:
     solver_workers: int = 32
     solve_s: float = 0.05
     sequential_problems: int | None = None
+    prefix_cache: PrefixCacheConfig = LLAMA_3_3_70B_4XH100_PREFIX_CACHE
 
     def __post_init__(self) -> None:
         if self.problems < 1:
@@ -332,6 +349,7 @@ class PipelineRun:
         engine_names, slot_seconds, busy_seconds, requests_per_engine: per engine.
         finished_at_s: simulated time of every row, in order.
         latency: the latency model of the engines.
+        prefix_cache: the engines' prefix cache.
     """
 
     problems: int
@@ -353,6 +371,7 @@ class PipelineRun:
     finished_at_s: list[float]
     latency: LatencyModel
     results: str = ""
+    prefix_cache: PrefixCacheConfig = NO_PREFIX_CACHE
 
     @property
     def problems_per_second(self) -> float:
@@ -364,11 +383,40 @@ class PipelineRun:
         """Mean engine service a problem needs if every engine always ran ``max_batch`` sequences.
 
         The sum over the problem's LLM requests of
-        ``latency.service_s(prompt_tokens, completion_tokens, max_batch)``
-        (prefill + completion tokens x the full-batch decode step), averaged over problems.
+        ``latency.service_s(prompt_tokens - cached_prompt_tokens, completion_tokens, max_batch)``
+        (the prefill the engine did, i.e. of the tokens the prefix cache did not hold, +
+        completion tokens x the full-batch decode step), averaged over problems.
         """
-        total = sum(self.latency.service_s(r.prompt_tokens, r.completion_tokens, self.max_batch) for r in self.requests)
+        total = sum(self.latency.service_s(r.prompt_tokens - r.cached_prompt_tokens, r.completion_tokens,
+                                           self.max_batch) for r in self.requests)
         return total / self.problems
+
+    @property
+    def prompt_tokens(self) -> int:
+        """Prompt tokens of all requests."""
+        return sum(r.prompt_tokens for r in self.requests)
+
+    @property
+    def cached_prompt_tokens(self) -> int:
+        """Prompt tokens of all requests that the prefix caches held (not prefilled)."""
+        return sum(r.cached_prompt_tokens for r in self.requests)
+
+    @property
+    def prefix_cache_hit_rate(self) -> float:
+        """``cached_prompt_tokens / prompt_tokens`` (0.0 without requests)."""
+        prompt = self.prompt_tokens
+        return self.cached_prompt_tokens / prompt if prompt else 0.0
+
+    @property
+    def prefill_seconds_saved(self) -> float:
+        """Engine-seconds (sequence-seconds of service) of prefill the prefix caches spared, all engines."""
+        return self.latency.prefill_s(self.cached_prompt_tokens)
+
+    @property
+    def capacity_without_prefix_cache_problems_per_second(self) -> float:
+        """:attr:`capacity_problems_per_second` had every prompt been prefilled in full."""
+        service_s = self.full_batch_service_s_per_problem + self.prefill_seconds_saved / self.problems
+        return self.engines * self.max_batch / service_s
 
     @property
     def capacity_problems_per_second(self) -> float:
@@ -400,6 +448,15 @@ class PipelineRun:
             "problems_per_second": round(self.problems_per_second, 4),
             "engine_capacity_problems_per_second": round(self.capacity_problems_per_second, 4),
             "efficiency": round(self.efficiency, 4),
+            "prefix_cache_hit_rate": round(self.prefix_cache_hit_rate, 4),
+            "prefill_seconds_saved": round(self.prefill_seconds_saved, 2),
+            # Of the service the requests would have had without the cache (their service + the saving).
+            "prefill_saved_share_of_service": round(
+                self.prefill_seconds_saved / (sum(service) + self.prefill_seconds_saved), 5) if service else 0.0,
+            "prompt_tokens": self.prompt_tokens,
+            "cached_prompt_tokens": self.cached_prompt_tokens,
+            "engine_capacity_without_prefix_cache_problems_per_second": round(
+                self.capacity_without_prefix_cache_problems_per_second, 4),
             "lost": self.lost,
             "duplicated": self.duplicated,
             "rows": self.rows,
@@ -431,8 +488,8 @@ async def _run_async(problems: list[Problem], cfg: BenchConfig, max_in_flight: i
                      progress: bool) -> PipelineRun:
     clock = SimClock(cfg.time_scale)
     responder = ProgramResponder(cfg.seed, cfg.completion_tokens)
-    engines = [SimulatedEngine(responder, cfg.latency, clock, name=f"sim-{i}", model="simulated-llm")
-               for i in range(cfg.engines)]
+    engines = [SimulatedEngine(responder, cfg.latency, clock, name=f"sim-{i}", model="simulated-llm",
+                               prefix_cache=cfg.prefix_cache) for i in range(cfg.engines)]
     balanced = BalancedEngine(engines)
     pool = SimulatedSolverPool(clock, workers=cfg.solver_workers, solve_s=cfg.solve_s,
                                refine_fraction=cfg.refine_fraction, max_failures=cfg.max_refine_rounds + 1,
@@ -459,7 +516,7 @@ async def _run_async(problems: list[Problem], cfg: BenchConfig, max_in_flight: i
         rounds=dict(rounds), requests=[r for e in engines for r in e.stats], engine_names=[e.name for e in engines],
         slot_seconds=[e.slot_seconds for e in engines], busy_seconds=[e.busy_seconds for e in engines],
         requests_per_engine=list(balanced.requests_per_engine), finished_at_s=[t - t_sim for t in store.finished_at_s],
-        latency=cfg.latency, results=str(out),
+        latency=cfg.latency, results=str(out), prefix_cache=cfg.prefix_cache,
     )
 
 
@@ -505,6 +562,8 @@ class BenchResult:
             "sequential_problems_per_second": round(s.problems_per_second, 4) if s else None,
             "speedup": round(c.problems_per_second / s.problems_per_second, 2) if s else None,
             "sequential": s.summary() if s else None,
+            "prefix_cache": {"capacity_tokens": self.config.prefix_cache.capacity_tokens,
+                             "block_tokens": self.config.prefix_cache.block_tokens},
             "latency_model": {
                 "name": lm.name, "prefill_tokens_per_s": lm.prefill_tokens_per_s,
                 "decode_tokens_per_s_batch1": lm.decode_tokens_per_s, "batch_slowdown": lm.batch_slowdown,
@@ -550,6 +609,12 @@ def format_report(report: dict[str, Any]) -> str:
         line("problems/s (simulated)", report["problems_per_second"]),
         line("engine capacity problems/s", report["engine_capacity_problems_per_second"]),
         line("efficiency", report["efficiency"]),
+        line("prefix cache hit rate (capacity tokens)",
+             f"{report['prefix_cache_hit_rate']} ({report['prefix_cache']['capacity_tokens']})"),
+        line("prefill engine-s saved (share)",
+             f"{report['prefill_seconds_saved']} ({report['prefill_saved_share_of_service']} of service)"),
+        line("engine capacity problems/s without cache",
+             report["engine_capacity_without_prefix_cache_problems_per_second"]),
         line("sequential problems/s", f"{report['sequential_problems_per_second']} "
                                       f"(over {report['sequential_problems']} problems)"
              if report["sequential"] else "skipped"),
@@ -573,9 +638,15 @@ def _cmd_bench_pipeline(args: argparse.Namespace) -> int:
         return 2
     try:
         latency = replace(PRESETS[args.preset], max_batch=args.concurrency)
+        if args.no_prefix_cache:
+            prefix_cache = NO_PREFIX_CACHE
+        elif args.prefix_cache_tokens is not None:
+            prefix_cache = PrefixCacheConfig(capacity_tokens=args.prefix_cache_tokens)
+        else:
+            prefix_cache = PREFIX_CACHE_PRESETS[args.preset]
         cfg = BenchConfig(problems=args.problems, engines=args.engines, latency=latency, max_in_flight=args.in_flight,
                           time_scale=args.time_scale, seed=args.seed, refine_fraction=args.refine_fraction,
-                          sequential_problems=args.sequential_problems)
+                          sequential_problems=args.sequential_problems, prefix_cache=prefix_cache)
     except ValueError as exc:
         print(f"{prog}: {exc}", file=sys.stderr)
         return 2
@@ -628,6 +699,13 @@ def add_bench_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--preset", choices=sorted(PRESETS), default="llama-3.3-70b-4xh100",
                    help="latency model of one engine (default llama-3.3-70b-4xh100; an assumption, see "
                         "actors/engines/simulated.py)")
+    cache = p.add_mutually_exclusive_group()
+    cache.add_argument("--prefix-cache-tokens", type=int, metavar="N",
+                       help="tokens of prompt blocks each engine's prefix cache holds (default: the preset's, "
+                            f"{LLAMA_3_3_70B_4XH100_PREFIX_CACHE.capacity_tokens} for llama-3.3-70b-4xh100, "
+                            "sized from its KV cache; 0 turns it off)")
+    cache.add_argument("--no-prefix-cache", action="store_true",
+                       help="no prefix caching: every prompt is prefilled in full")
     p.add_argument("--out", help="folder for the results Parquet files (default: a temporary folder)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")

@@ -28,8 +28,8 @@ marked *differs*):
   it is restricted to them. (*differs*: Logic-LM crashed on such quantifiers.)
 * Quantifiers, ``Count`` and scoped ``Distinct`` over finite sorts are expanded over
   the members, so the problem Z3 sees is quantifier-free; only binders of the
-  built-in ``int`` sort become Z3 quantifiers. ``Count`` and scoped ``Distinct`` need
-  finite sorts.
+  built-in ``int`` sort become Z3 quantifiers. ``Count``, scoped ``Distinct`` and
+  scoped ``Sum`` need finite sorts.
 * Lines of the Declarations section that are not declarations (LLMs put range
   constraints such as ``ForAll([p:people], And(1 <= sits(p), sits(p) <= 8))`` there)
   are asserted as constraints. (*differs*: Logic-LM parsed and then dropped them.)
@@ -39,6 +39,51 @@ marked *differs*):
   ``and`` / ``or`` / ``not``, ``a if c else b``, ``%``, ``Abs``, ``Sum``, ``If``,
   ``Xor`` (two arguments), and the aliases ``Iff(a, b)`` (``a == b`` on formulas) and
   ``IfThenElse`` (``If``). (*differs*: Logic-LM had no ``Iff`` / ``IfThenElse``.)
+* Spellings of other languages and models, accepted because each has exactly one
+  reading (*differs*: additions of this parser, not of Logic-LM's translator):
+
+  - ``a && b`` / ``a || b``: ``And`` / ``Or``, with C's precedence, which is Python's
+    ``and`` / ``or``'s (looser than comparisons, ``&&`` tighter than ``||``).
+  - ``a -> b``, ``a => b``, ``a ==> b``: ``Implies(a, b)``; ``a <-> b``, ``a <=> b``:
+    ``Iff(a, b)``. The arrow binds loosest: its operands run to the enclosing bracket
+    or comma. Two arrows in one operand span (``a -> b -> c``) are refused.
+  - ``(a + b) mod n``: ``%``. ``mod`` next to another unparenthesized arithmetic
+    operator (``a + b mod n``) is refused; where the program declares or binds the
+    name ``mod``, it stays a name.
+  - ``is_sat(a, b, ...)``, ``is_unsat(...)``, ``is_valid(...)`` with several formulas:
+    the check of ``And(a, b, ...)``, as Z3's ``Solver.add(a, b)`` asserts both (so
+    ``is_unsat`` stays ``not is_sat``). ``is_accurate_list(a, b)`` is
+    ``is_accurate_list([a, b])``. ``is_exception`` takes exactly one check.
+  - ``If(c, a)`` with a formula ``a`` and no else branch: ``Implies(c, a)`` (an
+    ``if`` without ``else`` constrains nothing when ``c`` is false).
+  - ``e != None`` is ``True`` and ``e == None`` is ``False``: every term has a value
+    (functions are total). ``None`` anywhere else is refused.
+  - Order on a sort of names: ``<``, ``<=``, ``>``, ``>=`` compare declaration
+    positions (the only order an ``EnumSort`` has: ``[Mon, Tue]`` puts Mon first).
+    ``m + k`` / ``m - k`` (``m`` a name value, ``k`` an integer) is the position
+    ``k`` places later / earlier and may only be compared with a name value or
+    another position (``f(x) == f(y) + 1``); ``m1 - m2`` is the integer difference
+    of positions. Refused: a position compared with a plain integer (``f(x) <= 2``
+    or ``1 <= f(x)``: the first position's number is not written down), a
+    position passed to a function (``f(d + 1)``: the last member has no
+    successor) and any other arithmetic on names.
+  - ``Sum([x:sort], term)``: the sum of an integer ``term`` over the members.
+  - Quoted members, ``EnumSort(["Rhino Rock", 'Sammy'])``: names (not numbers even
+    when quoted digits), written quoted (or, if identifiers, bare) in formulas.
+  - ``_`` or a single letter bound by a quantifier's own binder list is an ordinary
+    variable.
+  - Option checks named in English: ``is_required`` and ``is_must`` are ``is_valid``
+    (true in every model), ``is_possible`` is ``is_sat``, ``is_impossible`` is
+    ``is_unsat`` (:data:`CHECK_ALIASES`).
+
+  Still refused, each with a message saying how to fix it, because they have no
+  reading or several: a variable (``_``, ``p``) used outside the quantifier that
+  binds it; ``Count`` over an integer term (``Sum`` of the values, or how many are
+  nonzero?); other option functions (``is_min``, ``is_max``: of what, over which
+  options?; ``is_equivalent``, ``is_determined``: under which constraints?) and
+  option lines that are bare formulas (``is_sat`` or ``is_valid``?); ``Implies`` with more than
+  two arguments; sorts mixing numbers and names; undeclared sorts and names such as
+  ``null``; unbalanced parentheses (where the missing one goes is a guess).
 * Option checks, against the constraints ``C``: ``is_sat(e)``: ``C and e`` has a model;
   ``is_unsat(e)``: it has none; ``is_valid(e)``: ``C and not e`` has none (``e`` holds
   in every model of ``C``); ``is_accurate_list([e1, ...])``: ``is_valid(Or(e1, ...))``
@@ -51,12 +96,15 @@ marked *differs*):
   ``no_answer`` and a message naming the passing options. Constraints that are
   contradictory on their own (every ``is_valid`` / ``is_unsat`` would pass
   vacuously) give ``Status.UNSAT``, ``answer=None``, error kind ``no_answer`` and
-  the lines of an unsatisfiable core, without checking any option.
+  the lines of an unsatisfiable core, without checking any option. Programs whose
+  checks pass no option or every option get the same treatment: the DSL has no
+  reading that picks one of them, so none is guessed.
 
 The program text is never executed: each expression is parsed with
-``ast.parse(mode="eval")`` after one documented rewrite (binder lists
-``[x:sort, ...]`` become ``{x:sort, ...}``, a dict display of the same length so
-that column numbers stay right) and the tree is walked with a whitelist into a
+``ast.parse(mode="eval")`` after documented token rewrites (binder lists
+``[x:sort, ...]`` become ``{x:sort, ...}``, a dict display of the same length;
+``&&``, ``||``, ``mod`` and infix arrows as above, with error columns mapped back
+to the source) and the tree is walked with a whitelist into a
 typed intermediate form (:class:`Program`), which :func:`solve` compiles into Z3
 terms in a fresh ``z3.Context``.
 """
@@ -88,6 +136,9 @@ BACKEND = "z3"
 BUILTIN_SORTS = ("int", "bool")
 #: The option checks of the DSL.
 OPTION_FUNCTIONS = ("is_sat", "is_unsat", "is_valid", "is_accurate_list", "is_exception")
+#: Option-check names other models write whose English has one reading: "required" / "must" (true in every
+#: model) and "possible" / "impossible" (true in some / no model).
+CHECK_ALIASES = {"is_required": "is_valid", "is_must": "is_valid", "is_possible": "is_sat", "is_impossible": "is_unsat"}
 #: Option letters, in positional order.
 LETTERS = "ABCDEFG"
 
@@ -201,7 +252,7 @@ class Op(Expr):
 
 @dataclass(frozen=True)
 class Scoped(Expr):
-    """``forall`` / ``exists`` / ``count`` / ``distinct`` over binders."""
+    """``forall`` / ``exists`` / ``count`` / ``distinct`` / ``sum`` over binders."""
 
     kind: str
     binders: tuple[Binder, ...]
@@ -265,10 +316,108 @@ _HEADER_RE = re.compile(r"^#\s*(declarations|constraints|options)\s*:?\s*$", re.
 _IDENT = r"[A-Za-z_][A-Za-z0-9_]*"
 _SORT_DECL_RE = re.compile(rf"^({_IDENT})\s*=\s*(EnumSort|IntSort)\s*\(\s*\[(.*)\]\s*\)$")
 _FUNC_DECL_RE = re.compile(rf"^({_IDENT})\s*=\s*Function\s*\(\s*\[(.*?)\]\s*->\s*\[(.*)\]\s*\)$")
-_DECL_LIKE_RE = re.compile(rf"^({_IDENT})\s*=(?!=)\s*(.*)$")
+_DECL_LIKE_RE = re.compile(rf"^({_IDENT})\s*=(?![=>])\s*(.*)$")
 # A binder list `[x:sort, y:sort]`; rewritten to `{x:sort, y:sort}` (same length).
 _BINDERS_RE = re.compile(rf"\[(\s*{_IDENT}\s*:\s*{_IDENT}\s*(?:,\s*{_IDENT}\s*:\s*{_IDENT}\s*)*)\]")
 _LETTER_RE = re.compile(r"^\s*\(?\s*([A-G])\s*\)")
+# Infix spellings of other languages that have one reading here (see the module docstring).
+_INFIX_RE = re.compile(r"&&|\|\||<=>|<->|==>|=>|->|\bmod\b")
+# Finding an arrow's operands scans the line, so a line with very many arrows is refused instead.
+_MAX_ARROWS = 64
+_ARROWS = {"<=>": "Iff", "<->": "Iff", "==>": "Implies", "=>": "Implies", "->": "Implies"}
+
+
+@dataclass(frozen=True)
+class _Rewritten:
+    """An expression line after the documented token rewrites, with a map back to source columns."""
+
+    text: str
+    edits: tuple[tuple[int, int, int, int], ...]  # (new start, new end, source start, source end)
+    infix_mod: bool  # a `mod` was rewritten to `%` (its operands are then checked for precedence)
+
+    def source_column(self, col: int) -> int:
+        """The 0-based source column of 0-based column ``col`` of :attr:`text`."""
+        shift_new, shift_src = 0, 0
+        for new_start, new_end, src_start, src_end in self.edits:
+            if col < new_start:
+                break
+            if col < new_end:
+                return src_start
+            shift_new, shift_src = new_end, src_end
+        return shift_src + (col - shift_new)
+
+
+def _rewrite(code: str, declared: Callable[[str], bool], lineno: int) -> _Rewritten:
+    """Binder lists to dict displays (same length), then ``&&`` / ``||`` / ``mod`` / infix arrows."""
+    code = _BINDERS_RE.sub(lambda m: "{" + m.group(1) + "}", code)
+    edits: list[tuple[int, int, str]] = []  # (source start, source end, replacement)
+    arrows: dict[tuple[int, int], list[str]] = {}
+    infix_mod = False
+    mod_is_a_name = declared("mod") or re.search(r"\bmod\s*:", code) is not None  # declared or bound
+    for m in _INFIX_RE.finditer(code):
+        token = m.group(0)
+        if token == "&&":
+            edits.append((m.start(), m.end(), " and "))
+        elif token == "||":
+            edits.append((m.start(), m.end(), " or "))
+        elif token == "mod":
+            if mod_is_a_name:
+                continue
+            infix_mod = True
+            edits.append((m.start(), m.end(), "%"))
+        else:
+            if len(arrows) >= _MAX_ARROWS:
+                raise ProgramError(f"more than {_MAX_ARROWS} infix arrows on one line; write Implies(a, b)", lineno)
+            start, end = _operand_span(code, m.start(), m.end())
+            arrows.setdefault((start, end), []).append(token)
+            edits += [(start, start, _ARROWS[token] + "("), (m.start(), m.end(), ","), (end, end, ")")]
+    for (start, end), tokens in arrows.items():
+        if len(tokens) > 1:
+            raise ProgramError(
+                f"'{' ... '.join(tokens)}' chains infix implications without parentheses, which can be read two "
+                "ways; write Implies(a, Implies(b, c)) or Implies(And(a, b), c)", lineno)
+    if not edits:
+        return _Rewritten(code, (), False)
+    # Stable sort: an insertion before a replacement at the same column keeps program order.
+    edits.sort(key=lambda e: (e[0], e[1] != e[0]))
+    out: list[str] = []
+    mapped: list[tuple[int, int, int, int]] = []
+    src = new = 0
+    for start, end, replacement in edits:
+        out.append(code[src:start])
+        new += start - src
+        out.append(replacement)
+        mapped.append((new, new + len(replacement), start, end))
+        new += len(replacement)
+        src = end
+    out.append(code[src:])
+    return _Rewritten("".join(out), tuple(mapped), infix_mod)
+
+
+def _operand_span(code: str, arrow_start: int, arrow_end: int) -> tuple[int, int]:
+    """The source span of an infix arrow's two operands: up to the enclosing bracket or a comma at its level."""
+    depth, start = 0, 0
+    for j in range(arrow_start - 1, -1, -1):
+        c = code[j]
+        if c in ")]}":
+            depth += 1
+        elif c in "([{" or (c == "," and depth == 0):
+            if depth == 0:
+                start = j + 1
+                break
+            depth -= 1
+    depth, end = 0, len(code)
+    for j in range(arrow_end, len(code)):
+        c = code[j]
+        if c in "([{":
+            depth += 1
+        elif c in ")]}" or (c == "," and depth == 0):
+            if depth == 0:
+                end = j
+                break
+            depth -= 1
+    return start, end
+
 
 _RESERVED = frozenset(
     {"And", "Or", "Not", "Implies", "Xor", "Iff", "If", "IfThenElse", "Distinct", "Abs", "Sum", "Count", "ForAll", "Exists",
@@ -442,17 +591,23 @@ def _check_new_name(lineno: int, name: str, what: str, sorts: dict, functions: d
 def _declare_sort(lineno: int, name: str, form: str, body: str, sorts: dict[str, Sort],
                   functions: dict[str, FunctionDecl], members: dict[str, str]) -> None:
     _check_new_name(lineno, name, "sort", sorts, functions, members)
-    items = [x.strip() for x in body.split(",")]
+    raw = [x.strip() for x in re.findall(r'"[^"]*"|\'[^\']*\'|[^,]+', body)] if body.strip() else []
+    # A quoted member ("Rhino Rock") is a name, written quoted in expressions too.
+    quoted = [len(x) >= 2 and x[0] == x[-1] and x[0] in "\"'" for x in raw]
+    items = [x[1:-1].strip() if q else x for x, q in zip(raw, quoted)]
+    if len(raw) != body.count(",") + 1 - sum(x.count(",") for x, q in zip(raw, quoted) if q):
+        items.append("")  # an empty item between two commas
     if not items or any(not x for x in items):
         raise ProgramError(f"sort '{name}' needs a non-empty list of members, e.g. {name} = EnumSort([a, b, c])", lineno)
     if len(set(items)) != len(items):
         dup = next(x for x in items if items.count(x) > 1)
         raise ProgramError(f"member '{dup}' is listed twice in sort '{name}'", lineno)
-    numbers = [re.fullmatch(r"-?\d+", x) is not None for x in items]
+    numbers = [not q and re.fullmatch(r"-?\d+", x) is not None for x, q in zip(items, quoted + [False])]
     if all(numbers):
         sorts[name] = Sort(name, tuple(int(x) for x in items), True, None, lineno)
         return
-    bad = [x for x, is_num in zip(items, numbers) if not is_num and not re.fullmatch(_IDENT, x)]
+    bad = [x for x, is_num, q in zip(items, numbers, quoted + [False])
+           if not is_num and not q and not re.fullmatch(_IDENT, x)]
     if any(numbers) or bad or form == "IntSort":
         example = bad[0] if bad else next(x for x, n in zip(items, numbers) if n == (form != "IntSort"))
         raise ProgramError(
@@ -508,6 +663,8 @@ def _type_phrase(t: str) -> str:
         return "a Boolean formula"
     if t == "int":
         return "an integer"
+    if t.startswith("pos:"):
+        return f"a position in sort '{t[4:]}' (a member moved by a number, which the last members do not have)"
     return f"a value of sort '{t}'"
 
 
@@ -542,44 +699,59 @@ class _Scope:
         self._line = lineno
         if "{" in code or "}" in code:
             raise ProgramError("'{' and '}' are not part of the language; write binders as [x:sort]", lineno)
-        if re.match(rf"^{_IDENT}\s*=(?!=)", code):
+        if re.match(rf"^{_IDENT}\s*=(?![=>])", code):
             raise ProgramError(
                 "an assignment is not a constraint; declarations belong in '# Declarations' and constraints "
                 "are formulas such as f(a) == b", lineno)
-        rewritten = _BINDERS_RE.sub(lambda m: "{" + m.group(1) + "}", code)
+        rewritten = _rewrite(code, self._declared, lineno)
         try:
-            tree = ast.parse(rewritten, mode="eval")
+            tree = ast.parse(rewritten.text, mode="eval")
         except SyntaxError as exc:
+            if exc.offset:
+                exc.offset = rewritten.source_column(exc.offset - 1) + 1
             raise ProgramError(_syntax_message(code, exc), lineno) from None
         except (ValueError, RecursionError, MemoryError):
             raise ProgramError("expression is too deeply nested or malformed to read", lineno) from None
+        if rewritten.infix_mod:
+            _check_infix_mod(tree, rewritten.text, lineno)
         return tree.body
+
+    def _declared(self, name: str) -> bool:
+        return name in self.sorts or name in self.functions or name in self.members
 
     def _check(self, node: ast.expr) -> Check:
         funcs = ", ".join(OPTION_FUNCTIONS)
         if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)):
             raise self._err(f"an option line must be one check: {funcs}, e.g. 'is_sat(f(a) == b) ::: (A)'",
                             ErrorKind.UNSUPPORTED)
-        name = node.func.id
+        name = CHECK_ALIASES.get(node.func.id, node.func.id)
         if name not in OPTION_FUNCTIONS:
             raise self._err(
                 f"'{name}' is not an option check; use one of {funcs} (is_valid: must be true, is_sat: could be "
                 "true, is_unsat: cannot be true, is_exception(is_sat(...)) for '... EXCEPT' questions)",
                 ErrorKind.UNSUPPORTED)
-        if node.keywords or len(node.args) != 1:
-            raise self._err(f"{name} takes exactly one argument", ErrorKind.TYPE)
+        if node.keywords or not node.args or any(isinstance(a, ast.Starred) for a in node.args):
+            raise self._err(f"{name} takes one argument: {name}(<formula>)", ErrorKind.TYPE)
         arg = node.args[0]
         if name == "is_exception":
+            if len(node.args) != 1:
+                raise self._err("is_exception takes exactly one check: is_exception(is_sat(<formula>))",
+                                ErrorKind.TYPE)
             return Check("is_exception", inner=self._check(arg))
         if name == "is_accurate_list":
-            if not isinstance(arg, (ast.List, ast.Tuple)) or not arg.elts:
+            # is_accurate_list(f1, f2) lists the same formulas as is_accurate_list([f1, f2]).
+            elts = node.args if len(node.args) > 1 else arg.elts if isinstance(arg, (ast.List, ast.Tuple)) else []
+            if not elts:
                 raise self._err("is_accurate_list takes a non-empty list of formulas: is_accurate_list([f1, f2])",
                                 ErrorKind.TYPE)
-            exprs = tuple(self._walk(e, {}) for e in arg.elts)
+            exprs = tuple(self._walk(e, {}) for e in elts)
         else:
-            exprs = (self._walk(arg, {}),)
+            exprs = tuple(self._walk(a, {}) for a in node.args)
         for e in exprs:
             _require(e, "bool", self._line, f"the argument of {name}")
+        if name != "is_accurate_list" and len(exprs) > 1:
+            # Several formulas are checked together, as Z3's Solver.add(a, b) asserts their conjunction.
+            exprs = (Op("bool", "and", exprs),)
         return Check(name, exprs)
 
     def _walk(self, node: ast.expr, env: dict[str, tuple[str, str]]) -> Expr:
@@ -596,6 +768,12 @@ class _Scope:
                 return Lit("bool", node.value)
             if isinstance(node.value, int):
                 return Lit("int", node.value)
+            if isinstance(node.value, str) and node.value in self.members:
+                return MemberRef(self.members[node.value], node.value)
+            if node.value is None:
+                raise self._err("None has no value in this language: every function has a value for every argument; "
+                                "only 'f(x) != None' (always true) and 'f(x) == None' (never true) are read",
+                                ErrorKind.TYPE)
             raise self._err(f"the constant {node.value!r} is not supported; only integers, True and False are",
                             ErrorKind.TYPE)
         if isinstance(node, ast.Name):
@@ -623,12 +801,18 @@ class _Scope:
             if op is None:
                 raise self._err("only +, -, * and % are supported on integers (no division)", ErrorKind.UNSUPPORTED)
             left, right = walk(node.left), walk(node.right)
+            if left.type == right.type == "int":
+                return Op("int", op, (left, right))
+            moved = self._position_arith(op, left, right)
+            if moved is not None:
+                return moved
             for a in (left, right):
                 if a.type != "int":
                     raise self._err(
                         f"arithmetic needs integers, but an operand is {_type_phrase(a.type)}"
-                        + (f"; sort '{a.type}' has names, not numbers: declare it with numbers, e.g. "
-                           f"EnumSort([1, 2, 3]), to compute with its values" if a.type in self.sorts else ""),
+                        + (f"; sort '{a.type}' has names, not numbers: only 'member + k', 'member - k' (a position "
+                           f"k places later / earlier in its declaration) and 'member - member' are read"
+                           if a.type in self.sorts else ""),
                         ErrorKind.TYPE)
             return Op("int", op, (left, right))
         if isinstance(node, ast.IfExp):
@@ -707,14 +891,23 @@ class _Scope:
         if name in self.functions:
             return self._apply(node, env)
         if name in ("ForAll", "Exists", "Count") or (
-            name == "Distinct" and node.args and isinstance(node.args[0], ast.Dict)
+            name in ("Distinct", "Sum") and node.args and isinstance(node.args[0], ast.Dict)
         ):
             if len(node.args) != 2 or node.keywords:
                 raise self._err(f"{name} takes two arguments: {name}([x:sort, ...], formula)", ErrorKind.TYPE)
-            binders, inner = self._binders(node.args[0], name, env, finite=name in ("Count", "Distinct"))
+            binders, inner = self._binders(node.args[0], name, env, finite=name in ("Count", "Distinct", "Sum"))
             body = self._walk_inner(node.args[1], inner)
             if name == "Distinct":
                 return Scoped("bool", "distinct", binders, body)
+            if name == "Sum":
+                _require(body, "int", self._line, "the term of Sum([x:sort], term)")
+                return Scoped("int", "sum", binders, body)
+            if name == "Count" and body.type == "int":
+                # Count of a number reads as Sum (add the values) or as counting the nonzero ones: refused.
+                raise self._err(
+                    "the formula of Count must be a Boolean formula, but this is an integer; to add the values "
+                    "write Sum([x:sort], term), to count the nonzero ones write Count([x:sort], term != 0)",
+                    ErrorKind.TYPE)
             _require(body, "bool", self._line, f"the formula of {name}")
             return Scoped("int" if name == "Count" else "bool", name.lower(), binders, body)
         if name in ("And", "Or"):
@@ -725,11 +918,16 @@ class _Scope:
         if name in ("Not", "Implies", "Xor", "Iff", "If", "IfThenElse", "Abs"):
             arity = {"Not": 1, "Implies": 2, "Xor": 2, "Iff": 2, "If": 3, "IfThenElse": 3, "Abs": 1}[name]
             args = self._args(node, name, env, allow_list=False)
+            if name in ("If", "IfThenElse") and len(args) == 2 and all(a.type == "bool" for a in args):
+                # An 'if' without 'else' constrains nothing when its condition is false: Implies.
+                return Op("bool", "implies", tuple(args))
             if len(args) != arity:
                 hint = {
                     "Implies": "; for several conditions use Implies(And(c1, c2), conclusion)",
-                    "If": "; for a conditional constraint use Implies(condition, consequence)",
-                    "IfThenElse": "; for a conditional constraint use Implies(condition, consequence)",
+                    "If": "; If(c, a, b) picks a value, and without b only a formula a has a reading "
+                          "(Implies(c, a))",
+                    "IfThenElse": "; IfThenElse(c, a, b) picks a value, and without b only a formula a has a "
+                                  "reading (Implies(c, a))",
                     "Xor": "; for 'exactly one of' use Count or Sum(If(c, 1, 0), ...) == 1",
                     "Not": "; to negate several formulas use Not(And(...)) or Not(Or(...))",
                 }.get(name, "")
@@ -793,6 +991,9 @@ class _Scope:
 
     def _compare(self, node: ast.Compare, env: dict[str, tuple[str, str]]) -> Expr:
         parts: list[Expr] = []
+        none_test = self._none_test(node, env)
+        if none_test is not None:
+            return none_test
         left = self._walk_inner(node.left, env)
         if any(isinstance(o, (ast.In, ast.NotIn)) for o in node.ops):
             if len(node.ops) > 1:
@@ -807,8 +1008,18 @@ class _Scope:
             if op is None:
                 raise self._err("use == / != to compare values ('is' is not supported)", ErrorKind.UNSUPPORTED)
             right = self._walk_inner(right_node, env)
+            a, b = self._positions(left, right)
+            if a.type != left.type or b.type != right.type:
+                parts.append(Op("bool", op, (a, b)))
+                left = right
+                continue
             self._same_type(left, right, _CMP_TEXT[op])
-            if op in ("lt", "le", "gt", "ge") and left.type != "int":
+            if op in ("lt", "le", "gt", "ge") and left.type in self.sorts:
+                # Names are ordered as the declaration lists them (the only order an EnumSort has).
+                parts.append(Op("bool", op, (self._position(left), self._position(right))))
+                left = right
+                continue
+            if op in ("lt", "le", "gt", "ge") and left.type != "int" and not left.type.startswith("pos:"):
                 sort = left.type
                 raise self._err(
                     f"'{_CMP_TEXT[op]}' orders numbers, but {ast.unparse(node)} compares {_type_phrase(sort)}"
@@ -818,6 +1029,50 @@ class _Scope:
             parts.append(Op("bool", op, (left, right)))
             left = right
         return parts[0] if len(parts) == 1 else Op("bool", "and", tuple(parts))
+
+    def _none_test(self, node: ast.Compare, env: dict[str, tuple[str, str]]) -> Expr | None:
+        """``e != None`` is True and ``e == None`` False: every term has a value (functions are total)."""
+        sides = [node.left, *node.comparators]
+        if not any(isinstance(n, ast.Constant) and n.value is None for n in sides):
+            return None
+        if len(node.ops) != 1 or not isinstance(node.ops[0], (ast.Eq, ast.NotEq)):
+            raise self._err("None can only be tested with == or != (f(x) != None is always true)", ErrorKind.TYPE)
+        other = node.comparators[0] if isinstance(node.left, ast.Constant) and node.left.value is None else node.left
+        if isinstance(other, ast.Constant) and other.value is None:
+            raise self._err("'None == None' has no reading here", ErrorKind.TYPE)
+        self._walk_inner(other, env)  # still report undeclared names and type errors on the other side
+        return Lit("bool", isinstance(node.ops[0], ast.NotEq))
+
+    def _position(self, e: Expr) -> Expr:
+        """The declaration position of a name-sort value (``e`` itself when already a position)."""
+        if e.type in self.sorts:
+            return Op(f"pos:{e.type}", "pos", (e,))
+        return e
+
+    def _positions(self, left: Expr, right: Expr) -> tuple[Expr, Expr]:
+        """Compare a member with a moved member (``f(a) == f(b) + 1``) as positions in their sort."""
+        types = {left.type, right.type}
+        for t in types:
+            if t.startswith("pos:") and types == {t, t[4:]}:
+                return self._position(left), self._position(right)
+        return left, right
+
+    def _position_arith(self, op: str, left: Expr, right: Expr) -> Expr | None:
+        """``member + k`` / ``member - k`` move by k places in declaration order; ``member - member`` is a
+        difference of places. None for any other mix (reported by the caller)."""
+        def sort_of(e: Expr) -> str | None:
+            return e.type[4:] if e.type.startswith("pos:") else e.type if e.type in self.sorts else None
+
+        ls, rs = sort_of(left), sort_of(right)
+        if op == "add" and ls and right.type == "int":
+            return Op(f"pos:{ls}", "add", (self._position(left), right))
+        if op == "add" and rs and left.type == "int":
+            return Op(f"pos:{rs}", "add", (left, self._position(right)))
+        if op == "sub" and ls and right.type == "int":
+            return Op(f"pos:{ls}", "sub", (self._position(left), right))
+        if op == "sub" and ls and ls == rs:
+            return Op("int", "sub", (self._position(left), self._position(right)))
+        return None
 
     def _membership(self, node: ast.expr, env: dict[str, tuple[str, str]]) -> list[Expr]:
         if isinstance(node, (ast.List, ast.Tuple)):
@@ -835,14 +1090,34 @@ class _Scope:
                             "must have the same sort", ErrorKind.TYPE)
 
 
+def _check_infix_mod(tree: ast.AST, text: str, lineno: int) -> None:
+    """Refuse ``a + b mod c``: ``mod`` written as a word has no agreed precedence against + - *."""
+    for node in ast.walk(tree):
+        if not isinstance(node, (ast.BinOp, ast.UnaryOp)):
+            continue
+        children = [node.left, node.right] if isinstance(node, ast.BinOp) else [node.operand]
+        for child in children:
+            if not (isinstance(child, ast.BinOp) and child.end_col_offset is not None):
+                continue
+            if _neighbour(text, child.end_col_offset, 1) == ")" and _neighbour(text, child.col_offset - 1, -1) == "(":
+                continue
+            if isinstance(child.op, ast.Mod) or (isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod)):
+                raise ProgramError(
+                    "'mod' next to another arithmetic operator can be read two ways; add parentheses, e.g. "
+                    "(a + b) % c or a + (b % c)", lineno)
+
+
+def _neighbour(text: str, i: int, step: int) -> str:
+    """The first non-blank character from ``text[i]`` on in direction ``step`` ('' at either end)."""
+    while 0 <= i < len(text) and text[i].isspace():
+        i += step
+    return text[i] if 0 <= i < len(text) else ""
+
+
 def _syntax_message(code: str, exc: SyntaxError) -> str:
     col = f" at column {exc.offset}" if exc.offset else ""
     hint = ""
-    if "->" in code or "=>" in code:
-        hint = "; write implications as Implies(a, b), not 'a -> b'"
-    elif "&&" in code or "||" in code:
-        hint = "; write And(a, b) / Or(a, b), not '&&' / '||'"
-    elif "assignment" in exc.msg or re.search(r"(?<![=<>!])=(?!=)", code):
+    if "assignment" in exc.msg or re.search(r"(?<![=<>!])=(?!=)", code):
         hint = "; compare with '==', not '='"
     elif re.search(r"\)\s+(Or|And|Implies|Xor)\b|\b\w+\s+(Or|And)\s+\w", code):
         hint = "; And/Or/Implies are functions: write Or(a, b), not 'a Or b'"
@@ -953,7 +1228,22 @@ class _Compiler:
             return self._scoped(e, env)
         assert isinstance(e, Op)
         args = [self.build(a, env) for a in e.args]
+        if e.op == "pos":
+            return self._position(e.type[4:], args[0])
         return _OPS[e.op](self.ctx, args)
+
+    def _position(self, sort: str, value: z3.ExprRef) -> z3.ExprRef:
+        # 0-based place in the declaration; the base never shows, as positions are only compared with positions.
+        members = self.domain(sort)
+        self._tick(len(members))
+        if z3.is_const(value) and value.decl().kind() != z3.Z3_OP_UNINTERPRETED:
+            for i, m in enumerate(members):
+                if z3.eq(m, value):
+                    return z3.IntVal(i, self.ctx)
+        term: z3.ExprRef = z3.IntVal(len(members) - 1, self.ctx)
+        for i in range(len(members) - 2, -1, -1):
+            term = z3.If(value == members[i], z3.IntVal(i, self.ctx), term)
+        return term
 
     def _scoped(self, e: Scoped, env: dict[str, z3.ExprRef]) -> z3.ExprRef:
         finite = [b for b in e.binders if b.sort != "int"]
@@ -965,6 +1255,8 @@ class _Compiler:
             inner.update(bound)
             inner.update(zip((b.name for b in finite), combo))
             instances.append(self.build(e.body, inner))
+        if e.kind == "sum":
+            return z3.Sum(instances) if instances else z3.IntVal(0, self.ctx)
         if e.kind == "count":
             one, zero = z3.IntVal(1, self.ctx), z3.IntVal(0, self.ctx)
             return z3.Sum([z3.If(i, one, zero) for i in instances]) if instances else zero

@@ -48,6 +48,8 @@ import re
 from dataclasses import dataclass
 from typing import Sequence
 
+from symbolkg.solvers.lsat import CHECK_ALIASES
+
 #: Logic-LM dataset name -> the program language Logic-LM uses for it.
 LANGUAGE_FOR_DATASET: dict[str, str] = {
     "logiclm/prontoqa": "logiclm-lp",
@@ -605,7 +607,10 @@ CSP_PROGRAM_REGEX = (
     rf"\n?Query:\n([A-G]\) {_ITEM}{_COMMENT}\n)*[A-G]\) {_ITEM}{_COMMENT}\n?"
 )
 
-_SMT_OPTION = rf"(is_sat|is_unsat|is_valid|is_exception|is_accurate_list)\({_TEXT}*\) ::: \([A-G]\)"
+# the option checks the DSL reads, with the English spellings it reads as one of them (lsat.CHECK_ALIASES):
+# the regex admits every program the parser runs (tests/solvers/test_prompts.py)
+_SMT_CHECKS = ("is_sat", "is_unsat", "is_valid", "is_exception", "is_accurate_list", *sorted(CHECK_ALIASES))
+_SMT_OPTION = rf"({'|'.join(_SMT_CHECKS)})\({_TEXT}*\) ::: \([A-G]\)"
 _SMT_LINE = rf"[^#{_BREAKS}]{_TEXT}*\n"
 #: AR-LSAT skeleton: the three headers, one item per line, option checks labelled (A)...
 SMT_PROGRAM_REGEX = (

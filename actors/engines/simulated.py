@@ -7,7 +7,8 @@ of a real vLLM deployment gives for it, with continuous batching modelled honest
 * at most ``LatencyModel.max_batch`` sequences are in service at once; the others wait in
   a FIFO queue (vLLM's ``max_num_seqs``);
 * a sequence in service first spends ``prompt_tokens / prefill_tokens_per_s`` seconds in
-  prefill, then generates its completion one token per decode step;
+  prefill (only its tokens after a prefix-cache hit, see below), then generates its
+  completion one token per decode step;
 * the decode step takes longer the more sequences are in service
   (:meth:`LatencyModel.step_s`), and the engine recomputes every sequence's progress each
   time a sequence enters or leaves, so a sequence's speed follows the batch it is in.
@@ -26,9 +27,38 @@ adds :data:`CHAT_TEMPLATE_TOKENS_PER_MESSAGE` per message for the chat template.
 longer than ``SamplingParams.max_tokens`` is cut to ``4 * max_tokens`` characters and finishes
 with ``"length"``.
 
+Prefix caching (vLLM's automatic prefix caching), when the engine is given a
+:class:`PrefixCacheConfig` with ``capacity_tokens > 0`` (:class:`PrefixCache`):
+
+* a prompt is its messages rendered in order to one text (:func:`render_prompt`: a
+  12-character role header and a 4-character end-of-turn marker around each message's
+  content, i.e. :data:`CHAT_TEMPLATE_TOKENS_PER_MESSAGE` tokens), cut into blocks of
+  ``block_tokens`` tokens (``block_tokens * CHARS_PER_TOKEN`` characters; 16 tokens, vLLM's
+  block size, by default); only full blocks count, as in vLLM;
+* a block's key is the hash of the whole prompt up to and including it (chained: the key of
+  the block before, and the block's text), so a block hits only if everything before it matches;
+* when a sequence enters service, its prompt's longest leading run of cached blocks is its
+  hit, and its prefill is charged only for the tokens after that run (at least one token is
+  always computed, as vLLM recomputes the last one to get logits); then all of its full blocks
+  are put in the cache, so a request admitted after it (even at the same instant) can hit them:
+  vLLM V1 hashes a request's full blocks when it schedules them;
+* the cache holds ``capacity_tokens // block_tokens`` blocks and evicts the least recently
+  used; a prompt's blocks are touched tail first, so its leading blocks, the ones other
+  prompts share, are the last of it to go (vLLM frees a finished request's blocks in reverse
+  order for the same reason).
+
+The engine counts the prompt tokens and cached prompt tokens of the requests it admitted
+(:attr:`SimulatedEngine.prefix_cache_hit_rate`, :attr:`SimulatedEngine.prefill_seconds_saved`);
+:class:`RequestStats` has each request's ``cached_prompt_tokens``.
+
 What is not modelled: prefill contention (one sequence's prefill does not slow the others'
-decode, as with vLLM's chunked prefill when prefill work is small next to decode), prefix
-caching, KV-cache exhaustion and preemption, network time.
+decode, as with vLLM's chunked prefill when prefill work is small next to decode), so a
+cache hit saves that sequence's prefill time and nothing else; the KV cache as one pool
+(the prefix cache is a separate store of ``capacity_tokens``: the running sequences' own KV
+blocks neither take room from it nor are protected by it, KV-cache exhaustion and preemption
+are not modelled); caching of generated tokens' blocks (vLLM caches those too; a refine
+prompt quotes the earlier program inside a new user turn, so it could not reuse them anyway);
+network time.
 """
 
 from __future__ import annotations
@@ -36,7 +66,7 @@ from __future__ import annotations
 import asyncio
 import math
 import time
-from collections import deque
+from collections import OrderedDict, deque
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
@@ -147,6 +177,62 @@ PRESETS: dict[str, LatencyModel] = {"llama-3.3-70b-4xh100": LLAMA_3_3_70B_4XH100
 """Named latency models (CLI choices)."""
 
 
+@dataclass(frozen=True)
+class PrefixCacheConfig:
+    """The prefix cache of one simulated engine (vLLM's automatic prefix caching; see the module docstring).
+
+    Attributes:
+        capacity_tokens: tokens of prompt blocks the cache holds (``capacity_tokens //
+            block_tokens`` blocks, least recently used evicted first); 0 turns caching off.
+        block_tokens: tokens per cache block (vLLM's ``block_size``, 16 by default on GPUs):
+            only whole blocks are cached and matched, so a prompt's last partial block is
+            always prefilled.
+    """
+
+    capacity_tokens: int
+    block_tokens: int = 16
+
+    def __post_init__(self) -> None:
+        if self.capacity_tokens < 0:
+            raise ValueError(f"capacity_tokens must be >= 0 (0 turns prefix caching off), got {self.capacity_tokens}")
+        if self.block_tokens < 1:
+            raise ValueError(f"block_tokens must be >= 1, got {self.block_tokens}")
+
+    @property
+    def enabled(self) -> bool:
+        """Whether the cache holds at least one block."""
+        return self.capacity_blocks > 0
+
+    @property
+    def capacity_blocks(self) -> int:
+        """Blocks the cache holds."""
+        return self.capacity_tokens // self.block_tokens
+
+    @property
+    def block_chars(self) -> int:
+        """Characters of rendered prompt per block (``block_tokens * CHARS_PER_TOKEN``)."""
+        return self.block_tokens * CHARS_PER_TOKEN
+
+
+NO_PREFIX_CACHE = PrefixCacheConfig(capacity_tokens=0)
+"""Prefix caching off (every prompt is prefilled in full)."""
+
+LLAMA_3_3_70B_4XH100_PREFIX_CACHE = PrefixCacheConfig(capacity_tokens=320_000)
+"""The prefix cache of :data:`LLAMA_3_3_70B_4XH100`: an *assumption* sized from the KV cache such
+an engine would have, not a measurement.
+
+* KV pool: 4 x 80 GB x ``gpu_memory_utilization`` 0.9 = 288 GB, less ~141 GB of BF16 weights and
+  ~10 GB of activations and CUDA graphs, leaves ~137 GB;
+* one token's KV: 80 layers x 8 KV heads x 128 dims x 2 (K and V) x 2 bytes = 320 KiB, so the
+  pool holds ~418k tokens;
+* a full batch in service holds ~64 x 1,100 = ~70k of them (prompt ~780 + program ~300 tokens),
+  which leaves ~350k tokens for cached blocks; 320,000 (20,000 blocks of 16) is taken.
+"""
+
+PREFIX_CACHE_PRESETS: dict[str, PrefixCacheConfig] = {"llama-3.3-70b-4xh100": LLAMA_3_3_70B_4XH100_PREFIX_CACHE}
+"""The prefix cache of each of :data:`PRESETS` (same keys)."""
+
+
 class SimClock:
     """Simulated time: ``time_scale`` real seconds per simulated second, from the clock's creation.
 
@@ -194,6 +280,78 @@ def estimate_prompt_tokens(request: ChatRequest) -> int:
     return sum(estimate_tokens(m.content) + CHAT_TEMPLATE_TOKENS_PER_MESSAGE for m in request.messages)
 
 
+def render_prompt(request: ChatRequest) -> str:
+    """The text a prefix cache blocks: every message's role header, content and end-of-turn marker, in order.
+
+    Each message adds ``CHAT_TEMPLATE_TOKENS_PER_MESSAGE * CHARS_PER_TOKEN`` (16) characters
+    around its content, so ``len(render_prompt(r)) / CHARS_PER_TOKEN`` is at most
+    :func:`estimate_prompt_tokens` ``(r)``.
+
+    >>> from symbolkg.actors.engines.base import Message
+    >>> render_prompt(ChatRequest((Message("system", "Be brief."), Message("user", "Hi"))))
+    '<system>    Be brief.<|>\\n<user>      Hi<|>\\n'
+    """
+    return "".join(f"<{m.role}>".ljust(12) + m.content + "<|>\n" for m in request.messages)
+
+
+class PrefixCache:
+    """An LRU set of prompt blocks keyed by chained hashes: vLLM's automatic prefix caching, without the KV.
+
+    Keys are Python's ``hash`` of (the previous block's key, the block's text), as vLLM's
+    default block hashing was: stable within a process, which is all one engine's cache needs.
+
+    Attributes:
+        config: its size and block size (must be enabled).
+        evictions: blocks evicted so far.
+    """
+
+    def __init__(self, config: PrefixCacheConfig) -> None:
+        """Build an empty cache.
+
+        Raises:
+            ValueError: ``config`` holds no block (use no cache instead).
+        """
+        if not config.enabled:
+            raise ValueError(f"a PrefixCache needs capacity for at least one block, got {config}")
+        self.config = config
+        self.evictions = 0
+        self._blocks: OrderedDict[int, None] = OrderedDict()  # oldest first
+
+    def __len__(self) -> int:
+        return len(self._blocks)
+
+    def block_hashes(self, text: str) -> list[int]:
+        """The chained keys of ``text``'s full blocks, first block first."""
+        size = self.config.block_chars
+        keys, key = [], 0
+        for start in range(0, len(text) - size + 1, size):
+            key = hash((key, text[start:start + size]))
+            keys.append(key)
+        return keys
+
+    def match(self, keys: Sequence[int]) -> int:
+        """How many of ``keys``, from the first, are cached (the length of the leading run)."""
+        n = 0
+        for key in keys:
+            if key not in self._blocks:
+                break
+            n += 1
+        return n
+
+    def insert(self, keys: Sequence[int]) -> None:
+        """Cache ``keys`` or mark them used (the first most recently), then evict beyond capacity."""
+        blocks = self._blocks
+        for key in reversed(keys):
+            if key in blocks:
+                blocks.move_to_end(key)
+            else:
+                blocks[key] = None
+        excess = len(blocks) - self.config.capacity_blocks
+        for _ in range(max(excess, 0)):
+            blocks.popitem(last=False)
+        self.evictions += max(excess, 0)
+
+
 def cache_responder(cache: CompletionCache, model: str) -> Responder:
     """A responder that answers from a replay cache, as :class:`~symbolkg.actors.engines.replay.ReplayEngine` would.
 
@@ -233,6 +391,8 @@ class RequestStats:
         late_s: how long after its modelled end the engine noticed it had finished (its
             timer fired late because the event loop was busy): slot time the simulation
             wasted, which real-time overheads cause and a faster time scale magnifies.
+        cached_prompt_tokens: prompt tokens served from the prefix cache (its prefill was
+            charged for ``prompt_tokens - cached_prompt_tokens``); 0 without a cache.
     """
 
     engine: str
@@ -245,6 +405,7 @@ class RequestStats:
     finished_at_s: float
     batch_at_start: int
     late_s: float = 0.0
+    cached_prompt_tokens: int = 0
 
     @property
     def queue_s(self) -> float:
@@ -261,11 +422,11 @@ class _Sequence:
     """One request inside the engine (mutable progress)."""
 
     __slots__ = ("request", "text", "finish_reason", "prompt_tokens", "completion_tokens", "future",
-                 "queued_at", "started_at", "batch_at_start", "prefill_left_s", "decode_left")
+                 "queued_at", "started_at", "batch_at_start", "prefill_left_s", "decode_left",
+                 "cached_prompt_tokens")
 
     def __init__(self, request: ChatRequest, text: str, finish_reason: str, prompt_tokens: int,
-                 completion_tokens: int, future: asyncio.Future[Completion], queued_at: float,
-                 prefill_s: float) -> None:
+                 completion_tokens: int, future: asyncio.Future[Completion], queued_at: float) -> None:
         self.request = request
         self.text = text
         self.finish_reason = finish_reason
@@ -275,7 +436,8 @@ class _Sequence:
         self.queued_at = queued_at
         self.started_at = 0.0
         self.batch_at_start = 0
-        self.prefill_left_s = prefill_s
+        self.prefill_left_s = 0.0  # set when it enters service (the prefix cache decides it then)
+        self.cached_prompt_tokens = 0
         self.decode_left = float(completion_tokens)
 
     def remaining_s(self, step_s: float) -> float:
@@ -300,10 +462,14 @@ class SimulatedEngine:
         max_in_service: the most sequences ever in service at once (never above ``max_batch``).
         busy_seconds: simulated seconds with at least one sequence in service.
         slot_seconds: the integral over simulated time of the sequences in service.
+        prefix_cache: the engine's prefix cache; None when caching is off.
+        prompt_tokens, cached_prompt_tokens: prompt tokens of the requests that entered
+            service so far, and those of them served from the prefix cache.
     """
 
     def __init__(self, responder: Responder, latency: LatencyModel, clock: SimClock, *, name: str = "sim-0",
-                 model: str = "simulated", supports_structured: bool = False) -> None:
+                 model: str = "simulated", supports_structured: bool = False,
+                 prefix_cache: PrefixCacheConfig = NO_PREFIX_CACHE) -> None:
         """Build the engine.
 
         Args:
@@ -313,6 +479,7 @@ class SimulatedEngine:
             name: the engine's name in stats.
             model: the model name (part of cache keys).
             supports_structured: whether to claim structured decoding.
+            prefix_cache: the prefix cache's size (default: off; see the module docstring).
 
         Raises:
             ValueError: an empty ``model`` or ``name``.
@@ -329,6 +496,9 @@ class SimulatedEngine:
         self.max_in_service = 0
         self.busy_seconds = 0.0
         self.slot_seconds = 0.0
+        self.prefix_cache = PrefixCache(prefix_cache) if prefix_cache.enabled else None
+        self.prompt_tokens = 0
+        self.cached_prompt_tokens = 0
         self._responder = responder
         self._queue: deque[_Sequence] = deque()
         self._running: list[_Sequence] = []
@@ -346,6 +516,20 @@ class SimulatedEngine:
     def queued(self) -> int:
         """Sequences waiting for a batch slot now."""
         return len(self._queue)
+
+    @property
+    def prefix_cache_hit_rate(self) -> float:
+        """``cached_prompt_tokens / prompt_tokens`` so far (0.0 before any request)."""
+        return self.cached_prompt_tokens / self.prompt_tokens if self.prompt_tokens else 0.0
+
+    @property
+    def prefill_seconds_saved(self) -> float:
+        """Simulated seconds of prefill the cache spared so far (cached tokens / ``prefill_tokens_per_s``).
+
+        Sequence-seconds: with prefill not contending with decode (module docstring), each
+        saved second is one batch slot freed one second earlier.
+        """
+        return self.latency.prefill_s(self.cached_prompt_tokens)
 
     def utilization(self, window_s: float) -> float:
         """Mean fraction of the ``max_batch`` slots in use over ``window_s`` simulated seconds.
@@ -417,8 +601,21 @@ class SimulatedEngine:
         if tokens > max_tokens:
             text, tokens, finish_reason = text[: max_tokens * CHARS_PER_TOKEN], max_tokens, "length"
         prompt_tokens = estimate_prompt_tokens(request)
-        return _Sequence(request, text, finish_reason, prompt_tokens, tokens, loop.create_future(), now,
-                         self.latency.prefill_s(prompt_tokens))
+        return _Sequence(request, text, finish_reason, prompt_tokens, tokens, loop.create_future(), now)
+
+    def _start_prefill(self, seq: _Sequence) -> None:
+        """Look the sequence's prompt up in the prefix cache, charge its prefill for the rest, cache its blocks."""
+        cached = 0
+        if self.prefix_cache is not None:
+            keys = self.prefix_cache.block_hashes(render_prompt(seq.request))
+            hit_blocks = self.prefix_cache.match(keys)
+            # At least one token is computed (vLLM recomputes the last to get the next token's logits).
+            cached = max(0, min(hit_blocks * self.prefix_cache.config.block_tokens, seq.prompt_tokens - 1))
+            self.prefix_cache.insert(keys)
+        seq.cached_prompt_tokens = cached
+        seq.prefill_left_s = self.latency.prefill_s(seq.prompt_tokens - cached)
+        self.prompt_tokens += seq.prompt_tokens
+        self.cached_prompt_tokens += cached
 
     def _update(self) -> None:
         """Bring every sequence to now, retire the finished, admit from the queue, set the next timer."""
@@ -458,7 +655,7 @@ class SimulatedEngine:
             late_s = max(0.0, -seq.decode_left) * step_s  # decoded "past the end" during the last interval
             self.stats.append(RequestStats(self.name, r.request_id, r.problem_id, seq.prompt_tokens,
                                            seq.completion_tokens, seq.queued_at, seq.started_at, now,
-                                           seq.batch_at_start, late_s))
+                                           seq.batch_at_start, late_s, seq.cached_prompt_tokens))
             if not seq.future.done():
                 seq.future.set_result(Completion(
                     text=seq.text, prompt_tokens=seq.prompt_tokens, completion_tokens=seq.completion_tokens,
@@ -471,6 +668,7 @@ class SimulatedEngine:
         while self._queue and len(self._running) < self.latency.max_batch:
             seq = self._queue.popleft()
             seq.started_at = now
+            self._start_prefill(seq)
             self._running.append(seq)
             seq.batch_at_start = len(self._running)
         self.max_in_service = max(self.max_in_service, len(self._running))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import doctest
 import time
+from dataclasses import replace
 
 import pytest
 
@@ -15,13 +16,17 @@ from symbolkg.actors.engines.base import ChatRequest, Completion, EngineDeadErro
 from symbolkg.actors.engines.replay import CompletionCache
 from symbolkg.actors.engines.simulated import (
     LLAMA_3_3_70B_4XH100,
+    NO_PREFIX_CACHE,
     LatencyModel,
+    PrefixCache,
+    PrefixCacheConfig,
     RequestStats,
     SimClock,
     SimulatedEngine,
     cache_responder,
     estimate_prompt_tokens,
     estimate_tokens,
+    render_prompt,
 )
 
 # 100 prompt tokens (4 template + 96 content) -> 0.1 s prefill; 20 completion tokens.
@@ -298,6 +303,145 @@ def test_cache_responder_answers_hits_and_fails_misses(tmp_path):
         e = engine(responder=respond)
         [c] = asyncio.run(e.generate([hit]))
         assert c.text == "Facts: a" and c.completion_tokens == 2 and not c.cached
+
+
+# ----------------------------------------------------------------------------- prefix cache
+
+# Prefill is the slow part here (100 tokens/s) so that a cache hit shows in the timings; decoding
+# 20 tokens takes 2 s at any batch.
+PREFILL_HEAVY = LatencyModel("prefill-heavy", prefill_tokens_per_s=100.0, decode_tokens_per_s=10.0,
+                             batch_slowdown=0.0, max_batch=4)
+CACHE = PrefixCacheConfig(capacity_tokens=10_000)  # 625 blocks of 16 tokens (64 characters)
+SHARED = "s" * 640  # a system message: "<system>" header (12) + 640 + end (4) = 656 characters
+
+
+def chat(i: int, *, system: str = SHARED, user: str | None = None) -> ChatRequest:
+    """A system message then a 64-character user turn that differs from its first character per ``i``."""
+    user = user if user is not None else f"{i:04d}" + "u" * 60
+    return ChatRequest((Message("system", system), Message("user", user)), SamplingParams(max_tokens=512),
+                       problem_id=f"p{i}", request_id=f"p{i}/formulate/1")
+
+
+def cached_engine(cache: PrefixCacheConfig = CACHE, model: LatencyModel = PREFILL_HEAVY, **kwargs) -> SimulatedEngine:
+    return SimulatedEngine(lambda r: ANSWER, model, SimClock(SCALE), prefix_cache=cache, **kwargs)
+
+
+def test_prefix_cache_config_validates_and_sizes_blocks():
+    assert (CACHE.capacity_blocks, CACHE.block_chars, CACHE.enabled) == (625, 64, True)
+    assert not NO_PREFIX_CACHE.enabled and not PrefixCacheConfig(capacity_tokens=15).enabled  # under one block
+    with pytest.raises(ValueError, match="capacity_tokens must be >= 0"):
+        PrefixCacheConfig(capacity_tokens=-1)
+    with pytest.raises(ValueError, match="block_tokens must be >= 1"):
+        PrefixCacheConfig(capacity_tokens=16, block_tokens=0)
+    with pytest.raises(ValueError, match="at least one block"):
+        PrefixCache(NO_PREFIX_CACHE)
+
+
+def test_rendered_prompt_never_has_more_tokens_than_the_estimate():
+    for request in (chat(0), chat(1, system="", user="x"), req(), ChatRequest((Message("assistant", "a" * 7),))):
+        assert len(render_prompt(request)) / 4 <= estimate_prompt_tokens(request)
+    assert render_prompt(chat(0)).startswith("<system>    " + SHARED + "<|>\n<user>      0000u")
+
+
+def test_a_shared_prefix_is_prefilled_once_and_the_second_request_pays_only_its_tail():
+    e = cached_engine()
+    # One call: admitted in order at one instant; the first one's blocks are cached as it is admitted.
+    first, second = asyncio.run(e.generate([chat(0), chat(1)]))
+    prompt = 160 + 4 + 16 + 4  # system 640 chars, user 64 chars, 4 template tokens each
+    assert first.prompt_tokens == second.prompt_tokens == prompt
+    s0, s1 = sorted(e.stats, key=lambda s: s.problem_id)
+    # 736 rendered characters: 11 full blocks; the first 10 (640 characters) are system text and
+    # match, the 11th holds the start of the user turn, which differs.
+    assert (s0.cached_prompt_tokens, s1.cached_prompt_tokens) == (0, 160)
+    assert s0.service_s - s0.late_s == pytest.approx(prompt / 100 + 2.0, abs=0.05)  # 1.84 s prefill + 2 s decode
+    assert s1.service_s - s1.late_s == pytest.approx((prompt - 160) / 100 + 2.0, abs=0.05)  # 0.24 s prefill
+    assert (e.prompt_tokens, e.cached_prompt_tokens) == (2 * prompt, 160)
+    assert e.prefix_cache_hit_rate == pytest.approx(160 / 368)
+    assert e.prefill_seconds_saved == pytest.approx(1.6)
+    assert len(e.prefix_cache) == 11 + 1  # the shared 10, each prompt's own 11th block
+
+
+def test_a_different_first_block_is_no_hit_even_when_later_blocks_match():
+    e = cached_engine()
+    other = "t" + SHARED[1:]  # differs in the first block only: every later block's chained key differs too
+    asyncio.run(e.generate([chat(0), chat(1, system=other, user="0000" + "u" * 60)]))
+    assert [s.cached_prompt_tokens for s in e.stats] == [0, 0] and e.prefix_cache_hit_rate == 0.0
+    assert e.stats[1].service_s - e.stats[1].late_s == pytest.approx(1.84 + 2.0, abs=0.05)
+
+
+@pytest.mark.parametrize("cache", [NO_PREFIX_CACHE, PrefixCacheConfig(capacity_tokens=15), None])
+def test_no_cache_means_no_hits(cache):
+    e = cached_engine(cache) if cache is not None else SimulatedEngine(lambda r: ANSWER, PREFILL_HEAVY, SimClock(SCALE))
+    asyncio.run(e.generate([chat(0), chat(0), chat(1)]))
+    assert e.prefix_cache is None
+    assert [s.cached_prompt_tokens for s in e.stats] == [0, 0, 0]
+    assert (e.cached_prompt_tokens, e.prefix_cache_hit_rate, e.prefill_seconds_saved) == (0, 0.0, 0.0)
+    assert e.prompt_tokens == 3 * 184
+    assert all(s.service_s - s.late_s == pytest.approx(1.84 + 2.0, abs=0.05) for s in e.stats)
+
+
+def test_an_identical_prompt_still_computes_its_last_token():
+    # 240 characters of content + 16 of template: 256 rendered characters, 4 full blocks, 64 tokens
+    # estimated: every token is in a cached block, but one is recomputed (as vLLM does).
+    requests = [ChatRequest((Message("user", "q" * 240),), SamplingParams(max_tokens=512), problem_id=f"p{i}")
+                for i in range(2)]
+    assert estimate_prompt_tokens(requests[0]) == 64 and len(render_prompt(requests[0])) == 256
+    e = cached_engine()
+    asyncio.run(e.generate(requests))
+    s0, s1 = sorted(e.stats, key=lambda s: s.problem_id)  # stats are in finishing order: p1 finishes first
+    assert (s0.cached_prompt_tokens, s1.cached_prompt_tokens) == (0, 63)
+    assert s1.service_s - s1.late_s == pytest.approx(0.01 + 2.0, abs=0.05)
+
+
+def test_a_block_hits_only_after_the_same_blocks():
+    cache = PrefixCache(PrefixCacheConfig(capacity_tokens=16, block_tokens=1))  # blocks of 4 characters
+    cache.insert(cache.block_hashes("aaaabbbbcccc"))
+    assert cache.match(cache.block_hashes("aaaabbbbcccc")) == 3
+    assert cache.match(cache.block_hashes("aaaabbbbxxxxcccc")) == 2
+    # Block texts that are cached, but after other blocks: the keys chain the whole prefix.
+    assert cache.match(cache.block_hashes("bbbbcccc")) == 0
+    assert cache.match(cache.block_hashes("xxxxbbbbcccc")) == 0
+
+
+def test_lru_eviction_drops_the_least_recently_used_prompt_and_a_prompt_keeps_its_head_longest():
+    cache = PrefixCache(PrefixCacheConfig(capacity_tokens=4, block_tokens=1))  # 4 blocks of 4 characters
+    a, b, c = (cache.block_hashes(x * 8) for x in "abc")  # 2 blocks each
+    cache.insert(a)
+    cache.insert(b)
+    assert (cache.match(a), cache.match(b), len(cache)) == (2, 2, 4)
+    cache.insert(a)  # a used again: b is now the least recently used
+    cache.insert(c)
+    assert (cache.match(a), cache.match(b), cache.match(c), cache.evictions) == (2, 0, 2, 2)
+    # A prompt longer than the cache keeps its leading blocks: its tail is evicted first.
+    long = cache.block_hashes("d" * 24)  # 6 blocks
+    cache.insert(long)
+    assert cache.match(long) == 4 and cache.match(a) == cache.match(c) == 0
+    assert cache.match(cache.block_hashes("d" * 16 + "x" * 8)) == 4  # the same first 4 blocks: a hit
+    assert cache.block_hashes("abc") == []  # no full block
+
+
+def test_lru_eviction_in_the_engine_forgets_an_evicted_prefix():
+    # Room for 11 blocks: one prompt. Admitted one after another (max_batch 1): p0, p1 (a different
+    # system message, which evicts all of p0's blocks), then p0's prompt again: no hit.
+    e = cached_engine(PrefixCacheConfig(capacity_tokens=11 * 16), replace(PREFILL_HEAVY, max_batch=1))
+    other = "t" * 640
+    asyncio.run(e.generate([chat(0), chat(1, system=other), chat(2), chat(3)]))
+    hits = {s.problem_id: s.cached_prompt_tokens for s in e.stats}
+    assert hits == {"p0": 0, "p1": 0, "p2": 0, "p3": 160}  # p2 missed (evicted by p1); p3 hit p2's blocks
+    # p1 evicted p0's 11 blocks, p2 p1's 11, p3 (10 shared blocks and its own 11th) p2's 11th.
+    assert e.prefix_cache.evictions == 11 + 11 + 1 and len(e.prefix_cache) == 11
+
+
+def test_prefix_caching_is_deterministic():
+    def run():
+        e = cached_engine(PrefixCacheConfig(capacity_tokens=40 * 16))
+        systems = [SHARED, "t" * 640, SHARED[:300] + "v" * 340]
+        requests = [chat(i, system=systems[i % 3]) for i in range(12)]
+        asyncio.run(e.generate(requests))
+        return sorted((s.problem_id, s.prompt_tokens, s.cached_prompt_tokens) for s in e.stats), e.cached_prompt_tokens
+
+    first = run()
+    assert first == run() and first[1] > 0
 
 
 # ----------------------------------------------------------------------------- balancer

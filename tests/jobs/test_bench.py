@@ -11,7 +11,12 @@ from dataclasses import replace
 import pytest
 
 from symbolkg.actors.engines.base import ChatRequest, Message
-from symbolkg.actors.engines.simulated import LLAMA_3_3_70B_4XH100, RequestStats, SimClock
+from symbolkg.actors.engines.simulated import (
+    LLAMA_3_3_70B_4XH100,
+    LLAMA_3_3_70B_4XH100_PREFIX_CACHE,
+    RequestStats,
+    SimClock,
+)
 from symbolkg.jobs.bench import (
     BenchConfig,
     PipelineRun,
@@ -82,11 +87,26 @@ def test_report_has_the_interface_keys(small_run):
     for key in ("problems", "problems_per_second", "engine_capacity_problems_per_second", "efficiency",
                 "sequential_problems_per_second", "sequential_problems", "lost", "duplicated", "speedup",
                 "wall_seconds", "simulated_seconds", "engine_utilization", "mean_queue_wait_s", "llm_calls",
-                "rounds_histogram"):
+                "rounds_histogram", "prefix_cache_hit_rate", "prefill_seconds_saved", "prefix_cache"):
         assert key in report, key
     assert report["speedup"] == pytest.approx(report["problems_per_second"] / report["sequential_problems_per_second"],
                                               rel=0.01)
     json.dumps(report)
+
+
+def test_the_default_prefix_cache_hits_the_shared_few_shot_prefix(small_run):
+    result, _ = small_run
+    c = result.concurrent
+    assert result.config.prefix_cache == LLAMA_3_3_70B_4XH100_PREFIX_CACHE
+    # Every prompt starts with the same system message and few-shot examples (~550 of ~750 tokens);
+    # each engine misses once, on its first request.
+    assert 0.6 < c.prefix_cache_hit_rate < 0.95
+    assert sum(r.cached_prompt_tokens == 0 for r in c.requests) <= 2 * c.engines  # first (and same-instant) ones
+    assert c.prefill_seconds_saved == pytest.approx(c.cached_prompt_tokens / LLAMA_3_3_70B_4XH100.prefill_tokens_per_s)
+    assert c.capacity_problems_per_second > c.capacity_without_prefix_cache_problems_per_second
+    report = result.report()
+    assert report["prefix_cache"] == {"capacity_tokens": 320_000, "block_tokens": 16}
+    assert report["prefix_cache_hit_rate"] == pytest.approx(c.prefix_cache_hit_rate, abs=1e-4)
 
 
 def test_capacity_and_efficiency_follow_their_definitions():
@@ -105,6 +125,13 @@ def test_capacity_and_efficiency_follow_their_definitions():
     assert run.capacity_problems_per_second == pytest.approx(16 / per_problem)
     assert run.efficiency == pytest.approx(0.02 / (16 / per_problem))
     assert run.utilization() == pytest.approx([0.5, 0.25])
+    assert (run.prefix_cache_hit_rate, run.prefill_seconds_saved) == (0.0, 0.0)
+    # With a prefix cache, capacity counts only the prefill the engines did.
+    cached = replace(run, requests=[replace(r, cached_prompt_tokens=600) for r in requests])
+    assert cached.full_batch_service_s_per_problem == pytest.approx(per_problem - 3 * 0.06 / 2)
+    assert cached.prefix_cache_hit_rate == pytest.approx(0.6)
+    assert cached.prefill_seconds_saved == pytest.approx(3 * 0.06)
+    assert cached.capacity_without_prefix_cache_problems_per_second == pytest.approx(run.capacity_problems_per_second)
 
 
 def test_duplicates_are_counted_from_the_appends(tmp_path):
@@ -172,6 +199,21 @@ def test_cli_json(tmp_path, capsys):
     assert "already exist" in capsys.readouterr().err
 
 
+def test_cli_prefix_cache_flags(tmp_path, capsys):
+    base = ["bench", "pipeline", "--simulated", "--problems", "30", "--engines", "1", "--concurrency", "4",
+            "--time-scale", "0.002", "--sequential-problems", "0", "--json", "--no-progress"]
+    assert cli([*base, "--no-prefix-cache"]) == 0
+    off = json.loads(capsys.readouterr().out)
+    assert off["prefix_cache"]["capacity_tokens"] == 0
+    assert (off["prefix_cache_hit_rate"], off["prefill_seconds_saved"], off["cached_prompt_tokens"]) == (0.0, 0.0, 0)
+    assert off["engine_capacity_problems_per_second"] == off["engine_capacity_without_prefix_cache_problems_per_second"]
+    assert cli([*base, "--prefix-cache-tokens", "50000"]) == 0
+    on = json.loads(capsys.readouterr().out)
+    assert on["prefix_cache"]["capacity_tokens"] == 50_000 and on["prefix_cache_hit_rate"] > 0.5
+    assert on["prompt_tokens"] == off["prompt_tokens"]  # the same prompts, a part of them cached
+    assert on["prefill_seconds_saved"] == pytest.approx(on["cached_prompt_tokens"] / 10_000, abs=0.01)
+
+
 def test_cli_needs_simulated(capsys):
     assert cli(["bench", "pipeline", "--problems", "10"]) == 2
     assert "only the simulated mode exists" in capsys.readouterr().err
@@ -184,6 +226,7 @@ def test_cli_needs_simulated(capsys):
     (["--problems", "0"], "problems must be >= 1"),
     (["--in-flight", "0"], "max_in_flight must be >= 1"),
     (["--refine-fraction", "1"], "refine_fraction"),
+    (["--prefix-cache-tokens", "-1"], "capacity_tokens must be >= 0"),
 ])
 def test_cli_bad_flags_exit_2_with_a_message(flags, message, capsys):
     assert cli(["bench", "pipeline", "--simulated", *flags]) == 2

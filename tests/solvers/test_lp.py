@@ -122,11 +122,11 @@ def test_negated_premise_means_false_value() -> None:
 @pytest.mark.parametrize(
     ("text", "line", "kind", "words"),
     [
-        ("Facts:\nCold(Bob)\nQuery:\nCold(Bob, True)\n", 2, ErrorKind.SYNTAX, "True or False"),
+        ("Facts:\nCold(Bob, bool)\nQuery:\nCold(Bob, True)\n", 2, ErrorKind.SYNTAX, "True or False"),
         ("Facts:\nCold(Bob, True)\nRules:\nCold($x, True) >>>\nQuery:\nCold(Bob, True)\n", 4, ErrorKind.SYNTAX, "no conclusion"),
         ("Facts:\nCold(Bob, True)\nRules:\nCold($x, True) && >>> Red($x, True)\nQuery:\nRed(Bob, True)\n", 4, ErrorKind.SYNTAX, "empty conjunct"),
         ("Facts:\nCold(Bob, Alice, True\nQuery:\nCold(Bob, True)\n", 2, ErrorKind.SYNTAX, "expected an atom"),
-        ("Facts:\nCold(Bob Smith, True)\nQuery:\nCold(Bob, True)\n", 2, ErrorKind.SYNTAX, "invalid argument"),
+        ("Facts:\nCold(Bob+Smith, True)\nQuery:\nCold(Bob, True)\n", 2, ErrorKind.SYNTAX, "invalid argument"),
         ("Facts:\nCold(Bob, True)\n", None, ErrorKind.NO_ANSWER, "no query"),
         ("Facts:\nCold(Bob, True)\nQuery:\nCold(Bob, True)\nRed(Bob, True)\n", 5, ErrorKind.NO_ANSWER, "exactly one"),
         ("Facts:\nCold(Bob, True)\nQuery:\nCold($x, True)\n", 4, ErrorKind.NO_ANSWER, "variable"),
@@ -151,6 +151,145 @@ def test_undeclared_predicates_are_accepted() -> None:
     # ProntoQA programs routinely use predicates missing from Predicates: (Logic-LM ran them).
     text = "Predicates:\nCold($x, bool)\nFacts:\nCold(Bob, True)\nRules:\nCold($x, True) >>> Blue($x, True)\nQuery:\nBlue(Bob, True)\n"
     assert lp.solve(text, LIMITS).answer == "True"
+
+
+# ----------------------------------------------------------------------------- other models' variants
+# Each variant with exactly one reading is accepted (module docstring, "Variants other models
+# write"); each test checks the reading, not just that the program parses.
+
+
+def test_multi_word_constants_are_one_constant_in_every_spelling() -> None:
+    text = program(
+        """
+        Facts:
+        Big(bald eagle, True)
+        Eats(bald eagle, brown  bear, True)
+        Rules:
+        Big($x, True) && Eats($x, Brown_Bear, True) >>> Fears(brown bear, $x, True)
+        Query:
+        Fears(BROWN BEAR, Bald\tEagle, True)
+        """
+    )
+    p = lp.parse(text)
+    # case, runs of spaces/tabs and '_' for a space do not matter; the first spelling names the constant
+    assert p.constants() == ["bald eagle", "brown bear"]
+    assert str(p.query) == "Fears(brown bear, bald eagle, True)"
+    assert lp.solve(text, LIMITS).answer == "True"
+    # a different name is a different constant: nothing is known about the golden eagle
+    assert lp.solve(text.replace("Bald\tEagle, True)", "golden eagle, True)"), LIMITS).answer == "Unknown"
+
+
+def test_constants_the_parser_does_not_merge_get_a_hint() -> None:
+    text = "Facts:\nBig(BaldEagle, True)\nQuery:\nBig(bald eagle, True)\n"
+    out = lp.solve(text, LIMITS)
+    assert out.answer == "Unknown"  # CamelCase is not merged with spaces: word boundaries would be a guess
+    assert "hint: constants BaldEagle (line 2) and bald eagle (line 4) look like the same entity" in out.proof
+
+
+@pytest.mark.parametrize(
+    ("text", "reading"),
+    [
+        # declared arity 2: Eats(bear, cow) is Eats(bear, cow, True), in facts, rules and the query
+        ("Predicates:\nEats($x, $y, bool)\nFacts:\nEats(bear, cow)\nRules:\nEats($x, cow) >>> Big($x)\nQuery:\nBig(bear)\n",
+         ["Eats(bear, cow, True)", "Big(bear, True)"]),
+        # undeclared, arity fixed by an atom written with its value (the False fact)
+        ("Facts:\nEats(bear, cow)\nEats(cow, bear, False)\nQuery:\nEats(bear, cow, True)\n", ["Eats(bear, cow, True)", "Eats(bear, cow, True)"]),
+        # undeclared and never written with a value: the uses agree on two arguments
+        ("Facts:\nEats(bear, cow)\nRules:\nEats($x, $y) >>> Likes($y, $x)\nQuery:\nLikes(cow, bear)\n", ["Eats(bear, cow, True)", "Likes(cow, bear, True)"]),
+    ],
+)
+def test_omitted_truth_value_reads_true_when_the_arguments_match_the_arity(text: str, reading: list[str]) -> None:
+    p = lp.parse(text)
+    assert [str(p.facts[0]), str(p.query)] == reading
+    assert lp.solve(text, LIMITS).answer == "True"
+
+
+def test_not_wrappers_negate_the_atom() -> None:
+    text = program(
+        """
+        Facts:
+        Not(Cold(Bob, True), True)
+        Not(Red(Bob))
+        not Kind(Bob, True)
+        Not(Big(Bob, True), False)
+        Not(Not(Round(Bob, True)))
+        Rules:
+        Not(Cold($x, True)) && !Red($x) && Kind($x, False) && Big($x, True) && Round($x) >>> Nice($x)
+        Query:
+        Not(Nice(Bob, False), True)
+        """
+    )
+    p = lp.parse(text)
+    assert [str(f) for f in p.facts] == ["Cold(Bob, False)", "Red(Bob, False)", "Kind(Bob, False)", "Big(Bob, True)", "Round(Bob, True)"]
+    assert str(p.query) == "Nice(Bob, True)"
+    assert lp.solve(text, LIMITS).answer == "True"
+    # a Not whose argument is not an atom is an ordinary predicate named Not
+    assert str(lp.parse("Facts:\nNot(Bob, True)\nQuery:\nNot(Bob, True)\n").query) == "Not(Bob, True)"
+
+
+@pytest.mark.parametrize("arrow", ["=>", "==>", "->", "-->", "→", "⇒"])
+@pytest.mark.parametrize("conj", ["&", "∧", "and", ",", "AND"])
+def test_connective_variants_read_as_implication_and_conjunction(arrow: str, conj: str) -> None:
+    text = f"Facts:\nCold(Bob, True)\nQuiet(Bob, True)\nRules:\nCold($x, True) {conj} Quiet($x, True) {arrow} Smart($x, True)\nQuery:\nSmart(Bob, True)\n"
+    rule = lp.parse(text).rules[0]
+    assert ([str(a) for a in rule.body], [str(a) for a in rule.head]) == (["Cold($x, True)", "Quiet($x, True)"], ["Smart($x, True)"])
+    # a constant with a hyphen is not an arrow, and a comma inside an atom is not a conjunction
+    assert lp.parse("Facts:\nCold(x-ray, True)\nQuery:\nCold(x-ray, True)\n").facts[0].args == ("x-ray",)
+
+
+def test_layout_variants_other_models_write() -> None:
+    text = (
+        "```\r\n"
+        "## Predicates\r\n"
+        "Cold($x, bool)   // is x cold?\r\n"
+        "\r\n"
+        "Fact:\r\n"
+        "- Cold(Bob, True)\t# Bob is cold\r\n"
+        "1. `Quiet(Bob, True)`.\r\n"
+        "% a Prolog comment line\r\n"
+        "**Rules**\r\n"
+        "Rule 1: (Cold($x, True) && Quiet($x, True)) >>> Smart($x, True)   \r\n"
+        "\tRule 2:Smart($x, True) >>> Round($x, True)\r\n"
+        "Query\r\n"
+        "Smart(Bob, True)?\r\n"
+        "```\r\n"
+    )
+    p = lp.parse(text)
+    assert [d.name for d in p.predicates] == ["Cold"]
+    assert [str(f) for f in p.facts] == ["Cold(Bob, True)", "Quiet(Bob, True)"]
+    assert len(p.rules) == 2 and str(p.query) == "Smart(Bob, True)"
+    assert lp.solve(text, LIMITS).answer == "True"
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "kind", "words"),
+    [
+        # an English sentence: which predicate and constant it names is a guess; the atom is suggested
+        ("Facts:\nSally is a Yumpus.\nQuery:\nYumpus(Sally, True)\n", 2, ErrorKind.SYNTAX, "such as Yumpus(Sally, True)"),
+        ("Facts:\nSally is not a Yumpus\nQuery:\nYumpus(Sally, True)\n", 2, ErrorKind.SYNTAX, "such as Yumpus(Sally, False)"),
+        # a non-value where the truth value goes
+        ("Predicates:\nCold($x, bool)\nFacts:\nCold(Bob, X)\nQuery:\nCold(Bob, True)\n", 4, ErrorKind.SYNTAX, "X stands where the truth value goes"),
+        ("Facts:\nCold(Bob, $v)\nQuery:\nCold(Bob, True)\n", 2, ErrorKind.SYNTAX, "$v stands where the truth value goes"),
+        ("Facts:\nCold(Bob, Unknown)\nQuery:\nCold(Bob, True)\n", 2, ErrorKind.SYNTAX, "there are no Unknown atoms"),
+        ("Facts:\nCold(Bob, boolean)\nQuery:\nCold(Bob, True)\n", 2, ErrorKind.SYNTAX, "type written in Predicates"),
+        # a missing comma, or a constant called 'Bob True'?
+        ("Facts:\nCold(Bob True)\nQuery:\nCold(Bob, True)\n", 2, ErrorKind.SYNTAX, "is a comma missing"),
+        # no arguments
+        ("Facts:\nCold(True)\nQuery:\nCold(Bob, True)\n", 2, ErrorKind.SYNTAX, "no argument before its truth value"),
+        # disjunction is not a Horn rule
+        ("Facts:\nCold(Bob, True)\nRules:\nCold($x, True) || Big($x, True) >>> Red($x, True)\nQuery:\nRed(Bob, True)\n", 4, ErrorKind.UNSUPPORTED, "two rules"),
+        ("Facts:\nCold(Bob, True) or Big(Bob, True)\nQuery:\nRed(Bob, True)\n", 2, ErrorKind.UNSUPPORTED, "disjunction"),
+        # written without values only, with two arities: which one is meant?
+        ("Facts:\nEats(bear, cow)\nEats(bear)\nQuery:\nEats(bear, cow)\n", 3, ErrorKind.TYPE, "Eats takes 2"),
+        # Not(...) with something other than a truth value after the atom
+        ("Facts:\nNot(Cold(Bob, True), Anne)\nQuery:\nCold(Bob, True)\n", 2, ErrorKind.SYNTAX, "Not(...) takes one atom"),
+    ],
+)
+def test_variants_without_exactly_one_reading_are_refused(text: str, line: int, kind: ErrorKind, words: str) -> None:
+    with pytest.raises(ProgramError) as info:
+        lp.parse(text)
+    assert (info.value.line, info.value.kind) == (line, kind)
+    assert words in info.value.message
 
 
 # ----------------------------------------------------------------------------- chainer
@@ -438,6 +577,9 @@ HAND_PROGRAMS = [
     "Likes($x, $y, True) >>> Likes($y, $x, True)\nRed($x, True) >>> Likes($x, Anne, True)\nQuery:\nLikes(Anne, Bob, True)\n",
     "Facts:\nBig(Bob, True)\nSmall(Anne, True)\nRules:\nBig(Bob, True) >>> Likes(Bob, $y, True)\nQuery:\nLikes(Bob, Anne, True)\n",
     "Facts:\nImpus(Fae, True)\nRules:\nImpus($x, True) >>> Happy($x, False)\nImpus($x, True) >>> Happy($x, True)\nQuery:\nHappy(Fae, False)\n",
+    # other models' variants: multi-word constants (quoted Prolog atoms), omitted values, Not(...), '=>'
+    "Facts:\nBig(bald eagle)\nNot(Eats(bald eagle, brown bear))\nRules:\nBig($x) & Not(Eats($x, Brown_Bear, True)) => Fears(brown bear, $x)\n"
+    "Query:\nFears(Brown Bear, Bald Eagle)\n",
 ]
 
 
@@ -462,7 +604,7 @@ def test_prolog_translation_agrees_with_chainer_on_recorded_programs() -> None:
 
 @pytest.mark.skipif(not HAS_SWIPL, reason="SWI-Prolog not installed")
 def test_prolog_path_reports_parse_errors_like_the_chainer() -> None:
-    out = lp.solve_with_prolog("Facts:\nCold(Bob)\nQuery:\nCold(Bob, True)\n", LIMITS)
+    out = lp.solve_with_prolog("Facts:\nCold(Bob, bool)\nQuery:\nCold(Bob, True)\n", LIMITS)
     assert (out.status, out.error_line, out.error_kind) == (Status.PARSE_ERROR, 2, "syntax")
 
 

@@ -104,5 +104,5 @@ def test_the_prolog_route_runs_lp_programs_in_swi_prolog():
                "Cat($x, True) >>> Pet($x, True)\nQuery:\nPet(Tom, True)")
     outcome = run(SolveRequest("p", "logiclm-lp-swipl", program, Limits(timeout_s=20)))
     assert (outcome.status.value, outcome.answer, outcome.backend) == ("proved", "True", "swipl")
-    bad = run(SolveRequest("p", "logiclm-lp-swipl", "Query:\nPet(Tom)", Limits(timeout_s=20)))
+    bad = run(SolveRequest("p", "logiclm-lp-swipl", "Query:\nPet(Tom, bool)", Limits(timeout_s=20)))
     assert not bad.executed and bad.error_kind == "syntax" and bad.error_line == 2
