@@ -19,7 +19,7 @@ import re
 import shutil
 import zlib
 from pathlib import Path
-from typing import Callable
+from collections.abc import Callable
 
 import pytest
 
