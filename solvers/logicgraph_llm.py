@@ -16,7 +16,7 @@ invent an id or an atom; it can still cite the wrong ones, which the verifier sc
 ``symbolkg logicgraph verify`` reads), resolving ``S<k>`` to ``{"id": "Derived", "prover9": ...}``.
 A reference to a step that does not exist stays as written (``"S9"``): the verifier labels it a
 hallucinated citation instead of this parser guessing what was meant. Output cut off by the
-token limit is salvaged up to its last complete proof.
+token limit is salvaged up to its last complete value (:func:`~symbolkg.solvers.json_text.close_truncated`).
 
 The prompt is laid out for prefix caching: the fixed instructions and the worked example come
 first and are byte-identical for every instance; the instance follows.
@@ -29,6 +29,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from symbolkg.solvers.json_text import close_truncated
 from symbolkg.solvers.logicgraph import DERIVED, RULES, Instance
 from symbolkg.solvers.propositional import to_prover9
 
@@ -171,47 +172,12 @@ class ParsedAnswer:
         solutions: proofs as the verifier reads them.
         errors: what could not be read (the text is not JSON, a proof without steps, ...);
             a proof that could not be read at all is not in ``solutions``.
-        truncated: the text was cut off and salvaged up to its last complete proof.
+        truncated: the text was cut off and salvaged up to its last complete value.
     """
 
     solutions: list[dict[str, Any]] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     truncated: bool = False
-
-
-def _salvage(text: str) -> Any:
-    """The longest prefix of a cut-off JSON text that parses once its open brackets are closed."""
-    start = text.find("{")
-    if start < 0:
-        return None
-    text = text[start:]
-    stack: list[str] = []
-    in_string = escaped = False
-    closers_at: list[tuple[int, str]] = []  # after each complete value inside an array/object
-    for i, ch in enumerate(text):
-        if in_string:
-            if escaped:
-                escaped = False
-            elif ch == "\\":
-                escaped = True
-            elif ch == '"':
-                in_string = False
-            continue
-        if ch == '"':
-            in_string = True
-        elif ch in "{[":
-            stack.append("}" if ch == "{" else "]")
-        elif ch in "}]":
-            if not stack:
-                break
-            stack.pop()
-            closers_at.append((i + 1, "".join(reversed(stack))))
-    for end, closers in reversed(closers_at):
-        try:
-            return json.loads(text[:end] + closers)
-        except json.JSONDecodeError:
-            continue
-    return None
 
 
 def parse_answer(text: str, instance: Instance) -> ParsedAnswer:
@@ -228,10 +194,12 @@ def parse_answer(text: str, instance: Instance) -> ParsedAnswer:
     try:
         data = json.loads(stripped)
     except json.JSONDecodeError as exc:
-        data = _salvage(stripped)
-        if data is None:
+        start = stripped.find("{")
+        salvaged = close_truncated(stripped[start:]) if start >= 0 else None
+        if salvaged is None:
             out.errors.append(f"not JSON: {exc.msg} at character {exc.pos}")
             return out
+        data, _ = salvaged
         out.truncated = True
     proofs = data.get("proofs") if isinstance(data, dict) else None
     if not isinstance(proofs, list):

@@ -40,6 +40,7 @@ from typing import Any, Callable, Sequence
 from symbolkg.retrieval.lkg.canonical import split_sentences
 from symbolkg.retrieval.lkg.schema import CONSTRAINT_TYPES, Graph, ValidationIssue
 from symbolkg.retrieval.lkg.validate import ValidationLimits, ValidationResult, validate_extraction
+from symbolkg.solvers.json_text import close_truncated
 
 __all__ = [
     "EXAMPLE_CONTEXT", "EXAMPLE_OUTPUT", "FIELD_MAX_CHARS", "MAX_OUTPUT_CHARS", "PROMPT_VERSION", "Chunk",
@@ -477,7 +478,7 @@ def parse_extraction(text: str, context: str, context_key: str, *, sentence_offs
     try:
         raw, _ = json.JSONDecoder().raw_decode(body, start)
     except json.JSONDecodeError as e:
-        salvaged = _close_truncated(body[start:])
+        salvaged = close_truncated(body[start:])
         if salvaged is None:
             return _invalid(f"invalid JSON at line {e.lineno} column {e.colno}: {e.msg}", context_key)
         raw, kept = salvaged
@@ -490,47 +491,6 @@ def parse_extraction(text: str, context: str, context_key: str, *, sentence_offs
     if truncated is not None:
         return ValidationResult(result.graph, (truncated, *result.errors))
     return result
-
-
-def _close_truncated(text: str) -> tuple[Any, int] | None:
-    """Decode a JSON object cut off before its end (a completion stopped by its token limit).
-
-    Keeps every value completed before the cut: the text is cut at the last point between two
-    items (before a ``,`` or after a closing bracket, outside strings), and the brackets still
-    open there are closed. Returns (value, characters kept), or None if nothing decodes.
-    """
-    stack: list[str] = []
-    in_string = escaped = False
-    best: tuple[int, str] | None = None  # (cut position, closers)
-    for i, ch in enumerate(text):
-        if in_string:
-            if escaped:
-                escaped = False
-            elif ch == "\\":
-                escaped = True
-            elif ch == '"':
-                in_string = False
-            continue
-        if ch == '"':
-            in_string = True
-        elif ch in "{[":
-            stack.append("}" if ch == "{" else "]")
-        elif ch in "}]":
-            if not stack or stack[-1] != ch:
-                return None
-            stack.pop()
-            if not stack:
-                return None  # complete: not a truncation (the caller's decode failed for another reason)
-            best = (i + 1, "".join(reversed(stack)))
-        elif ch == "," and stack:
-            best = (i, "".join(reversed(stack)))
-    if best is None:
-        return None
-    cut, closers = best
-    try:
-        return json.loads(text[:cut] + closers), cut
-    except (json.JSONDecodeError, RecursionError):
-        return None
 
 
 # --------------------------------------------------------------------------- chunking
