@@ -30,7 +30,7 @@ import argparse
 import json
 import sys
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -130,23 +130,32 @@ def parse_answers(lines: Iterable[str], *, name: str = "answers") -> AnswerSet:
         lines: the file's lines.
         name: the set's name in reports.
     """
-    answers: dict[str, Answer] = {}
     errors: list[str] = []
-    for lineno, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        where = f"{name}:{lineno}"
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            errors.append(f"{where}: not JSON ({exc.msg})")
-            continue
-        answer, problems = _answer_from_object(obj, where)
+
+    def objects() -> Iterator[tuple[str, Any]]:
+        for lineno, line in enumerate(lines, 1):
+            if not line.strip():
+                continue
+            where = f"{name}:{lineno}"
+            try:
+                yield where, json.loads(line)
+            except json.JSONDecodeError as exc:
+                errors.append(f"{where}: not JSON ({exc.msg})")
+
+    return _answer_set(name, objects(), errors)
+
+
+def _answer_set(name: str, items: Iterable[tuple[str, Any]], errors: list[str]) -> AnswerSet:
+    """Answers from ``(where, Answer or answer object)`` pairs; bad objects and repeated ids become
+    errors (the first answer of an id is kept)."""
+    answers: dict[str, Answer] = {}
+    for where, item in items:
+        answer, problems = (item, []) if isinstance(item, Answer) else _answer_from_object(item, where)
         errors.extend(problems)
         if answer is None:
             continue
         if answer.id in answers:
-            errors.append(f"{where}: duplicate id {answer.id} (the first line is kept)")
+            errors.append(f"{where}: duplicate id {answer.id} (the first is kept)")
             continue
         answers[answer.id] = answer
     return AnswerSet(name, answers, tuple(errors))
@@ -645,20 +654,9 @@ def verify_run(
         ``{"name", "errors", "unknown_ids", "metrics": {tier: Metrics.to_json(), ..., "overall": ...}}``;
         :func:`format_report` prints it.
     """
-    by_id: dict[str, Answer] = {}
-    errors: list[str] = []
-    for k, item in enumerate(answers):
-        answer, problems = (item, []) if isinstance(item, Answer) else _answer_from_object(item, f"{name}[{k}]")
-        errors.extend(problems)
-        if answer is None:
-            continue
-        if answer.id in by_id:
-            errors.append(f"{name}[{k}]: duplicate id {answer.id} (the first is kept)")
-            continue
-        by_id[answer.id] = answer
     report = verify_answers(
         instances,
-        AnswerSet(name, by_id, tuple(errors)),
+        _answer_set(name, ((f"{name}[{k}]", item) for k, item in enumerate(answers)), []),
         strict_rules=strict_rules,
         allow_contraposition=allow_contraposition,
     )
