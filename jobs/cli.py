@@ -739,9 +739,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--solver-workers", type=int, default=1, help="solver worker processes for solve_program")
     p.set_defaults(func=_cmd_mcp_serve)
 
-    from symbolkg.jobs import logicgraph
+    from symbolkg.jobs import logicgraph, verify
 
     logicgraph.add_parser(sub)
+    verify.add_parser(sub)
     return parser
 
 

@@ -139,6 +139,8 @@ class ResultRow:
         stage_seconds: JSON object, stage -> seconds this problem spent in it (waits for the
             engine and the solver pool included), e.g. ``lkg``, ``retrieve``, ``route``,
             ``formalize``, ``solve``, ``refine``.
+        certificate: JSON object, the final outcome's certificate
+            (:mod:`symbolkg.solvers.certificates`; ``symbolkg verify`` re-checks it), or None.
     """
 
     problem_id: str
@@ -177,6 +179,7 @@ class ResultRow:
     route: str | None = None
     trace: str = "{}"
     stage_seconds: str = "{}"
+    certificate: str | None = None
 
     def to_row(self) -> dict[str, Any]:
         return {f.name: getattr(self, f.name) for f in fields(self)}
@@ -224,11 +227,17 @@ RESULT_SCHEMA = pa.schema(
         pa.field("route", pa.string()),
         pa.field("trace", pa.string()),  # JSON object
         pa.field("stage_seconds", pa.string()),  # JSON object
+        pa.field("certificate", pa.string()),  # JSON object or null
     ]
 )
 
 #: Columns added after the first results were written, with the value older files get.
-_LATER_COLUMNS: dict[str, Any] = {"route": None, "trace": "{}", "stage_seconds": "{}"}
+_LATER_COLUMNS: dict[str, Any] = {"route": None, "trace": "{}", "stage_seconds": "{}", "certificate": None}
+
+
+def certificate_json(certificate: dict[str, Any] | None) -> str | None:
+    """An outcome's certificate as the ``certificate`` column holds it (None stays None)."""
+    return None if certificate is None else json.dumps(certificate, sort_keys=True, ensure_ascii=False)
 
 
 def conform_results(table: pa.Table) -> pa.Table:

@@ -195,6 +195,12 @@ def format_table(s: dict[str, Any]) -> str:
         lines.append(f"  {'stage':12s} {'mean s':>8s} {'p50 s':>8s} {'p95 s':>8s} {'share':>7s}")
         for k, lat in s["stage_latency"].items():
             lines.append(f"  {k:12s} {lat['mean_s']:8.3f} {lat['p50_s']:8.3f} {lat['p95_s']:8.3f} {lat['share']:7.1%}")
+    if s.get("certificates"):
+        c = s["certificates"]
+        lines.append(f"certificates (symbolkg verify): verified {c['verified']}, failed {c['failed']}, "
+                     f"unverifiable {c['unverifiable']}")
+    elif s.get("certified"):
+        lines.append(f"certificates: {s['certified']} rows carry one (run `symbolkg verify` to re-check them)")
     if "fallback" in s:
         f = s["fallback"]
         lines.append(f"fallback {'/'.join(f['method'])}: answered {f['answered']}, correct {f['correct']} "
@@ -210,8 +216,14 @@ def default_plot_path(run: str | os.PathLike[str]) -> Path:
 
 def report(path: str | os.PathLike[str], *, as_json: bool = False, plot: str | os.PathLike[str] | None = None) -> str:
     """The report of a run; with ``plot``, also the stage plot there (runs with stage timings only)."""
+    from symbolkg.jobs.verify import read_verdict_counts
+
     table, meta = read_run(path)
     s = summarize(table, meta)
+    s["certified"] = sum(r is not None for r in table.column("certificate").to_pylist())
+    verdicts = read_verdict_counts(path)
+    if verdicts is not None:
+        s["certificates"] = verdicts
     if plot is not None and s["stage_seconds"]:
         plot_stages(s, table.to_pylist(), plot)
         s["stage_plot"] = str(plot)

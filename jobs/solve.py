@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterable, Iterator
 
 from symbolkg.jobs.answers import interpret, is_correct
-from symbolkg.jobs.records import Problem, ResultRow
+from symbolkg.jobs.records import Problem, ResultRow, certificate_json
 from symbolkg.jobs.store import ResultStore
 from symbolkg.solvers.pool import PoolResult, SolverPool
 from symbolkg.solvers.records import ErrorKind, Limits, Outcome, SolveRequest, Status
@@ -59,6 +59,7 @@ def result_row(problem: Problem, outcome: Outcome, *, method: str, worker: str, 
         finished_at=time.time(),
         rounds=1 if problem.program else 0,
         success_round=1 if outcome.executed else None,
+        certificate=certificate_json(outcome.certificate),
     )
 
 

@@ -150,6 +150,8 @@ class Outcome:
         seconds: wall time of the call as measured by the backend.
         backend: which solver produced it (``z3``, ``prover9``, ``swipl``,
             ``forward-chainer``, ...).
+        certificate: a JSON-serialisable object another engine can re-check the answer
+            with (:mod:`symbolkg.solvers.certificates`), or None when the backend gives none.
     """
 
     status: Status
@@ -160,6 +162,7 @@ class Outcome:
     error_line: int | None = None
     seconds: float = 0.0
     backend: str = ""
+    certificate: dict[str, Any] | None = None
 
     def __post_init__(self) -> None:
         # Accept plain strings (e.g. from JSON) but store the enum.

@@ -29,6 +29,7 @@ LANGUAGES: dict[str, tuple[str, str]] = {
     "prover9": ("symbolkg.solvers.prover9", "Prover9 input: formulas(assumptions)/formulas(goals) lists"),
     "smtlib2": ("symbolkg.solvers.smtlib", "SMT-LIB2 script for Z3"),
     "symba": ("symbolkg.solvers.symba", "SymBa clause language (ASP-like facts/rules, not, -p, pooling, arithmetic) with a '?- goal.' query: tabled SLDNF backward chainer"),
+    "certificate-check": ("symbolkg.solvers.certificates.check", "internal (symbolkg verify): a JSON request that re-checks one answer's certificate with an independent engine"),
 }
 
 

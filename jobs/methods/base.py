@@ -39,7 +39,7 @@ from typing import Any, ClassVar, Sequence
 
 from symbolkg.actors.engines.base import ChatRequest, Completion, EngineError, LLMEngine, Message, SamplingParams, StructuredOutput
 from symbolkg.jobs.answers import is_correct
-from symbolkg.jobs.records import Problem, ResultRow
+from symbolkg.jobs.records import Problem, ResultRow, certificate_json
 from symbolkg.solvers.pool import SolverPool
 from symbolkg.solvers.records import Limits, Outcome, Status
 
@@ -168,6 +168,7 @@ class MethodContext:
             success_round=success_round, attempts_log=json.dumps(attempts or [], ensure_ascii=False), route=route,
             trace=json.dumps(trace or {}, ensure_ascii=False),
             stage_seconds=json.dumps({k: round(v, 4) for k, v in (stage_seconds or {}).items()}),
+            certificate=certificate_json(outcome.certificate),
         )
 
 

@@ -93,7 +93,7 @@ def test_a_run_written_before_the_symbolkg_columns_reads_and_resumes(tmp_path):
     store = ResultStore(out)
     store.append(row("p0"))
     table = store.finalize()
-    old = table.drop(["route", "trace", "stage_seconds"])  # the schema of earlier versions
+    old = table.drop(["route", "trace", "stage_seconds", "certificate"])  # the schema of earlier versions
     pq.write_table(old.replace_schema_metadata(table.schema.metadata), out)
     read, _ = read_run(out)
     assert read.schema == RESULT_SCHEMA and read.to_pylist()[0]["trace"] == "{}" and read.column("route")[0].as_py() is None

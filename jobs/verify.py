@@ -1,0 +1,210 @@
+"""`symbolkg verify RUN.parquet`: re-check every executed answer's certificate with another engine.
+
+Each executed row's certificate (:mod:`symbolkg.solvers.certificates`) is re-checked inside a
+solver worker (the ``certificate-check`` language), by an engine other than the one that answered
+(e.g. a Prover9 entailment re-proved by Z3 from the cited premises only). Rows end as:
+
+* ``verified``: the certificate holds;
+* ``failed``: it does not (why: a cited premise is not in the program, a step does not follow, a
+  model breaks a constraint, ...);
+* ``unverifiable``: it cannot be decided (why: no certificate, the checker's time limit, ...).
+
+Rows that did not execute have no answer to check and are counted apart (``not_executed``).
+The verdicts are written beside the run (``RUN.verify.parquet``, one row per executed problem),
+where ``symbolkg report`` finds them and adds their counts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections import Counter
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Iterator
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from symbolkg.solvers.certificates.check import request_text
+from symbolkg.solvers.records import Limits, SolveRequest
+
+VERIFY_SCHEMA = pa.schema([
+    pa.field("problem_id", pa.string(), nullable=False),
+    pa.field("dataset", pa.string(), nullable=False),
+    pa.field("language", pa.string()),
+    pa.field("backend", pa.string(), nullable=False),
+    pa.field("kind", pa.string()),
+    pa.field("verdict", pa.string(), nullable=False),
+    pa.field("reason", pa.string()),
+    pa.field("checker", pa.string(), nullable=False),
+    pa.field("seconds", pa.float64(), nullable=False),
+])
+
+#: --json summary keys (the issue's contract: rows, executed, with_certificate, verified, failed, unverifiable)
+SUMMARY_KEYS = ("rows", "executed", "with_certificate", "verified", "failed", "unverifiable")
+
+
+@dataclass(frozen=True)
+class RowVerdict:
+    """One executed row's verdict (a row of ``RUN.verify.parquet``)."""
+
+    problem_id: str
+    dataset: str
+    language: str | None
+    backend: str
+    kind: str | None
+    verdict: str
+    reason: str | None
+    checker: str
+    seconds: float
+
+
+def verdicts_path(run: str | Path) -> Path:
+    """Where ``symbolkg verify`` writes the verdicts of ``run``."""
+    run = Path(run)
+    return run.with_name(run.stem + ".verify.parquet")
+
+
+def verify_run(run: str | Path, pool: Any, *, limits: Limits = Limits(), progress: bool = True) -> tuple[list[RowVerdict], dict[str, Any]]:
+    """Re-check every executed row of ``run`` on ``pool``; returns (verdicts, summary)."""
+    from symbolkg.jobs.store import read_run
+
+    table, _ = read_run(run)
+    rows = table.to_pylist()
+    executed = [r for r in rows if r["executed"]]
+    verdicts: list[RowVerdict] = []
+    checked: dict[str, dict[str, Any]] = {}
+
+    def requests() -> Iterator[SolveRequest]:
+        for r in executed:
+            if r["certificate"] is None:
+                what = r["backend"] or "this backend"
+                verdicts.append(RowVerdict(r["problem_id"], r["dataset"], r["language"], r["backend"], None,
+                                           "unverifiable", f"no certificate ({what} gives none)", "-", 0.0))
+                continue
+            cert = json.loads(r["certificate"])
+            checked[r["problem_id"]] = r
+            text = request_text(language=r["language"] or "", program=r["program"] or "", answer=r["answer"],
+                                certificate=cert)
+            yield SolveRequest(r["problem_id"], "certificate-check", text, limits)
+
+    bar = None
+    if progress:
+        from tqdm import tqdm
+
+        bar = tqdm(total=len(executed), unit="row", dynamic_ncols=True, file=sys.stderr, desc="verify")
+    try:
+        for result in pool.imap_unordered(requests()):
+            r = checked[result.request.problem_id]
+            o = result.outcome
+            if o.executed and o.answer in ("verified", "failed", "unverifiable"):
+                verdict, reason = o.answer, o.error_message
+            else:  # the check itself timed out, ran out of memory or crashed its worker
+                verdict, reason = "unverifiable", f"check {o.status.value}: {o.error_message or o.error_kind}"
+            kind = json.loads(r["certificate"]).get("kind")
+            verdicts.append(RowVerdict(r["problem_id"], r["dataset"], r["language"], r["backend"], kind, verdict,
+                                       reason, o.backend, round(o.seconds, 6)))
+            if bar is not None:
+                bar.update(1)
+    finally:
+        if bar is not None:
+            bar.update(len(verdicts) - bar.n)
+            bar.close()
+    verdicts.sort(key=lambda v: (v.dataset, v.problem_id))
+    return verdicts, summarize(len(rows), verdicts)
+
+
+def summarize(n_rows: int, verdicts: list[RowVerdict]) -> dict[str, Any]:
+    """Counts over all rows, per dataset, and the reasons of every failed or unverifiable row."""
+
+    def counts(vs: list[RowVerdict]) -> dict[str, Any]:
+        c = Counter(v.verdict for v in vs)
+        with_cert = sum(v.kind is not None for v in vs)
+        return {"executed": len(vs), "with_certificate": with_cert, "verified": c["verified"],
+                "failed": c["failed"], "unverifiable": c["unverifiable"],
+                "verified_rate": round(c["verified"] / len(vs), 4) if vs else 0.0}
+
+    by_dataset: dict[str, list[RowVerdict]] = {}
+    for v in verdicts:
+        by_dataset.setdefault(v.dataset, []).append(v)
+    return {
+        "rows": n_rows,
+        **counts(verdicts),
+        "not_executed": n_rows - len(verdicts),
+        "by_kind": dict(sorted(Counter(v.kind or "none" for v in verdicts).items())),
+        "by_checker": dict(sorted(Counter(v.checker for v in verdicts).items())),
+        "datasets": {d: counts(vs) for d, vs in sorted(by_dataset.items())},
+        "problems": [asdict(v) for v in verdicts if v.verdict != "verified"],
+    }
+
+
+def write_verdicts(run: str | Path, verdicts: list[RowVerdict]) -> Path:
+    path = verdicts_path(run)
+    table = pa.Table.from_pylist([asdict(v) for v in verdicts], schema=VERIFY_SCHEMA)
+    tmp = path.with_name(path.name + ".tmp")
+    pq.write_table(table, tmp)
+    tmp.replace(path)
+    return path
+
+
+def read_verdict_counts(run: str | Path) -> dict[str, int] | None:
+    """The verdict counts ``symbolkg report`` adds, when ``symbolkg verify`` has run on ``run``."""
+    path = verdicts_path(run)
+    if not path.exists():
+        return None
+    c = Counter(pq.read_table(path, columns=["verdict"]).column("verdict").to_pylist())
+    return {"verified": c["verified"], "failed": c["failed"], "unverifiable": c["unverifiable"]}
+
+
+def format_summary(summary: dict[str, Any]) -> str:
+    lines = [f"{'dataset':28s} {'executed':>8s} {'certified':>9s} {'verified':>8s} {'failed':>6s} {'unverif.':>8s}"]
+    for name, c in [*summary["datasets"].items(), ("all", summary)]:
+        lines.append(f"{name:28s} {c['executed']:8d} {c['with_certificate']:9d} {c['verified']:8d} {c['failed']:6d} "
+                     f"{c['unverifiable']:8d}")
+    lines.append(f"rows {summary['rows']}, not executed {summary['not_executed']} (nothing to check); "
+                 f"verified {summary['verified_rate']:.1%} of executed; checkers: "
+                 + ", ".join(f"{k} {v}" for k, v in summary["by_checker"].items()))
+    for p in summary["problems"]:
+        lines.append(f"  {p['verdict']:12s} {p['problem_id']} ({p['dataset']}, {p['backend']}): {p['reason']}")
+    return "\n".join(lines)
+
+
+def _cmd_verify(args: argparse.Namespace) -> int:
+    from symbolkg.jobs.cli import _make_pool
+
+    run = Path(args.run)
+    if not run.exists() and not run.with_name(run.name + ".parts").exists():
+        print(f"symbolkg verify: no results at {run}", file=sys.stderr)
+        return 2
+    t0 = time.monotonic()
+    limits = Limits(timeout_s=args.timeout_s, memory_mb=args.memory_mb)
+    pool = _make_pool(args)
+    try:
+        verdicts, summary = verify_run(run, pool, limits=limits, progress=not args.no_progress and not args.json)
+    finally:
+        pool.close()
+    path = write_verdicts(run, verdicts)
+    summary["wall_seconds"] = round(time.monotonic() - t0, 3)
+    summary["verdicts"] = str(path)
+    print(json.dumps(summary, indent=2) if args.json else format_summary(summary))
+    return 1 if summary["failed"] else 0
+
+
+def add_parser(sub: Any) -> None:
+    """``symbolkg verify``: registered by :func:`symbolkg.jobs.cli.build_parser`."""
+    p = sub.add_parser("verify", help="re-check every executed answer's certificate with an engine other than the one "
+                                      "that answered; writes RUN.verify.parquet (exit 1 when a certificate fails)")
+    p.add_argument("run", help="results Parquet written by `symbolkg solve`")
+    p.add_argument("--json", action="store_true", help="print one JSON object (keys: " + ", ".join(SUMMARY_KEYS) + ", ...)")
+    p.add_argument("--workers", type=int, default=2, help="checker worker processes (default 2)")
+    p.add_argument("--timeout-s", type=float, default=20.0, help="per-check time limit (default 20)")
+    p.add_argument("--memory-mb", type=int, default=2048, help="per-worker memory limit (default 2048)")
+    p.add_argument("--executor", choices=("ray", "local"), default="local",
+                   help="local threads (default: checks are short) or Ray actors")
+    p.add_argument("--cpus-per-worker", type=float, default=1.0, help="Ray CPUs reserved per checker actor")
+    p.add_argument("--ray-address", help="Ray cluster to join (default: $RAY_ADDRESS or a local Ray)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.set_defaults(func=_cmd_verify)
