@@ -32,12 +32,13 @@ import tempfile
 import time
 from pathlib import Path
 
+from symbolkg.actors.engines.metered import prefix_cache_summary, read_request_log
 from symbolkg.jobs.cli import main as cli
 
 OUT = Path(__file__).resolve().parent / "out"
 SETS = "prontoqa,proofwriter,folio,logicaldeduction,ar-lsat"
 REPORT_KEYS = ("problems", "execution_rate", "accuracy", "llm_calls", "cached_calls", "prompt_tokens",
-               "completion_tokens", "tokens_per_second", "wall_seconds", "rounds_histogram")
+               "completion_tokens", "tokens_per_second", "wall_seconds", "rounds_histogram", "prefix_cache")
 
 
 def _run(argv: list[str]) -> tuple[int, str]:
@@ -68,6 +69,9 @@ def _solve(name: str, argv: list[str], tmp: Path, *, rerun: bool) -> dict:
               "seconds": round(time.perf_counter() - t0, 1)}
     if code == 0:
         result["report"] = _report(out)
+        records = read_request_log(out)  # vLLM's prefix-cache counts per request, by the request's purpose
+        result["prefix_cache_by_purpose"] = {p: prefix_cache_summary([r for r in records if r.purpose == p])
+                                             for p in sorted({r.purpose for r in records})}
     if rerun and code == 0:
         again = tmp / f"{name}-again.parquet"
         t0 = time.perf_counter()

@@ -32,7 +32,7 @@ from itertools import zip_longest
 from pathlib import Path
 
 from symbolkg.actors.engines.base import SamplingParams
-from symbolkg.actors.engines.metered import MeteredEngine
+from symbolkg.actors.engines.metered import MeteredEngine, prefix_cache_summary
 from symbolkg.jobs.datasets import load_dataset
 from symbolkg.jobs.methods import MethodConfig
 from symbolkg.jobs.pipeline import run_method_job
@@ -58,13 +58,18 @@ async def measure(problems, engine, cfg: MethodConfig, in_flight: int, folder: P
     table, _ = read_run(out)
     start = min(r.submitted for r in metered.records)
     _, occupancy, _, busy = in_flight_timeline(metered.records, start, max(wall / 60, 0.05))
+    cache = prefix_cache_summary(metered.records)
     return {"problems": len(problems), "in_flight": in_flight, "wall_seconds": round(wall, 2),
             "problems_per_second": round(len(problems) / wall, 4), "rows": table.num_rows,
             "answered": sum(p is not None for p in table.column("predicted").to_pylist()),
             "completion_tokens": sum(r.completion_tokens for r in metered.records),
             "tokens_per_second": round(sum(r.completion_tokens for r in metered.records) / wall, 2),
             "engine_busy_fraction": round(busy, 4), "mean_requests_in_flight":
-                round(sum(r.finished - r.submitted for r in metered.records) / wall, 2)}
+                round(sum(r.finished - r.submitted for r in metered.records) / wall, 2),
+            # prefill: what a direct answer costs (vLLM's counts; the cached tokens were not computed)
+            "prompt_tokens": cache["prompt_tokens"], "cached_prompt_tokens": cache["cached_prompt_tokens"],
+            "prefix_cache_hit_rate": cache["prefix_cache_hit_rate"],
+            "computed_prompt_tokens_per_second": round((cache["prompt_tokens"] - cache["cached_prompt_tokens"]) / wall, 1)}
 
 
 async def main_async(args: argparse.Namespace) -> dict:

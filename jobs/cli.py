@@ -142,10 +142,14 @@ def _cmd_solve(args: argparse.Namespace) -> int:
                                        "executor": args.executor, "timeout_s": args.timeout_s})
     pool = _make_pool(args)
     try:
-        summary = run_solve(problems, store, pool, limits=limits, progress=not args.no_progress)
+        summary = run_solve(problems, store, pool, limits=limits, progress=not args.no_progress,
+                            corrections=not args.no_corrections, cross_check=args.cross_check)
     finally:
         pool.close()
     print(f"{summary.solved} solved this session, {summary.skipped_done} already done; results: {out}", file=sys.stderr)
+    if args.cross_check:
+        print(f"cross-check (Z3): {summary.cross_checked} FOL rows, {summary.disagreements} disagreements, "
+              f"{summary.cross_undecided} without two answers (trace.cross_check.agrees is null)")
     table, meta = read_run(out)
     print(format_table(summarize(table, meta)))
     return 0
@@ -254,7 +258,8 @@ def _cmd_solve_llm(args: argparse.Namespace) -> int:
         metered = MeteredEngine(engine)  # the request log `symbolkg profile` reads
         try:
             return await run_method_job(loaded.problems, store, cfg, metered, pool, max_in_flight=args.max_in_flight,
-                                        progress=not args.no_progress, method=method, stage_limits=stage_limits)
+                                        progress=not args.no_progress, method=method, stage_limits=stage_limits,
+                                        group_contexts=not args.no_group_contexts)
         finally:
             write_request_log(out, metered.records)
 
@@ -580,6 +585,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--skip-bad", action="store_true", help="skip malformed input rows (reported) instead of failing")
     p.add_argument("--overwrite", action="store_true", help="discard earlier results at --out instead of resuming")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--cross-check", action="store_true",
+                   help="recorded programs: also solve each logiclm-fol program with Z3 (language logiclm-fol-z3), "
+                        "record trace.cross_check = {backend, answer, agrees} and print the disagreements")
+    p.add_argument("--no-corrections", action="store_true",
+                   help="solve recorded programs as given: the formalization checks (solvers/checks.py) still run "
+                        "and are recorded in each row's trace, but their corrections are not applied")
     g = p.add_argument_group("LLM methods")
     registered = methods.names()
     g.add_argument("--method", choices=("recorded", *registered), default="recorded",
@@ -605,6 +616,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "(default none: vLLM batches itself), solve=M solver calls (default auto = 2 x --workers); "
                         "'none' = unlimited")
     g.add_argument("--no-structured", action="store_true", help="plain-text decoding even where structured output is supported")
+    g.add_argument("--no-group-contexts", action="store_true",
+                   help="take problems in input order instead of next to the others on the same context (grouping "
+                        "lets the engine's prefix cache serve a shared context once)")
     g.add_argument("--tensor-parallel-size", type=int, default=1, help="vLLM tensor parallelism (GPUs per engine)")
     g.add_argument("--placement-strategy", choices=("STRICT_PACK", "PACK", "SPREAD", "STRICT_SPREAD"),
                    default="STRICT_PACK",
@@ -739,10 +753,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--solver-workers", type=int, default=1, help="solver worker processes for solve_program")
     p.set_defaults(func=_cmd_mcp_serve)
 
-    from symbolkg.jobs import logicgraph, verify
+    from symbolkg.jobs import explain, logicgraph, verify
 
     logicgraph.add_parser(sub)
     verify.add_parser(sub)
+    explain.add_parser(sub)
     return parser
 
 

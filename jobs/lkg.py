@@ -32,6 +32,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Iterable, Sequence
 
+from symbolkg.actors.engines.metered import MeteredEngine, prefix_cache_summary
 from symbolkg.actors.engines.base import ChatRequest, EngineDeadError, EngineError, LLMEngine, Message, SamplingParams, StructuredOutput
 from symbolkg.jobs.concurrency import for_each_in_flight
 from symbolkg.jobs.records import Problem
@@ -212,6 +213,9 @@ class BuildReport:
         wall_seconds: this run, end to end.
         issue_kinds: remaining issue kind -> count, over the invalid contexts.
         model, prompt_version, store: what keyed the cache and where it lives.
+        prefix_cache_hit_rate: share of this run's prompt tokens the engine served from its prefix
+            cache (every chunk prompt starts with the same system message and worked example);
+            None when the engine does not report it or nothing was extracted.
     """
 
     problems: int
@@ -233,6 +237,7 @@ class BuildReport:
     model: str
     prompt_version: str
     store: str
+    prefix_cache_hit_rate: float | None = None
 
     @property
     def hit_rate(self) -> float:
@@ -256,7 +261,8 @@ class BuildReport:
             *([f"  {self.llm_failed} context(s) failed in the engine: not stored, a rerun retries them"]
               if self.llm_failed else []),
             f"  LLM: {self.llm_calls} calls, {self.prompt_tokens} prompt + {self.completion_tokens} completion tokens, "
-            f"{d['tokens_per_second']} tok/s, {d['contexts_per_second']} contexts/s",
+            f"{d['tokens_per_second']} tok/s, {d['contexts_per_second']} contexts/s; prefix-cache hit rate "
+            + ("unknown" if self.prefix_cache_hit_rate is None else f"{self.prefix_cache_hit_rate:.1%}"),
             f"  wall {self.wall_seconds:.1f} s",
         ]
         if self.issue_kinds:
@@ -297,6 +303,7 @@ async def run_lkg_build(problems: Sequence[Problem], store: LKGStore, engine: LL
     for job in hits:
         store.link_problems(job.key, job.problem_ids)
     ledger = _Ledger()
+    metered = MeteredEngine(engine)  # each request's prefix-cache count, for the report
     bar = None
     if progress:
         from tqdm import tqdm
@@ -309,7 +316,7 @@ async def run_lkg_build(problems: Sequence[Problem], store: LKGStore, engine: LL
 
     async def extract(job: ContextJob) -> None:
         nonlocal finished, valid
-        record, graph = await extract_context(job, engine, cfg)
+        record, graph = await extract_context(job, metered, cfg)
         if any(e.kind == "llm_error" for e in record.errors):
             failed[job.key] = {**record.to_row(), "n_nodes": len(graph.nodes), "n_edges": len(graph.edges)}
         else:
@@ -357,6 +364,7 @@ async def run_lkg_build(problems: Sequence[Problem], store: LKGStore, engine: LL
         llm_seconds=round(ledger.seconds, 3), seconds_saved=round(saved, 3),
         wall_seconds=round(time.monotonic() - t0, 3), issue_kinds=kinds, model=engine.model,
         prompt_version=cfg.prompt_version, store=str(store.path),
+        prefix_cache_hit_rate=prefix_cache_summary(metered.records)["prefix_cache_hit_rate"],
     )
 
 

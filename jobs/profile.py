@@ -31,7 +31,7 @@ import os
 from pathlib import Path
 from typing import Any, Sequence
 
-from symbolkg.actors.engines.metered import RequestRecord, read_request_log
+from symbolkg.actors.engines.metered import RequestRecord, prefix_cache_summary, read_request_log
 from symbolkg.jobs.gates import GateEvent, read_gate_log
 from symbolkg.jobs.store import read_run
 
@@ -195,6 +195,9 @@ def profile_run(run: str | os.PathLike[str], out_dir: str | os.PathLike[str] | N
             "mean_in_flight": round(sum(r.finished - r.submitted for r in records) / llm_span, 3) if llm_span else 0.0,
             "max_in_flight": round(max(occupancy), 3) if occupancy else 0.0,
             "request_latency": {k: distribution(v) for k, v in sorted(by_purpose.items())},
+            "prefix_cache": prefix_cache_summary(records),
+            "prefix_cache_by_purpose": {k: prefix_cache_summary([r for r in records if r.purpose == k])
+                                        for k in sorted(by_purpose)},
         }
     if gate_events:
         report["gates"] = gate_report(gate_events)
@@ -229,6 +232,11 @@ def format_profile(p: dict[str, Any]) -> str:
                      f"on average (max {llm['max_in_flight']:.1f})")
         lines.append("LLM request latency by purpose:")
         lines += [line(k, d) for k, d in llm["request_latency"].items()]
+        lines.append("prefix-cache hit rate (share of prompt tokens served from the engine's cache) by purpose:")
+        for k, c in [*llm["prefix_cache_by_purpose"].items(), ("all", llm["prefix_cache"])]:
+            rate = "unknown" if c["prefix_cache_hit_rate"] is None else f"{c['prefix_cache_hit_rate']:.1%}"
+            lines.append(f"  {k:14s} {rate:>8s}  ({c['cached_prompt_tokens']} of {c['prompt_tokens']} prompt tokens, "
+                         f"{c['requests_known']} requests)")
     if "gates" in p:
         lines.append("stage gates: seconds a call waited for a slot")
         lines += [line(f"{k} gate", g["wait"]) for k, g in p["gates"].items()]

@@ -188,6 +188,11 @@ def format_table(s: dict[str, Any]) -> str:
                      f"{s['prompt_tokens']} prompt + {s['completion_tokens']} completion tokens"
                      + (f", {s['tokens_per_second']:.1f} tokens/s" if s["tokens_per_second"] else ""))
         lines.append(f"rounds per problem: {s['rounds_histogram']}; round that executed: {s['success_round_histogram']}")
+    if "prefix_cache" in s:
+        c = s["prefix_cache"]
+        rate = "unknown (the engine does not report it)" if c["prefix_cache_hit_rate"] is None else \
+            f"{c['prefix_cache_hit_rate']:.1%} ({c['cached_prompt_tokens']} of {c['prompt_tokens']} prompt tokens)"
+        lines.append(f"prefix-cache hit rate: {rate}")
     if s.get("routes"):
         lines.append("routes: " + ", ".join(f"{k} {v}" for k, v in s["routes"].items()))
     if s.get("stage_latency"):
@@ -221,6 +226,13 @@ def report(path: str | os.PathLike[str], *, as_json: bool = False, plot: str | o
     table, meta = read_run(path)
     s = summarize(table, meta)
     s["certified"] = sum(r is not None for r in table.column("certificate").to_pylist())
+    from symbolkg.actors.engines.metered import prefix_cache_summary, read_request_log
+
+    records = read_request_log(path)
+    if records:
+        cache = prefix_cache_summary(records)
+        s["prefix_cache_hit_rate"] = cache["prefix_cache_hit_rate"]
+        s["prefix_cache"] = cache
     verdicts = read_verdict_counts(path)
     if verdicts is not None:
         s["certificates"] = verdicts

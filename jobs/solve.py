@@ -6,6 +6,7 @@ Runs as ``symbolkg solve ...`` or, on a cluster, unchanged as
 
 from __future__ import annotations
 
+import json
 import sys
 import time
 from dataclasses import dataclass
@@ -30,10 +31,28 @@ class SolveSummary:
     solved: int  # rows written by this session
     wall_seconds: float
     gates: tuple[GateStats, ...] = ()  # the LLM jobs' stage gates at the end (jobs/gates.py); () for run_solve
+    cross_checked: int = 0  # --cross-check: logiclm-fol rows also solved by Z3 this session
+    disagreements: int = 0  # ... where Z3's answer differs from the row's (both answered)
+    cross_undecided: int = 0  # ... where Z3 or the main prover gave no answer (agrees is null)
 
 
-def result_row(problem: Problem, outcome: Outcome, *, method: str, worker: str, attempts: int, latency_s: float) -> ResultRow:
-    """Interpret an outcome for a problem and build its result row."""
+#: ``--cross-check``: language -> (second-opinion language, its backend) for the same program text.
+CROSS_CHECK = {"logiclm-fol": ("logiclm-fol-z3", "z3")}
+
+
+def cross_check_entry(outcome: Outcome, second: Outcome, backend: str = "z3") -> dict:
+    """The row's ``trace["cross_check"]``: the second prover's answer and whether it agrees (null: one has none)."""
+    answers = (outcome.answer if outcome.executed else None, second.answer if second.executed else None)
+    agrees = None if None in answers else answers[0] == answers[1]
+    entry = {"backend": backend, "answer": answers[1], "agrees": agrees}
+    if not second.executed:
+        entry["status"] = second.status.value
+    return entry
+
+
+def result_row(problem: Problem, outcome: Outcome, *, method: str, worker: str, attempts: int, latency_s: float,
+               trace: dict | None = None) -> ResultRow:
+    """Interpret an outcome for a problem and build its result row (``trace``: the row's trace object)."""
     predicted = interpret(problem, outcome.answer) if outcome.executed else None
     return ResultRow(
         problem_id=problem.id,
@@ -60,7 +79,31 @@ def result_row(problem: Problem, outcome: Outcome, *, method: str, worker: str, 
         rounds=1 if problem.program else 0,
         success_round=1 if outcome.executed else None,
         certificate=certificate_json(outcome.certificate),
+        trace=json.dumps(trace or {}, ensure_ascii=False),
     )
+
+
+def checked_program(problem: Problem, *, corrections: bool = True) -> tuple[Problem, dict]:
+    """Run the formalization checks (:mod:`symbolkg.solvers.checks`) on a problem's program.
+
+    Returns:
+        The problem with the program to solve (the corrected one when ``corrections`` and a check
+        corrected it) and the trace entries: ``checks`` (the findings on the given program),
+        ``corrected`` (bool), and when corrected ``corrections`` (the checks applied) and
+        ``original_program``.
+    """
+    from symbolkg.jobs.records import Program
+    from symbolkg.solvers.checks import correct_program
+
+    if problem.program is None:
+        return problem, {}
+    result = correct_program(problem.program.language, problem.program.text, problem)
+    trace: dict = {"checks": [f.to_dict() for f in result.findings], "corrected": corrections and result.corrected}
+    if corrections and result.corrected:
+        trace["corrections"] = [f.check for f in result.applied]
+        trace["original_program"] = problem.program.text
+        problem = problem.with_program(Program(language=problem.program.language, text=result.text))
+    return problem, trace
 
 
 def _progress(total: int, enabled: bool):  # -> tqdm | None
@@ -79,6 +122,8 @@ def run_solve(
     limits: Limits = Limits(),
     method: str = "recorded",
     progress: bool = True,
+    corrections: bool = True,
+    cross_check: bool = False,
 ) -> SolveSummary:
     """Solve every problem not yet in ``store``; stream rows into it; finalize it.
 
@@ -90,6 +135,12 @@ def run_solve(
         limits: per-call limits.
         method: value of the ``method`` column.
         progress: show a progress bar on stderr.
+        corrections: solve the program as the formalization checks corrected it (the row's
+            ``trace`` keeps the findings and the original program); False: solve it as given
+            (the checks still run and are recorded).
+        cross_check: first solve every program of a language in :data:`CROSS_CHECK` with the
+            second prover too (a pass of its own through ``pool``); each such row's ``trace``
+            gets ``cross_check`` (:func:`cross_check_entry`) and the summary counts disagreements.
 
     Returns:
         A :class:`SolveSummary` of this session.
@@ -111,6 +162,17 @@ def run_solve(
         bar.update(len(problems) - len(todo))
     solved = 0
     ok = 0
+    traces: dict[str, dict] = {}  # problem id -> the checks' trace entries
+    second: dict[str, Outcome] = {}  # problem id -> the cross-check prover's outcome
+    if cross_check:
+        second_requests = []
+        for p in todo:
+            if p.program is not None and p.program.language in CROSS_CHECK:
+                program = (checked_program(p, corrections=corrections)[0].program or p.program)
+                second_requests.append(SolveRequest(p.id, CROSS_CHECK[p.program.language][0], program.text, limits))
+        for result in pool.imap_unordered(second_requests):
+            second[result.request.problem_id] = result.outcome
+    counts = {"checked": 0, "disagree": 0, "undecided": 0}
 
     def requests() -> Iterator[SolveRequest]:
         nonlocal solved
@@ -123,14 +185,24 @@ def run_solve(
                 if bar is not None:
                     bar.update(1)
                 continue
-            yield SolveRequest(p.id, p.program.language, p.program.text, limits)
+            checked, traces[p.id] = checked_program(p, corrections=corrections)
+            by_id[p.id] = checked
+            yield SolveRequest(p.id, p.program.language, (checked.program or p.program).text, limits)
 
     try:
         result: PoolResult
         for result in pool.imap_unordered(requests()):
             problem = by_id[result.request.problem_id]
+            trace = traces.pop(problem.id, None)
+            if problem.id in second:
+                entry = cross_check_entry(result.outcome, second.pop(problem.id),
+                                          CROSS_CHECK[result.request.language][1])
+                trace = {**(trace or {}), "cross_check": entry}
+                counts["checked"] += 1
+                counts["disagree"] += entry["agrees"] is False
+                counts["undecided"] += entry["agrees"] is None
             row = result_row(problem, result.outcome, method=method, worker=result.worker,
-                             attempts=result.attempts, latency_s=result.latency_s)
+                             attempts=result.attempts, latency_s=result.latency_s, trace=trace)
             store.append(row)
             solved += 1
             ok += row.correct
@@ -143,4 +215,5 @@ def run_solve(
         if bar is not None:
             bar.close()
     return SolveSummary(total=len(problems), skipped_done=len(problems) - len(todo), solved=solved,
-                        wall_seconds=time.monotonic() - t0)
+                        wall_seconds=time.monotonic() - t0, cross_checked=counts["checked"],
+                        disagreements=counts["disagree"], cross_undecided=counts["undecided"])

@@ -9,7 +9,9 @@ solver worker (the ``certificate-check`` language), by an engine other than the 
   model breaks a constraint, ...);
 * ``unverifiable``: it cannot be decided (why: no certificate, the checker's time limit, ...).
 
-Rows that did not execute have no answer to check and are counted apart (``not_executed``).
+Rows that did not execute, and rows that executed without an answer and carry no certificate (a
+program whose constraints leave no single option), have no answer to check and are counted apart
+(``not_executed``, ``no_answer``).
 The verdicts are written beside the run (``RUN.verify.parquet``, one row per executed problem),
 where ``symbolkg report`` finds them and adds their counts.
 """
@@ -23,7 +25,8 @@ import time
 from collections import Counter
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
+from collections.abc import Iterator
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -44,7 +47,7 @@ VERIFY_SCHEMA = pa.schema([
 ])
 
 #: --json summary keys (the issue's contract: rows, executed, with_certificate, verified, failed, unverifiable)
-SUMMARY_KEYS = ("rows", "executed", "with_certificate", "verified", "failed", "unverifiable")
+SUMMARY_KEYS = ("rows", "executed", "answered", "with_certificate", "verified", "failed", "unverifiable", "no_answer")
 
 
 @dataclass(frozen=True)
@@ -68,13 +71,18 @@ def verdicts_path(run: str | Path) -> Path:
     return run.with_name(run.stem + ".verify.parquet")
 
 
-def verify_run(run: str | Path, pool: Any, *, limits: Limits = Limits(), progress: bool = True) -> tuple[list[RowVerdict], dict[str, Any]]:
-    """Re-check every executed row of ``run`` on ``pool``; returns (verdicts, summary)."""
+def verify_run(run: str | Path, pool: Any, *, limits: Limits | None = None,
+               progress: bool = True) -> tuple[list[RowVerdict], dict[str, Any]]:
+    """Re-check every answered row of ``run`` on ``pool`` (each check under ``limits``); returns (verdicts, summary)."""
     from symbolkg.jobs.store import read_run
+
+    limits = limits or Limits(timeout_s=20.0)
 
     table, _ = read_run(run)
     rows = table.to_pylist()
-    executed = [r for r in rows if r["executed"]]
+    # what has an answer to check: executed rows with an answer, and any row with a certificate
+    # (an inconsistent LP program certifies that it derives both the query and its negation)
+    executed = [r for r in rows if r["executed"] and (r["answer"] is not None or r["certificate"] is not None)]
     verdicts: list[RowVerdict] = []
     checked: dict[str, dict[str, Any]] = {}
 
@@ -114,16 +122,20 @@ def verify_run(run: str | Path, pool: Any, *, limits: Limits = Limits(), progres
             bar.update(len(verdicts) - bar.n)
             bar.close()
     verdicts.sort(key=lambda v: (v.dataset, v.problem_id))
-    return verdicts, summarize(len(rows), verdicts)
+    return verdicts, summarize(len(rows), verdicts, executed=sum(r["executed"] for r in rows))
 
 
-def summarize(n_rows: int, verdicts: list[RowVerdict]) -> dict[str, Any]:
-    """Counts over all rows, per dataset, and the reasons of every failed or unverifiable row."""
+def summarize(n_rows: int, verdicts: list[RowVerdict], *, executed: int) -> dict[str, Any]:
+    """Counts over all rows, per dataset, and the reasons of every failed or unverifiable row.
+
+    ``executed`` counts every executed row; ``answered`` those with an answer to check (the rows
+    that got a verdict); ``no_answer`` the difference.
+    """
 
     def counts(vs: list[RowVerdict]) -> dict[str, Any]:
         c = Counter(v.verdict for v in vs)
         with_cert = sum(v.kind is not None for v in vs)
-        return {"executed": len(vs), "with_certificate": with_cert, "verified": c["verified"],
+        return {"answered": len(vs), "with_certificate": with_cert, "verified": c["verified"],
                 "failed": c["failed"], "unverifiable": c["unverifiable"],
                 "verified_rate": round(c["verified"] / len(vs), 4) if vs else 0.0}
 
@@ -132,8 +144,10 @@ def summarize(n_rows: int, verdicts: list[RowVerdict]) -> dict[str, Any]:
         by_dataset.setdefault(v.dataset, []).append(v)
     return {
         "rows": n_rows,
+        "executed": executed,
         **counts(verdicts),
-        "not_executed": n_rows - len(verdicts),
+        "no_answer": executed - len(verdicts),
+        "not_executed": n_rows - executed,
         "by_kind": dict(sorted(Counter(v.kind or "none" for v in verdicts).items())),
         "by_checker": dict(sorted(Counter(v.checker for v in verdicts).items())),
         "datasets": {d: counts(vs) for d, vs in sorted(by_dataset.items())},
@@ -160,12 +174,13 @@ def read_verdict_counts(run: str | Path) -> dict[str, int] | None:
 
 
 def format_summary(summary: dict[str, Any]) -> str:
-    lines = [f"{'dataset':28s} {'executed':>8s} {'certified':>9s} {'verified':>8s} {'failed':>6s} {'unverif.':>8s}"]
+    lines = [f"{'dataset':28s} {'answered':>8s} {'certified':>9s} {'verified':>8s} {'failed':>6s} {'unverif.':>8s}"]
     for name, c in [*summary["datasets"].items(), ("all", summary)]:
-        lines.append(f"{name:28s} {c['executed']:8d} {c['with_certificate']:9d} {c['verified']:8d} {c['failed']:6d} "
+        lines.append(f"{name:28s} {c['answered']:8d} {c['with_certificate']:9d} {c['verified']:8d} {c['failed']:6d} "
                      f"{c['unverifiable']:8d}")
-    lines.append(f"rows {summary['rows']}, not executed {summary['not_executed']} (nothing to check); "
-                 f"verified {summary['verified_rate']:.1%} of executed; checkers: "
+    lines.append(f"rows {summary['rows']}: executed {summary['executed']} ({summary['no_answer']} without an answer), "
+                 f"not executed {summary['not_executed']} (nothing to check); "
+                 f"verified {summary['verified_rate']:.1%} of answered; checkers: "
                  + ", ".join(f"{k} {v}" for k, v in summary["by_checker"].items()))
     for p in summary["problems"]:
         lines.append(f"  {p['verdict']:12s} {p['problem_id']} ({p['dataset']}, {p['backend']}): {p['reason']}")

@@ -33,7 +33,9 @@ Answer semantics (``solve``): the selected option is the one **entailed** by
 the constraints, i.e. true in every solution:
 
 * exactly one option entailed -> ``Status.PROVED``, answer = its letter, proof =
-  one solution;
+  one solution, and a ``constraint`` certificate (a minimised unsat core of the
+  option's negation, a counter-model per other option:
+  :mod:`symbolkg.solvers.certificates.constraint`);
 * none or several entailed -> ``Status.UNKNOWN``, answer None,
   ``error_kind="no_answer"``; the message says which options are entailed,
   possible, or impossible and shows two solutions that differ;
@@ -65,6 +67,7 @@ from __future__ import annotations
 import ast
 import difflib
 import enum
+import json
 import keyword
 import re
 import time
@@ -783,16 +786,82 @@ class _Session:
             elif self.model_ is not None:
                 counter_models[option.letter] = self.model_
         if len(entailed) == 1:
-            return self.answer(entailed[0], base)
+            return self.answer(entailed[0], base, counter_models)
         return self.no_unique_answer(entailed, base, counter_models)
 
-    def answer(self, option: Option, model: z3.ModelRef) -> Outcome:
+    def answer(self, option: Option, model: z3.ModelRef, counter_models: dict[str, z3.ModelRef]) -> Outcome:
         block = z3.Or([var != model.eval(var, model_completion=True) for var in self.encoder.vars.values()])
         unique = self.check(block) == z3.unsat
         proof = (f"option {option.letter} ({option.text}) holds in every solution: the constraints together with "
                  f"its negation are unsatisfiable.\n"
                  f"{'the only solution' if unique else 'one solution (there are several)'}: {self.model_text(model)}")
-        return Outcome(status=Status.PROVED, answer=option.letter, proof=proof, backend=BACKEND)
+        return Outcome(status=Status.PROVED, answer=option.letter, proof=proof, backend=BACKEND,
+                       certificate=self.certificate(option, model, counter_models))
+
+    def model_json(self, model: z3.ModelRef) -> dict[str, int | str]:
+        inverse = {i: s for s, i in self.encoder.rank.items()}
+        values: dict[str, int | str] = {}
+        for variable in self.program.variables:
+            value = model.eval(self.encoder.vars[variable.name], model_completion=True).as_long()
+            values[variable.name] = inverse[value] if variable.type is Type.STR else value
+        return values
+
+    def certificate(self, chosen: Option, model: z3.ModelRef,
+                    counter_models: dict[str, z3.ModelRef]) -> dict | None:
+        """The ``constraint`` certificate (:mod:`symbolkg.solvers.certificates.constraint`) of ``chosen``.
+
+        The chosen option's negation gets a minimised unsat core (its own solver, constraints guarded by
+        one literal per line); every other option a counter-model. None when Z3 cannot finish in time
+        (the answer stands; the row is then unverifiable).
+        """
+        from symbolkg.solvers.certificates import constraint as cc
+
+        try:
+            core = self.minimal_core(z3.Not(self.encoder.term(chosen.expr)), cc.minimise)
+        except _Stop:
+            return None
+        options = []
+        for option in self.program.options:
+            if option is chosen:
+                fact = {"query": "negation", "sat": False, "core": core, "minimal": True}
+            else:
+                fact = {"query": "negation", "sat": True, "model": self.model_json(counter_models[option.letter])}
+            options.append({"letter": option.letter, "line": option.line, "text": option.text, "check": "entailed",
+                            "passes": option is chosen, "facts": [fact]})
+        cert = {"kind": "constraint", "version": cc.VERSION, "producer": BACKEND, "language": "logiclm-csp",
+                "answer": chosen.letter,
+                "constraints": [{"id": c.line, "text": c.text} for c in self.program.constraints],
+                "model": self.model_json(model), "options": options}
+        return cert if len(json.dumps(cert)) <= cc.MAX_CERTIFICATE_CHARS else None
+
+    def minimal_core(self, query: z3.BoolRef, minimise) -> list[int]:
+        """Constraint lines that with ``query`` are unsatisfiable, minimised by deletion."""
+        ctx = self.encoder.ctx
+        solver = z3.Solver(ctx=ctx)
+        for variable in self.program.variables:
+            solver.add(self.encoder.domain(variable))
+        solver.add(query)
+        guards: dict[int, z3.BoolRef] = {}
+        for constraint in self.program.constraints:
+            guard = z3.Bool(f"cert_line_{constraint.line}", ctx)
+            guards[constraint.line] = guard
+            solver.add(z3.Implies(guard, self.encoder.term(constraint.expr)))
+
+        def unsat(lines: list[int]) -> bool:
+            remaining = self.deadline - time.monotonic()
+            if remaining <= 0:
+                raise _Stop(_timeout_outcome())
+            solver.set("timeout", max(1, int(remaining * 1000)))
+            with self.dog.guard(self.deadline):
+                result = solver.check(*[guards[line] for line in lines])
+            if result == z3.unknown:
+                raise _Stop(_timeout_outcome())
+            return result == z3.unsat
+
+        if not unsat(list(guards)):
+            raise _Stop(_timeout_outcome())  # cannot happen: the option was found entailed
+        first = sorted({int(str(t)[len("cert_line_"):]) for t in solver.unsat_core()})
+        return minimise(first, unsat)
 
     def no_unique_answer(self, entailed: list[Option], base: z3.ModelRef,
                          counter_models: dict[str, z3.ModelRef]) -> Outcome:

@@ -37,13 +37,32 @@ Beyond Logic-LM's grammar this parser accepts (each with a test):
 * function terms ``Love(x, motherOf(x))``; predicates with no arguments;
 * ASCII spellings ``~ & | -> <-> ⇒ ⇔`` and a stray trailing period.
 
+It also reads, each by one rule fixed by the notation (not by the data):
+
+* **free variables in a premise.** A free ``x``, ``y``, ``z``, ``u``, ``v``,
+  ``w`` (optionally with digits: Prover9's own variable letters) that no
+  quantifier binds is universally quantified at the outermost level of its
+  premise, ``DesignStyle(zaha, y) ⊕ DesignStyle(kelly, y)`` is
+  ``∀y (DesignStyle(zaha, y) ⊕ DesignStyle(kelly, y))``. This is how Prover9
+  reads free variables in assumptions, hence how Logic-LM's own pipeline
+  (NLTK passing the formula through to Prover9) solved these programs; each
+  premise is closed on its own. Not in the conclusion: there Prover9 proves
+  ``∀x φ`` for "True" but ``∀x ¬φ`` for "False" (not the negation of one closed
+  formula), and the recorded conclusions mean "every" in some programs and
+  "some" or one individual in others, so it is refused
+  (:class:`ErrorKind.UNDECLARED`, naming the variable).
+* **membership** ``a ∈ S`` is ``S(a)`` when ``S`` is a unary predicate of the
+  program (declared with one argument, or applied to one somewhere): the set
+  is the predicate's extension. Any other ``a ∈ b`` (``y ∈ x`` with ``x`` a
+  language family) is a binary relation ``∈`` between individuals that no
+  program can otherwise name; without set axioms in the program that is all
+  ``∈`` can mean. ``a ∉ b`` is ``¬(a ∈ b)``.
+
 It rejects, with the line and a suggested rewrite: arithmetic comparisons
-(``>``, ``<``, ``≤``, ``≥``) and set membership (``∈``), which Prover9 cannot
+(``>``, ``<``, ``≤``, ``≥``) and subset (``⊆``), which Prover9 cannot
 interpret; ellipses (``...``) and ``_`` placeholders, whose meaning is a
-guess; a free ``x``, ``y``, ``z``, ``u``, ``v``, ``w`` (optionally with digits:
-Prover9's own variable letters) outside any quantifier over it, which in the
-recorded programs stands for "every", "some" or one individual depending on
-the program (:class:`ErrorKind.UNDECLARED`); a predicate used with different
+guess (which items an ellipsis stands for; whether ``_`` is "some" or "any");
+a free variable in the conclusion (see above); a predicate used with different
 numbers of arguments, or against its declaration in ``Predicates:``
 (:class:`ErrorKind.TYPE`); and anything that is not a formula. Other names
 outside quantifiers are constants (``a``, ``bonnie``, ``GRE``, ``2000``);
@@ -149,6 +168,10 @@ class Quantified:
 
 Formula = Union[Atom, Equals, Not, Binary, Quantified]
 
+# The predicate name of ``a ∈ b`` when b is not a unary predicate: a binary relation no
+# program can name otherwise (names are letters, digits and '_').
+MEMBER = "∈"
+
 
 @dataclass(frozen=True)
 class Statement:
@@ -198,6 +221,7 @@ class Tok(str, enum.Enum):
     COMMA = "','"
     EQ = "'='"
     NEQ = "'≠'"
+    IN = "'∈'"
     NAME = "name"
     NUMBER = "number"
     END = "end of formula"
@@ -234,6 +258,8 @@ _SYMBOLS: list[tuple[str, Tok, str]] = [
     (",", Tok.COMMA, ","),
     ("=", Tok.EQ, "="),
     ("≠", Tok.NEQ, "≠"),
+    ("∈", Tok.IN, "∈"),
+    ("∉", Tok.IN, "∉"),
 ]
 
 # Valid-looking notation Prover9 cannot interpret, with the rewrite to suggest.
@@ -246,8 +272,6 @@ _UNSUPPORTED: list[tuple[str, str]] = [
     (">=", "arithmetic comparison is not supported; express it with a predicate, e.g. AtLeast9(x)"),
     (">", "arithmetic comparison is not supported; express it with a predicate, e.g. RatingAbove9(x) or MoreThan(a, b) with facts about a and b"),
     ("<", "arithmetic comparison is not supported; express it with a predicate, e.g. CostsBelow300(x)"),
-    ("∈", "set membership is not supported; write it as a predicate, e.g. MemberOf(y, x)"),
-    ("∉", "set membership is not supported; write it as a negated predicate, e.g. ¬MemberOf(y, x)"),
     ("⊆", "subset is not supported; write it as ∀z (In(z, a) → In(z, b))"),
 ]
 
@@ -327,7 +351,7 @@ _MAX_DEPTH = 200  # depth of the finished syntax tree (long ∧ chains nest to t
 class _FormulaParser:
     """Recursive descent over one formula's tokens, resolving names against bound variables."""
 
-    def __init__(self, text: str, line: int, col0: int) -> None:
+    def __init__(self, text: str, line: int, col0: int, *, close_free: bool = False) -> None:
         self.text = text
         self.line = line
         self.col0 = col0
@@ -335,6 +359,10 @@ class _FormulaParser:
         self.pos = 0
         self.bound: list[str] = []  # quantified variables in scope, innermost last
         self.nesting = 0
+        # Premises read a free variable as universally quantified over the whole formula
+        # (Prover9's convention); the conclusion refuses it (see the module docstring).
+        self.close_free = close_free
+        self.free: list[str] = []  # free variables met so far, in order of first use
 
     # -- helpers
     def peek(self) -> Token:
@@ -358,6 +386,8 @@ class _FormulaParser:
             if tok.kind is Tok.RPAREN:
                 raise self.error(tok, "unbalanced ')': it closes no '('; remove it or add the matching '('")
             raise self.error(tok, f"expected a connective (∧ ∨ ⊕ → ↔) or the end of the formula, found {_describe(tok)}")
+        for name in reversed(self.free):  # ∀x ∀y (...) in order of first use
+            formula = Quantified(Quantifier.FORALL, name, formula)
         return formula
 
     def nest(self) -> None:
@@ -448,6 +478,13 @@ class _FormulaParser:
             right = self.resolve(self.term(), right_tok)
             equality = Equals(self.resolve(term, head), right)
             return Not(equality) if op.kind is Tok.NEQ else equality
+        if op.kind is Tok.IN:
+            # a ∈ b: the membership relation (see _read_membership for b a unary predicate).
+            self.advance()
+            right_tok = self.peek()
+            right = self.resolve(self.term(), right_tok)
+            member = Atom(MEMBER, (self.resolve(term, head), right))
+            return Not(member) if op.value == "∉" else member
         if head.kind is Tok.NUMBER:
             raise self.error(head, f"a number ({head.text}) is not a formula; numbers can only be arguments")
         if isinstance(term, Var):
@@ -505,9 +542,14 @@ class _FormulaParser:
             return Func(term.name, term.args)
         if isinstance(term, _BareName):
             if _looks_like_variable(term.name):
+                if self.close_free:
+                    if term.name not in self.free:
+                        self.free.append(term.name)
+                    return Var(term.name)
                 raise self.error(
                     tok,
-                    f"'{term.name}' looks like a variable but no quantifier binds it here; add ∀{term.name} or ∃{term.name} "
+                    f"'{term.name}' looks like a variable but no quantifier binds it here; a free variable is read only in a "
+                    f"premise (as ∀ over it), here it could mean 'every' or 'some': add ∀{term.name} or ∃{term.name} "
                     f"around this formula (or inside the parentheses where it is used), or use a descriptive constant name",
                     ErrorKind.UNDECLARED,
                 )
@@ -533,9 +575,10 @@ class _BareName:
 
 def _looks_like_variable(name: str) -> bool:
     # GPT-4 and the FOLIO annotations name variables x, y, z (sometimes with a digit) and
-    # constants descriptively; Prover9 itself reads u-z names as variables. A free x is a
-    # forgotten quantifier whose intended force (all? some? one individual?) differs from
-    # program to program in the recorded data, so it is reported rather than guessed.
+    # constants descriptively; Prover9 itself reads u-z names as variables. A free x in a
+    # premise is read as Prover9 reads it (∀ over the whole premise); in the conclusion
+    # Prover9's reading (∀x φ for "True", ∀x ¬φ for "False") is not the negation of one
+    # closed formula and "every" or "some" are both plausible, so it is reported there.
     # Single letters a-t stay usable as constants (a, b, c in textbook problems).
     return re.fullmatch(r"[u-z]\d*", name) is not None
 
@@ -548,8 +591,14 @@ def _describe(tok: Token) -> str:
     return f"'{tok.text}'"
 
 
-def parse_formula(text: str, line: int = 1, col0: int = 1) -> Formula:
+def parse_formula(text: str, line: int = 1, col0: int = 1, *, close_free: bool = False) -> Formula:
     """Parse one formula (no comment, no section headers).
+
+    Args:
+        close_free: read a free variable-like name (``x``, ``y1``: see
+            :func:`_looks_like_variable`) as universally quantified over the
+            whole formula, as Prover9 reads free variables (used for premises);
+            when False such a name is an error (used for the conclusion).
 
     Raises:
         ProgramError: with ``line`` and a message naming the position.
@@ -558,7 +607,7 @@ def parse_formula(text: str, line: int = 1, col0: int = 1) -> Formula:
     # A stray full stop after a formula (as in English) is unambiguous.
     if stripped.endswith(".") and not stripped.endswith("..."):
         stripped = stripped[:-1]
-    formula = _FormulaParser(stripped, line, col0).parse()
+    formula = _FormulaParser(stripped, line, col0, close_free=close_free).parse()
     if _tree_depth(formula) > _MAX_DEPTH:
         raise ProgramError(
             f"the formula is too long or nested too deeply (more than {_MAX_DEPTH} levels); split it into several premises",
@@ -594,6 +643,8 @@ def format_formula(formula: Formula) -> str:
     >>> format_formula(parse_formula("∀x P(x) ∧ Q(x) → R(x)"))
     '∀x ((P(x) ∧ Q(x)) → R(x))'
     """
+    if isinstance(formula, Atom) and formula.predicate == MEMBER:
+        return f"{_format_term(formula.args[0])} ∈ {_format_term(formula.args[1])}"
     if isinstance(formula, Atom):
         return f"{formula.predicate}({', '.join(map(_format_term, formula.args))})" if formula.args else formula.predicate
     if isinstance(formula, Equals):
@@ -699,10 +750,10 @@ def parse(text: str) -> FolProgram:
             ErrorKind.NO_ANSWER,
         )
     decls = tuple(_parse_declaration(*entry) for entry in sections.predicates)
-    premises = tuple(Statement(parse_formula(f, n, c), n, f, cm) for n, f, cm, c in sections.premises)
+    premises = tuple(Statement(parse_formula(f, n, c, close_free=True), n, f, cm) for n, f, cm, c in sections.premises)
     n, f, cm, c = sections.conclusion[0]
     conclusion = Statement(parse_formula(f, n, c), n, f, cm)
-    program = FolProgram(predicates=decls, premises=premises, conclusion=conclusion)
+    program = _read_membership(FolProgram(predicates=decls, premises=premises, conclusion=conclusion))
     _check_symbols(program)
     return program
 
@@ -724,6 +775,38 @@ def _parse_declaration(line: int, text: str, comment: str, col0: int) -> Predica
 
 
 # --------------------------------------------------------------------------- symbol checks
+
+
+def _read_membership(program: FolProgram) -> FolProgram:
+    """Read ``a ∈ S`` as ``S(a)`` where S is a unary predicate of the program.
+
+    S is a unary predicate when it is declared with one argument in
+    ``Predicates:`` or applied to one argument in some formula; its set is then
+    its extension. Any other ``a ∈ b`` stays the binary relation :data:`MEMBER`.
+    """
+    unary = {d.name for d in program.predicates if d.arity == 1}
+    for stmt in (*program.premises, program.conclusion):
+        unary.update(n.predicate for n in _walk(stmt.formula) if isinstance(n, Atom) and len(n.args) == 1 and n.predicate != MEMBER)
+
+    def rewrite(f: Formula) -> Formula:
+        if isinstance(f, Atom):
+            right = f.args[1] if f.predicate == MEMBER else None
+            if isinstance(right, Const) and right.name in unary:
+                return Atom(right.name, (f.args[0],))
+            return f
+        if isinstance(f, Not):
+            return Not(rewrite(f.body))
+        if isinstance(f, Binary):
+            return Binary(f.op, rewrite(f.left), rewrite(f.right))
+        if isinstance(f, Quantified):
+            return Quantified(f.quantifier, f.var, rewrite(f.body))
+        return f
+
+    def statement(stmt: Statement) -> Statement:
+        return replace(stmt, formula=rewrite(stmt.formula))
+
+    return replace(program, premises=tuple(map(statement, program.premises)), conclusion=statement(program.conclusion))
+
 
 
 def _walk_terms(term: Term):  # type: ignore[no-untyped-def]
@@ -904,7 +987,10 @@ def solve(text: str, limits: Limits) -> Outcome:
 
     Returns:
         PROVED/``"True"``, DISPROVED/``"False"`` or UNKNOWN/``"Unknown"``
-        with the deciding proof; PARSE_ERROR with a line and an actionable
+        with the deciding proof and an ``entailment`` certificate
+        (:mod:`symbolkg.solvers.certificates.entailment`: the premises the
+        proof used; for Unknown, countermodels found by Z3 within
+        :data:`COUNTERMODEL_BUDGET_S`); PARSE_ERROR with a line and an actionable
         message for a malformed program; TIMEOUT when the search for the
         conclusion or its negation ran out of time with nothing proved.
         Never raises for a bad program.
@@ -915,7 +1001,11 @@ def solve(text: str, limits: Limits) -> Outcome:
         except ProgramError as err:
             return err.to_outcome(seconds=sw.elapsed(), backend=BACKEND)
         translation = to_prover9(program)
-        outcome = prover9.entail(translation.assumptions, translation.goal, limits, source_lines=translation.lines)
+        texts = [p.text for p in program.premises] + [program.conclusion.text]
+        outcome = prover9.entail(translation.assumptions, translation.goal, limits, source_lines=translation.lines,
+                                 source_texts=texts)
+        if outcome.answer == "Unknown" and outcome.certificate is not None:
+            outcome = replace(outcome, certificate=_with_countermodels(outcome.certificate, program, limits))
         if outcome.status is Status.PARSE_ERROR:
             # Prover9 rejecting our own translation is a bug of ours, not of the program.
             outcome = Outcome.error(
@@ -926,3 +1016,29 @@ def solve(text: str, limits: Limits) -> Outcome:
                 backend=BACKEND,
             )
     return replace(outcome, seconds=sw.seconds)
+
+
+#: Seconds (both sides together, at most ``Limits.timeout_s``) spent looking for the
+#: countermodels of an Unknown answer's certificate; Prover9's wheel has no model finder.
+COUNTERMODEL_BUDGET_S = 4.0
+
+
+def _with_countermodels(certificate: dict, program: FolProgram, limits: Limits) -> dict:
+    """An Unknown certificate with a model of premises ∧ ¬goal and one of premises ∧ goal, where found."""
+    from symbolkg.solvers import fol_z3
+    from symbolkg.solvers.certificates import entailment
+
+    budget = min(COUNTERMODEL_BUDGET_S, limits.timeout_s) / 2
+    premises = [p.formula for p in program.premises]
+    goal = program.conclusion.formula
+    sides = {"goal_false": fol_z3.find_model([*premises, Not(goal)], budget),
+             "goal_true": fol_z3.find_model([*premises, goal], budget)}
+    reason = "; ".join(f"{side}: {s.reason}" for side, s in sides.items() if s.model is None)
+    g = certificate["goal"]
+    return entailment.unknown(
+        entailment.Cited(g["line"], g["text"], g["prover9"]),
+        producer=certificate["producer"],
+        goal_false=sides["goal_false"].model.to_json() if sides["goal_false"].model else None,
+        goal_true=sides["goal_true"].model.to_json() if sides["goal_true"].model else None,
+        reason=reason,
+    )

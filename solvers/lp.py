@@ -106,7 +106,9 @@ wrong rule subject causes it and Logic-LM's answer is wrong.) Contradictions on
 other atoms do not matter: nothing is derived from them (no ex falso).
 
 ``Outcome.proof`` holds the derivation of the answer: every fact and rule
-instance used, in the order they build on each other.
+instance used, in the order they build on each other. ``Outcome.certificate`` holds it
+in a form another engine re-checks (:mod:`symbolkg.solvers.certificates.derivation`): the
+proof tree for True/False (both for an inconsistent program), the closure for Unknown.
 
 :func:`to_prolog` translates a parsed program into tabled SWI-Prolog text for
 :mod:`symbolkg.solvers.prolog`; :func:`solve_with_prolog` runs a program through that path.
@@ -115,9 +117,10 @@ instance used, in the order they build on each other.
 from __future__ import annotations
 
 import itertools
+import json
 import re
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Iterator, Union
 
 from symbolkg.solvers.records import ErrorKind, Limits, Outcome, ProgramError, Status, Stopwatch
@@ -837,13 +840,72 @@ def solve(text: str, limits: Limits) -> Outcome:
             error_line=program.query.line,
             seconds=sw.seconds,
             backend=BACKEND,
+            certificate=derivation_certificate(text, program, fixpoint, None, (first, second)),
         )
     if first is not None:
         proof = fixpoint.explain(first)
     else:
         proof = f"neither {program.query} nor its negation is derivable ({len(fixpoint.derived)} atoms derived)"
         proof += "".join(f"\nhint: {hint}" for hint in lint(program))
-    return Outcome(status=status, answer=_ANSWERS[status], proof=proof, seconds=sw.seconds, backend=BACKEND)
+    certificate = derivation_certificate(text, program, fixpoint, _ANSWERS[status], () if first is None else (first,))
+    return Outcome(status=status, answer=_ANSWERS[status], proof=proof, seconds=sw.seconds, backend=BACKEND,
+                   certificate=certificate)
+
+
+def derivation_certificate(text: str, program: LPProgram, fixpoint: Fixpoint, answer: str | None,
+                           goals: tuple[GroundAtom, ...], *, producer: str = BACKEND) -> dict:
+    """The ``derivation`` certificate of an answer (:mod:`symbolkg.solvers.certificates.derivation`).
+
+    Args:
+        text: the program text (facts are cited by their line's text).
+        program: ``text`` parsed.
+        fixpoint: what the program derives, with the first derivation of each atom.
+        answer: ``True``, ``False``, ``Unknown``, or None for an inconsistent program.
+        goals: the deciding atom (the query for True, its negation for False); none for
+            Unknown; both for an inconsistent program.
+        producer: the backend that answered.
+
+    Returns:
+        For True/False the proof tree of the goal, premises first, each atom once (for an
+        inconsistent program, of both); for Unknown the closure (every derived atom), which
+        shows that neither atom is derivable.
+    """
+    from symbolkg.solvers.certificates import derivation  # a certificate module; the chainer stays import-light
+
+    q = program.query
+    query: GroundAtom = (q.predicate, tuple(str(a) for a in q.args), q.value)
+    if not goals:
+        return derivation.closure_certificate(producer=producer, query=query, query_line=q.line, atoms=fixpoint.derived)
+    lines = text.splitlines()
+    order: list[GroundAtom] = []
+    seen: set[GroundAtom] = set()
+    stack: list[tuple[GroundAtom, bool]] = [(goal, False) for goal in reversed(goals)]
+    while stack:  # iterative post-order DFS, as in Fixpoint.explain: premises before conclusions
+        atom, expanded = stack.pop()
+        if expanded:
+            order.append(atom)
+            continue
+        if atom in seen:
+            continue
+        seen.add(atom)
+        stack.append((atom, True))
+        for premise in reversed(fixpoint.derived[atom].premises):
+            if premise not in seen:
+                stack.append((premise, False))
+    ids: dict[GroundAtom, int] = {}
+    steps = []
+    for atom in order:
+        how = fixpoint.derived[atom]
+        ids[atom] = len(ids) + 1
+        if how.rule is None:
+            fact_text = lines[how.line - 1].split(":::", 1)[0].strip()
+            steps.append({"id": ids[atom], "atom": _format_atom(*atom), "rule": None, "line": how.line,
+                          "rule_text": fact_text, "binding": {}, "body": []})
+        else:
+            steps.append({"id": ids[atom], "atom": _format_atom(*atom), "rule": how.line, "line": how.line,
+                          "rule_text": how.rule.text, "binding": {f"${k}": v for k, v in sorted(how.binding.items())},
+                          "body": [ids[p] for p in how.premises]})
+    return derivation.proof_certificate(producer=producer, answer=answer, query=query, query_line=q.line, steps=steps)
 
 
 def lint(program: LPProgram) -> list[str]:
@@ -971,8 +1033,10 @@ def to_prolog(program: LPProgram) -> str:
 def solve_with_prolog(text: str, limits: Limits) -> Outcome:
     """Like :func:`solve`, but runs the :func:`to_prolog` translation in SWI-Prolog.
 
-    Statuses and answers match :func:`solve`; ``backend`` is ``"swipl"``. There is
-    no derivation trace (``proof`` holds the answer binding).
+    Statuses and answers match :func:`solve`; ``backend`` is ``"swipl"``. ``proof`` holds
+    the answer binding; ``certificate`` the derivation certificate SWI-Prolog finds in a second
+    query (:func:`_prolog_certificate`; None when that runs out of the time the answer left).
+    ``seconds`` is the time of the answer alone.
 
     Args:
         text: the LP program.
@@ -995,10 +1059,20 @@ def solve_with_prolog(text: str, limits: Limits) -> Outcome:
         query_line = source.count("\n")  # the '% query:' line is the last one
         result = prolog.run_query(source, PROLOG_ANSWER_GOAL, limits)
     answer = result.solutions[0].bindings[0][1] if result.status == "ok" and result.solutions else None
+    certificate = None
+    left_s = limits.timeout_s - sw.seconds
+    if answer in _PROLOG_ANSWERS and left_s > 0.01:
+        # A second query, in the time the answer left: a certificate search that runs out costs no answer,
+        # and both calls together stay inside the worker pool's limit.
+        try:
+            certificate = _prolog_certificate(text, program, source, _PROLOG_ANSWERS[answer], replace(limits, timeout_s=left_s))
+        except (RecursionError, ValueError):  # a proof too deep to read back, or output cut off mid-line: no certificate
+            certificate = None
     mapping = {"'True'": (Status.PROVED, ANSWER_TRUE), "'False'": (Status.DISPROVED, ANSWER_FALSE), "'Unknown'": (Status.UNKNOWN, ANSWER_UNKNOWN)}
     if answer in mapping:
         status, value = mapping[answer]
-        return Outcome(status=status, answer=value, proof=f"Answer = {answer}", seconds=sw.seconds, backend=prolog.BACKEND)
+        return Outcome(status=status, answer=value, proof=f"Answer = {answer}", seconds=sw.seconds, backend=prolog.BACKEND,
+                       certificate=certificate)
     if answer == "'Inconsistent'":
         return Outcome(
             status=Status.UNSAT,
@@ -1008,5 +1082,129 @@ def solve_with_prolog(text: str, limits: Limits) -> Outcome:
             error_line=program.query.line,
             seconds=sw.seconds,
             backend=prolog.BACKEND,
+            certificate=certificate,
         )
     return prolog.to_outcome(result, prolog.PrologProgram(source, PROLOG_ANSWER_GOAL, query_line), limits, sw.seconds)
+
+
+_PROLOG_ANSWERS = {"'True'": ANSWER_TRUE, "'False'": ANSWER_FALSE, "'Unknown'": ANSWER_UNKNOWN, "'Inconsistent'": None}
+
+#: The proof search added to :func:`to_prolog`'s text for a certificate. ``'lp-rule'(Kind, Head, Body,
+#: Binding)`` lists every fact (``fact(Line)``) and rule head (``rule(Index)``, the index into
+#: ``LPProgram.rules``); ``'lp-call'/1`` calls a (tabled) LP atom. The search proves a ground goal
+#: by a rule whose body atoms all hold (the tables say which), never using a goal inside its own
+#: proof, so it ends on cyclic rules; the tree is written as JSON, one line per goal. The names
+#: contain '-', so no LP predicate can clash with them.
+_PROLOG_PROOF = r"""
+'lp-prove'(G, Anc, node(K, G, B, Ps)) :- 'lp-rule'(K, G, Body, B), 'lp-prove-all'(Body, [G|Anc], Ps).
+'lp-prove-all'([], _, []).
+'lp-prove-all'([G|Gs], Anc, [P|Ps]) :-
+    'lp-call'(G), \+ memberchk(G, Anc), once('lp-prove'(G, Anc, P)), 'lp-prove-all'(Gs, Anc, Ps).
+'lp-certificate'(Goals) :- forall(member(G, Goals), (once('lp-prove'(G, [], P)), 'lp-json'(P), nl)), write(end), nl.
+'lp-closure'(N) :-
+    findall(G, 'lp-call'(G), Gs0), sort(Gs0, Gs), length(Gs, N),
+    forall(member(G, Gs), ('lp-json-atom'(G), nl)), write(end), nl.
+'lp-json'(node(K, G, B, Ps)) :-
+    write('{"k":'), 'lp-json-kind'(K), write(',"a":'), 'lp-json-atom'(G),
+    write(',"b":['), 'lp-json-binding'(B), write('],"p":['), 'lp-json-list'(Ps), write(']}').
+'lp-json-kind'(fact(L)) :- write('["fact",'), write(L), write(']').
+'lp-json-kind'(rule(I)) :- write('["rule",'), write(I), write(']').
+'lp-json-atom'(G) :- G =.. [P|Args], write('["'), write(P), write('",['), 'lp-json-strs'(Args), write(']]').
+'lp-json-strs'([]).
+'lp-json-strs'([A]) :- !, write('"'), write(A), write('"').
+'lp-json-strs'([A|As]) :- write('"'), write(A), write('",'), 'lp-json-strs'(As).
+'lp-json-binding'([]).
+'lp-json-binding'([N-V]) :- !, write('["'), write(N), write('","'), write(V), write('"]').
+'lp-json-binding'([N-V|Bs]) :- write('["'), write(N), write('","'), write(V), write('"],'), 'lp-json-binding'(Bs).
+'lp-json-list'([]).
+'lp-json-list'([P]) :- !, 'lp-json'(P).
+'lp-json-list'([P|Ps]) :- 'lp-json'(P), write(','), 'lp-json-list'(Ps).
+"""
+
+
+def _prolog_certificate(text: str, program: LPProgram, source: str, answer: str | None, limits: Limits) -> dict | None:
+    """The derivation certificate of SWI-Prolog's ``answer`` (:func:`derivation_certificate`'s format).
+
+    SWI-Prolog itself finds the proof tree (True/False; both trees for an inconsistent program)
+    or the set of all atoms it derives (Unknown), with the search of :data:`_PROLOG_PROOF` run on
+    the same tabled translation that answered. None when that query fails, runs out of limits,
+    or its output is cut off (the harness keeps 10,000 characters); a closure that is cut off
+    keeps its count only, which the checker recomputes.
+    """
+    from symbolkg.solvers import prolog
+    from symbolkg.solvers.certificates import derivation
+
+    q = program.query
+    query: GroundAtom = (q.predicate, tuple(str(a) for a in q.args), q.value)
+    negation: GroundAtom = (q.predicate, query[1], not q.value)
+    arity: dict[str, int] = {}
+    for atom in list(program.facts) + [a for r in program.rules for a in (*r.body, *r.head)] + [program.query]:
+        arity.setdefault(atom.predicate, len(atom.args) + 1)
+    for decl in program.predicates:
+        arity.setdefault(decl.name, decl.arity + 1)
+    out = [_PROLOG_PROOF]
+    for name, n in arity.items():
+        params = ", ".join(f"A{i}" for i in range(n))
+        out.append(f"'lp-call'({_pl_atom(name)}({params})) :- {_pl_atom(name)}({params}).")
+    for fact in program.facts:
+        out.append(f"'lp-rule'(fact({fact.line}), {_pl_goal(fact)}, [], []).")
+    for index, rule in enumerate(program.rules):
+        names = sorted({v.name for a in (*rule.body, *rule.head) for v in a.variables()})
+        binding = "[" + ", ".join(f"{_pl_atom(v)}-V_{v}" for v in names) + "]"
+        body = "[" + ", ".join(_pl_goal(a) for a in rule.body) + "]"
+        for head in rule.head:
+            out.append(f"'lp-rule'(rule({index}), {_pl_goal(head)}, {body}, {binding}).")
+    cert_source = source + "\n".join(out) + "\n"
+
+    def ground(atom: GroundAtom) -> str:
+        return _pl_goal(Atom(atom[0], atom[1], atom[2]))
+
+    if answer == ANSWER_UNKNOWN:
+        result = prolog.run_query(cert_source, "'lp-closure'(N)", limits)
+        if result.status != "ok" or not result.solutions:
+            return None
+        count = int(result.solutions[0].bindings[0][1])
+        lines = result.output.splitlines()
+        if not lines or lines[-1] != "end":  # cut off: keep the count, the checker recomputes the atoms
+            return derivation.closure_certificate(producer=prolog.BACKEND, query=query, query_line=q.line, atoms=None,
+                                                  count=count)
+        atoms = [_json_atom(json.loads(line)) for line in lines[:-1]]
+        if len(atoms) != count:
+            return None
+        return derivation.closure_certificate(producer=prolog.BACKEND, query=query, query_line=q.line, atoms=atoms)
+    goals = {ANSWER_TRUE: (query,), ANSWER_FALSE: (negation,), None: (query, negation)}[answer]
+    result = prolog.run_query(cert_source, f"'lp-certificate'([{', '.join(ground(g) for g in goals)}])", limits)
+    lines = result.output.splitlines()
+    if result.status != "ok" or not result.solutions or not lines or lines[-1] != "end":
+        return None
+    steps: list[dict] = []
+    ids: dict[GroundAtom, int] = {}
+    source_lines = text.splitlines()
+    for line in lines[:-1]:  # one tree per goal; for True/False the goal's step comes last
+        _flatten_proof(json.loads(line), program, source_lines, ids, steps)
+    return derivation.proof_certificate(producer=prolog.BACKEND, answer=answer, query=query, query_line=q.line, steps=steps)
+
+
+def _json_atom(encoded: list) -> GroundAtom:
+    """``["Cold", ["Bob", "true"]]`` (as :data:`_PROLOG_PROOF` writes an atom) -> ``("Cold", ("Bob",), True)``."""
+    predicate, args = encoded
+    return (predicate, tuple(args[:-1]), args[-1] == "true")
+
+
+def _flatten_proof(node: dict, program: LPProgram, lines: list[str], ids: dict[GroundAtom, int], steps: list[dict]) -> int:
+    """Add the steps of SWI-Prolog's proof tree ``node`` (premises first, each atom once); returns its id."""
+    atom = _json_atom(node["a"])
+    if atom in ids:
+        return ids[atom]
+    # The search never uses a goal inside its own proof, so ``atom`` is not among its premises' steps.
+    body = [_flatten_proof(child, program, lines, ids, steps) for child in node["p"]]
+    ids[atom] = len(ids) + 1
+    kind, where = node["k"]
+    if kind == "fact":
+        steps.append({"id": ids[atom], "atom": _format_atom(*atom), "rule": None, "line": where,
+                      "rule_text": lines[where - 1].split(":::", 1)[0].strip(), "binding": {}, "body": []})
+    else:
+        rule = program.rules[where]
+        steps.append({"id": ids[atom], "atom": _format_atom(*atom), "rule": rule.line, "line": rule.line,
+                      "rule_text": rule.text, "binding": {f"${k}": v for k, v in sorted(node["b"])}, "body": body})
+    return ids[atom]

@@ -67,6 +67,13 @@ marked *differs*):
     or ``1 <= f(x)``: the first position's number is not written down), a
     position passed to a function (``f(d + 1)``: the last member has no
     successor) and any other arithmetic on names.
+  - A range over a whole sort of names: ``lo <= f(x) <= hi``, ``And(lo <= f(x),
+    f(x) <= hi)`` (or with ``>=``, either side) where ``f(x)`` has a sort of n names and
+    ``hi - lo + 1 == n``, as in ``ForAll([v:vehicles], And(1 <= serviced(v),
+    serviced(v) <= 6))`` over six days. The line numbers the members from ``lo``, and
+    under that numbering the bounds hold for every member, so it is ``True``. Bounds
+    that do not span the sort exactly (``1 <= f(x) <= 5`` over six names) would need a
+    numbering the program does not write down and stay refused.
   - ``Sum([x:sort], term)``: the sum of an integer ``term`` over the members.
   - Quoted members, ``EnumSort(["Rhino Rock", 'Sammy'])``: names (not numbers even
     when quoted digits), written quoted (or, if identifiers, bare) in formulas.
@@ -114,6 +121,7 @@ from __future__ import annotations
 import ast
 import dataclasses
 import itertools
+import json
 import keyword
 import re
 import time
@@ -778,6 +786,10 @@ class _Scope:
                             ErrorKind.TYPE)
         if isinstance(node, ast.Name):
             return self._name(node.id, env)
+        if isinstance(node, (ast.Call, ast.Compare, ast.BoolOp)):
+            whole_range = self._whole_range(node, env)
+            if whole_range is not None:
+                return whole_range
         if isinstance(node, ast.Call):
             return self._call(node, env)
         if isinstance(node, ast.Compare):
@@ -1029,6 +1041,59 @@ class _Scope:
             parts.append(Op("bool", op, (left, right)))
             left = right
         return parts[0] if len(parts) == 1 else Op("bool", "and", tuple(parts))
+
+    def _whole_range(self, node: ast.expr, env: dict[str, tuple[str, str]]) -> Expr | None:
+        """``lo <= t <= hi`` / ``And(lo <= t, t <= hi)`` with ``t`` of a sort of n names and
+        ``hi - lo + 1 == n``: the program numbers the members from ``lo``, and under that numbering
+        the bounds hold for every member, so the formula is ``True``. None for anything else."""
+        bounds: list[tuple[str, str, int]] = []  # (term source, "lo"/"hi", bound)
+        if isinstance(node, ast.Compare) and len(node.ops) == 2:
+            parts = [ast.Compare(node.left, [node.ops[0]], [node.comparators[0]]),
+                     ast.Compare(node.comparators[0], [node.ops[1]], [node.comparators[1]])]
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "And"
+              and "And" not in env and len(node.args) == 2 and not node.keywords):
+            parts = list(node.args)
+        elif isinstance(node, ast.BoolOp) and isinstance(node.op, ast.And) and len(node.values) == 2:
+            parts = list(node.values)
+        else:
+            return None
+        term_node: ast.expr | None = None
+        for part in parts:
+            if not (isinstance(part, ast.Compare) and len(part.ops) == 1):
+                return None
+            left, op, right = part.left, part.ops[0], part.comparators[0]
+            if isinstance(right, ast.Constant) and type(right.value) is int:
+                term, bound, flipped = left, right.value, False
+            elif isinstance(left, ast.Constant) and type(left.value) is int:
+                term, bound, flipped = right, left.value, True
+            else:
+                return None
+            # lo <= t, t >= lo: a lower bound; t <= hi, hi >= t: an upper bound (only <= / >=).
+            if isinstance(op, ast.LtE):
+                side = "lo" if flipped else "hi"
+            elif isinstance(op, ast.GtE):
+                side = "hi" if flipped else "lo"
+            else:
+                return None
+            if term_node is not None and ast.dump(term) != ast.dump(term_node):
+                return None
+            term_node = term
+            bounds.append((ast.dump(term), side, bound))
+        if term_node is None or sorted(b[1] for b in bounds) != ["hi", "lo"]:
+            return None
+        if any(isinstance(n, ast.Constant) and n.value is None for n in ast.walk(term_node)):
+            return None
+        typed = self._walk_inner(term_node, env)  # reports undeclared names / type errors in the term
+        sort = self.sorts.get(typed.type)
+        if sort is None or sort.numeric or typed.type not in self.sorts:
+            return None
+        lo = next(b for _, side, b in bounds if side == "lo")
+        hi = next(b for _, side, b in bounds if side == "hi")
+        members = [m for m in self.sorts.values() if m.base == typed.type and m.parent is None]
+        size = len(members[0].members) if members else len(sort.members)
+        if hi - lo + 1 != size:
+            return None
+        return Lit("bool", True)
 
     def _none_test(self, node: ast.Compare, env: dict[str, tuple[str, str]]) -> Expr | None:
         """``e != None`` is True and ``e == None`` False: every term has a value (functions are total)."""
@@ -1432,7 +1497,9 @@ def _solve(text: str, limits: Limits, deadline: float) -> Outcome:
         + [f"({o.letter}) line {o.line}: {o.check.describe()} -> {'passes' if ok else 'fails'}" for o, ok in verdicts])
     passing = [o.letter for o, ok in verdicts if ok]
     if len(passing) == 1:
-        return Outcome(status=Status.PROVED, answer=passing[0], proof=proof, backend=BACKEND)
+        certificate = _certificate(text, program, compiler, passing[0], {o.letter: ok for o, ok in verdicts},
+                                   limits, deadline)
+        return Outcome(status=Status.PROVED, answer=passing[0], proof=proof, backend=BACKEND, certificate=certificate)
     if passing:
         message = (f"{len(passing)} options pass ({', '.join(passing)}), but exactly one must; a check is too weak "
                    "(e.g. is_sat where the question asks what must be true: use is_valid) or a constraint is missing")
@@ -1448,3 +1515,121 @@ def _track(solver: z3.Solver, trackers: dict[str, int], formula: z3.BoolRef, lin
     name = f"line{line}#{len(trackers)}"
     trackers[name] = line
     solver.assert_and_track(formula, z3.Bool(name, ctx))
+
+
+def _certificate(text: str, program: Program, compiler: _Compiler, answer: str, verdicts: dict[str, bool],
+                 limits: Limits, deadline: float) -> dict | None:
+    """The ``constraint`` certificate (:mod:`symbolkg.solvers.certificates.constraint`) of ``answer``.
+
+    Its own solver (range restrictions of the declarations asserted, each constraint line guarded by a
+    literal) answers every query the options' checks ask: a model when satisfiable, else a core minimised
+    by deletion. None when Z3 cannot finish within the call's deadline (the answer stands; the row is
+    then unverifiable) or the certificate would be too large.
+    """
+    from symbolkg.solvers.certificates import constraint as cc
+
+    ctx = compiler.ctx
+    solver = z3.Solver(ctx=ctx)
+    solver.set("max_memory", max(16, int(limits.memory_mb * _Z3_MEMORY_SHARE)))
+    guards: dict[int, z3.BoolRef] = {}
+    try:
+        for _, formula in compiler.range_constraints():
+            solver.add(formula)
+        for c in program.constraints:
+            guard = z3.Bool(f"cert_line{c.line}", ctx)
+            guards[c.line] = guard
+            solver.add(z3.Implies(guard, compiler.build(c.expr, {})))
+        bounding = cc.dsl_bounding_lines(text)
+        tables = [(f, list(itertools.product(*[compiler.domain(p) for p in f.params])))
+                  for f in program.functions.values() if "int" not in f.params]
+
+        def model_json(model: z3.ModelRef) -> dict:
+            out: dict = {}
+            for f, cells in tables:
+                func = compiler.z3_funcs[f.name]
+                values = []
+                for args in cells:
+                    v = model.eval(func(*args) if args else func(), model_completion=True)
+                    values.append(value_json(f, v))
+                out[f.name] = values
+
+            def lookup(name: str, args: tuple) -> object:
+                z3_args = [z3.BoolVal(a, ctx) if isinstance(a, bool) else z3.IntVal(a, ctx) if isinstance(a, int)
+                           else compiler.z3_members[a] for a in args]
+                return value_json(program.functions[name], model.eval(compiler.z3_funcs[name](*z3_args),
+                                                                      model_completion=True))
+
+            outside = cc.dsl_outside_cells(text, out, lookup)
+            if outside:
+                out[cc.OUTSIDE] = outside
+            return out
+
+        def value_json(f: FunctionDecl, v: z3.ExprRef) -> object:
+            return z3.is_true(v) if f.result == "bool" else v.as_long() if z3.is_int_value(v) else str(v)
+
+        def run(query: z3.BoolRef, lines: list[int]) -> tuple[bool, z3.ModelRef | None, list[int]]:
+            """(satisfiable, its model, else its core) of the guarded lines ``lines`` and ``query``."""
+            remaining_ms = int((deadline - time.monotonic()) * 1000)
+            if remaining_ms <= 0:
+                raise _Timeout()
+            solver.set("timeout", remaining_ms)
+            solver.push()
+            try:
+                solver.add(query)
+                result = solver.check(*[guards[line] for line in lines])
+                if result == z3.unknown:
+                    raise _Timeout()
+                if result == z3.sat:
+                    return True, solver.model(), []
+                return False, None, sorted({int(str(t)[len("cert_line"):]) for t in solver.unsat_core()})
+            finally:
+                solver.pop()
+
+        def fact(query_name: str, query: z3.BoolRef, index: int | None = None) -> dict:
+            entry: dict = {"query": query_name}
+            if index is not None:
+                entry["index"] = index
+            sat, model, core = run(query, list(guards))
+            if sat:
+                entry.update(sat=True, model=model_json(model))
+                return entry
+            # Lines that bound integer functions stay on (the checker's finite search needs them); the rest is
+            # minimised by deletion.
+            core = cc.minimise([line for line in core if line not in bounding],
+                               lambda lines: not run(query, lines + bounding)[0])
+            entry.update(sat=False, core=core, minimal=True)
+            if bounding:
+                entry["bounds"] = bounding
+            return entry
+
+        options = []
+        chosen_model: dict | None = None
+        for option in program.options:
+            check = option.check.inner if option.check.kind == "is_exception" else option.check
+            negated = option.check.kind == "is_exception"
+            exprs = [compiler.build(e, {}) for e in check.exprs]
+            if check.kind in ("is_sat", "is_unsat"):
+                facts = [fact("option", exprs[0])]
+            elif check.kind == "is_valid":
+                facts = [fact("negation", z3.Not(exprs[0]))]
+            else:
+                facts = [fact("none", z3.Not(z3.Or(exprs)))]
+                facts += [fact("item", x, i) for i, x in enumerate(exprs)]
+            if option.letter == answer:
+                formula = exprs[0] if len(exprs) == 1 else z3.Or(exprs)
+                wanted = formula if cc.polarity(check.kind, negated) else z3.Not(formula)
+                _, model, _ = run(wanted, list(guards))
+                if model is None:
+                    return None  # cannot happen: the option passed against satisfiable constraints
+                chosen_model = model_json(model)
+            options.append({"letter": option.letter, "line": option.line, "text": cc.dsl_line_text(text, option.line),
+                            "check": option.check.describe(), "passes": verdicts[option.letter], "facts": facts})
+    except (_Timeout, _TooLarge, _SolverGaveUp, z3.Z3Exception, cc.Unsupported, cc.CertificateError, RecursionError):
+        return None  # no certificate (the row is then unverifiable); the answer stands
+    cert = {"kind": "constraint", "version": cc.VERSION, "producer": BACKEND, "language": LANGUAGE, "answer": answer,
+            "constraints": [{"id": c.line, "text": cc.dsl_line_text(text, c.line)} for c in program.constraints],
+            "model": chosen_model, "options": options,
+            "signatures": {f.name: [[m if isinstance(m, (int, bool)) else str(m) for m in
+                                     ((False, True) if p == "bool" else program.sorts[p].members)] for p in f.params]
+                           for f, _ in tables}}
+    return cert if len(json.dumps(cert)) <= cc.MAX_CERTIFICATE_CHARS else None

@@ -9,17 +9,19 @@ own message type.
 Logic-LM (``logiclm``): :func:`formulation_messages` asks for a program in the
 dataset's language (:data:`LANGUAGE_FOR_DATASET`); :func:`extract_program` cuts the
 program out of the completion; the solver runs it; on an error (or when it runs
-but gives no unique answer) :func:`refine_messages` shows the model its program
-with line numbers and the solver's message and asks for a corrected program.
+but gives no unique answer) :func:`refine_messages` continues the formulation
+conversation: the model's own reply, then the solver's message (with the line it
+points at) and a request for a corrected program.
 
 Each language's system message states exactly what its parser accepts
 (:mod:`symbolkg.solvers.lp`, :mod:`symbolkg.solvers.fol`, :mod:`symbolkg.solvers.csp`, :mod:`symbolkg.solvers.lsat`)
 and is followed by hand-written few-shot examples (:data:`EXAMPLES`: made-up
 problems in the style of each dataset, not taken from any dev set or from
 Logic-LM's prompts); the tests run every example program through its solver and
-check the intended answer. The formulation and refine prompts of a language
-share their whole prefix (system message and examples), so that an engine with
-prefix caching (vLLM) computes it once.
+check the intended answer. Prompts are laid out for an engine's prefix cache (vLLM):
+the fixed system message and examples first, then the problem (context before
+question), and a refine prompt is the formulation prompt, word for word, followed by
+the model's reply to it and the error: the engine computes only the error turn anew.
 
 Baselines: :func:`direct_messages` (answer letter only) and :func:`cot_messages`
 (short reasoning ending with ``The answer is X.``); :func:`extract_answer` reads
@@ -359,13 +361,8 @@ _REFINE_LEADS = {
     "no_answer": "The program runs, but it does not give exactly one answer.",
     "timeout": "The solver ran out of time on the program; make it simpler.",
     "memory": "The solver ran out of memory on the program; make it simpler.",
+    "formalization": "The program runs, but it does not say what the problem says.",
 }
-
-
-def _numbered(program: str) -> str:
-    lines = program.splitlines() or [""]
-    width = len(str(len(lines)))
-    return "\n".join(f"{i:>{width}} | {line}" for i, line in enumerate(lines, start=1))
 
 
 def refine_messages(
@@ -378,6 +375,7 @@ def refine_messages(
     error_message: str,
     error_line: int | None,
     hints: str = "",
+    reply: str | None = None,
 ) -> Messages:
     """Messages asking for a corrected program after the solver rejected ``program``.
 
@@ -385,22 +383,25 @@ def refine_messages(
     the message then says so and carries the solver's explanation (entailed options,
     the atom derived both ways, an unsatisfiable core).
 
+    The messages continue the formulation conversation: the formulation prompt as
+    :func:`formulation_messages` builds it, the model's reply as the assistant turn, then
+    one user turn with the error (quoting the line it points at) and the request for a
+    full corrected program. So the whole prompt up to the error turn is what the engine
+    saw and wrote before, and its prefix cache serves it.
+
     Args:
         language: the program's language.
         context, question, options: the problem, as for :func:`formulation_messages`.
-        program: the program as it was run.
+        program: the program as it was run (what ``error_line`` counts lines in).
         error_kind: an :class:`symbolkg.solvers.records.ErrorKind` value, or None.
         error_message: the solver's message.
         error_line: 1-based line the error refers to, if known.
         hints: as for :func:`formulation_messages`.
+        reply: the model's completion the program was extracted from, exactly as it came
+            (default ``program``): the assistant turn.
 
     Returns:
-        The formulation prefix (system message and examples) and one user turn with the
-        problem, the program with line numbers, the error and the request for a full
-        corrected program.
-
-    Raises:
-        ValueError: ``language`` has no prompts.
+        The formulation messages, the assistant turn and one user turn.
     """
     lines = program.splitlines()
     lead = _REFINE_LEADS.get(error_kind or "", "The solver could not run the program.")
@@ -413,13 +414,9 @@ def refine_messages(
     error += f": {message}"
     if error_line is not None and 1 <= error_line <= len(lines):
         error += f"\nLine {error_line}: {lines[error_line - 1].strip()}"
-    body = (
-        f"{_problem_text(context, question, options, hints)}\n\n"
-        f"Your program (line numbers added):\n{_numbered(program)}\n\n"
-        f"{lead}\n{error}\n\n"
-        "Write the corrected full program, without line numbers. " + _ONLY
-    )
-    return _program_prefix(language) + [("user", body)]
+    body = f"{lead}\n{error}\n\nWrite the corrected full program. " + _ONLY
+    return [*formulation_messages(language, context, question, options, hints),
+            ("assistant", program if reply is None else reply), ("user", body)]
 
 
 # --------------------------------------------------------------------------- program extraction

@@ -52,6 +52,12 @@ case left is assumptions that are inconsistent *and* for which Prover9 first
 finds a refutation through the goal: both answers are then entailed, and the
 side that finishes first wins.
 
+Every assumption goes to Prover9 labelled ``symbolkg_a<i>``: Prover9 prints the input formulas
+a proof used with their labels, so :func:`used_assumptions` reads which assumptions the deciding
+proof rests on. :func:`entail` with ``source_texts`` turns that into an ``entailment``
+certificate (:mod:`symbolkg.solvers.certificates.entailment`); the labels are removed from the
+proof text it returns.
+
 Example (needs the Prover9 binary)::
 
     >>> from symbolkg.solvers.records import Limits
@@ -90,6 +96,11 @@ MAX_PROGRAM_CHARS = 1_000_000
 
 #: Label attached to the goal when it is added as an assumption (negation side).
 _GOAL_LABEL = "symbolkg_goal"
+
+#: Label prefix of assumption ``i`` (``symbolkg_a<i>``): the proof names the assumptions it used by it.
+_ASSUMPTION_LABEL = "symbolkg_a"
+_ASSUMPTION_LABEL_RE = re.compile(rf"label\({_ASSUMPTION_LABEL}(\d+)\)")
+_ASSUMPTION_LABEL_TEXT = re.compile(rf"\s*#\s*label\({_ASSUMPTION_LABEL}\d+\)")
 
 #: Most bytes of Prover9 output read back; with ``clear(print_given)`` real runs print far less.
 _MAX_OUTPUT_BYTES = 4 * 1024 * 1024
@@ -397,6 +408,20 @@ def _uses_goal(proof: str) -> bool:
     return "[deny(" in proof or f"label({_GOAL_LABEL})" in proof
 
 
+def used_assumptions(proof: str) -> tuple[int, ...]:
+    """Indices of the assumptions a proof of :func:`entailment` used, in order.
+
+    Every assumption goes to Prover9 labelled ``symbolkg_a<i>``; Prover9 prints each input
+    formula a proof uses (and the clauses made from it) with its label.
+    """
+    return tuple(sorted({int(m) for m in _ASSUMPTION_LABEL_RE.findall(proof)}))
+
+
+def _without_assumption_labels(proof: str | None) -> str | None:
+    """The proof as the user wrote the assumptions: our bookkeeping labels removed."""
+    return None if proof is None else _ASSUMPTION_LABEL_TEXT.sub("", proof)
+
+
 def _run_until(runs: Sequence[_Run], deadline: float, done: Callable[[], bool]) -> None:
     """Poll ``runs`` until all have ended, ``done()`` says stop, or the deadline passes."""
     delay = 0.002
@@ -467,6 +492,8 @@ def entailment(assumptions: Sequence[str], goal: str, limits: Limits, *, options
     one stopped at the deadline reports ``killed``.
     """
     labelled_goal = f"{_strip_period(goal)} # label({_GOAL_LABEL})"
+    # Labels do not change the search; they let the proof say which assumptions it used.
+    assumptions = [f"{_strip_period(a)} # label({_ASSUMPTION_LABEL}{i})" for i, a in enumerate(assumptions)]
     binary = prover9_binary()
     with Stopwatch() as sw:
         deadline = time.perf_counter() + limits.timeout_s
@@ -497,6 +524,7 @@ def entail(
     *,
     options: Sequence[str] = (),
     source_lines: Sequence[int | None] | None = None,
+    source_texts: Sequence[str] | None = None,
 ) -> Outcome:
     """Three-valued entailment: does ``assumptions`` entail ``goal``, its negation, or neither?
 
@@ -509,32 +537,54 @@ def entail(
         options: extra Prover9 commands placed before our limits.
         source_lines: program line of each assumption followed by the goal's;
             used to point a Prover9 syntax error at its line.
+        source_texts: program text of each assumption followed by the goal's.
+            When given, a decided outcome carries an ``entailment`` certificate
+            (:mod:`symbolkg.solvers.certificates.entailment`) citing the premises
+            the deciding proof used by line (``source_lines``) and text.
 
     Returns:
         An :class:`Outcome` with backend ``"prover9"``: PROVED/``"True"``,
         DISPROVED/``"False"``, UNKNOWN/``"Unknown"``, TIMEOUT, MEMORY, or
         PARSE_ERROR for a formula Prover9 cannot read (its message and the
         marked text). ``proof`` holds the PROOF section that decided the answer.
+        ``certificate`` is set for True/False/Unknown when ``source_texts`` is given
+        (Unknown without countermodels: the caller adds them where it can).
 
     Raises:
         Prover9NotFound: the binary is missing (an installation problem).
     """
     result = entailment(assumptions, goal, limits, options=options)
-    return _decide(result, [*assumptions, goal], source_lines)
+    outcome = _decide(result, [*assumptions, goal], source_lines)
+    if source_texts is None or outcome.answer not in ("True", "False", "Unknown"):
+        return outcome
+    from symbolkg.solvers.certificates import entailment as certificate
+
+    if len(source_texts) != len(assumptions) + 1:
+        raise ValueError(f"source_texts has {len(source_texts)} entries for {len(assumptions)} assumptions and a goal")
+    lines = list(source_lines) if source_lines is not None else [None] * len(source_texts)
+    cited = [certificate.Cited(line, text, formula) for line, text, formula in zip(lines, source_texts, [*assumptions, goal])]
+    if outcome.answer == "Unknown":
+        cert = certificate.unknown(cited[-1], producer=BACKEND)
+    else:
+        deciding = result.goal_side if result.goal_side.proved else result.negation_side
+        used = used_assumptions(deciding.proof or "")
+        cert = certificate.proved(outcome.answer, cited[-1], [cited[i] for i in used if i < len(assumptions)],
+                                  inconsistent=not deciding.uses_goal, producer=BACKEND)
+    return replace(outcome, certificate=cert)
 
 
 def _decide(result: Entailment, formulas: Sequence[str], source_lines: Sequence[int | None] | None) -> Outcome:
     g, n, seconds = result.goal_side, result.negation_side, result.seconds
     if g.proved:
         note = "" if g.uses_goal else "% NOTE: the assumptions are contradictory; this proof does not use the goal.\n"
-        return Outcome(Status.PROVED, answer="True", proof=note + (g.proof or ""), seconds=seconds, backend=BACKEND)
+        return Outcome(Status.PROVED, answer="True", proof=note + (_without_assumption_labels(g.proof) or ""), seconds=seconds, backend=BACKEND)
     if n.proved:
         if not n.uses_goal:
             # The assumptions alone are contradictory, so they entail the goal as well; answer
             # as if the goal side had won, whichever process finished first.
             note = "% NOTE: the assumptions are contradictory; they entail the goal and its negation.\n"
-            return Outcome(Status.PROVED, answer="True", proof=note + (n.proof or ""), seconds=seconds, backend=BACKEND)
-        return Outcome(Status.DISPROVED, answer="False", proof=n.proof, seconds=seconds, backend=BACKEND)
+            return Outcome(Status.PROVED, answer="True", proof=note + (_without_assumption_labels(n.proof) or ""), seconds=seconds, backend=BACKEND)
+        return Outcome(Status.DISPROVED, answer="False", proof=_without_assumption_labels(n.proof), seconds=seconds, backend=BACKEND)
     for side in (g, n):
         if side.status is ProofStatus.SYNTAX_ERROR:
             index = _locate(side.error_formula, formulas)
@@ -568,7 +618,7 @@ def _locate(marked: str | None, formulas: Sequence[str]) -> int | None:
     """Index of the formula Prover9 marked as unreadable (the goal's label is ours, not the user's)."""
     if not marked:
         return None
-    key = _squash(_strip_period(marked.replace(f"# label({_GOAL_LABEL})", "")))
+    key = _squash(_strip_period(_ASSUMPTION_LABEL_TEXT.sub("", marked.replace(f"# label({_GOAL_LABEL})", ""))))
     if not key:
         return None
     squashed = [_squash(_strip_period(f)) for f in formulas]
@@ -747,5 +797,6 @@ def solve(text: str, limits: Limits) -> Outcome:
             limits,
             options=problem.options,
             source_lines=[a.line for a in problem.assumptions] + [problem.goal.line],
+            source_texts=[a.text for a in problem.assumptions] + [problem.goal.text],
         )
     return replace(outcome, seconds=sw.seconds)

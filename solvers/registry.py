@@ -23,6 +23,7 @@ LANGUAGES: dict[str, tuple[str, str]] = {
     "logiclm-lp": ("symbolkg.solvers.lp", "Logic-LM logic program (ProntoQA/ProofWriter): Pred($x, True) facts, >>> rules"),
     "logiclm-lp-swipl": ("symbolkg.solvers.lp_swipl", "the logiclm-lp language answered by SWI-Prolog (the router's prolog route)"),
     "logiclm-fol": ("symbolkg.solvers.fol", "Logic-LM first-order logic (FOLIO): Unicode connectives, Prover9 backend"),
+    "logiclm-fol-z3": ("symbolkg.solvers.fol_z3", "the logiclm-fol language decided by Z3 (symbolkg solve --cross-check's second prover)"),
     "logiclm-csp": ("symbolkg.solvers.csp", "Logic-LM constraint program (LogicalDeduction): Domain/Variables/Constraints/Query"),
     "logiclm-smt": ("symbolkg.solvers.lsat", "Logic-LM SAT/SMT DSL (AR-LSAT): EnumSort, Function, ForAll, Count, options"),
     "prolog": ("symbolkg.solvers.prolog", "SWI-Prolog program text with a '% query: Goal' line (tabled, bounded)"),

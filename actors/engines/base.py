@@ -155,6 +155,10 @@ class Completion:
         model: the model that produced it.
         cached: served from the replay cache.
         structured: the output was constrained by ``ChatRequest.structured``.
+        cached_prompt_tokens: prompt tokens the engine served from its prefix cache (vLLM's
+            automatic prefix caching: the KV blocks of a prompt beginning it has seen), as the
+            engine counted them; None when the backend cannot tell (and for replay-cache hits,
+            which reach no engine).
     """
 
     text: str
@@ -165,6 +169,7 @@ class Completion:
     model: str = ""
     cached: bool = False
     structured: bool = False
+    cached_prompt_tokens: int | None = None
 
 
 class EngineError(RuntimeError):

@@ -23,7 +23,7 @@ import os
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -41,6 +41,9 @@ class RequestRecord:
         prompt_tokens, completion_tokens: as the engine reported them (0 for cache hits).
         cached: a completion cache answered.
         error: the engine error's message; None when the request was answered.
+        cached_prompt_tokens: prompt tokens the engine's prefix cache served; None when the
+            engine cannot tell or the completion cache answered (logs written before the field
+            existed read as None).
     """
 
     request_id: str
@@ -52,6 +55,7 @@ class RequestRecord:
     completion_tokens: int = 0
     cached: bool = False
     error: str | None = None
+    cached_prompt_tokens: int | None = None
 
 
 REQUEST_LOG_SCHEMA = pa.schema([
@@ -64,6 +68,7 @@ REQUEST_LOG_SCHEMA = pa.schema([
     pa.field("completion_tokens", pa.int64(), nullable=False),
     pa.field("cached", pa.bool_(), nullable=False),
     pa.field("error", pa.string()),
+    pa.field("cached_prompt_tokens", pa.int64()),
 ])
 
 
@@ -91,12 +96,33 @@ class MeteredEngine:
             raise
         finished = time.time()
         self.records.extend(RequestRecord(r.request_id, r.problem_id, r.purpose, submitted, finished,
-                                          c.prompt_tokens, c.completion_tokens, c.cached)
+                                          c.prompt_tokens, c.completion_tokens, c.cached,
+                                          cached_prompt_tokens=None if c.cached else c.cached_prompt_tokens)
                             for r, c in zip(requests, completions))
         return completions
 
     async def close(self) -> None:
         await self.engine.close()
+
+
+def prefix_cache_summary(records: Sequence[RequestRecord]) -> dict[str, Any]:
+    """The prefix-cache hit rate of the requests an engine served: cached prompt tokens / prompt tokens.
+
+    Counts only requests the engine answered (not completion-cache hits, not errors) and that
+    report a cached count. ``prefix_cache_hit_rate`` is None when none does (the engine cannot
+    tell: unknown, not zero); ``requests_unknown`` says how many were left out for that reason.
+    """
+    served = [r for r in records if not r.cached and r.error is None]
+    known = [r for r in served if r.cached_prompt_tokens is not None]
+    prompt = sum(r.prompt_tokens for r in known)
+    hit = sum(r.cached_prompt_tokens or 0 for r in known)
+    return {
+        "prefix_cache_hit_rate": round(hit / prompt, 4) if known and prompt else None,
+        "prompt_tokens": prompt,
+        "cached_prompt_tokens": hit,
+        "requests_known": len(known),
+        "requests_unknown": len(served) - len(known),
+    }
 
 
 def request_log_dir(run: str | os.PathLike[str]) -> Path:

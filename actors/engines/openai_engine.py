@@ -478,7 +478,23 @@ class OpenAIEngine:
             finish_reason=finish_reason or "unknown",
             model=model if isinstance(model, str) and model else self.model,
             structured=structured,
+            cached_prompt_tokens=_cached_tokens(usage),
         )
+
+
+def _cached_tokens(usage: dict[str, Any]) -> int | None:
+    """``usage.prompt_tokens_details.cached_tokens``: the prompt tokens the server's prefix cache served.
+
+    OpenAI's API and vLLM's server (started with ``--enable-prompt-tokens-details``) report it;
+    None when the server does not (the hit rate is then unknown, not zero).
+    """
+    details = usage.get("prompt_tokens_details")
+    if not isinstance(details, dict):
+        return None
+    value = details.get("cached_tokens")
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        return None
+    return value
 
 
 def _excerpt(text: str) -> str:

@@ -661,6 +661,7 @@ class SimulatedEngine:
                     text=seq.text, prompt_tokens=seq.prompt_tokens, completion_tokens=seq.completion_tokens,
                     latency_s=now - seq.queued_at, finish_reason=seq.finish_reason, model=self.model,
                     cached=False, structured=self.supports_structured and r.structured is not None,
+                    cached_prompt_tokens=seq.cached_prompt_tokens,
                 ))
         self._running = still
 

@@ -21,7 +21,7 @@ from symbolkg.actors.engines.base import EngineDeadError, EngineError
 from symbolkg.jobs.answers import interpret
 from symbolkg.jobs.methods.base import Method, MethodContext
 from symbolkg.jobs.records import Problem, ResultRow
-from symbolkg.solvers import prompts
+from symbolkg.solvers import checks, prompts
 from symbolkg.solvers.records import ErrorKind, Outcome, SolveRequest, Status
 
 
@@ -42,6 +42,8 @@ class Formalized:
         worker, pool_attempts: where the last program ran, and how many runs it took.
         seconds: ``formalize`` (the first LLM request), ``solve`` (every program, queueing
             included), ``refine`` (the repair requests).
+        checks: the formalization checks' findings on the last program (:mod:`symbolkg.solvers.checks`),
+            as :meth:`~symbolkg.solvers.checks.Finding.to_dict` objects; each round's are in ``attempts``.
     """
 
     outcome: Outcome | None = None
@@ -51,6 +53,7 @@ class Formalized:
     worker: str = "-"
     pool_attempts: int = 0
     seconds: dict[str, float] = field(default_factory=lambda: {"formalize": 0.0, "solve": 0.0, "refine": 0.0})
+    checks: list[dict] = field(default_factory=list)
 
     def final_outcome(self) -> Outcome:
         """The loop's outcome, or an LLM error outcome when no program was ever run."""
@@ -63,6 +66,11 @@ class Formalized:
 async def formalize_solve_refine(problem: Problem, ctx: MethodContext, *, language: str, run_as: str | None = None,
                                  context: str | None = None, hints: str = "") -> Formalized:
     """The shared loop: ask for a program, run it, feed errors back, at most ``1 + max_refine_rounds`` times.
+
+    Each round's program also goes through the formalization checks (:mod:`symbolkg.solvers.checks`:
+    parsing only). A program that ran but has findings of severity ``error`` (a query that states
+    the opposite of the question, one concept under two names, ...) is sent back like a solver
+    error while rounds remain; the last program's findings are kept in :attr:`Formalized.checks`.
 
     Args:
         problem: the problem (its question and options are always shown).
@@ -106,18 +114,27 @@ async def formalize_solve_refine(problem: Problem, ctx: MethodContext, *, langua
         result = await ctx.solver.solve(SolveRequest(problem.id, run_as, program, cfg.limits))
         out.seconds["solve"] += time.perf_counter() - t0
         out.outcome, out.program, out.worker, out.pool_attempts = result.outcome, program, result.worker, result.attempts
+        findings = checks.check_program(run_as, program, problem)
+        out.checks = [f.to_dict() for f in findings]
+        check_errors = [f for f in findings if f.severity == "error"]
         out.attempts.append({
             "round": round_no, "purpose": purpose, "program": program, "completion": completion.text,
             "prompt_tokens": completion.prompt_tokens, "completion_tokens": completion.completion_tokens,
             "llm_seconds": round(completion.latency_s, 4), "cached": completion.cached,
             "outcome": {k: v for k, v in result.outcome.to_dict().items() if k != "proof"},
+            "checks": out.checks,
         })
-        if result.outcome.executed or round_no > cfg.max_refine_rounds:
+        if (result.outcome.executed and not check_errors) or round_no > cfg.max_refine_rounds:
             break
+        if result.outcome.executed:  # it ran, but it does not say what the problem says
+            pairs = prompts.refine_messages(language, context, problem.question, problem.options, program,
+                                            "formalization", checks.refine_message(check_errors),
+                                            check_errors[0].line, hints, reply=completion.text)
+            continue
         pairs = prompts.refine_messages(language, context, problem.question, problem.options, program,
                                         result.outcome.error_kind,
                                         result.outcome.error_message or result.outcome.status.value,
-                                        result.outcome.error_line, hints)
+                                        result.outcome.error_line, hints, reply=completion.text)
     return out
 
 
@@ -140,4 +157,5 @@ class LogicLM(Method):
         predicted = interpret(problem, outcome.answer) if outcome.executed else None
         return ctx.row(problem, outcome, predicted=predicted, program=f.program, language=language, rounds=f.rounds,
                        success_round=f.rounds if outcome.executed else None, attempts=f.attempts, worker=f.worker,
-                       pool_attempts=f.pool_attempts, latency_s=time.monotonic() - t0, stage_seconds=f.seconds)
+                       pool_attempts=f.pool_attempts, latency_s=time.monotonic() - t0, stage_seconds=f.seconds,
+                       trace={"checks": f.checks})

@@ -188,6 +188,9 @@ def test_greedy_decoding_is_deterministic(engine):
     (first,) = run(engine.generate([request]))
     (second,) = run(engine.generate([request]))
     assert first.text == second.text and first.completion_tokens == second.completion_tokens
+    # vLLM's own count of prompt tokens its prefix cache served: the repeated prompt's whole blocks
+    assert isinstance(first.cached_prompt_tokens, int) and second.cached_prompt_tokens >= 16
+    assert second.cached_prompt_tokens < second.prompt_tokens
 
 
 @pytest.mark.slow

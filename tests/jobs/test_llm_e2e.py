@@ -69,6 +69,7 @@ def test_logiclm_with_the_embedded_engine_then_a_free_cached_rerun(tmp_path, cac
     assert LLM_KEYS <= a.keys()
     assert a["problems"] == N_LOGICLM and a["completion_tokens"] > 0 and a["tokens_per_second"] > 0
     assert a["models"] == ["smollm2-135m"]
+    assert a["prefix_cache_hit_rate"] is not None  # vLLM's per-request count, through the request log
     rows = pq.read_table(first).to_pylist()
     assert all(1 <= r["rounds"] <= 2 and json.loads(r["attempts_log"]) for r in rows)
     assert all(a["completion_tokens"] <= 256 for r in rows for a in json.loads(r["attempts_log"]) if "completion_tokens" in a)
@@ -76,6 +77,7 @@ def test_logiclm_with_the_embedded_engine_then_a_free_cached_rerun(tmp_path, cac
     assert run("logiclm", second, cache_dir, LOGICLM_BUDGET, N_LOGICLM) == 0
     b = report(second, capsys)
     assert b["completion_tokens"] == 0 and b["prompt_tokens"] == 0 and b["cached_calls"] == b["llm_calls"] > 0
+    assert b["prefix_cache_hit_rate"] is None  # no request reached an engine
     answers = lambda p: sorted((r["problem_id"], r["predicted"], r["rounds"]) for r in pq.read_table(p).to_pylist())  # noqa: E731
     assert answers(first) == answers(second)
     print(f"logiclm, SmolLM2-135M, ProntoQA[:{N_LOGICLM}]:", {k: a[k] for k in sorted(LLM_KEYS)})
@@ -88,6 +90,7 @@ def test_baselines_with_the_served_model(method, budget, vllm_server, tmp_path, 
     rep = report(out, capsys)
     assert LLM_KEYS <= rep.keys() and rep["problems"] == N and rep["completion_tokens"] > 0
     assert rep["models"] == ["smollm2-135m"] and rep["llm_calls"] == N
+    assert rep["prefix_cache_hit_rate"] is not None  # the server reports usage.prompt_tokens_details
     rows = pq.read_table(out).to_pylist()
     # every answer was read off a real completion; with options, structured decoding keeps it to them
     assert all(r["predicted"] in ("A", "B") for r in rows if r["executed"])

@@ -122,20 +122,23 @@ def test_unknown_language_is_an_error():
     assert program_structured_output("prolog") is None
 
 
-def test_refine_prompt_shows_numbered_program_and_error():
+def test_refine_prompt_continues_the_formulation_conversation_with_the_reply_and_the_error():
     program = "Predicates:\nBlue($x, bool)\nFacts:\nBlue(cow True)\nQuery:\nBig(cow, True)"
     messages = refine_messages(
         "logiclm-lp", CONTEXT, QUESTION, TF, program, "syntax", "expected an atom like Pred(Bob, True)", 4
     )
-    # Same prefix as the formulation prompt (prefix caching), then one user turn.
-    assert messages[:-1] == formulation_messages("logiclm-lp", CONTEXT, QUESTION, TF)[:-1]
+    # The formulation prompt word for word (the engine's prefix cache serves it), the reply, the error.
+    assert messages[:-2] == formulation_messages("logiclm-lp", CONTEXT, QUESTION, TF)
+    assert messages[-2] == ("assistant", program)
     role, body = messages[-1]
     assert role == "user"
-    assert CONTEXT in body and QUESTION in body
-    assert "1 | Predicates:" in body and "4 | Blue(cow True)" in body
     assert "Error (syntax) on line 4: expected an atom like Pred(Bob, True)" in body
     assert "Line 4: Blue(cow True)" in body
     assert "corrected full program" in body
+    # the model's reply as it came (fences, prose) is the assistant turn; lines count in the program
+    reply = "Here it is:\n```\n" + program + "\n```"
+    messages = refine_messages("logiclm-lp", CONTEXT, QUESTION, TF, program, "syntax", "bad", 4, reply=reply)
+    assert messages[-2] == ("assistant", reply) and "Line 4: Blue(cow True)" in messages[-1][1]
 
 
 def test_refine_prompt_for_no_answer_and_missing_line():

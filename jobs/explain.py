@@ -1,0 +1,249 @@
+"""`symbolkg explain RUN.parquet --id ID`: one answer, the premises it rests on, and its proof, readably.
+
+What it shows comes from the row's certificate (:mod:`symbolkg.solvers.certificates`), never from
+the solver's free-text ``proof``: the question and options (from the dataset, when it can be
+loaded), the answer against the gold, the verdict of ``symbolkg verify`` if it has run, the
+premises the certificate cites, each with the context sentence it formalizes, and the proof in
+the certificate kind's own rendering (``explain_lines`` of the kind's module).
+
+Premise provenance, per cited program line:
+
+* ``stated``: the line carries the sentence itself (Logic-LM's ``formula ::: sentence``); the
+  context sentence shown is the one that sentence matches best;
+* ``matched``: the line has no sentence; the context sentence shown is the one sharing the most
+  words with the line's symbols (``Jompus($x, True) >>> Shy($x, False)`` -> "Jompuses are not
+  shy."), a best guess, marked as such;
+* ``none``: no context sentence shares a word with it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import html
+import importlib
+import json
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from symbolkg.retrieval.lkg.canonical import split_sentences
+
+
+@dataclass(frozen=True)
+class Premise:
+    """One premise an answer rests on, and where it comes from in the text.
+
+    Attributes:
+        line: 1-based line of the program.
+        text: the program line, as written.
+        sentence: the context sentence it formalizes (None when none shares a word with it).
+        sentence_index: that sentence's 0-based index in the context.
+        how: ``stated``, ``matched`` or ``none`` (module docstring).
+    """
+
+    line: int
+    text: str
+    sentence: str | None
+    sentence_index: int | None
+    how: str
+
+
+@dataclass(frozen=True)
+class Explanation:
+    """Everything ``symbolkg explain`` prints for one row."""
+
+    problem_id: str
+    dataset: str
+    question: str | None
+    options: tuple[str, ...]
+    answer: str | None
+    predicted: str | None
+    gold: str | None
+    correct: bool
+    language: str | None
+    backend: str
+    kind: str | None
+    verdict: str | None
+    verdict_reason: str | None
+    premises: tuple[Premise, ...]
+    proof: tuple[str, ...]
+
+
+_WORD = re.compile(r"[A-Za-z][a-z]+|[A-Z]+(?![a-z])|\d+")
+_STOP = frozenset(["a", "an", "the", "is", "are", "was", "were", "be", "of", "in", "on", "to", "and", "or", "not",
+                   "no", "all", "every", "each", "some", "x", "y", "z", "true", "false", "if", "then", "it", "its",
+                   "that", "this"])
+
+
+def _words(text: str) -> set[str]:
+    """Lower-case word stems of ``text``: CamelCase and snake_case split, trailing ``s``/``e`` dropped.
+
+    Dropping every trailing s and e maps a noun and its plural to one stem (``yumpus``,
+    ``yumpuses`` -> ``yumpu``; ``impus`` -> ``impu``; ``blue``, ``blues`` -> ``blu``).
+    """
+    out = set()
+    for w in _WORD.findall(text.replace("_", " ")):
+        w = w.lower()
+        if w in _STOP or len(w) < 2:
+            continue
+        stem = w.rstrip("se")
+        out.add(stem if len(stem) >= 3 else w)
+    return out
+
+
+def best_sentence(text: str, sentences: list[str]) -> tuple[int, str] | None:
+    """The sentence sharing the most word stems with ``text`` (ties: the earlier); None if none shares one."""
+    want = _words(text)
+    best, best_score = None, 0
+    for i, s in enumerate(sentences):
+        score = len(want & _words(s))
+        if score > best_score:
+            best, best_score = (i, s), score
+    return best
+
+
+def provenance(program: str, lines: list[int], context: str | None) -> tuple[Premise, ...]:
+    """The cited program ``lines`` with the context sentence each formalizes (module docstring)."""
+    program_lines = program.splitlines()
+    sentences = split_sentences(context) if context else []
+    out = []
+    for n in lines:
+        text = program_lines[n - 1].strip() if 0 < n <= len(program_lines) else ""
+        formula, sep, stated = text.partition(":::")
+        hit = best_sentence(stated if sep else formula, sentences) if sentences else None
+        how = "none" if hit is None else ("stated" if sep else "matched")
+        if hit is None and sep:  # the line says its sentence; show it even without a context
+            out.append(Premise(n, text, stated.strip(), None, "stated"))
+            continue
+        out.append(Premise(n, text, hit[1] if hit else None, hit[0] if hit else None, how))
+    return tuple(out)
+
+
+def _kind_module(kind: str | None) -> Any:
+    from symbolkg.solvers.certificates import KINDS
+
+    if kind not in KINDS:
+        return None
+    return importlib.import_module(f"symbolkg.solvers.certificates.{kind}")
+
+
+def explain_row(row: dict[str, Any], *, question: str | None = None, options: tuple[str, ...] = (),
+                context: str | None = None, verdict: dict[str, Any] | None = None) -> Explanation:
+    """The :class:`Explanation` of one results row (the problem's text given when known)."""
+    cert = json.loads(row["certificate"]) if row.get("certificate") else None
+    module = _kind_module(cert.get("kind")) if cert else None
+    premises: tuple[Premise, ...] = ()
+    proof: tuple[str, ...] = ()
+    if module is not None:
+        premises = provenance(row["program"] or "", list(module.premise_lines(cert)), context)
+        proof = tuple(module.explain_lines(cert))
+    return Explanation(
+        problem_id=row["problem_id"], dataset=row["dataset"], question=question, options=tuple(options),
+        answer=row["answer"], predicted=row["predicted"], gold=row["gold"], correct=bool(row["correct"]),
+        language=row["language"], backend=row["backend"], kind=cert.get("kind") if cert else None,
+        verdict=verdict["verdict"] if verdict else None, verdict_reason=verdict.get("reason") if verdict else None,
+        premises=premises, proof=proof,
+    )
+
+
+def format_text(e: Explanation) -> str:
+    lines = [f"{e.problem_id} ({e.dataset})"]
+    if e.question:
+        lines.append(f"question: {e.question}")
+    lines += [f"  {o}" for o in e.options]
+    mark = "correct" if e.correct else "wrong"
+    lines.append(f"answer: {e.answer} -> {e.predicted} (gold {e.gold}: {mark}); {e.language}, solved by {e.backend}")
+    if e.kind is None:
+        lines.append("certificate: none (nothing to explain beyond the answer)")
+        return "\n".join(lines)
+    verdict = "not checked (run `symbolkg verify`)" if e.verdict is None else \
+        e.verdict + (f" ({e.verdict_reason})" if e.verdict_reason else "")
+    lines.append(f"certificate: {e.kind}; symbolkg verify: {verdict}")
+    lines.append(f"premises used ({len(e.premises)}):")
+    for p in e.premises:
+        lines.append(f"  line {p.line}: {p.text}")
+        if p.sentence is not None:
+            where = f"sentence {p.sentence_index + 1}" if p.sentence_index is not None else "sentence"
+            label = {"stated": "states", "matched": "best match"}[p.how]
+            lines.append(f"      {where} ({label}): {p.sentence}")
+    lines.append("proof:")
+    lines += [f"  {line}" for line in e.proof]
+    return "\n".join(lines)
+
+
+def format_html(e: Explanation) -> str:
+    esc = html.escape
+    rows = "".join(
+        f"<tr><td>{p.line}</td><td><code>{esc(p.text)}</code></td><td>{esc(p.sentence or '')}</td><td>{p.how}</td></tr>"
+        for p in e.premises)
+    verdict = esc(e.verdict or "not checked") + (f" ({esc(e.verdict_reason)})" if e.verdict_reason else "")
+    return f"""<!doctype html><html><head><meta charset="utf-8"><title>{esc(e.problem_id)}</title>
+<style>body{{font-family:sans-serif;max-width:60em;margin:2em auto}}td{{padding:2px 8px;vertical-align:top}}
+pre{{background:#f4f4f4;padding:1em}}</style></head><body>
+<h2>{esc(e.problem_id)} <small>({esc(e.dataset)})</small></h2>
+<p><b>Question:</b> {esc(e.question or "(not available)")}</p>
+<ul>{"".join(f"<li>{esc(o)}</li>" for o in e.options)}</ul>
+<p><b>Answer:</b> {esc(str(e.answer))} &rarr; {esc(str(e.predicted))} (gold {esc(str(e.gold))}:
+{"correct" if e.correct else "wrong"}); {esc(str(e.language))}, solved by {esc(e.backend)}</p>
+<p><b>Certificate:</b> {esc(e.kind or "none")}; <b>symbolkg verify:</b> {verdict}</p>
+<h3>Premises used</h3><table><tr><th>line</th><th>premise</th><th>sentence</th><th>link</th></tr>{rows}</table>
+<h3>Proof</h3><pre>{esc(chr(10).join(e.proof))}</pre></body></html>
+"""
+
+
+def _problem_text(dataset: str, problem_id: str, data_dir: str | None) -> tuple[str | None, tuple[str, ...], str | None]:
+    """(question, options, context) of a problem, or Nones when its dataset cannot be loaded here."""
+    from symbolkg.jobs.datasets import load_dataset
+
+    try:
+        problems = load_dataset(dataset, data_dir).problems
+    except (FileNotFoundError, ValueError, KeyError):
+        return None, (), None
+    for p in problems:
+        if p.id == problem_id:
+            return p.question, p.options, p.context
+    return None, (), None
+
+
+def _cmd_explain(args: argparse.Namespace) -> int:
+    import pyarrow.parquet as pq
+
+    from symbolkg.jobs.store import read_run
+    from symbolkg.jobs.verify import verdicts_path
+
+    try:
+        table, _ = read_run(args.run)
+    except FileNotFoundError as exc:
+        print(f"symbolkg explain: {exc}", file=sys.stderr)
+        return 2
+    rows = [r for r in table.to_pylist() if r["problem_id"] == args.id]
+    if not rows:
+        print(f"symbolkg explain: no row with id {args.id!r} in {args.run}", file=sys.stderr)
+        return 2
+    row = rows[0]
+    verdict = None
+    vpath = verdicts_path(args.run)
+    if vpath.exists():
+        found = [v for v in pq.read_table(vpath).to_pylist() if v["problem_id"] == args.id]
+        verdict = found[0] if found else None
+    question, options, context = _problem_text(row["dataset"], row["problem_id"], args.data_dir)
+    e = explain_row(row, question=question, options=options, context=context, verdict=verdict)
+    if args.html:
+        Path(args.html).write_text(format_html(e), encoding="utf-8")
+        print(f"wrote {args.html}")
+    else:
+        print(format_text(e))
+    return 0
+
+
+def add_parser(sub: Any) -> None:
+    """``symbolkg explain``: registered by :func:`symbolkg.jobs.cli.build_parser`."""
+    p = sub.add_parser("explain", help="one answer: the question, the premises its certificate rests on (with their "
+                                       "sentences), and the proof, readably")
+    p.add_argument("run", help="results Parquet written by `symbolkg solve`")
+    p.add_argument("--id", required=True, help="the problem id")
+    p.add_argument("--html", metavar="FILE", help="write an HTML page instead of printing")
+    p.add_argument("--data-dir", help="data root, for the question and context (default: $SYMBOLKG_DATA, else ../shared/data)")
+    p.set_defaults(func=_cmd_explain)

@@ -1,0 +1,102 @@
+"""Formalization checks in the jobs: the refine loop sends their errors back to the LLM (scripted
+engine), and the recorded path (run_solve) records them and solves the corrected program."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+from symbolkg.actors.engines.scripted import ScriptedEngine
+from symbolkg.jobs.methods import MethodConfig, run_problem
+from symbolkg.jobs.records import Problem, Program
+from symbolkg.jobs.solve import run_solve
+from symbolkg.jobs.store import ResultStore, read_run
+from symbolkg.solvers.pool import LocalSolverPool
+
+RIGHT = """Predicates:
+Tumpus($x, bool) ::: Is x a tumpus?
+Sour($x, bool) ::: Is x sour?
+Facts:
+Tumpus(Max, True) ::: Max is a tumpus.
+Rules:
+Tumpus($x, True) >>> Sour($x, False) ::: Tumpuses are not sour.
+Query:
+Sour(Max, True) ::: Max is sour."""
+# The query states the negation of the question: it runs, and answers the opposite.
+FLIPPED = RIGHT.replace("Sour(Max, True) ::: Max is sour.", "Sour(Max, False) ::: Max is sour.")
+
+
+def problem(pid: str = "p1") -> Problem:
+    return Problem(pid, "logiclm/prontoqa", "Max is a tumpus. Tumpuses are not sour.",
+                   "Is the following statement true or false? Max is sour.", ("A) True", "B) False"), "B")
+
+
+@pytest.fixture(scope="module")
+def pool():
+    with LocalSolverPool(1) as p:
+        yield p
+
+
+def test_check_error_is_sent_back_and_round_two_fixes_the_polarity(pool):
+    def script(request):
+        prompt = "\n".join(m.content for m in request.messages)
+        # the scripted LLM fixes the query only when the prompt tells it what is wrong
+        return RIGHT if "[query_polarity]" in prompt and "Sour(Max, True)" in prompt else FLIPPED
+
+    engine = ScriptedEngine(script)
+    row = asyncio.run(run_problem(problem(), MethodConfig("logiclm"), engine, pool))
+    assert row.correct and row.predicted == "B"
+    assert (row.rounds, row.success_round) == (2, 2)
+    log = json.loads(row.attempts_log)
+    assert log[0]["outcome"]["status"] in ("proved", "disproved") and log[0]["program"] == FLIPPED
+    assert [f["check"] for f in log[0]["checks"] if f["severity"] == "error"] == ["query_polarity"]
+    refine = "\n".join(m.content for m in engine.requests[1].messages)
+    assert engine.requests[1].purpose == "refine"
+    message = next(f["message"] for f in log[0]["checks"] if f["check"] == "query_polarity")
+    assert message in refine and "does not say what the problem says" in refine
+    assert json.loads(row.trace)["checks"] == log[1]["checks"]  # the last program's findings (none are errors)
+
+
+def test_without_rounds_left_the_findings_are_recorded_in_the_row(pool):
+    engine = ScriptedEngine(lambda request: FLIPPED)
+    row = asyncio.run(run_problem(problem(), MethodConfig("logiclm", max_refine_rounds=0), engine, pool))
+    assert row.rounds == 1 and not row.correct  # the LLM path never corrects by itself
+    assert [f["check"] for f in json.loads(row.trace)["checks"]] == ["query_polarity"]
+
+
+@pytest.mark.parametrize("corrections", [True, False])
+def test_recorded_path_records_checks_and_solves_the_corrected_program(tmp_path, pool, corrections):
+    problems = [problem("flipped").with_program(Program("logiclm-lp", FLIPPED)),
+                problem("right").with_program(Program("logiclm-lp", RIGHT))]
+    out = tmp_path / "run.parquet"
+    run_solve(problems, ResultStore(out), pool, progress=False, corrections=corrections)
+    rows = {r["problem_id"]: r for r in read_run(out)[0].to_pylist()}
+    flipped, right = json.loads(rows["flipped"]["trace"]), json.loads(rows["right"]["trace"])
+    assert [f["check"] for f in flipped["checks"]] == ["query_polarity"] and flipped["checks"][0]["corrects"]
+    assert right == {"checks": [], "corrected": False}
+    assert rows["right"]["correct"]
+    assert flipped["corrected"] is corrections
+    assert rows["flipped"]["correct"] is corrections
+    if corrections:
+        assert flipped["original_program"] == FLIPPED and flipped["corrections"] == ["query_polarity"]
+        assert rows["flipped"]["program"] == RIGHT
+    else:
+        assert rows["flipped"]["program"] == FLIPPED and "original_program" not in flipped
+
+
+@pytest.mark.parametrize("flag", [[], ["--no-corrections"]])
+def test_cli_flag_turns_corrections_off(tmp_path, flag):
+    from symbolkg.jobs.cli import main
+
+    record = {"id": "flipped", "dataset": "custom", "context": "Max is a tumpus. Tumpuses are not sour.",
+              "question": problem().question, "options": list(problem().options), "answer": "B",
+              "program": {"language": "logiclm-lp", "text": FLIPPED}}
+    src = tmp_path / "in.jsonl"
+    src.write_text(json.dumps(record) + "\n")
+    out = tmp_path / "run.parquet"
+    assert main(["solve", "--programs", str(src), "--out", str(out), "--executor", "local", "--workers", "1",
+                 "--no-progress", *flag]) == 0
+    [row] = read_run(out)[0].to_pylist()
+    assert json.loads(row["trace"])["corrected"] is (not flag)
+    assert row["correct"] is (not flag)

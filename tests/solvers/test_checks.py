@@ -1,0 +1,237 @@
+"""Formalization checks (symbolkg.solvers.checks): each check fires on the mistake it names, leaves
+correct programs alone, and its correction is what the text says (checked by solving it)."""
+
+from __future__ import annotations
+
+from symbolkg.jobs.answers import interpret
+from symbolkg.jobs.records import Problem
+from symbolkg.solvers import csp, fol, lp
+from symbolkg.solvers.checks import Finding, check_program, correct_program, refine_message
+from symbolkg.solvers.records import Limits
+
+TF = ("A) True", "B) False")
+TFU = ("A) True", "B) False", "C) Unknown")
+
+
+def pq(statement: str, gold: str = "A", options: tuple[str, ...] = TF) -> Problem:
+    return Problem("p", "test", "", f"Is the following statement true or false? {statement}", options, gold)
+
+
+def lp_program(query: str, facts: str = "Tumpus(Max, True)", rules: str = "Tumpus($x, True) >>> Sour($x, False)",
+               extra_decl: str = "") -> str:
+    return (f"Predicates:\nTumpus($x, bool)\nSour($x, bool){extra_decl}\n\nFacts:\n{facts}\n\n"
+            f"Rules:\n{rules}\n\nQuery:\n{query}")
+
+
+def checks_named(findings: list[Finding], name: str) -> list[Finding]:
+    return [f for f in findings if f.check == name]
+
+
+def answer(text: str, problem: Problem) -> str | None:
+    return interpret(problem, lp.solve(text, Limits()).answer)
+
+
+# --------------------------------------------------------------------------- query_polarity
+
+def test_negated_query_for_a_positive_statement_is_flipped_and_then_answers_right():
+    problem = pq("Max is sour.", gold="B")  # Max is a tumpus, tumpuses are not sour
+    text = lp_program("Sour(Max, False) ::: Max is not sour.")
+    assert answer(text, problem) == "A"  # the wrong answer the negated query gives
+    [finding] = checks_named(check_program("logiclm-lp", text, problem), "query_polarity")
+    assert finding.severity == "error" and finding.line == text.splitlines().index("Sour(Max, False) ::: Max is not sour.") + 1
+    assert "Sour(Max, True)" in finding.message and "Max is sour." in finding.message
+    assert finding.correction is not None and lp.parse(finding.correction).query.value is True
+    assert answer(finding.correction, problem) == "B"
+    assert "::: Max is not sour." in finding.correction  # the comment is kept
+
+
+def test_negative_statement_with_a_negative_query_is_correct_and_left_alone():
+    text = lp_program("Sour(Max, False)")
+    assert checks_named(check_program("logiclm-lp", text, pq("Max is not sour.")), "query_polarity") == []
+
+
+def test_negative_statement_with_a_positive_query_is_flipped():
+    text = lp_program("Sour(Max, True)")
+    [finding] = checks_named(check_program("logiclm-lp", text, pq("Max is not sour.")), "query_polarity")
+    assert lp.parse(finding.correction).query == lp.parse(lp_program("Sour(Max, False)")).query
+
+
+def test_binary_atom_with_a_contracted_negation():
+    text = ("Predicates:\nEats($x, $y, bool)\nFacts:\nEats(bear, cow, False)\nQuery:\nEats(bear, cow, True)")
+    problem = pq("The bear doesn't eat the cow.", options=TFU)
+    [finding] = check_program("logiclm-lp", text, problem)
+    assert finding.check == "query_polarity" and lp.parse(finding.correction).query.value is False
+
+
+def test_inline_query_header_and_bang_negation_are_rewritten_in_place():
+    text = lp_program("x", ).replace("Query:\nx", "Query: !Sour(Max, True)")
+    [finding] = checks_named(check_program("logiclm-lp", text, pq("Max is sour.")), "query_polarity")
+    assert finding.correction.splitlines()[-1] == "Query: Sour(Max, True)"
+
+
+def test_no_correction_when_the_sentence_names_another_constant_or_is_not_atomic():
+    text = lp_program("Sour(Max, False)", facts="Tumpus(Max, True)\nTumpus(Rex, True)")
+    assert check_program("logiclm-lp", text, pq("Rex is sour.")) == [] or \
+        all(f.check != "query_polarity" for f in check_program("logiclm-lp", text, pq("Rex is sour.")))
+    for sentence in ("Max is sour and Max is a tumpus.", "Every tumpus is sour.", "Max is not not sour.",
+                     "Max is kind."):
+        found = check_program("logiclm-lp", text, pq(sentence))
+        assert checks_named(found, "query_polarity") == [], sentence
+
+
+def test_a_predicate_whose_name_carries_the_negation_absorbs_the_sentences():
+    text = "Predicates:\nNotBig($x, bool)\nFacts:\nNotBig(Bob, True)\nQuery:\nNotBig(Bob, True)"
+    assert checks_named(check_program("logiclm-lp", text, pq("Bob is not big.")), "query_polarity") == []
+    assert checks_named(check_program("logiclm-lp", text, pq("Bob is big.")), "query_polarity") != []
+
+
+def test_fol_conclusion_polarity():
+    text = ("Predicates:\nPerform(x) ::: x performs.\nPremises:\nPerform(bonnie) ::: Bonnie performs.\n"
+            "Conclusion:\n¬Perform(bonnie) ::: Bonnie performs.")
+    problem = Problem("f", "test", "", "Is the following statement true, false, or uncertain? Bonnie performs.",
+                      ("A) True", "B) False", "C) Uncertain"), "A")
+    [finding] = checks_named(check_program("logiclm-fol", text, problem), "query_polarity")
+    conclusion = fol.parse(finding.correction).conclusion
+    assert conclusion.formula == fol.Atom("Perform", (fol.Const("bonnie"),))
+    ok = text.replace("¬Perform(bonnie) ::: Bonnie", "Perform(bonnie) ::: Bonnie")
+    assert checks_named(check_program("logiclm-fol", ok, problem), "query_polarity") == []
+
+
+# --------------------------------------------------------------------------- one_name
+
+SPLIT = """Predicates:
+Wumpus($x, bool)
+Impus($x, bool)
+Hot($x, bool)
+Facts:
+Wumpus(Alex, True)
+Rules:
+Wumpus($x, True) >>> Impuses($x, True)
+Impus($x, True) >>> Hot($x, True)
+Query:
+Hot(Alex, True)"""
+
+
+def test_one_concept_two_names_is_merged_into_the_declared_one():
+    problem = pq("Alex is hot.", gold="A")
+    assert answer(SPLIT, problem) == "B"  # the chain breaks at Impuses/Impus (closed world: False)
+    [finding] = checks_named(check_program("logiclm-lp", SPLIT, problem), "one_name")
+    assert finding.severity == "error" and "Impus" in finding.message and "Impuses" in finding.message
+    assert "Impuses" not in finding.correction
+    assert answer(finding.correction, problem) == "A"
+
+
+def test_one_name_without_correction_only_when_arities_differ():
+    differ = SPLIT.replace("Impuses($x, True)", "Impuses($x, Bob, True)")
+    [finding] = checks_named(check_program("logiclm-lp", differ, pq("Alex is hot.")), "one_name")
+    assert finding.correction is None
+
+
+def test_one_name_keeps_the_first_written_when_both_are_declared_and_the_answer_does_not_depend_on_it():
+    both = SPLIT.replace("Impus($x, bool)", "Impuses($x, bool)\nImpus($x, bool)")
+    [finding] = checks_named(check_program("logiclm-lp", both, pq("Alex is hot.")), "one_name")
+    program = lp.parse(finding.correction)
+    assert [d.name for d in program.predicates].count("Impuses") == 1 and "Impus(" not in finding.correction
+    other = both.replace("Impuses", "TMP").replace("Impus(", "Impuses(").replace("TMP", "Impus")
+    assert answer(finding.correction, pq("Alex is hot.")) == "A"
+    assert answer(checks_named(check_program("logiclm-lp", other, pq("Alex is hot.")), "one_name")[0].correction,
+                  pq("Alex is hot.")) == "A"
+
+
+def test_case_variants_are_one_name_too():
+    text = SPLIT.replace("Impuses($x, True)", "impus($x, True)")
+    [finding] = checks_named(check_program("logiclm-lp", text, pq("Alex is hot.")), "one_name")
+    assert "impus(" not in finding.correction
+
+
+def test_corrections_compose():
+    text = SPLIT.replace("Query:\nHot(Alex, True)", "Query:\nHot(Alex, False)")
+    problem = pq("Alex is hot.", gold="A")
+    result = correct_program("logiclm-lp", text, problem)
+    assert [f.check for f in result.applied] == ["query_polarity", "one_name"]
+    assert result.corrected and result.remaining == ()
+    assert answer(result.text, problem) == "A"
+
+
+# --------------------------------------------------------------------------- the others
+
+def test_free_variable_in_a_rule_conclusion_is_a_warning():
+    text = lp_program("Sour(Max, False)", rules="Tumpus($x, True) >>> Sour($y, False)")
+    [finding] = checks_named(check_program("logiclm-lp", text, pq("Max is not sour.")), "free_variables")
+    assert finding.severity == "warning" and "$y" in finding.message and finding.correction is None
+
+
+def test_query_symbols_in_no_premise_and_unused_declarations():
+    text = lp_program("Sour(Rex, False)", extra_decl="\nKind($x, bool)", rules="Tumpus($x, True) >>> Cold($x, True)")
+    found = checks_named(check_program("logiclm-lp", text, pq("Rex is not sour.")), "unused_symbols")
+    messages = " | ".join(f.message for f in found)
+    assert "concludes Sour" in messages and "constant Rex" in messages and "Kind is used nowhere" in messages
+
+
+def test_disconnected_premise_is_reported():
+    text = lp_program("Sour(Max, False)", facts="Tumpus(Max, True)\nCold(Rex, True)")
+    [finding] = checks_named(check_program("logiclm-lp", text, pq("Max is not sour.")), "disconnected_premises")
+    assert finding.severity == "info" and finding.line == text.splitlines().index("Cold(Rex, True)") + 1
+
+
+def test_a_program_that_does_not_parse_gets_no_findings():
+    assert check_program("logiclm-lp", "Facts:\nBig(Bob True)\nQuery:\nBig(Bob, True)", pq("Bob is big.")) == []
+    assert check_program("prolog", "x.", pq("Bob is big.")) == []
+
+
+def test_verdict_language_needs_verdict_options():
+    problem = Problem("p", "test", "", "Is Bob big?", ("A) 3", "B) 4"), "A")
+    found = checks_named(check_program("logiclm-lp", lp_program("Sour(Max, False)"), problem), "answer_format")
+    assert found and found[0].severity == "error"
+
+
+CSP = """Domain:
+1: oldest
+5: newest
+Variables:
+truck [IN] [1, 2, 3, 4, 5]
+bus [IN] [1, 2, 3, 4, 5]
+Constraints:
+truck == 4 ::: The truck is the second-newest.
+AllDifferentConstraint([truck, bus])
+Query:
+A) truck == 2 ::: The truck is the second-newest.
+B) bus == 2 ::: The bus is the second-newest."""
+CSP_OPTS = ("A) The truck is the second-newest.", "B) The bus is the second-newest.")
+
+
+def test_option_position_is_corrected_from_the_domain_notes():
+    problem = Problem("d", "test", "", "Which of the following is true?", CSP_OPTS, "A")
+    found = checks_named(check_program("logiclm-csp", CSP, problem), "option_position")
+    assert [f.line for f in found] == [11, 12] and all(f.severity == "error" for f in found)
+    fixed = correct_program("logiclm-csp", CSP, problem).text
+    assert [o.text for o in csp.parse(fixed).options] == ["truck == 4", "bus == 4"]
+    assert csp.solve(fixed, Limits()).answer == "A"
+
+
+def test_option_position_is_only_a_warning_when_the_constraints_read_positions_the_options_way():
+    reversed_notes = CSP.replace("truck == 4 ::: The truck", "truck == 2 ::: The truck")
+    problem = Problem("d", "test", "", "Which of the following is true?", CSP_OPTS, "A")
+    found = checks_named(check_program("logiclm-csp", reversed_notes, problem), "option_position")
+    assert found and all(f.severity == "warning" and f.correction is None for f in found)
+
+
+def test_option_letters_must_match_the_problem():
+    problem = Problem("d", "test", "", "Which?", (*CSP_OPTS, "C) The car is the second-newest."), "A")
+    [finding] = checks_named(check_program("logiclm-csp", CSP, problem), "answer_format")
+    assert finding.severity == "error" and "missing ['C']" in finding.message
+
+
+def test_refine_message_lists_only_errors_with_their_lines():
+    findings = [Finding("query_polarity", "error", "flip it", 9), Finding("unused_symbols", "info", "meh", 2)]
+    message = refine_message(findings)
+    assert "[query_polarity] (line 9) flip it" in message and "meh" not in message
+
+
+def test_fol_positive_conclusion_for_a_negative_statement_gets_the_negation():
+    text = "Premises:\nPerform(bonnie)\nConclusion:\nPerform(bonnie) ::: Bonnie does not perform."
+    problem = Problem("f", "test", "", "Is the following statement true, false, or uncertain? Bonnie does not perform.",
+                      ("A) True", "B) False", "C) Uncertain"), "B")
+    [finding] = checks_named(check_program("logiclm-fol", text, problem), "query_polarity")
+    assert fol.parse(finding.correction).conclusion.formula == fol.Not(fol.Atom("Perform", (fol.Const("bonnie"),)))
+    assert fol.solve(finding.correction, Limits()).answer == "False"
