@@ -31,7 +31,7 @@ from collections.abc import Iterator
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from symbolkg.solvers.certificates.check import request_text
+from symbolkg.solvers.certificates.recheck import request_text
 from symbolkg.solvers.records import Limits, SolveRequest
 
 VERIFY_SCHEMA = pa.schema([
@@ -188,15 +188,21 @@ def format_summary(summary: dict[str, Any]) -> str:
 
 
 def _cmd_verify(args: argparse.Namespace) -> int:
-    from symbolkg.jobs.cli import _make_pool
-
     run = Path(args.run)
     if not run.exists() and not run.with_name(run.name + ".parts").exists():
         print(f"symbolkg verify: no results at {run}", file=sys.stderr)
         return 2
     t0 = time.monotonic()
     limits = Limits(timeout_s=args.timeout_s, memory_mb=args.memory_mb)
-    pool = _make_pool(args)
+    if args.executor == "local":
+        from symbolkg.solvers.pool import LocalSolverPool
+
+        pool: Any = LocalSolverPool(args.workers, memory_mb=args.memory_mb)
+    else:
+        from symbolkg.actors.solver_pool import RaySolverPool
+
+        pool = RaySolverPool(args.workers, memory_mb=args.memory_mb, num_cpus=args.cpus_per_worker,
+                             address=args.ray_address)
     try:
         verdicts, summary = verify_run(run, pool, limits=limits, progress=not args.no_progress and not args.json)
     finally:

@@ -121,7 +121,7 @@ import json
 import re
 import time
 from dataclasses import dataclass, field, replace
-from typing import Iterator, Union
+from typing import Iterator, Sequence, Union
 
 from symbolkg.solvers.records import ErrorKind, Limits, Outcome, ProgramError, Status, Stopwatch
 
@@ -656,11 +656,11 @@ class Fixpoint:
     def holds(self, predicate: str, args: tuple[str, ...], value: bool) -> bool:
         return (predicate, args, value) in self.derived
 
-    def explain(self, goal: GroundAtom) -> str:
-        """The derivation of ``goal``: each fact and rule instance used, premises first."""
+    def proof_order(self, goals: Sequence[GroundAtom]) -> list[GroundAtom]:
+        """Every atom the derivations of ``goals`` use, premises before conclusions, each once."""
         order: list[GroundAtom] = []
         seen: set[GroundAtom] = set()
-        stack: list[tuple[GroundAtom, bool]] = [(goal, False)]
+        stack: list[tuple[GroundAtom, bool]] = [(goal, False) for goal in reversed(goals)]
         while stack:  # iterative post-order DFS: long chains must not hit the recursion limit
             atom, expanded = stack.pop()
             if expanded:
@@ -673,8 +673,12 @@ class Fixpoint:
             for premise in reversed(self.derived[atom].premises):
                 if premise not in seen:
                     stack.append((premise, False))
+        return order
+
+    def explain(self, goal: GroundAtom) -> str:
+        """The derivation of ``goal``: each fact and rule instance used, premises first."""
         lines = []
-        for atom in order:
+        for atom in self.proof_order([goal]):
             how = self.derived[atom]
             text = _format_atom(*atom)
             if how.rule is None:
@@ -877,24 +881,9 @@ def derivation_certificate(text: str, program: LPProgram, fixpoint: Fixpoint, an
     if not goals:
         return derivation.closure_certificate(producer=producer, query=query, query_line=q.line, atoms=fixpoint.derived)
     lines = text.splitlines()
-    order: list[GroundAtom] = []
-    seen: set[GroundAtom] = set()
-    stack: list[tuple[GroundAtom, bool]] = [(goal, False) for goal in reversed(goals)]
-    while stack:  # iterative post-order DFS, as in Fixpoint.explain: premises before conclusions
-        atom, expanded = stack.pop()
-        if expanded:
-            order.append(atom)
-            continue
-        if atom in seen:
-            continue
-        seen.add(atom)
-        stack.append((atom, True))
-        for premise in reversed(fixpoint.derived[atom].premises):
-            if premise not in seen:
-                stack.append((premise, False))
     ids: dict[GroundAtom, int] = {}
     steps = []
-    for atom in order:
+    for atom in fixpoint.proof_order(goals):
         how = fixpoint.derived[atom]
         ids[atom] = len(ids) + 1
         if how.rule is None:

@@ -30,13 +30,19 @@ LANGUAGES: dict[str, tuple[str, str]] = {
     "prover9": ("symbolkg.solvers.prover9", "Prover9 input: formulas(assumptions)/formulas(goals) lists"),
     "smtlib2": ("symbolkg.solvers.smtlib", "SMT-LIB2 script for Z3"),
     "symba": ("symbolkg.solvers.symba", "SymBa clause language (ASP-like facts/rules, not, -p, pooling, arithmetic) with a '?- goal.' query: tabled SLDNF backward chainer"),
-    "certificate-check": ("symbolkg.solvers.certificates.check", "internal (symbolkg verify): a JSON request that re-checks one answer's certificate with an independent engine"),
+}
+
+#: Languages the solver worker runs for the system itself, never given by a user or a dataset (not
+#: in :data:`LANGUAGES`, so no input can name them): name -> (module, what it is).
+INTERNAL_LANGUAGES: dict[str, tuple[str, str]] = {
+    "certificate-check": ("symbolkg.solvers.certificates.recheck",
+                          "symbolkg verify: a JSON request that re-checks one answer's certificate with an independent engine"),
 }
 
 
 def language_module(language: str) -> Any:
     try:
-        module_name, _ = LANGUAGES[language]
+        module_name, _ = LANGUAGES[language] if language in LANGUAGES else INTERNAL_LANGUAGES[language]
     except KeyError:
         raise ValueError(f"unknown program language {language!r}; known: {', '.join(sorted(LANGUAGES))}") from None
     return importlib.import_module(module_name)
@@ -53,7 +59,7 @@ def run(request: SolveRequest) -> Outcome:
     This is what a solver worker process calls; the orchestrator never calls it
     on LLM-written programs (it goes through :mod:`symbolkg.solvers.worker`).
     """
-    if request.language not in LANGUAGES:
+    if request.language not in LANGUAGES and request.language not in INTERNAL_LANGUAGES:
         return Outcome.error(Status.PARSE_ERROR, ErrorKind.UNSUPPORTED, f"unknown program language {request.language!r}")
     try:
         solve: Callable[[str, Limits], Outcome] = language_module(request.language).solve

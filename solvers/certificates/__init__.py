@@ -23,7 +23,7 @@ The kinds (each module's docstring gives its fields and what its checker does):
 A checker never trusts the certificate: it reads the program again with our own parser and
 checks that everything the certificate cites is in the program, then re-derives the answer from
 the cited parts with its own engine. Checkers run inside a solver worker (the
-``certificate-check`` language of :mod:`symbolkg.solvers.registry`, :mod:`.check`), never in the
+``certificate-check`` language of :mod:`symbolkg.solvers.registry`, :mod:`.recheck`), never in the
 orchestrator: the program text is LLM-written, and a re-check may need a solver's time limit.
 """
 

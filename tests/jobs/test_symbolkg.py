@@ -254,7 +254,9 @@ def test_walkthrough_solve_and_refine_answer_every_problem_with_its_solver(walke
     refine = next(r for r in script.requests if r.purpose == "refine")
     assert refine.problem_id == "logical_deduction_256"
     assert "unknown variable 'Joe'" in refine.messages[-1].content
-    assert "Knowledge graph of these premises" in refine.messages[-1].content
+    # the repair continues the formulation conversation, hints included, then the reply and the error
+    assert "Knowledge graph of these premises" in refine.messages[-3].content
+    assert refine.messages[-2].role == "assistant"
     assert rows["FOLIO_dev_156"]["rounds"] == rows["ProntoQA_14"]["rounds"] == 1
     # LLM accounting: extraction + query entities + pruning + each program
     assert {pid: rows[pid]["llm_calls"] for pid in WALK} == {"FOLIO_dev_156": 4, "logical_deduction_256": 5,
