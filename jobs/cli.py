@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Awaitable, Callable, TypeVar
 
 from symbolkg.actors.engines.factory import ENGINES
+from symbolkg.jobs.pools import make_pool
 from symbolkg.solvers.records import Limits
 
 if TYPE_CHECKING:
@@ -38,16 +39,6 @@ def _cmd_datasets(args: argparse.Namespace) -> int:
     for name, n in counts.items():
         print(f"{name:32s} {n:9d}")
     return 0
-
-
-def _make_pool(args: argparse.Namespace):
-    if args.executor == "local":
-        from symbolkg.solvers.pool import LocalSolverPool
-
-        return LocalSolverPool(args.workers, memory_mb=args.memory_mb)
-    from symbolkg.actors.solver_pool import RaySolverPool
-
-    return RaySolverPool(args.workers, memory_mb=args.memory_mb, num_cpus=args.cpus_per_worker, address=args.ray_address)
 
 
 def _resolve_dataset(name: str | None) -> str | None:
@@ -140,7 +131,7 @@ def _cmd_solve(args: argparse.Namespace) -> int:
     limits = Limits(timeout_s=args.timeout_s, memory_mb=args.memory_mb)
     store = ResultStore(out, run_info={"source": args.programs or args.dataset, "workers": args.workers,
                                        "executor": args.executor, "timeout_s": args.timeout_s})
-    pool = _make_pool(args)
+    pool = make_pool(args)
     try:
         summary = run_solve(problems, store, pool, limits=limits, progress=not args.no_progress,
                             corrections=not args.no_corrections, cross_check=args.cross_check)
@@ -265,7 +256,7 @@ def _cmd_solve_llm(args: argparse.Namespace) -> int:
 
     try:
         store = ResultStore(out, run_info=run_info)
-        pool = _make_pool(args) if method.needs_solver else None
+        pool = make_pool(args) if method.needs_solver else None
         summary = _run_with_engine(opts, job)
     except EngineDeadError as exc:
         print(f"symbolkg solve: the LLM engine died: {exc}; finished rows are saved, rerun to resume", file=sys.stderr)

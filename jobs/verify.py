@@ -31,6 +31,7 @@ from collections.abc import Iterator
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from symbolkg.jobs.pools import make_pool
 from symbolkg.solvers.certificates.recheck import request_text
 from symbolkg.solvers.records import Limits, SolveRequest
 
@@ -194,15 +195,7 @@ def _cmd_verify(args: argparse.Namespace) -> int:
         return 2
     t0 = time.monotonic()
     limits = Limits(timeout_s=args.timeout_s, memory_mb=args.memory_mb)
-    if args.executor == "local":
-        from symbolkg.solvers.pool import LocalSolverPool
-
-        pool: Any = LocalSolverPool(args.workers, memory_mb=args.memory_mb)
-    else:
-        from symbolkg.actors.solver_pool import RaySolverPool
-
-        pool = RaySolverPool(args.workers, memory_mb=args.memory_mb, num_cpus=args.cpus_per_worker,
-                             address=args.ray_address)
+    pool = make_pool(args)
     try:
         verdicts, summary = verify_run(run, pool, limits=limits, progress=not args.no_progress and not args.json)
     finally:
