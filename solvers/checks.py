@@ -67,6 +67,21 @@ Each check is stated for the language, not for a dataset:
     correction writes the position; if they all follow the option's reading, the notes are
     reversed, the answer is right as written, and the finding is only a warning.
 
+``option_modality`` (logiclm-smt; error, corrects)
+    The option checks must ask what the question asks. The question's main clause (the text after
+    its ``which``, else after ``following``; a clause with its own ``if``, as in "which one of the
+    following, if true, ...", is left alone) names one modality: "cannot", "could not", "must be
+    false", "not allowed" / "not possible" -> ``is_unsat``; "must" -> ``is_valid``; "could",
+    "can", "acceptable", "allowable", "permissible", "possible", "allowed" -> ``is_sat``; with
+    "EXCEPT", the exception of the positive check (``is_exception(is_sat(...))`` for "could be
+    true EXCEPT", ``is_exception(is_valid(...))`` for "must be true EXCEPT"). A clause naming two
+    modalities, or none, is left alone. Checks that mean the same are the same
+    (``is_exception(is_sat(e))`` is ``is_unsat(e)``, ``is_exception(is_unsat(e))`` is
+    ``is_sat(e)``). When an option check asks something else ("which one of the following could be
+    an acceptable schedule?" checked with ``is_valid``: no full schedule is forced, so no option
+    passes), the correction rewrites every option's check to the asked one (programs with
+    ``is_accurate_list`` options are left alone: a list question is its own kind).
+
 A :class:`Finding` says what is wrong, where and what the text says, in words an LLM can act on;
 the refine loop (:func:`symbolkg.jobs.methods.logiclm.formalize_solve_refine`) sends the errors
 back as it sends solver errors, and the recorded path (:func:`symbolkg.jobs.solve.run_solve`)
@@ -96,8 +111,8 @@ if TYPE_CHECKING:  # the problem record lives with the jobs; checks only read it
 Severity = Literal["error", "warning", "info"]
 
 #: The checks, in the order they run (see the module docstring for each definition).
-CHECKS = ("answer_format", "query_polarity", "one_name", "option_position", "free_variables", "unused_symbols",
-          "disconnected_premises")
+CHECKS = ("answer_format", "query_polarity", "one_name", "option_position", "option_modality", "free_variables",
+          "unused_symbols", "disconnected_premises")
 
 
 @dataclass(frozen=True)
@@ -832,6 +847,10 @@ def _check_smt(text: str, problem: Problem) -> list[Finding]:
     from symbolkg.solvers import lsat
 
     program = lsat.parse(text)
+    return _smt_answer_format(program, problem) + _smt_modality(text, program, problem)
+
+
+def _smt_answer_format(program: Any, problem: Problem) -> list[Finding]:
     letters = _option_letters(problem)
     mine = {o.letter for o in program.options}
     if not letters or mine == set(letters):
@@ -843,6 +862,107 @@ def _check_smt(text: str, problem: Problem) -> list[Finding]:
         + (f"; missing {missing}" if missing else "") + (f"; not in the problem {extra}" if extra else "")
         + "; write one option check per problem option, marked ::: (A) and so on",
         program.options[0].line if program.options else None)]
+
+
+_MODAL_NEGATIVE = re.compile(r"\b(?:cannot|can ?not|could not|couldn't|can't|must be false|"
+                             r"not (?:be )?(?:allowed|acceptable|possible|permissible))\b")
+_MODAL_MUST = re.compile(r"\bmust\b")
+_MODAL_COULD = re.compile(r"\b(?:could|can|acceptable|allowable|permissible|possible|allowed)\b")
+#: What each asked check means, in words for the finding.
+_MODAL_WORDS = {
+    "is_sat": "which option could be true (is_sat: consistent with the constraints)",
+    "is_valid": "which option must be true (is_valid: true in every model of the constraints)",
+    "is_unsat": "which option cannot be true (is_unsat: inconsistent with the constraints)",
+    "is_exception(is_sat)": "which option is the EXCEPTION to 'could be true' (is_exception(is_sat(...)))",
+    "is_exception(is_valid)": "which option is the EXCEPTION to 'must be true' (is_exception(is_valid(...)))",
+}
+
+
+def _asked_check(question: str) -> str | None:
+    """The option check a question's main clause asks for (see ``option_modality``), or None."""
+    text = question.lower()
+    clause = re.search(r"\bwhich\b(.*)", text, re.DOTALL) or re.search(r"\bfollowing\b(.*)", text, re.DOTALL)
+    if clause is None or re.search(r"\bif\b", clause.group(1)):
+        return None
+    span = clause.group(1)
+    kinds = set()
+    if _MODAL_NEGATIVE.search(span):
+        kinds.add("is_unsat")
+        span = _MODAL_NEGATIVE.sub(" ", span)
+    if _MODAL_MUST.search(span):
+        kinds.add("is_valid")
+    if _MODAL_COULD.search(span):
+        kinds.add("is_sat")
+    if len(kinds) != 1:
+        return None
+    kind = kinds.pop()
+    if re.search(r"\bexcept\b", span):
+        return None if kind == "is_unsat" else f"is_exception({kind})"
+    return kind
+
+
+#: Checks that mean the same: the exception of "could be true" is "cannot be true" and vice versa.
+_SAME_CHECK = {"is_exception(is_sat)": "is_unsat", "is_exception(is_unsat)": "is_sat"}
+
+
+def _check_meaning(check: Any) -> str:
+    """A check's meaning as an :func:`_asked_check` value, equivalent spellings mapped to one value."""
+    name = check.describe() if check.kind != "is_exception" or check.inner is None else \
+        f"is_exception({check.inner.kind})"
+    return _SAME_CHECK.get(name, name)
+
+
+_OPTION_CALL = re.compile(r"^(\s*)(is_\w+)\s*\((.*)\)\s*$", re.DOTALL)
+
+
+def _rewrite_check(code: str, asked: str) -> str | None:
+    """One option's code with its check rewritten to ``asked``; None when its shape is not ``f(...)``/``f(g(...))``."""
+    call = _OPTION_CALL.match(code)
+    if call is None:
+        return None
+    indent, name, argument = call.groups()
+    if name == "is_exception":
+        inner = _OPTION_CALL.match(argument)
+        if inner is None:
+            return None
+        argument = inner.group(3)
+    wrapper = re.fullmatch(r"is_exception\((\w+)\)", asked)
+    if wrapper:
+        return f"{indent}is_exception({wrapper.group(1)}({argument}))"
+    return f"{indent}{asked}({argument})"
+
+
+def _smt_modality(text: str, program: Any, problem: Problem) -> list[Finding]:
+    from symbolkg.solvers import lsat
+
+    asked = _asked_check(problem.question)
+    checks = [o.check for o in program.options]
+    if asked is None or not checks or any(
+            c.kind == "is_accurate_list" or (c.inner is not None and c.inner.kind == "is_accurate_list") for c in checks):
+        return []
+    wrong = [o for o in program.options if _check_meaning(o.check) != _SAME_CHECK.get(asked, asked)]
+    if not wrong:
+        return []
+    lines = text.split("\n")
+    corrected: str | None = None
+    for option in program.options:  # every option: the question asks one thing of all of them
+        code, sep, comment = lines[option.line - 1].partition(":::")
+        new = _rewrite_check(code.rstrip(), asked)
+        if new is None:
+            break
+        lines[option.line - 1] = new + (f" {sep}{comment}" if sep else "")
+    else:
+        corrected = "\n".join(lines)
+        again = _parses(lsat.parse, corrected)  # the rewrite must parse and ask what the question asks
+        if again is None or any(_check_meaning(o.check) != _SAME_CHECK.get(asked, asked) for o in again.options):
+            corrected = None
+    used = sorted({o.check.describe() for o in wrong})
+    form = f"{asked[:-1]}(<formula>))" if asked.startswith("is_exception") else f"{asked}(<formula>)"
+    return [Finding(
+        "option_modality", "error",
+        f"the question asks {_MODAL_WORDS[asked]}, but option(s) {', '.join(o.letter for o in wrong)} check "
+        f"{', '.join(used)}; write every option as {form}",
+        wrong[0].line, corrected)]
 
 
 _CHECKERS: dict[str, Callable[[str, Problem], list[Finding]]] = {

@@ -235,3 +235,75 @@ def test_fol_positive_conclusion_for_a_negative_statement_gets_the_negation():
     [finding] = checks_named(check_program("logiclm-fol", text, problem), "query_polarity")
     assert fol.parse(finding.correction).conclusion.formula == fol.Not(fol.Atom("Perform", (fol.Const("bonnie"),)))
     assert fol.solve(finding.correction, Limits()).answer == "False"
+
+
+# --------------------------------------------------------------------------- option_modality
+
+SMT = """# Declarations
+people = EnumSort([Ann, Bob, Cy])
+slot = Function([people] -> [int])
+ForAll([p:people], And(1 <= slot(p), slot(p) <= 3))
+Distinct([p:people], slot(p))
+# Constraints
+slot(Ann) < slot(Bob) ::: Ann goes before Bob.
+# Options
+Question ::: {question}
+{check}(And(slot(Ann) == 1, slot(Bob) == 2, slot(Cy) == 3)) ::: (A)
+{check}(And(slot(Bob) == 1, slot(Ann) == 2, slot(Cy) == 3)) ::: (B)"""
+ORDERS = ("A) Ann, Bob, Cy", "B) Bob, Ann, Cy")
+
+
+def lsat_problem(question: str, gold: str = "A") -> Problem:
+    return Problem("s", "test", "", question, ORDERS, gold)
+
+
+def test_could_be_question_checked_with_is_valid_is_rewritten_to_is_sat():
+    from symbolkg.solvers import lsat
+
+    question = "Which one of the following could be the order, from first to last?"
+    text = SMT.format(question=question, check="is_valid")
+    assert lsat.solve(text, Limits()).answer is None  # no full order is forced: no option passes
+    [finding] = checks_named(check_program("logiclm-smt", text, lsat_problem(question)), "option_modality")
+    assert finding.severity == "error" and "could be true" in finding.message and finding.line == 10
+    fixed = correct_program("logiclm-smt", text, lsat_problem(question)).text
+    assert "is_sat(And(slot(Ann) == 1" in fixed and "::: (A)" in fixed
+    assert lsat.solve(fixed, Limits()).answer == "A"
+
+
+def test_modality_left_alone_when_it_matches_or_the_clause_is_unclear():
+    from symbolkg.solvers import lsat
+
+    for question, check in [("Which one of the following could be the order?", "is_sat"),
+                            ("Which one of the following must be true?", "is_valid"),
+                            ("Which one of the following CANNOT be true?", "is_unsat"),
+                            ("Which one of the following CANNOT be true?", "is_exception(is_sat"),  # same meaning
+                            ("Which one of the following, if true, must be the order?", "is_sat"),  # own 'if'
+                            ("Which one of the following could be true or must be false?", "is_valid"),  # two
+                            ("Ann goes first if which one of the following is true?", "is_valid")]:  # none
+        text = SMT.format(question=question, check=check)
+        if check.startswith("is_exception"):
+            text = text.replace(")) ::: (", "))) ::: (")
+        lsat.parse(text)
+        found = checks_named(check_program("logiclm-smt", text, lsat_problem(question)), "option_modality")
+        assert found == [], (question, check)
+
+
+def test_except_questions_ask_for_the_exception_of_the_positive_check():
+    from symbolkg.solvers import lsat
+
+    question = "Each of the following must be true EXCEPT:"
+    text = SMT.format(question=question, check="is_exception(is_sat").replace(")) ::: (", "))) ::: (")
+    [finding] = checks_named(check_program("logiclm-smt", text, lsat_problem(question, "B")), "option_modality")
+    assert "EXCEPTION to 'must be true'" in finding.message
+    fixed = correct_program("logiclm-smt", text, lsat_problem(question, "B")).text
+    assert fixed.count("is_exception(is_valid(And(") == 2
+    lsat.parse(fixed)
+
+
+def test_list_questions_are_left_alone():
+    from symbolkg.solvers import lsat
+
+    question = "Which one of the following could be a complete and accurate list?"
+    text = SMT.format(question=question, check="is_accurate_list([").replace(")) ::: (", "))]) ::: (")
+    lsat.parse(text)
+    assert checks_named(check_program("logiclm-smt", text, lsat_problem(question)), "option_modality") == []
