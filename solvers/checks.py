@@ -38,8 +38,9 @@ Each check is stated for the language, not for a dataset:
 ``free_variables`` (logiclm-lp; warning)
     A variable in a rule's conclusion that its premises do not bind ranges over every constant
     of the program (``Cold($x, True) >>> Big($y, True)`` makes everything big), and so does a
-    variable in a fact; that is rarely what the sentence says. (FOL: the parser itself refuses
-    free ``x``..``w``; CSP and the SMT DSL: undeclared names are parse errors.)
+    variable in a fact; that is rarely what the sentence says. (FOL: the language reads free
+    ``x``..``w`` itself, see :mod:`symbolkg.solvers.fol`; CSP and the SMT DSL: undeclared names are
+    parse errors.)
 
 ``unused_symbols`` (logiclm-lp, logiclm-fol; warning / info)
     A predicate or constant of the query (conclusion) that appears in no premise cannot be

@@ -46,11 +46,24 @@ It also reads, each by one rule fixed by the notation (not by the data):
   ``∀y (DesignStyle(zaha, y) ⊕ DesignStyle(kelly, y))``. This is how Prover9
   reads free variables in assumptions, hence how Logic-LM's own pipeline
   (NLTK passing the formula through to Prover9) solved these programs; each
-  premise is closed on its own. Not in the conclusion: there Prover9 proves
-  ``∀x φ`` for "True" but ``∀x ¬φ`` for "False" (not the negation of one closed
-  formula), and the recorded conclusions mean "every" in some programs and
-  "some" or one individual in others, so it is refused
-  (:class:`ErrorKind.UNDECLARED`, naming the variable).
+  premise is closed on its own.
+* **free variables in the conclusion** have two readings: the recorded
+  conclusions mean "every" in some programs (``Koala(x) ∧ Sleep(x)`` for
+  "koalas sleep") and "some" or one individual in others (``Visit(juan, y) ∧
+  Range(y)`` for "Juan visited a range"). The conclusion is decided under both,
+  ∀ (``FolProgram.conclusion``) and ∃ (``FolProgram.existential_conclusion``);
+  when they give the same answer that answer does not depend on the reading
+  and stands (the proof says so; the certificate is the ∀ reading's), otherwise
+  the program is refused (PARSE_ERROR, :class:`ErrorKind.UNDECLARED`) with both
+  answers, so a repair knows which quantifier matters.
+* **ellipses in a conjunction**: a premise ``A ∧ B ∧ ... ∧ C`` whose ``...``
+  (or ``…``) is a conjunct of its top-level ``∧`` chain states at least ``A ∧ B
+  ∧ C``; the elided conjuncts are unknown, so that is what it is read as. More
+  premises only add consequences, so a True or False answer from the written
+  conjuncts also holds with the elided ones; Uncertain might not, and is refused
+  (PARSE_ERROR, :class:`ErrorKind.UNSUPPORTED`, naming the line). An ellipsis
+  anywhere else (a disjunction, whose written part would say more than the
+  sentence; inside parentheses; the conclusion) is refused.
 * **membership** ``a ∈ S`` is ``S(a)`` when ``S`` is a unary predicate of the
   program (declared with one argument, or applied to one somewhere): the set
   is the predicate's extension. Any other ``a ∈ b`` (``y ∈ x`` with ``x`` a
@@ -60,9 +73,9 @@ It also reads, each by one rule fixed by the notation (not by the data):
 
 It rejects, with the line and a suggested rewrite: arithmetic comparisons
 (``>``, ``<``, ``≤``, ``≥``) and subset (``⊆``), which Prover9 cannot
-interpret; ellipses (``...``) and ``_`` placeholders, whose meaning is a
+interpret; other ellipses (``...``) and ``_`` placeholders, whose meaning is a
 guess (which items an ellipsis stands for; whether ``_`` is "some" or "any");
-a free variable in the conclusion (see above); a predicate used with different
+a predicate used with different
 numbers of arguments, or against its declaration in ``Predicates:``
 (:class:`ErrorKind.TYPE`); and anything that is not a formula. Other names
 outside quantifiers are constants (``a``, ``bonnie``, ``GRE``, ``2000``);
@@ -81,7 +94,9 @@ from __future__ import annotations
 
 import enum
 import re
+import time
 import unicodedata
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Union
 
@@ -202,11 +217,30 @@ class PredicateDecl:
 
 @dataclass(frozen=True)
 class FolProgram:
-    """A parsed FOLIO program."""
+    """A parsed FOLIO program.
+
+    Attributes:
+        open_conclusion: the conclusion's free variables, in order of first use; ``conclusion``
+            reads them as ∀ (see "free variables in the conclusion" in the module docstring).
+        elided: lines of premises whose ``...`` conjuncts were dropped (see "ellipses").
+    """
 
     predicates: tuple[PredicateDecl, ...]
     premises: tuple[Statement, ...]
     conclusion: Statement
+    open_conclusion: tuple[str, ...] = ()
+    elided: tuple[int, ...] = ()
+
+    def existential_conclusion(self) -> Formula:
+        """The conclusion with its free variables read as ∃ instead of ∀ (itself when it has none)."""
+        formula = self.conclusion.formula
+        body = formula
+        for _ in self.open_conclusion:
+            assert isinstance(body, Quantified) and body.quantifier is Quantifier.FORALL
+            body = body.body
+        for name in reversed(self.open_conclusion):
+            body = Quantified(Quantifier.EXISTS, name, body)
+        return body
 
 
 # --------------------------------------------------------------------------- tokens
@@ -576,9 +610,8 @@ class _BareName:
 def _looks_like_variable(name: str) -> bool:
     # GPT-4 and the FOLIO annotations name variables x, y, z (sometimes with a digit) and
     # constants descriptively; Prover9 itself reads u-z names as variables. A free x in a
-    # premise is read as Prover9 reads it (∀ over the whole premise); in the conclusion
-    # Prover9's reading (∀x φ for "True", ∀x ¬φ for "False") is not the negation of one
-    # closed formula and "every" or "some" are both plausible, so it is reported there.
+    # premise is read as Prover9 reads it (∀ over the whole premise); in the conclusion it is
+    # closed with ∀ too and solve() also decides the ∃ reading (module docstring).
     # Single letters a-t stay usable as constants (a, b, c in textbook problems).
     return re.fullmatch(r"[u-z]\d*", name) is not None
 
@@ -603,17 +636,65 @@ def parse_formula(text: str, line: int = 1, col0: int = 1, *, close_free: bool =
     Raises:
         ProgramError: with ``line`` and a message naming the position.
     """
+    return _parse_formula(text, line, col0, close_free=close_free)[0]
+
+
+def _parse_formula(text: str, line: int, col0: int, *, close_free: bool) -> tuple[Formula, tuple[str, ...]]:
+    """:func:`parse_formula`, also returning the free variables it closed with ∀ (in order of first use)."""
     stripped = text.rstrip()
     # A stray full stop after a formula (as in English) is unambiguous.
     if stripped.endswith(".") and not stripped.endswith("..."):
         stripped = stripped[:-1]
-    formula = _FormulaParser(stripped, line, col0, close_free=close_free).parse()
+    parser = _FormulaParser(stripped, line, col0, close_free=close_free)
+    formula = parser.parse()
     if _tree_depth(formula) > _MAX_DEPTH:
         raise ProgramError(
             f"the formula is too long or nested too deeply (more than {_MAX_DEPTH} levels); split it into several premises",
             line,
         )
-    return formula
+    return formula, tuple(parser.free)
+
+
+_ELLIPSIS = re.compile(r"^\s*(?:\.\.\.|…)\s*$")
+_TOP_AND = re.compile(r"∧|&")
+
+
+def _split_top_and(text: str) -> list[str]:
+    """The parts of ``text`` between ∧ (or ``&``) outside parentheses."""
+    parts, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+        elif depth == 0 and _TOP_AND.fullmatch(ch):
+            parts.append(text[start:i])
+            start = i + 1
+    parts.append(text[start:])
+    return parts
+
+
+def _conjuncts(formula: Formula) -> int:
+    """How many leaves the ∧ chain at the top of ``formula`` has (1 when it is not a conjunction)."""
+    if isinstance(formula, Binary) and formula.op is Connective.AND:
+        return _conjuncts(formula.left) + _conjuncts(formula.right)
+    return 1
+
+
+def _parse_premise(text: str, line: int, col0: int) -> tuple[Formula, bool]:
+    """A premise's formula, and whether ``...`` conjuncts were dropped from it (see "ellipses")."""
+    parts = _split_top_and(text)
+    written = [part for part in parts if not _ELLIPSIS.match(part)]
+    if len(written) == len(parts) or len(written) < 2:
+        return parse_formula(text, line, col0, close_free=True), False
+    try:
+        formula = parse_formula(" ∧ ".join(part.strip() for part in written), line, col0, close_free=True)
+    except ProgramError:
+        formula = None
+    if formula is None or _conjuncts(formula) < len(written):
+        # The ellipsis is not a conjunct of a top-level ∧ chain: refused as before (with its position).
+        return parse_formula(text, line, col0, close_free=True), False
+    return formula, True
 
 
 def _tree_depth(formula: Formula) -> int:
@@ -750,10 +831,17 @@ def parse(text: str) -> FolProgram:
             ErrorKind.NO_ANSWER,
         )
     decls = tuple(_parse_declaration(*entry) for entry in sections.predicates)
-    premises = tuple(Statement(parse_formula(f, n, c, close_free=True), n, f, cm) for n, f, cm, c in sections.premises)
+    premises, elided = [], []
+    for n, f, cm, c in sections.premises:
+        formula, dropped = _parse_premise(f, n, c)
+        premises.append(Statement(formula, n, f, cm))
+        if dropped:
+            elided.append(n)
     n, f, cm, c = sections.conclusion[0]
-    conclusion = Statement(parse_formula(f, n, c), n, f, cm)
-    program = _read_membership(FolProgram(predicates=decls, premises=premises, conclusion=conclusion))
+    formula, free = _parse_formula(f, n, c, close_free=True)
+    conclusion = Statement(formula, n, f, cm)
+    program = _read_membership(FolProgram(predicates=decls, premises=tuple(premises), conclusion=conclusion,
+                                          open_conclusion=free, elided=tuple(elided)))
     _check_symbols(program)
     return program
 
@@ -1000,22 +1088,76 @@ def solve(text: str, limits: Limits) -> Outcome:
             program = parse(text)
         except ProgramError as err:
             return err.to_outcome(seconds=sw.elapsed(), backend=BACKEND)
-        translation = to_prover9(program)
-        texts = [p.text for p in program.premises] + [program.conclusion.text]
-        outcome = prover9.entail(translation.assumptions, translation.goal, limits, source_lines=translation.lines,
-                                 source_texts=texts)
-        if outcome.answer == "Unknown" and outcome.certificate is not None:
-            outcome = replace(outcome, certificate=_with_countermodels(outcome.certificate, program, limits))
-        if outcome.status is Status.PARSE_ERROR:
-            # Prover9 rejecting our own translation is a bug of ours, not of the program.
-            outcome = Outcome.error(
-                Status.RUNTIME_ERROR,
-                ErrorKind.INTERNAL,
-                f"internal translation error: {outcome.error_message}",
-                line=outcome.error_line,
-                backend=BACKEND,
-            )
+        outcome = decide_readings(program, lambda goal, lim, full: _entail(program, goal, lim, countermodels=full),
+                                  limits, backend=BACKEND)
     return replace(outcome, seconds=sw.seconds)
+
+
+_DECIDED = (Status.PROVED, Status.DISPROVED, Status.UNKNOWN)
+
+
+def decide_readings(program: FolProgram, decide: Callable[[Formula, Limits, bool], Outcome], limits: Limits, *,
+                    backend: str) -> Outcome:
+    """The program's answer under the readings of the module docstring, with any prover.
+
+    ``decide(goal, limits, full)`` decides ``goal`` from the premises (``full``: with the whole
+    certificate; False for the second reading of a free variable, whose certificate is not kept).
+    A conclusion with free variables is decided as ∀ and as ∃: the answer when both agree, else a
+    PARSE_ERROR naming both answers. An Uncertain answer from premises with elided conjuncts is
+    refused (the elided items might decide it).
+    """
+    start = time.perf_counter()
+    outcome = decide(program.conclusion.formula, limits, True)
+    if program.open_conclusion and outcome.status in _DECIDED:
+        left = replace(limits, timeout_s=max(limits.timeout_s - (time.perf_counter() - start), 0.1))
+        outcome = _both_readings(program, outcome, decide(program.existential_conclusion(), left, False), backend)
+    if outcome.answer == "Unknown" and program.elided:
+        lines = ", ".join(map(str, program.elided))
+        outcome = Outcome.error(
+            Status.PARSE_ERROR, ErrorKind.UNSUPPORTED,
+            f"the written premises leave the conclusion Uncertain, and the '...' on line(s) {lines} elides conjuncts "
+            "that might decide it; write out every item explicitly",
+            line=program.elided[0], backend=backend)
+    return outcome
+
+
+def _entail(program: FolProgram, goal: Formula, limits: Limits, *, countermodels: bool = True) -> Outcome:
+    """Prover9 on the premises and ``goal``, with the certificate (countermodels for Unknown)."""
+    program = replace(program, conclusion=replace(program.conclusion, formula=goal))
+    translation = to_prover9(program)
+    texts = [p.text for p in program.premises] + [program.conclusion.text]
+    outcome = prover9.entail(translation.assumptions, translation.goal, limits, source_lines=translation.lines,
+                             source_texts=texts)
+    if countermodels and outcome.answer == "Unknown" and outcome.certificate is not None:
+        outcome = replace(outcome, certificate=_with_countermodels(outcome.certificate, program, limits))
+    if outcome.status is Status.PARSE_ERROR:
+        # Prover9 rejecting our own translation is a bug of ours, not of the program.
+        outcome = Outcome.error(
+            Status.RUNTIME_ERROR,
+            ErrorKind.INTERNAL,
+            f"internal translation error: {outcome.error_message}",
+            line=outcome.error_line,
+            backend=BACKEND,
+        )
+    return outcome
+
+
+def _both_readings(program: FolProgram, universal: Outcome, existential: Outcome, backend: str) -> Outcome:
+    """The ∀ reading's outcome when the ∃ reading gives the same answer; else a refusal naming both."""
+    names = ", ".join(program.open_conclusion)
+    if existential.status in _DECIDED and existential.answer == universal.answer:
+        note = (f"free {names} in the conclusion: read as ∀ and as ∃, both give {universal.answer}; "
+                "the proof below is the ∀ reading's")
+        return replace(universal, proof=f"{note}\n{universal.proof or ''}".rstrip())
+    other = existential.answer if existential.status in _DECIDED else f"undecided ({existential.status.value})"
+    forall = " ".join(f"∀{v}" for v in program.open_conclusion)
+    exists = " ".join(f"∃{v}" for v in program.open_conclusion)
+    return Outcome.error(
+        Status.PARSE_ERROR, ErrorKind.UNDECLARED,
+        f"the conclusion uses {names} without a quantifier, and the answer depends on the reading: with {forall} "
+        f"it is {universal.answer}, with {exists} it is {other}; add the quantifier the sentence means "
+        f"({forall} for 'every', {exists} for 'some' or one individual)",
+        line=program.conclusion.line, backend=backend)
 
 
 #: Seconds (both sides together, at most ``Limits.timeout_s``) spent looking for the

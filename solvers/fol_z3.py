@@ -365,5 +365,7 @@ def solve(text: str, limits: Limits) -> Outcome:
             program = fol.parse(text)
         except ProgramError as err:
             return err.to_outcome(seconds=sw.elapsed(), backend=BACKEND)
-        outcome = decide(program, limits)
+        outcome = fol.decide_readings(
+            program, lambda goal, lim, _full: decide(replace(program, conclusion=replace(program.conclusion, formula=goal)), lim),
+            limits, backend=BACKEND)
     return replace(outcome, seconds=sw.seconds)

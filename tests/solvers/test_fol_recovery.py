@@ -2,9 +2,11 @@
 
 Each rule has one reading fixed by the notation: a free variable in a premise is
 universally quantified over that premise (Prover9's convention), ``a ∈ S`` with S a
-unary predicate is ``S(a)`` and any other ``a ∈ b`` is a binary relation. What has
-more than one reading (a free variable in the conclusion) is still refused with the
-line and the variable named.
+unary predicate is ``S(a)`` and any other ``a ∈ b`` is a binary relation. A free
+variable in the conclusion has two readings (∀, ∃): it is answered only when both give
+the same answer, else refused with both answers named. A premise ``A ∧ ... ∧ B`` states
+at least its written conjuncts: True and False follow from them whatever was elided,
+Uncertain might not, so Uncertain is refused.
 """
 
 from __future__ import annotations
@@ -74,16 +76,46 @@ def test_free_variable_premises_answer_as_prover9_reads_them(premises, conclusio
     assert answer(premises, conclusion) == expected
 
 
-@pytest.mark.parametrize("conclusion, name", [("Koala(x) ∧ Sleep(x)", "x"), ("∃x (Bred(x, y) ∧ Animal(x))", "y")])
-def test_free_variable_in_the_conclusion_is_refused_with_its_line(conclusion, name):
-    text = program(["Koala(kim)"], conclusion)
-    with pytest.raises(ProgramError) as info:
-        fol.parse(text)
-    assert (info.value.line, info.value.kind) == (5, ErrorKind.UNDECLARED)
-    assert f"'{name}' looks like a variable" in info.value.message
-    assert "read only in a premise" in info.value.message
-    outcome = fol.solve(text, LIMITS)
-    assert outcome.status is Status.PARSE_ERROR and outcome.error_line == 5
+def test_free_variable_in_the_conclusion_parses_as_forall_and_keeps_the_exists_reading():
+    parsed = fol.parse(program(["Koala(kim)"], "∃x (Bred(x, y) ∧ Animal(x))"))
+    assert parsed.open_conclusion == ("y",)
+    assert fol.format_formula(parsed.conclusion.formula) == "∀y ∃x (Bred(x, y) ∧ Animal(x))"
+    assert fol.format_formula(parsed.existential_conclusion()) == "∃y ∃x (Bred(x, y) ∧ Animal(x))"
+
+
+@pytest.mark.parametrize(
+    "premises, conclusion, expected",
+    [
+        # Every koala is a quokka's opposite: "x is a koala and a quokka" is False for every x and for some x.
+        (["∀x (Koala(x) → ¬Quokka(x))"], "Koala(x) ∧ Quokka(x)", "False"),
+        # Both readings true: everything is an animal.
+        (["∀x Animal(x)"], "Animal(x)", "True"),
+        # Both readings open.
+        (["Koala(kim)"], "Sleep(x)", "Unknown"),
+    ],
+)
+def test_free_variable_in_the_conclusion_is_answered_when_both_readings_agree(premises, conclusion, expected,
+                                                                               needs_prover9):
+    outcome = fol.solve(program(premises, conclusion), LIMITS)
+    assert outcome.answer == expected
+    assert "read as ∀ and as ∃, both give " + expected in (outcome.proof or "")
+
+
+@pytest.mark.parametrize("conclusion, forall, exists", [("Koala(x)", "Unknown", "True"),
+                                                        ("Visit(kim, y) ∧ Koala(y)", "Unknown", "True")])
+def test_free_variable_in_the_conclusion_is_refused_when_the_readings_differ(conclusion, forall, exists, needs_prover9):
+    outcome = fol.solve(program(["Koala(kim)", "Visit(kim, kim)"], conclusion), LIMITS)
+    assert (outcome.status, outcome.error_kind, outcome.error_line) == (Status.PARSE_ERROR, "undeclared", 6)
+    assert f"it is {forall}, with ∃" in outcome.error_message and f"it is {exists}; add the quantifier" in outcome.error_message
+
+
+def test_the_z3_prover_reads_free_conclusions_the_same_way():
+    from symbolkg.solvers import fol_z3
+
+    agree = fol_z3.solve(program(["∀x (Koala(x) → ¬Quokka(x))"], "Koala(x) ∧ Quokka(x)"), LIMITS)
+    assert agree.answer == "False" and "both give False" in agree.proof
+    differ = fol_z3.solve(program(["Koala(kim)"], "Koala(x)"), LIMITS)
+    assert differ.status is Status.PARSE_ERROR and "with ∀x it is Unknown, with ∃x it is True" in differ.error_message
 
 
 def test_standalone_formula_still_refuses_free_variables_by_default():
@@ -134,3 +166,38 @@ def test_subset_is_still_refused_with_its_line():
     with pytest.raises(ProgramError) as info:
         fol.parse(program(["Dog(rex)", "dogs ⊆ animals"], "Dog(rex)"))
     assert (info.value.line, info.value.kind) == (4, ErrorKind.UNSUPPORTED)
+
+
+# --------------------------------------------------------------------------- ellipses
+
+
+YALE = ["University(yale) ∧ Moved(yale, newHaven)",
+        "College(yale, franklin) ∧ College(yale, berkeley) ∧ ... ∧ College(yale, trumbull)"]
+
+
+def test_an_elided_conjunct_is_dropped_from_a_top_level_conjunction():
+    parsed = fol.parse(program(YALE, "College(yale, berkeley)"))
+    assert parsed.elided == (4,)
+    assert fol.format_formula(parsed.premises[1].formula).count("College(") == 3
+
+
+@pytest.mark.parametrize("conclusion, expected", [("College(yale, trumbull)", "True"),
+                                                  ("∃x (University(x) ∧ Moved(x, newHaven))", "True"),
+                                                  ("¬College(yale, franklin)", "False")])
+def test_true_and_false_from_the_written_conjuncts_stand(conclusion, expected, needs_prover9):
+    assert answer(YALE, conclusion) == expected
+
+
+def test_uncertain_with_an_ellipsis_is_refused(needs_prover9):
+    outcome = fol.solve(program(YALE, "College(yale, pierson)"), LIMITS)
+    assert (outcome.status, outcome.error_kind, outcome.error_line) == (Status.PARSE_ERROR, "unsupported", 4)
+    assert "elides conjuncts that might decide it" in outcome.error_message
+
+
+@pytest.mark.parametrize("premise", ["College(yale, a) ∨ ... ∨ College(yale, b)",  # a disjunction would be stronger
+                                     "Big(a) ∧ (Small(b) ∨ ...)",  # not a conjunct at the top
+                                     "... ∧ Big(a)"])  # nothing left to conjoin
+def test_other_ellipses_are_still_refused(premise):
+    with pytest.raises(ProgramError) as info:
+        fol.parse(program([premise], "Big(a)"))
+    assert (info.value.line, info.value.kind) == (3, ErrorKind.UNSUPPORTED)
