@@ -799,4 +799,32 @@ def solve(text: str, limits: Limits) -> Outcome:
             source_lines=[a.line for a in problem.assumptions] + [problem.goal.line],
             source_texts=[a.text for a in problem.assumptions] + [problem.goal.text],
         )
+        if outcome.answer == "Unknown" and outcome.certificate is not None:
+            outcome = replace(outcome, certificate=_with_countermodels(outcome.certificate, problem, limits))
     return replace(outcome, seconds=sw.seconds)
+
+
+def _with_countermodels(certificate: dict, problem: Prover9Problem, limits: Limits) -> dict:
+    """An Unknown certificate with models (goal false / goal true) found by Z3, as for ``logiclm-fol``.
+
+    The formulas are read with the certificate checker's reader of Prover9 syntax; input it does not
+    read (user operators, ``$T``) keeps the certificate without models (unverifiable, with the reason).
+    """
+    from symbolkg.solvers import fol, fol_z3
+    from symbolkg.solvers.certificates import entailment
+
+    goal = certificate["goal"]
+    cited = entailment.Cited(goal["line"], goal["text"], goal["prover9"])
+    try:
+        premises = [entailment.read_prover9(a.text) for a in problem.assumptions]
+        formula = entailment.read_prover9(problem.goal.text)
+    except entailment.Unreadable as err:
+        return entailment.unknown(cited, producer=certificate["producer"], reason=f"no countermodel search: {err}")
+    budget = min(fol.COUNTERMODEL_BUDGET_S, limits.timeout_s) / 2
+    sides = {"goal_false": fol_z3.find_model([*premises, fol.Not(formula)], budget),
+             "goal_true": fol_z3.find_model([*premises, formula], budget)}
+    reason = "; ".join(f"{side}: {s.reason}" for side, s in sides.items() if s.model is None)
+    return entailment.unknown(cited, producer=certificate["producer"],
+                              goal_false=sides["goal_false"].model.to_json() if sides["goal_false"].model else None,
+                              goal_true=sides["goal_true"].model.to_json() if sides["goal_true"].model else None,
+                              reason=reason)

@@ -35,14 +35,15 @@ class Formalized:
     """What the formulate -> solve -> refine loop produced for one problem.
 
     Attributes:
-        outcome: the last program's outcome (None when the LLM never gave a program).
-        program: the last program run.
+        outcome: the kept program's outcome (None when the LLM never gave a program).
+        program: the kept program: the best round's (:func:`formalize_solve_refine`), usually the last.
         attempts: one object per round (see :attr:`symbolkg.jobs.records.ResultRow.attempts_log`).
         rounds: programs written and run.
-        worker, pool_attempts: where the last program ran, and how many runs it took.
+        worker, pool_attempts: where the kept program ran, and how many runs it took.
+        kept_round: the round whose program is kept (None before any program ran).
         seconds: ``formalize`` (the first LLM request), ``solve`` (every program, queueing
             included), ``refine`` (the repair requests).
-        checks: the formalization checks' findings on the last program (:mod:`symbolkg.solvers.checks`),
+        checks: the formalization checks' findings on the kept program (:mod:`symbolkg.solvers.checks`),
             as :meth:`~symbolkg.solvers.checks.Finding.to_dict` objects; each round's are in ``attempts``.
     """
 
@@ -54,6 +55,7 @@ class Formalized:
     pool_attempts: int = 0
     seconds: dict[str, float] = field(default_factory=lambda: {"formalize": 0.0, "solve": 0.0, "refine": 0.0})
     checks: list[dict] = field(default_factory=list)
+    kept_round: int | None = None
 
     def final_outcome(self) -> Outcome:
         """The loop's outcome, or an LLM error outcome when no program was ever run."""
@@ -70,7 +72,10 @@ async def formalize_solve_refine(problem: Problem, ctx: MethodContext, *, langua
     Each round's program also goes through the formalization checks (:mod:`symbolkg.solvers.checks`:
     parsing only). A program that ran but has findings of severity ``error`` (a query that states
     the opposite of the question, one concept under two names, ...) is sent back like a solver
-    error while rounds remain; the last program's findings are kept in :attr:`Formalized.checks`.
+    error while rounds remain. A repair can make things worse (a program that ran with a check
+    error comes back not parsing): the loop keeps the best round, ranked executed without check
+    errors > executed with check errors > not executed, the later round on a tie; its program,
+    outcome and findings are what :class:`Formalized` holds (every round stays in ``attempts``).
 
     Args:
         problem: the problem (its question and options are always shown).
@@ -92,6 +97,7 @@ async def formalize_solve_refine(problem: Problem, ctx: MethodContext, *, langua
     pairs = prompts.formulation_messages(language, context, problem.question, problem.options, hints)
     structured = ctx.structured(prompts.program_structured_output(language))
     out = Formalized()
+    best_rank = -1
     for round_no in range(1, cfg.max_refine_rounds + 2):
         purpose = "formulate" if round_no == 1 else "refine"
         request = ctx.chat(problem, purpose, pairs, params=cfg.formulate_params, structured=structured,
@@ -113,16 +119,20 @@ async def formalize_solve_refine(problem: Problem, ctx: MethodContext, *, langua
         t0 = time.perf_counter()
         result = await ctx.solver.solve(SolveRequest(problem.id, run_as, program, cfg.limits))
         out.seconds["solve"] += time.perf_counter() - t0
-        out.outcome, out.program, out.worker, out.pool_attempts = result.outcome, program, result.worker, result.attempts
         findings = checks.check_program(run_as, program, problem)
-        out.checks = [f.to_dict() for f in findings]
         check_errors = [f for f in findings if f.severity == "error"]
+        rank = 2 if result.outcome.executed and not check_errors else 1 if result.outcome.executed else 0
+        if rank >= best_rank:  # keep the best round (docstring)
+            best_rank = rank
+            out.outcome, out.program, out.worker, out.pool_attempts = result.outcome, program, result.worker, result.attempts
+            out.checks = [f.to_dict() for f in findings]
+            out.kept_round = round_no
         out.attempts.append({
             "round": round_no, "purpose": purpose, "program": program, "completion": completion.text,
             "prompt_tokens": completion.prompt_tokens, "completion_tokens": completion.completion_tokens,
             "llm_seconds": round(completion.latency_s, 4), "cached": completion.cached,
             "outcome": {k: v for k, v in result.outcome.to_dict().items() if k != "proof"},
-            "checks": out.checks,
+            "checks": [f.to_dict() for f in findings],
         })
         if (result.outcome.executed and not check_errors) or round_no > cfg.max_refine_rounds:
             break
@@ -156,6 +166,6 @@ class LogicLM(Method):
         outcome = f.final_outcome()
         predicted = interpret(problem, outcome.answer) if outcome.executed else None
         return ctx.row(problem, outcome, predicted=predicted, program=f.program, language=language, rounds=f.rounds,
-                       success_round=f.rounds if outcome.executed else None, attempts=f.attempts, worker=f.worker,
+                       success_round=f.kept_round if outcome.executed else None, attempts=f.attempts, worker=f.worker,
                        pool_attempts=f.pool_attempts, latency_s=time.monotonic() - t0, stage_seconds=f.seconds,
                        trace={"checks": f.checks})

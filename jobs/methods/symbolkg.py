@@ -370,7 +370,7 @@ async def run_symbolkg(problem: Problem, ctx: MethodContext, kg: SymbolKG) -> Re
     outcome = f.final_outcome()
     predicted = interpret(problem, outcome.answer) if outcome.executed else None
     return ctx.row(problem, outcome, predicted=predicted, program=f.program, language=target.run_as,
-                   rounds=f.rounds, success_round=f.rounds if outcome.executed else None, attempts=f.attempts,
+                   rounds=f.rounds, success_round=f.kept_round if outcome.executed else None, attempts=f.attempts,
                    worker=f.worker, pool_attempts=f.pool_attempts, latency_s=time.monotonic() - t_start,
                    route=decided.solver, trace=trace, stage_seconds=seconds)
 

@@ -204,6 +204,15 @@ class _Unsupported(Exception):
     """A program the checker cannot read (not the certificate's fault): unverifiable."""
 
 
+#: Raised by :func:`read_prover9` for Prover9 input the reader does not cover.
+Unreadable = _Unsupported
+
+
+def read_prover9(text: str) -> Any:
+    """One Prover9 formula as our FOL syntax tree (free u-z variables closed with ∀); :data:`Unreadable` if not read."""
+    return _Prover9Reader(text).read()
+
+
 def _match_goal(goal: Any, read: _Read) -> Any:
     if not isinstance(goal, dict):
         raise CertificateError("the certificate has no goal object")

@@ -58,6 +58,16 @@ def test_check_error_is_sent_back_and_round_two_fixes_the_polarity(pool):
     assert json.loads(row.trace)["checks"] == log[1]["checks"]  # the last program's findings (none are errors)
 
 
+def test_a_repair_that_makes_things_worse_does_not_replace_the_better_round(pool):
+    # Round 1 runs (with a check error); the repair comes back unparseable: round 1 is kept.
+    engine = ScriptedEngine(lambda request: FLIPPED if request.purpose == "formulate" else "Facts:\nSour(Max, ")
+    row = asyncio.run(run_problem(problem(), MethodConfig("logiclm", max_refine_rounds=1), engine, pool))
+    log = json.loads(row.attempts_log)
+    assert row.rounds == 2 and log[1]["outcome"]["status"] == "parse_error"
+    assert row.program == FLIPPED and row.success_round == 1 and row.status in ("proved", "disproved")
+    assert [f["check"] for f in json.loads(row.trace)["checks"]] == ["query_polarity"]
+
+
 def test_without_rounds_left_the_findings_are_recorded_in_the_row(pool):
     engine = ScriptedEngine(lambda request: FLIPPED)
     row = asyncio.run(run_problem(problem(), MethodConfig("logiclm", max_refine_rounds=0), engine, pool))

@@ -123,6 +123,19 @@ def test_prover9_language_certificate_verifies_with_its_own_reader():
     assert prover9.solve(loose, FAST).answer == "Unknown"
 
 
+def test_prover9_language_unknown_carries_countermodels_that_verify():
+    program = ("formulas(assumptions).\nall x (dog(x) -> animal(x)).\ndog(rex).\nend_of_list.\n"
+               "formulas(goals).\ncat(rex).\nend_of_list.\n")
+    outcome = prover9.solve(program, FAST)
+    models = outcome.certificate["countermodels"]
+    assert outcome.answer == "Unknown" and models["goal_false"] and models["goal_true"]
+    v = verdict(outcome.certificate, program, "Unknown", language="prover9")
+    assert (v.status, v.checker) == ("verified", "evaluator"), v
+    # A countermodel that breaks a premise (rex a dog but not an animal) is caught.
+    models["goal_false"]["predicates"]["animal"] = []
+    assert verdict(outcome.certificate, program, "Unknown", language="prover9").status == "failed"
+
+
 # --------------------------------------------------------------------------- checker: corrupted certificates
 
 
