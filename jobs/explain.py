@@ -14,6 +14,13 @@ Premise provenance, per cited program line:
   words with the line's symbols (``Jompus($x, True) >>> Shy($x, False)`` -> "Jompuses are not
   shy."), a best guess, marked as such;
 * ``none``: no context sentence shares a word with it.
+
+Where the formalization was written from a subset of the sentences, the match is made among
+those only: the ``symbolkg`` method formalizes the sentences its knowledge graph's kept nodes
+and edges were read from (the LKG records each node's and edge's sentence; the row's trace lists
+them as ``premises.sentences``), so every premise formalizes one of them. Such a premise is marked
+``lkg`` (its sentence came to the formalizer through the graph); the index shown is still the
+sentence's position in the whole context.
 """
 
 from __future__ import annotations
@@ -41,6 +48,8 @@ class Premise:
         sentence: the context sentence it formalizes (None when none shares a word with it).
         sentence_index: that sentence's 0-based index in the context.
         how: ``stated``, ``matched`` or ``none`` (module docstring).
+        lkg: the sentence is one of those the knowledge graph selected for the formalizer (module
+            docstring); False when the row has no such selection.
     """
 
     line: int
@@ -48,6 +57,7 @@ class Premise:
     sentence: str | None
     sentence_index: int | None
     how: str
+    lkg: bool = False
 
 
 @dataclass(frozen=True)
@@ -104,21 +114,41 @@ def best_sentence(text: str, sentences: list[str]) -> tuple[int, str] | None:
     return best
 
 
-def provenance(program: str, lines: list[int], context: str | None) -> tuple[Premise, ...]:
-    """The cited program ``lines`` with the context sentence each formalizes (module docstring)."""
+def provenance(program: str, lines: list[int], context: str | None,
+               selected: list[int] | None = None) -> tuple[Premise, ...]:
+    """The cited program ``lines`` with the context sentence each formalizes (module docstring).
+
+    ``selected``: indices of the context sentences the formalizer was shown (the LKG's premise
+    sentences), matched among only; None or empty: every sentence.
+    """
     program_lines = program.splitlines()
     sentences = split_sentences(context) if context else []
+    valid = sorted({i for i in (selected or []) if 0 <= i < len(sentences)})
+    pool = valid or list(range(len(sentences)))
+    from_lkg = bool(valid)
     out = []
     for n in lines:
         text = program_lines[n - 1].strip() if 0 < n <= len(program_lines) else ""
         formula, sep, stated = text.partition(":::")
-        hit = best_sentence(stated if sep else formula, sentences) if sentences else None
+        hit = best_sentence(stated if sep else formula, [sentences[i] for i in pool]) if sentences else None
         how = "none" if hit is None else ("stated" if sep else "matched")
         if hit is None and sep:  # the line says its sentence; show it even without a context
             out.append(Premise(n, text, stated.strip(), None, "stated"))
             continue
-        out.append(Premise(n, text, hit[1] if hit else None, hit[0] if hit else None, how))
+        index = pool[hit[0]] if hit else None
+        out.append(Premise(n, text, hit[1] if hit else None, index, how, lkg=hit is not None and from_lkg))
     return tuple(out)
+
+
+def _lkg_sentences(row: dict[str, Any]) -> list[int] | None:
+    """The context sentences the LKG selected for the formalizer (``symbolkg`` rows), else None."""
+    try:
+        premises = json.loads(row.get("trace") or "{}").get("premises") or {}
+    except (ValueError, AttributeError):
+        return None
+    if premises.get("source") != "subgraph" or not premises.get("sentences"):
+        return None
+    return [int(i) for i in premises["sentences"]]
 
 
 def _kind_module(kind: str | None) -> Any:
@@ -137,7 +167,7 @@ def explain_row(row: dict[str, Any], *, question: str | None = None, options: tu
     premises: tuple[Premise, ...] = ()
     proof: tuple[str, ...] = ()
     if module is not None:
-        premises = provenance(row["program"] or "", list(module.premise_lines(cert)), context)
+        premises = provenance(row["program"] or "", list(module.premise_lines(cert)), context, _lkg_sentences(row))
         proof = tuple(module.explain_lines(cert))
     return Explanation(
         problem_id=row["problem_id"], dataset=row["dataset"], question=question, options=tuple(options),
@@ -166,7 +196,7 @@ def format_text(e: Explanation) -> str:
         lines.append(f"  line {p.line}: {p.text}")
         if p.sentence is not None:
             where = f"sentence {p.sentence_index + 1}" if p.sentence_index is not None else "sentence"
-            label = {"stated": "states", "matched": "best match"}[p.how]
+            label = {"stated": "states", "matched": "best match"}[p.how] + (", via the LKG" if p.lkg else "")
             lines.append(f"      {where} ({label}): {p.sentence}")
     lines.append("proof:")
     lines += [f"  {line}" for line in e.proof]
@@ -176,7 +206,7 @@ def format_text(e: Explanation) -> str:
 def format_html(e: Explanation) -> str:
     esc = html.escape
     rows = "".join(
-        f"<tr><td>{p.line}</td><td><code>{esc(p.text)}</code></td><td>{esc(p.sentence or '')}</td><td>{p.how}</td></tr>"
+        f"<tr><td>{p.line}</td><td><code>{esc(p.text)}</code></td><td>{esc(p.sentence or '')}</td><td>{p.how}{' (LKG)' if p.lkg else ''}</td></tr>"
         for p in e.premises)
     verdict = esc(e.verdict or "not checked") + (f" ({esc(e.verdict_reason)})" if e.verdict_reason else "")
     return f"""<!doctype html><html><head><meta charset="utf-8"><title>{esc(e.problem_id)}</title>

@@ -39,6 +39,28 @@ def test_provenance_prefers_the_sentence_a_line_states_and_marks_guesses():
     assert (stated.how, stated.sentence) == ("stated", "Jompuses are not shy.")
 
 
+def test_provenance_matches_among_the_sentences_the_knowledge_graph_selected():
+    # "Jompus ... Yumpus" matches sentence 1 best; the formalizer was only shown sentences 0 and 2.
+    program = "Rules:\nJompus($x, True) >>> Yumpus($x, True)"
+    (free,) = provenance(program, [2], CONTEXT)
+    assert (free.sentence_index, free.lkg) == (1, False)
+    (via,) = provenance(program, [2], CONTEXT, selected=[2, 0, 99])  # out-of-range indices are ignored
+    assert (via.sentence_index, via.lkg) == (0, True)
+    from symbolkg.solvers import lp
+    from symbolkg.solvers.records import Limits
+
+    program = ("Predicates:\nJompus($x, bool)\nYumpus($x, bool)\nFacts:\nJompus(Max, True)\n"
+               "Rules:\nJompus($x, True) >>> Yumpus($x, True)\nQuery:\nYumpus(Max, True)")
+    outcome = lp.solve(program, Limits())
+    row = {"problem_id": "p1", "dataset": "custom", "answer": outcome.answer, "predicted": "A", "gold": "A",
+           "correct": True, "language": "logiclm-lp", "backend": outcome.backend, "program": program,
+           "certificate": json.dumps(outcome.certificate),
+           "trace": json.dumps({"premises": {"source": "subgraph", "sentences": [0, 2], "of": 4}})}
+    e = explain_row(row, context=CONTEXT)
+    assert [p.line for p in e.premises] == [5, 7] and all(p.lkg and p.sentence_index in (0, 2) for p in e.premises)
+    assert "(best match, via the LKG)" in format_text(e)
+
+
 def test_a_row_without_a_certificate_says_so():
     row = {"problem_id": "p1", "dataset": "custom", "answer": "True", "predicted": "A", "gold": "A", "correct": True,
            "language": "logiclm-lp", "backend": "forward-chainer", "program": "x", "certificate": None}

@@ -483,3 +483,23 @@ def test_a_comma_list_of_datasets_is_a_mixed_stream_of_limit_each():
     twice = argparse.Namespace(dataset="folio,logiclm/folio", programs=None, data_dir=str(data_or_skip()),
                                skip_bad=False, limit=1)
     assert _load_input(twice) is None  # named twice: an error, printed
+
+
+def test_every_walkthrough_answer_has_a_certificate_that_verify_accepts_and_explain_maps_to_the_lkg(walked):
+    # Certificates work for the LLM methods too: one per solver family, each re-checked by another engine.
+    from symbolkg.jobs.explain import explain_row
+    from symbolkg.jobs.verify import verify_run
+
+    tmp, _, rows = walked
+    with LocalSolverPool(1) as pool:
+        verdicts, summary = verify_run(tmp / "run.parquet", pool, progress=False)
+    assert (summary["verified"], summary["failed"], summary["unverifiable"]) == (len(WALK), 0, 0)
+    assert {v.problem_id: v.kind for v in verdicts} == {"FOLIO_dev_156": "entailment", "ProntoQA_14": "derivation",
+                                                       "logical_deduction_256": "constraint"}
+    for pid in WALK:
+        row = rows[pid]
+        selected = trace(row)["premises"]["sentences"]
+        e = explain_row(row, context=problem(pid).context)
+        assert bool(e.premises) is (row["answer"] != "Unknown"), pid  # an Unknown rests on countermodels
+        # every premise the certificate cites formalizes one of the sentences the graph selected
+        assert all(p.sentence_index in selected and p.lkg for p in e.premises), (pid, e.premises)
