@@ -72,7 +72,7 @@ Each check is stated for the language, not for a dataset:
     The option checks must ask what the question asks. The question's main clause (the text after
     its ``which``, else after ``following``; a clause with its own ``if``, as in "which one of the
     following, if true, ...", is left alone) names one modality: "cannot", "could not", "must be
-    false", "not allowed" / "not possible" -> ``is_unsat``; "must" -> ``is_valid``; "could",
+    false", "impossible", "not allowed" / "not possible" -> ``is_unsat``; "must" -> ``is_valid``; "could",
     "can", "acceptable", "allowable", "permissible", "possible", "allowed" -> ``is_sat``; with
     "EXCEPT", the exception of the positive check (``is_exception(is_sat(...))`` for "could be
     true EXCEPT", ``is_exception(is_valid(...))`` for "must be true EXCEPT"). A clause naming two
@@ -865,7 +865,7 @@ def _smt_answer_format(program: Any, problem: Problem) -> list[Finding]:
         program.options[0].line if program.options else None)]
 
 
-_MODAL_NEGATIVE = re.compile(r"\b(?:cannot|can ?not|could not|couldn't|can't|must be false|"
+_MODAL_NEGATIVE = re.compile(r"\b(?:cannot|can ?not|could not|couldn't|can't|must be false|impossible|"
                              r"not (?:be )?(?:allowed|acceptable|possible|permissible))\b")
 _MODAL_MUST = re.compile(r"\bmust\b")
 _MODAL_COULD = re.compile(r"\b(?:could|can|acceptable|allowable|permissible|possible|allowed)\b")
@@ -908,8 +908,7 @@ _SAME_CHECK = {"is_exception(is_sat)": "is_unsat", "is_exception(is_unsat)": "is
 
 def _check_meaning(check: Any) -> str:
     """A check's meaning as an :func:`_asked_check` value, equivalent spellings mapped to one value."""
-    name = check.describe() if check.kind != "is_exception" or check.inner is None else \
-        f"is_exception({check.inner.kind})"
+    name = f"is_exception({check.inner.kind})" if check.kind == "is_exception" and check.inner else check.kind
     return _SAME_CHECK.get(name, name)
 
 
