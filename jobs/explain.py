@@ -8,8 +8,10 @@ the certificate kind's own rendering (``explain_lines`` of the kind's module).
 
 Premise provenance, per cited program line:
 
-* ``stated``: the line carries the sentence itself (Logic-LM's ``formula ::: sentence``); the
-  context sentence shown is the one that sentence matches best;
+* ``stated``: the line carries the sentence itself (Logic-LM's ``formula ::: sentence``), or the
+  method recorded it (the ``symba`` method translates one sentence per statement and keeps the
+  pair in the row's trace, ``statements[].sentence``); the context sentence shown is the one that
+  sentence matches best;
 * ``matched``: the line has no sentence; the context sentence shown is the one sharing the most
   words with the line's symbols (``Jompus($x, True) >>> Shy($x, False)`` -> "Jompuses are not
   shy."), a best guess, marked as such;
@@ -115,11 +117,12 @@ def best_sentence(text: str, sentences: list[str]) -> tuple[int, str] | None:
 
 
 def provenance(program: str, lines: list[int], context: str | None,
-               selected: list[int] | None = None) -> tuple[Premise, ...]:
+               selected: list[int] | None = None, recorded: dict[str, str] | None = None) -> tuple[Premise, ...]:
     """The cited program ``lines`` with the context sentence each formalizes (module docstring).
 
     ``selected``: indices of the context sentences the formalizer was shown (the LKG's premise
-    sentences), matched among only; None or empty: every sentence.
+    sentences), matched among only; None or empty: every sentence. ``recorded``: program line
+    (stripped) -> the sentence the method says it translates.
     """
     program_lines = program.splitlines()
     sentences = split_sentences(context) if context else []
@@ -130,6 +133,9 @@ def provenance(program: str, lines: list[int], context: str | None,
     for n in lines:
         text = program_lines[n - 1].strip() if 0 < n <= len(program_lines) else ""
         formula, sep, stated = text.partition(":::")
+        said = (recorded or {}).get(text)
+        if not sep and said:
+            formula, sep, stated = text, ":::", said
         hit = best_sentence(stated if sep else formula, [sentences[i] for i in pool]) if sentences else None
         how = "none" if hit is None else ("stated" if sep else "matched")
         if hit is None and sep:  # the line says its sentence; show it even without a context
@@ -138,6 +144,16 @@ def provenance(program: str, lines: list[int], context: str | None,
         index = pool[hit[0]] if hit else None
         out.append(Premise(n, text, hit[1] if hit else None, index, how, lkg=hit is not None and from_lkg))
     return tuple(out)
+
+
+def _recorded_sentences(row: dict[str, Any]) -> dict[str, str]:
+    """Statement -> the sentence it translates, as the method recorded them (``symba`` rows), else empty."""
+    try:
+        statements = json.loads(row.get("trace") or "{}").get("statements") or []
+    except (ValueError, AttributeError):
+        return {}
+    return {str(s["statement"]).strip(): str(s["sentence"]) for s in statements
+            if isinstance(s, dict) and s.get("statement") and s.get("sentence")}
 
 
 def _lkg_sentences(row: dict[str, Any]) -> list[int] | None:
@@ -167,7 +183,8 @@ def explain_row(row: dict[str, Any], *, question: str | None = None, options: tu
     premises: tuple[Premise, ...] = ()
     proof: tuple[str, ...] = ()
     if module is not None:
-        premises = provenance(row["program"] or "", list(module.premise_lines(cert)), context, _lkg_sentences(row))
+        premises = provenance(row["program"] or "", list(module.premise_lines(cert)), context, _lkg_sentences(row),
+                              _recorded_sentences(row))
         proof = tuple(module.explain_lines(cert))
     return Explanation(
         problem_id=row["problem_id"], dataset=row["dataset"], question=question, options=tuple(options),

@@ -2198,10 +2198,16 @@ def solve(text: str, limits: Limits) -> Outcome:
         detail = "; ".join(result.issues[:3]) or what
         return Outcome(status=Status.RUNTIME_ERROR, error_kind=ErrorKind.UNSUPPORTED.value,
                        error_message=f"{what}: {detail}", error_line=_first_line(result.issues), **common)
-    if result.proved:
-        return Outcome(status=Status.PROVED, answer="True", **common)
-    if kind == "complete":
-        return Outcome(status=Status.DISPROVED, answer="False", **common)
+    if result.proved or kind == "complete":
+        answer = "True" if result.proved else "False"
+        try:  # the proof-tree certificate (symbolkg.solvers.certificates.symba_tree); none if it cannot be built
+            from symbolkg.solvers.certificates import symba_tree
+
+            certificate = symba_tree.certificate(program, result, answer)
+        except Exception:  # noqa: BLE001 - solve never raises; an answer without a certificate is still an answer
+            certificate = None
+        status = Status.PROVED if result.proved else Status.DISPROVED
+        return Outcome(status=status, answer=answer, certificate=certificate, **common)
     limit = {"depth": f"depth budget ({budget.max_depth} nested calls)", "steps": f"step budget ({budget.max_steps} steps)",
              "wall": f"time budget ({budget.timeout_s:g} s)"}[kind]
     return Outcome(status=Status.TIMEOUT, error_kind=ErrorKind.TIMEOUT.value,

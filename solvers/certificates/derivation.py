@@ -75,7 +75,7 @@ VERSION = 1
 #: Above this many derived atoms an ``Unknown`` certificate stores only the count.
 MAX_CLOSURE_ATOMS = 5000
 #: The program languages whose derivation certificates :func:`check` understands.
-LANGUAGES = ("logiclm-lp", "logiclm-lp-swipl")
+LANGUAGES = ("logiclm-lp", "logiclm-lp-swipl", "symba")
 CHECKER = "derivation-checker"
 CLOSURE_METHOD = "negation_as_failure"
 
@@ -314,6 +314,10 @@ def check(cert: dict[str, Any], *, language: str, program: str, answer: str | No
     Raises:
         CertificateError: the certificate is malformed or does not follow from the program.
     """
+    if cert.get("format") == "tree" or language == "symba":  # SymBa's proof trees: their own checker
+        from symbolkg.solvers.certificates import symba_tree
+
+        return symba_tree.check(cert, language=language, program=program, answer=answer, limits=limits)
     from symbolkg.solvers.lp import parse  # the parser only: the checker evaluates by itself
 
     limits = limits or Limits()
@@ -427,6 +431,10 @@ def explain_lines(cert: dict[str, Any]) -> list[str]:
     ``[id] atom  <- fact, line N``. An Unknown certificate gives one line saying what was searched,
     then one line per predicate and truth value with the atoms of the closure.
     """
+    if cert.get("format") == "tree":  # SymBa's proof trees
+        from symbolkg.solvers.certificates import symba_tree
+
+        return symba_tree.explain_lines(cert)
     query = cert.get("query") or {}
     answer = cert.get("answer") or "Inconsistent (no answer)"
     head = f"{answer}: query {query.get('atom')} (line {query.get('line')}), by {cert.get('producer')}"
@@ -455,6 +463,10 @@ def explain_lines(cert: dict[str, Any]) -> list[str]:
 
 def premise_lines(cert: dict[str, Any]) -> list[int]:
     """Program lines of the facts and rules the proof uses, in proof order (none for Unknown)."""
+    if cert.get("format") == "tree":  # SymBa's proof trees
+        from symbolkg.solvers.certificates import symba_tree
+
+        return symba_tree.premise_lines(cert)
     out: list[int] = []
     for step in cert.get("steps") or []:
         line = step.get("line") if isinstance(step, dict) else None

@@ -248,6 +248,18 @@ def test_symba_with_the_gold_engine_through_the_cli(tmp_path, capsys):
     assert all(r["prompt_tokens"] == 0 for r in rows.values())
     assert main(args) == 0  # a rerun resumes: nothing left to do, nothing duplicated
     assert len(pq.read_table(out)) == 3
+    # every answer carries a proof-tree certificate that the bottom-up evaluator re-checks
+    capsys.readouterr()
+    assert main(["verify", str(out), "--json"]) == 0
+    verified = json.loads(capsys.readouterr().out)
+    assert (verified["answered"], verified["verified"], verified["failed"]) == (3, 3, 0)
+    assert verified["by_checker"] == {"bottom-up-evaluator": 3}
+    # explain names, per statement the proof uses, the sentence the method translated it from
+    from symbolkg.jobs.explain import explain_row
+
+    e = explain_row(rows["proofwriter_dep5_0"], context=None)
+    recorded = {s["statement"]: s["sentence"] for s in json.loads(rows["proofwriter_dep5_0"]["trace"])["statements"]}
+    assert e.premises and all(p.how == "stated" and p.sentence == recorded[p.text] for p in e.premises)
 
 
 @pytest.mark.skipif(not (DATA / "symba").is_dir(), reason=f"SymBa data not found under {DATA}")
