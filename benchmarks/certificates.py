@@ -2,7 +2,10 @@
 
 Each of the five program files is solved by the real solvers (formalization checks and their
 corrections on, the default), then every answer's certificate is re-checked by `symbolkg verify`
-(another engine than the one that answered, in solver workers). Printed and written per set:
+(another engine than the one that answered, in solver workers). The SymBa sets' gold programs
+(SymBa's statements plus the world rules they name, the goal as the query: 1,000 records of
+proofwriter_dep5, birdselectricity, pararules and clutrr, language ``symba``) go the same way as
+one more set, "SymBa gold". Printed and written per set:
 rows, executed, answered, with a certificate, verified / failed / unverifiable (with every
 reason), the checkers used, certificate size (median / max bytes) and check time (median / max).
 
@@ -30,6 +33,25 @@ from symbolkg.jobs.verify import verdicts_path
 
 OUT = Path(__file__).resolve().parent / "out"
 SETS = ("ProntoQA", "ProofWriter", "FOLIO", "LogicalDeduction", "AR-LSAT")
+SYMBA_GOLD_SETS = ("proofwriter_dep5", "birdselectricity", "pararules", "clutrr")
+
+
+def symba_gold_programs(root: Path, out: Path) -> Path:
+    """The SymBa gold programs as a `symbolkg solve --programs` JSONL file (True/False options)."""
+    world = {w["name"]: [s["statement"] for s in w["statements"]]
+             for w in json.loads((root / "symba" / "clutrr" / "world_data.json").read_text())}
+    with out.open("w") as f:
+        for folder in SYMBA_GOLD_SETS:
+            for rec in json.loads((root / "symba" / folder / "test_data.json").read_text()):
+                lines = [s["statement"] for s in rec["program"] if s["statement"].strip()]
+                for name in rec["world_model"]:
+                    lines += world[name]
+                text = "\n".join([*lines, f"?- {rec['goal']}."]) + "\n"
+                f.write(json.dumps({"id": f"{folder}_{rec['id']}", "dataset": f"symba-gold/{folder}",
+                                    "context": rec.get("body_text", ""), "question": rec["goal"],
+                                    "options": ["A) True", "B) False"], "answer": "A" if rec["label"] else "B",
+                                    "program": {"language": "symba", "text": text}}) + "\n")
+    return out
 
 
 def _run(argv: list[str]) -> tuple[int, str]:
@@ -103,9 +125,10 @@ def main() -> None:
     result: dict = {"machine": f"{platform.machine()}, {platform.python_version()}", "date": time.strftime("%Y-%m-%d"),
                     "sets": {}}
     with tempfile.TemporaryDirectory() as tmp:
-        for name in SETS:
-            programs = root / "logiclm" / "programs" / f"{name}_dev_gpt-4.json"
-            result["sets"][name] = one_set(name, programs, Path(tmp), args.workers, data)
+        files = {name: root / "logiclm" / "programs" / f"{name}_dev_gpt-4.json" for name in SETS}
+        files["SymBa gold"] = symba_gold_programs(root, Path(tmp) / "symba_gold.jsonl")
+        for name, programs in files.items():
+            result["sets"][name] = one_set(name.replace(" ", "_"), programs, Path(tmp), args.workers, data)
             s = result["sets"][name]
             print(f"{name:18s} answered {s['answered']:4d}  certified {s['with_certificate']:4d}  verified "
                   f"{s['verified']:4d}  failed {s['failed']}  unverifiable {s['unverifiable']}  "
