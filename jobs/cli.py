@@ -256,7 +256,7 @@ def _cmd_solve_llm(args: argparse.Namespace) -> int:
 
     try:
         store = ResultStore(out, run_info=run_info)
-        pool = make_pool(args) if method.needs_solver else None
+        pool = make_pool(args) if method.needs_solver or method.wants_solver else None
         summary = _run_with_engine(opts, job)
     except EngineDeadError as exc:
         print(f"symbolkg solve: the LLM engine died: {exc}; finished rows are saved, rerun to resume", file=sys.stderr)

@@ -1049,6 +1049,51 @@ def parse_clause(text: str) -> list[Clause]:
     return clauses
 
 
+#: Prolog directives that do not change what a pure program derives (dropped by :func:`from_prolog`).
+PROLOG_DECLARATIONS = ("dynamic", "table", "discontiguous")
+#: The clause :func:`from_prolog` adds when a Prolog goal is more than one literal.
+PROLOG_GOAL = "symbolkg_goal"
+
+
+def from_prolog(text: str) -> str:
+    """A Prolog knowledge base with a final ``?- goal.`` line, as a program of this language.
+
+    For pure Prolog (facts, rules, ``\\+``, comparisons) the two read the same: SLDNF with
+    tabling here, and on a stratified program SWI-Prolog's answer is the same. The rewriting
+    keeps every line number: a declaration directive (``:- dynamic p/1.``, ``:- table``,
+    ``:- discontiguous``: they change what fails or terminates, not what holds) becomes an empty
+    line; a goal with several literals (``?- big(a), \\+ red(a).``) becomes the clause
+    ``symbolkg_goal :- big(a), \\+ red(a).`` on its own line and the query
+    ``?- symbolkg_goal.`` after it. Anything else outside this language (cuts, ``;``, lists,
+    other directives) is left for :func:`parse` to refuse.
+
+    Raises:
+        ProgramError: a directive other than the declarations, or no ``?-`` goal line.
+    """
+    lines = text.splitlines()
+    goal_at = next((i for i in range(len(lines) - 1, -1, -1) if lines[i].lstrip().startswith("?-")), None)
+    if goal_at is None:
+        raise ProgramError("a Prolog program to re-derive needs its goal as a final '?- goal.' line", None,
+                           ErrorKind.NO_ANSWER)
+    out = []
+    for number, line in enumerate(lines, start=1):
+        directive = re.match(r"\s*:-\s*(\w+)", line)
+        if directive and number - 1 != goal_at:
+            if directive.group(1) not in PROLOG_DECLARATIONS:
+                raise ProgramError(f"the directive ':- {directive.group(1)}' is not part of this language "
+                                   f"(only {', '.join(PROLOG_DECLARATIONS)} declarations are dropped)", number,
+                                   ErrorKind.UNSUPPORTED)
+            line = ""
+        out.append(line)
+    goal = out[goal_at].strip().removeprefix("?-").strip().removesuffix(".").strip()
+    try:
+        parse_goal(goal)
+    except ProgramError:  # several literals: a clause of its own names the conjunction
+        out[goal_at] = f"{PROLOG_GOAL} :- {goal}."
+        out.append(f"?- {PROLOG_GOAL}.")
+    return "\n".join(out) + "\n"
+
+
 def parse_goal(text: str) -> Goal:
     """Parse a goal: ``atom`` or ``not atom``, optionally written ``?- goal.``.
 

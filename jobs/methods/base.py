@@ -176,7 +176,7 @@ class Method:
     """A reasoning method: one coroutine per problem, plus the flags and per-job state it owns.
 
     Subclasses set ``name`` (the ``--method`` value), ``summary`` (one line for ``--help``) and
-    ``needs_solver``, and implement :meth:`run`. Override :meth:`add_arguments` and
+    ``needs_solver`` (or ``wants_solver``), and implement :meth:`run`. Override :meth:`add_arguments` and
     :meth:`from_args` to add flags of the method's own, :meth:`run_info` to record its settings
     in the run's metadata, and :meth:`close` to release per-job state.
     """
@@ -184,6 +184,9 @@ class Method:
     name: ClassVar[str] = ""
     summary: ClassVar[str] = ""
     needs_solver: ClassVar[bool] = False
+    #: Runs without a solver pool but uses one when the job has it (``symbolkg solve`` then
+    #: starts one): the prolog agent re-derives its answers there for their certificates.
+    wants_solver: ClassVar[bool] = False
 
     @classmethod
     def add_arguments(cls, group: argparse._ArgumentGroup) -> None:

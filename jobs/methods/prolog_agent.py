@@ -44,7 +44,17 @@ time);
 ``None`` when the translator cannot read the problem. It is a property of the question, not
 of the model's program, so it is the same whichever engine runs.
 
-Rows: ``program`` is the last program the model wrote, ``attempts_log`` one object per attempt
+**Certificates.** SWI-Prolog through MCP gives a verdict, not a proof. When the job has a
+solver pool (``symbolkg solve`` starts one for this method), the program that ran (knowledge
+base and goal) is rewritten into the ``symba`` language (:func:`symbolkg.solvers.symba.from_prolog`:
+declarations dropped, a conjunctive goal named by a clause; text only, in the orchestrator) and
+solved by SymBa's prover in a worker. If it gives the same answer, its proof-tree certificate
+goes into the row (``symbolkg verify`` re-checks it with a bottom-up evaluator: neither SWI-Prolog
+nor SymBa's search); if it cannot read the program (cuts, lists, ``;``) or answers otherwise, the
+row keeps SWI-Prolog's answer without a certificate and ``trace.rederived`` says why.
+
+Rows: ``program`` is the last program the model wrote with its goal as a final ``?- goal.`` line
+(what ran), ``attempts_log`` one object per attempt
 (completion, program, goal, stage reached, tool error, outcome), ``trace`` the agent's MCP calls
 (``mcp_calls``: tool, ok, seconds, error kind), how many attempts reused a consulted session, and
 the SLDNF comparison (``sldnf_closure``, with its own MCP calls under ``sldnf``), ``stage_seconds``
@@ -62,7 +72,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Literal, TypeVar
 
 from symbolkg.actors.engines.base import EngineDeadError, EngineError, SamplingParams
@@ -70,7 +80,8 @@ from symbolkg.jobs.answers import interpret
 from symbolkg.jobs.methods.base import Method, MethodContext
 from symbolkg.jobs.records import Problem, ResultRow
 from symbolkg.solvers import pararule_prolog as P
-from symbolkg.solvers.records import ErrorKind, Outcome, Status
+from symbolkg.solvers import symba
+from symbolkg.solvers.records import ErrorKind, Outcome, ProgramError, SolveRequest, Status
 
 T = TypeVar("T")
 LANGUAGE = "prolog"
@@ -385,6 +396,7 @@ class PrologAgent(Method):
     name = "prolog-agent"
     summary = "the PrologMCP formalizer: the model writes <prolog> and <goal_true>, run through an MCP server"
     needs_solver = False
+    wants_solver = True  # re-derives each verdict with SymBa for a certificate (module docstring)
 
     def __init__(self, config: PrologAgentConfig | None = None) -> None:
         self.config = config or PrologAgentConfig()
@@ -500,7 +512,7 @@ class PrologAgent(Method):
                 outcome = Outcome.error(Status.PARSE_ERROR, ErrorKind.NO_ANSWER, str(exc), backend=BACKEND)
                 messages.append(("user", P.repair_message("format", error)))
                 continue
-            program = form.program
+            program = f"{form.program.rstrip()}\n?- {form.goal.strip().removesuffix('.')}.\n"  # what ran: KB and goal
             attempt.update(program=form.program, goal=form.goal)
             t = time.perf_counter()
             stage, error, result, was_reused = await connection.run(
@@ -529,6 +541,11 @@ class PrologAgent(Method):
                 sldnf["mcp_calls"] = [c.log() for c in sldnf_calls]
             seconds["sldnf"] += time.perf_counter() - t
         assert outcome is not None  # max_attempts >= 1
+        rederived = None
+        if ctx.solver is not None and success_round is not None and program is not None:
+            t = time.perf_counter()
+            outcome, rederived = await self._rederive(problem, program, outcome, ctx)
+            seconds["rederive"] = time.perf_counter() - t
         predicted = interpret(problem, outcome.answer) if outcome.executed else None
         trace = {
             "mcp_transport": self.config.transport,
@@ -536,10 +553,36 @@ class PrologAgent(Method):
             "reused_sessions": reused,
             "sldnf_closure": sldnf["verdict"] if sldnf else None,
             "sldnf": sldnf,
+            "rederived": rederived,
         }
         return ctx.row(problem, outcome, predicted=predicted, program=program, language=LANGUAGE,
                        rounds=len(attempts), success_round=success_round, attempts=attempts,
                        latency_s=time.monotonic() - t0, trace=trace, stage_seconds=seconds)
+
+    @staticmethod
+    async def _rederive(problem: Problem, program: str, outcome: Outcome,
+                        ctx: MethodContext) -> tuple[Outcome, dict[str, Any]]:
+        """SWI-Prolog's verdict re-derived by SymBa's prover in a solver worker, for a certificate.
+
+        The program (knowledge base and ``?- goal.``) is rewritten into the ``symba`` language
+        (:func:`symbolkg.solvers.symba.from_prolog`, text only) and solved in the pool. When SymBa
+        gives the same answer, its proof-tree certificate (checked by ``symbolkg verify``'s bottom-up
+        evaluator: a third engine) goes into the row; otherwise the row keeps SWI's answer without
+        one and the trace says why.
+        """
+        assert ctx.solver is not None
+        try:
+            text = symba.from_prolog(program)
+        except ProgramError as exc:
+            return outcome, {"status": "not_rewritten", "reason": exc.message}
+        result = await ctx.solver.solve(SolveRequest(problem.id, "symba", text, ctx.config.limits))
+        other = result.outcome
+        found = {"status": other.status.value, "answer": other.answer, "seconds": round(other.seconds, 4)}
+        if not other.executed:
+            return outcome, {**found, "reason": other.error_message or other.status.value}
+        if other.answer != outcome.answer:
+            return outcome, {**found, "reason": f"SymBa answers {other.answer}, SWI-Prolog {outcome.answer}"}
+        return replace(outcome, certificate=other.certificate), found
 
     @staticmethod
     def _failed(stage: str, error: dict[str, Any]) -> Outcome:

@@ -82,6 +82,9 @@ FORMAT = "tree"
 VERSION = 1
 PRODUCER = symba.BACKEND
 LANGUAGE = "symba"
+#: Prolog rows (the prolog-agent method) whose answer SymBa re-derived: checked on
+#: :func:`symbolkg.solvers.symba.from_prolog` of the row's program.
+PROLOG = "prolog"
 CHECKER = "bottom-up-evaluator"
 CLOSURE_METHOD = "negation_as_failure"
 #: Above this many atoms the checker's model is given up (``unverifiable``).
@@ -819,7 +822,8 @@ def check(cert: dict[str, Any], *, language: str, program: str, answer: str | No
 
     Args:
         cert: the certificate.
-        language: the row's program language (``symba``).
+        language: the row's program language (``symba``, or ``prolog`` for a Prolog program SymBa
+            re-derived: the program is rewritten with :func:`symbolkg.solvers.symba.from_prolog`).
         program: the program text.
         answer: the row's answer.
         limits: ``timeout_s`` bounds the check (one that runs out is ``unverifiable``).
@@ -832,9 +836,14 @@ def check(cert: dict[str, Any], *, language: str, program: str, answer: str | No
     """
     limits = limits or Limits()
     t0 = time.perf_counter()
-    if language != LANGUAGE:
-        return Verdict("unverifiable", f"proof-tree certificates are checked for the {LANGUAGE!r} language, "
-                                       f"not {language!r}", CHECKER)
+    if language not in (LANGUAGE, PROLOG):
+        return Verdict("unverifiable", f"proof-tree certificates are checked for the {LANGUAGE!r} and {PROLOG!r} "
+                                       f"languages, not {language!r}", CHECKER)
+    if language == PROLOG:  # a Prolog row re-derived by SymBa: the same rewriting, done here again
+        try:
+            program = symba.from_prolog(program)
+        except ProgramError as err:
+            raise CertificateError(f"the Prolog program cannot be read as a SymBa program: {err}") from None
     if cert.get("format") != FORMAT or cert.get("version") != VERSION:
         return Verdict("unverifiable", f"certificate format {cert.get('format')!r} version {cert.get('version')!r} unknown "
                                        f"(this checker: {FORMAT!r} version {VERSION})", CHECKER)

@@ -209,15 +209,37 @@ def test_the_stdio_transport_spawns_the_server(tmp_path):
 
 
 @needs_data
-def test_symbolkg_solve_with_the_template_engine(tmp_path):
+def test_symbolkg_solve_with_the_template_engine(tmp_path, capsys):
     from symbolkg.jobs.cli import main
 
     out = tmp_path / "cli.parquet"
     assert main(["solve", "--method", "prolog-agent", "--engine", "pararule-template", "--dataset",
                  "pararule_plus/depth3", "--limit", "12", "--out", str(out), "--no-progress",
-                 "--prolog-agent-max-attempts", "3"]) == 0
+                 "--prolog-agent-max-attempts", "3", "--executor", "local", "--workers", "1"]) == 0
     rows = pq.read_table(out).to_pylist()
     assert len(rows) == 12 and all(r["correct"] for r in rows)
+    # the CLI gives the agent a solver pool: SymBa re-derives each SWI-Prolog verdict for a certificate
+    for row in rows:
+        assert row["program"].rstrip().splitlines()[-1].startswith("?- ")  # what ran: the goal too
+        assert json.loads(row["trace"])["rederived"]["answer"] == row["answer"] and row["certificate"]
+    capsys.readouterr()
+    assert main(["verify", str(out), "--json", "--executor", "local", "--workers", "1"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert (summary["answered"], summary["verified"], summary["by_checker"]) == (12, 12, {"bottom-up-evaluator": 12})
+
+
+def test_a_verdict_symba_cannot_read_keeps_its_answer_without_a_certificate(tmp_path):
+    from symbolkg.solvers.pool import LocalSolverPool
+
+    cut = "rough(X) :- big(X), !.\nbig(anne).\n"  # a cut: SWI-Prolog runs it, SymBa's language has none
+    engine = ScriptedEngine(lambda request: P.render_response(cut, "rough(anne)"))
+    with LocalSolverPool(1) as pool:
+        asyncio.run(run_method_job([problem("p1", "Anne is rough.", "A")], ResultStore(tmp_path / "r.parquet"), CFG,
+                                   engine, pool, progress=False, method=PrologAgent(PrologAgentConfig(sldnf=False))))
+    [row] = pq.read_table(tmp_path / "r.parquet").to_pylist()
+    rederived = json.loads(row["trace"])["rederived"]
+    assert row["correct"] and row["certificate"] is None
+    assert rederived["status"] == "parse_error" and rederived["reason"]
 
 
 # -- across the dataset ----------------------------------------------------------------------------------

@@ -21,7 +21,7 @@ from tests.conftest import data_or_skip, openai_engine_args, requires_vllm
 pytestmark = [pytest.mark.slow, pytest.mark.llm, pytest.mark.timeout(1800), requires_vllm]
 
 QUESTIONS = 2
-BUDGET = ("--prolog-agent-max-attempts", "2", "--prolog-agent-max-tokens", "160")
+BUDGET = ("--prolog-agent-max-attempts", "2", "--prolog-agent-max-tokens", "160", "--executor", "local", "--workers", "1")
 
 
 def solve(out, cache, *engine: str) -> int:

@@ -702,3 +702,27 @@ def test_hand_written_arithmetic_programs_compute_the_gold_answers():
         assert check_tree(p, r.tree) == []
         solved = Program(p.clauses, parse_goal(rec["goal_solved"]))
         assert prove(solved).proved
+
+
+# --------------------------------------------------------------------------- Prolog rewritten as SymBa
+
+
+def test_from_prolog_drops_declarations_and_names_a_conjunctive_goal_keeping_line_numbers():
+    prolog = ":- dynamic initially/2.\n:- table rough/1.\nbig(anne).\nrough(X) :- big(X), \\+ initially(kind, X).\n" \
+             "?- rough(anne), \\+ kind(anne).\n"
+    text = symba.from_prolog(prolog)
+    lines = text.splitlines()
+    assert lines[:2] == ["", ""] and lines[2] == "big(anne)." and lines[4] == "symbolkg_goal :- rough(anne), \\+ kind(anne)."
+    assert lines[5] == "?- symbolkg_goal."
+    p = parse(text)
+    assert p.clauses[0].source_line == 3 and prove(p).proved
+    single = symba.from_prolog("big(anne).\n?- \\+ big(bob).\n")
+    assert single.splitlines()[-1] == "?- \\+ big(bob)." and prove(parse(single)).proved
+
+
+@pytest.mark.parametrize("prolog, kind", [(":- initialization(main).\nbig(a).\n?- big(a).\n", "unsupported"),
+                                          ("big(a).\n", "no_answer")])
+def test_from_prolog_refuses_other_directives_and_a_missing_goal(prolog, kind):
+    with pytest.raises(ProgramError) as info:
+        symba.from_prolog(prolog)
+    assert info.value.kind.value == kind
