@@ -37,6 +37,39 @@ Beyond Logic-LM's grammar this parser accepts (each with a test):
 * function terms ``Love(x, motherOf(x))``; predicates with no arguments;
 * ASCII spellings ``~ & | -> <-> ⇒ ⇔`` and a stray trailing period.
 
+Other models write the same logic in other spellings; each of these has one
+reading, the one given (tests/solvers/test_fol_robustness.py rewrites recorded
+programs into them and requires the same formulas and answers):
+
+* ``/\\`` is ``∧``, ``\\/`` is ``∨``, ``=>`` is ``→``, ``<=>`` is ``↔``, ``⊻`` is ``⊕``,
+  and ``!`` is ``¬`` (``!=`` stays ``≠``);
+* ``xor`` (any case) is ``⊕`` where a connective is expected, between two
+  formulas, where a name cannot stand; elsewhere it is a name (``Xor(a)``);
+* the quantifier words ``forall``, ``all`` (the universal) and ``exists`` (any
+  case: ``ForAll``, ``EXISTS``) are ``∀`` / ``∃`` where a formula is expected
+  and a name follows (``forall x P(x)``); elsewhere they are names;
+* a ``.`` or ``:`` after a quantifier's variables (``∀x. P(x)``, ``∀x: P(x)``,
+  NLTK's ``all x. P(x)`` and ``all x y. R(x, y)``) changes nothing: the
+  quantifier still takes everything to its right, as it does without it. A
+  ``.`` or ``:`` anywhere else is refused (``P(a). Q(a)`` is two sentences);
+* Markdown section headers: ``### Premises``, ``**Premises:**``,
+  ``**Premises**:``, ``__Premises__`` (with ``#`` or emphasis the ``:`` may be
+  left out), and the singular ``Premise:`` / ``Predicate:``; a bare
+  ``Premises`` line without ``:`` or Markdown stays what it was (a proposition);
+* code fence lines (`````` ``` ``````, `````` ```fol ``````) are skipped;
+* comments besides ``:::``: after ``//``, and whole lines starting with ``#`` or
+  ``//`` (that are not headers). A ``#`` after a formula stays refused: Prover9
+  writes attributes there (``P(a) # answer(a)``), which change what is asked;
+* list markers before a formula or declaration: ``1.`` ``1)`` ``(1)`` ``*``
+  ``•`` and ``-``, each followed by white space. Prover9 writes negation as
+  ``-``, so a ``-`` marker is read only when every formula line of the program
+  is a list item; a ``- `` line among unmarked ones is refused.
+
+``not`` is not negation: ``not(P(x))`` and ``Not(P(x))`` already parse as a
+predicate ``not`` applied to the term ``P(x)`` (Logic-LM's grammar), so reading
+``not P(x)`` as ``¬P(x)`` would give one word two meanings; ``not P(x)`` is
+refused, asking for ``¬``. Nor are ``and``/``or``/``implies`` read as words.
+
 It also reads, each by one rule fixed by the notation (not by the data):
 
 * **free variables in a premise.** A free ``x``, ``y``, ``z``, ``u``, ``v``,
@@ -57,7 +90,8 @@ It also reads, each by one rule fixed by the notation (not by the data):
   the program is refused (PARSE_ERROR, :class:`ErrorKind.UNDECLARED`) with both
   answers, so a repair knows which quantifier matters.
 * **ellipses in a conjunction**: a premise ``A ∧ B ∧ ... ∧ C`` whose ``...``
-  (or ``…``) is a conjunct of its top-level ``∧`` chain states at least ``A ∧ B
+  (or ``…``) is a conjunct of its top-level ``∧`` chain (parentheses around the
+  whole premise change nothing) states at least ``A ∧ B
   ∧ C``; the elided conjuncts are unknown, so that is what it is read as. More
   premises only add consequences, so a True or False answer from the written
   conjuncts also holds with the elided ones; Uncertain might not, and is refused
@@ -98,7 +132,6 @@ import time
 import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Union
 
 from symbolkg.solvers import prover9
 from symbolkg.solvers.records import ErrorKind, Limits, Outcome, ProgramError, Status, Stopwatch
@@ -127,10 +160,10 @@ class Func:
     """A function application used as a term, e.g. ``motherOf(x)``."""
 
     name: str
-    args: tuple["Term", ...]
+    args: tuple[Term, ...]
 
 
-Term = Union[Var, Const, Func]
+Term = Var | Const | Func
 
 
 @dataclass(frozen=True)
@@ -151,7 +184,7 @@ class Equals:
 
 @dataclass(frozen=True)
 class Not:
-    body: "Formula"
+    body: Formula
 
 
 class Connective(str, enum.Enum):
@@ -165,8 +198,8 @@ class Connective(str, enum.Enum):
 @dataclass(frozen=True)
 class Binary:
     op: Connective
-    left: "Formula"
-    right: "Formula"
+    left: Formula
+    right: Formula
 
 
 class Quantifier(str, enum.Enum):
@@ -178,10 +211,10 @@ class Quantifier(str, enum.Enum):
 class Quantified:
     quantifier: Quantifier
     var: str
-    body: "Formula"
+    body: Formula
 
 
-Formula = Union[Atom, Equals, Not, Binary, Quantified]
+Formula = Atom | Equals | Not | Binary | Quantified
 
 # The predicate name of ``a ∈ b`` when b is not a unary predicate: a binary relation no
 # program can name otherwise (names are letters, digits and '_').
@@ -258,6 +291,7 @@ class Tok(str, enum.Enum):
     IN = "'∈'"
     NAME = "name"
     NUMBER = "number"
+    SEP = "'.' or ':' after a quantified variable"
     END = "end of formula"
 
 
@@ -272,8 +306,13 @@ class Token:
 _SYMBOLS: list[tuple[str, Tok, str]] = [
     # Longest spellings first so "<->" is not read as "<" then "->".
     ("<->", Tok.BINOP, "↔"),
+    ("<=>", Tok.BINOP, "↔"),  # before "<=" (refused as a comparison) and "=>"
     ("->", Tok.BINOP, "→"),
+    ("=>", Tok.BINOP, "→"),  # before "="
+    ("/\\", Tok.BINOP, "∧"),
+    ("\\/", Tok.BINOP, "∨"),
     ("!=", Tok.NEQ, "≠"),
+    ("!", Tok.NOT, "¬"),  # after "!="
     ("∀", Tok.QUANT, "∀"),
     ("∃", Tok.QUANT, "∃"),
     ("¬", Tok.NOT, "¬"),
@@ -283,6 +322,7 @@ _SYMBOLS: list[tuple[str, Tok, str]] = [
     ("∨", Tok.BINOP, "∨"),
     ("|", Tok.BINOP, "∨"),
     ("⊕", Tok.BINOP, "⊕"),
+    ("⊻", Tok.BINOP, "⊕"),
     ("→", Tok.BINOP, "→"),
     ("⇒", Tok.BINOP, "→"),
     ("↔", Tok.BINOP, "↔"),
@@ -294,12 +334,23 @@ _SYMBOLS: list[tuple[str, Tok, str]] = [
     ("≠", Tok.NEQ, "≠"),
     ("∈", Tok.IN, "∈"),
     ("∉", Tok.IN, "∉"),
+    (".", Tok.SEP, "."),  # after the ellipsis check in _tokenize; only valid after a quantifier's variables
+    (":", Tok.SEP, ":"),
 ]
 
+# Connectives written as a word; a word is one only where a connective is expected (between two
+# formulas), where a name cannot stand, so predicates and constants of that name keep working.
+_WORD_CONNECTIVES = {"xor": "⊕"}
+# Quantifiers written as a word (NLTK, Z3, textbooks); one only where a formula is expected and a
+# variable name follows, where a name followed by a name is otherwise an error.
+_WORD_QUANTIFIERS = {"forall": "∀", "all": "∀", "exists": "∃"}
+_ELLIPSES = ("...", "…")
+
 # Valid-looking notation Prover9 cannot interpret, with the rewrite to suggest.
+_ELLIPSIS_HINT = "an ellipsis cannot be solved; write out every item explicitly"
 _UNSUPPORTED: list[tuple[str, str]] = [
-    ("...", "an ellipsis cannot be solved; write out every item explicitly"),
-    ("…", "an ellipsis cannot be solved; write out every item explicitly"),
+    ("...", _ELLIPSIS_HINT),
+    ("…", _ELLIPSIS_HINT),
     ("≤", "arithmetic comparison is not supported; express it with a predicate, e.g. AtMost42Billion(x)"),
     ("≥", "arithmetic comparison is not supported; express it with a predicate, e.g. AtLeast9(x)"),
     ("<=", "arithmetic comparison is not supported; express it with a predicate, e.g. AtMost300(x)"),
@@ -324,6 +375,8 @@ def _tokenize(text: str, line: int, col0: int) -> list[Token]:
             i = ws.end()
             continue
         col = col0 + i
+        if text.startswith(_ELLIPSES, i):  # before the symbols: "..." is not three '.'
+            raise ProgramError(f"{_snippet(text, i)}: {_ELLIPSIS_HINT}", line, ErrorKind.UNSUPPORTED)
         for spelling, kind, value in _SYMBOLS:  # before _UNSUPPORTED: "<->" is not "<"
             if text.startswith(spelling, i):
                 tokens.append(Token(kind, spelling, col, value))
@@ -350,7 +403,8 @@ def _tokenize(text: str, line: int, col0: int) -> list[Token]:
                 i = m.end()
                 continue
             raise ProgramError(
-                f"{_snippet(text, i)}: unexpected character {text[i]!r}; formulas use names, ( ) , and ∀ ∃ ¬ ∧ ∨ ⊕ → ↔ = ≠",
+                f"{_snippet(text, i)}: unexpected character {text[i]!r}; formulas use names, ( ) , and ∀ ∃ ¬ ∧ ∨ ⊕ → ↔ = ≠"
+                + (" (a comment goes after ':::' or '//')" if text[i] in "#%" else ""),
                 line,
             )
     tokens.append(Token(Tok.END, "", col0 + len(text)))
@@ -440,16 +494,21 @@ class _FormulaParser:
         left = self.unary()
         while True:
             tok = self.peek()
-            if tok.kind is not Tok.BINOP:
+            op = _connective(tok)
+            if op is None:
                 if tok.kind in (Tok.NAME, Tok.NUMBER, Tok.QUANT, Tok.NOT, Tok.LPAREN):
+                    if isinstance(left, Atom) and not left.args and left.predicate.lower() == "not":
+                        raise self.error(tok, "'not' is not read as negation ('not(...)' is a predicate named not): write ¬")
                     raise self.error(tok, f"missing connective before {_describe(tok)}: join formulas with ∧ ∨ ⊕ → ↔")
+                if tok.kind is Tok.SEP:
+                    raise self.error(tok, _SEP_MISPLACED)
                 return left
-            bp, right_assoc = _BINDING[tok.value]
+            bp, right_assoc = _BINDING[op]
             if bp < min_bp:
                 return left
             self.advance()
             right = self.formula(bp if right_assoc else bp + 1)
-            left = Binary(_CONNECTIVES[tok.value], left, right)
+            left = Binary(_CONNECTIVES[op], left, right)
 
     def unary(self) -> Formula:
         tok = self.peek()
@@ -460,7 +519,7 @@ class _FormulaParser:
                 return Not(self.unary())
             finally:
                 self.nesting -= 1
-        if tok.kind is Tok.QUANT:
+        if tok.kind is Tok.QUANT or self._word_quantifier():
             return self.quantified()
         if tok.kind is Tok.LPAREN:
             self.advance()
@@ -474,10 +533,19 @@ class _FormulaParser:
             return self.atomic()
         if tok.kind is Tok.END:
             raise self.error(tok, "the formula ends where a formula was expected (a connective or quantifier has nothing after it)")
+        if tok.kind is Tok.SEP:
+            raise self.error(tok, _SEP_MISPLACED)
         raise self.error(tok, f"expected a formula (a predicate like P(x), '¬', '(', ∀ or ∃) but found {_describe(tok)}")
+
+    def _word_quantifier(self) -> bool:
+        """Whether the current token is a quantifier word (``forall x``, ``exists x``, ``all x.``)."""
+        tok = self.peek()
+        return (tok.kind is Tok.NAME and tok.text.lower() in _WORD_QUANTIFIERS
+                and self.tokens[self.pos + 1].kind is Tok.NAME)
 
     def quantified(self) -> Formula:
         quant = self.advance()
+        symbol = quant.value or _WORD_QUANTIFIERS[quant.text.lower()]
         names: list[Token] = []
         while True:
             var = self.peek()
@@ -489,18 +557,31 @@ class _FormulaParser:
             if self.peek().kind is Tok.COMMA and self.tokens[self.pos + 1].kind is Tok.NAME:
                 self.advance()
                 continue
+            # "all x y. P(x, y)" (NLTK) binds both: names separated by spaces, ended by '.' or ':'.
+            if self.peek().kind is Tok.NAME and self._names_then_sep():
+                continue
             break
+        if self.peek().kind is Tok.SEP:  # "∀x. P(x)", "∀x: P(x)", "all x. P(x)": the same scope as "∀x P(x)"
+            self.advance()
         self.bound.extend(n.text for n in names)
         try:
             if self.peek().kind is Tok.END:
-                raise self.error(self.peek(), f"the quantifier {quant.text}{names[-1].text} has no formula after it")
+                space = " " if quant.kind is Tok.NAME else ""  # "all x", "∀x"
+                raise self.error(self.peek(), f"the quantifier {quant.text}{space}{names[-1].text} has no formula after it")
             # The body extends as far right as possible: parse a whole formula.
             body = self.formula(0)
         finally:
             del self.bound[len(self.bound) - len(names) :]
         for name in reversed(names):
-            body = Quantified(Quantifier(quant.value), name.text, body)
+            body = Quantified(Quantifier(symbol), name.text, body)
         return body
+
+    def _names_then_sep(self) -> bool:
+        """Whether the tokens from here are names up to a '.' or ':' (more variables of one quantifier)."""
+        i = self.pos
+        while self.tokens[i].kind is Tok.NAME and _looks_like_variable(self.tokens[i].text):
+            i += 1
+        return self.tokens[i].kind is Tok.SEP
 
     def atomic(self) -> Formula:
         head = self.peek()
@@ -527,7 +608,7 @@ class _FormulaParser:
             return Atom(term.name, term.args)
         return Atom(term.name, ())  # a bare name: a proposition (0-ary predicate)
 
-    def term(self) -> Union[Term, "_Application", "_BareName"]:
+    def term(self) -> Term | _Application | _BareName:
         tok = self.peek()
         if tok.kind is Tok.NUMBER:
             self.advance()
@@ -545,7 +626,7 @@ class _FormulaParser:
             return Var(tok.text)
         return _BareName(tok.text, tok)
 
-    def _application(self, tok: Token) -> "_Application":
+    def _application(self, tok: Token) -> _Application:
         """``name(arg, ...)``; the current token is the ``(``."""
         open_tok = self.advance()
         args: list[Term] = []
@@ -570,7 +651,7 @@ class _FormulaParser:
             raise self.error(nxt, f"expected ',' or ')' in the arguments of {tok.text}(...) opened at character {opened_at}, found {_describe(nxt)}")
         return _Application(tok.text, tuple(args))
 
-    def resolve(self, term: Union[Term, "_Application", "_BareName"], tok: Token) -> Term:
+    def resolve(self, term: Term | _Application | _BareName, tok: Token) -> Term:
         """Turn a parsed argument into a term: applications are functions, free names constants."""
         if isinstance(term, _Application):
             return Func(term.name, term.args)
@@ -616,6 +697,19 @@ def _looks_like_variable(name: str) -> bool:
     return re.fullmatch(r"[u-z]\d*", name) is not None
 
 
+_SEP_MISPLACED = ("'.' and ':' may only follow a quantifier's variable (∀x. P(x) or ∀x: P(x)); "
+                  "remove it, or join two formulas with a connective (∧ ∨ ⊕ → ↔)")
+
+
+def _connective(tok: Token) -> str | None:
+    """The connective ``tok`` spells where a connective is expected (a symbol or a word like ``xor``)."""
+    if tok.kind is Tok.BINOP:
+        return tok.value
+    if tok.kind is Tok.NAME:
+        return _WORD_CONNECTIVES.get(tok.text.lower())
+    return None
+
+
 def _describe(tok: Token) -> str:
     if tok.kind is Tok.END:
         return "the end of the formula"
@@ -656,22 +750,40 @@ def _parse_formula(text: str, line: int, col0: int, *, close_free: bool) -> tupl
 
 
 _ELLIPSIS = re.compile(r"^\s*(?:\.\.\.|…)\s*$")
-_TOP_AND = re.compile(r"∧|&")
+_TOP_AND = re.compile(r"∧|&|/\\")
 
 
 def _split_top_and(text: str) -> list[str]:
-    """The parts of ``text`` between ∧ (or ``&``) outside parentheses."""
+    """The parts of ``text`` between ∧ (or ``&``, ``/\\``) outside parentheses."""
     parts, depth, start = [], 0, 0
-    for i, ch in enumerate(text):
-        if ch == "(":
+    for m in re.finditer(r"[()]|" + _TOP_AND.pattern, text):
+        if m.group() == "(":
             depth += 1
-        elif ch == ")":
+        elif m.group() == ")":
             depth -= 1
-        elif depth == 0 and _TOP_AND.fullmatch(ch):
-            parts.append(text[start:i])
-            start = i + 1
+        elif depth == 0:
+            parts.append(text[start : m.start()])
+            start = m.end()
     parts.append(text[start:])
     return parts
+
+
+def _strip_outer_parens(text: str) -> str:
+    """``text`` without parentheses around the whole of it (``((A ∧ B))`` -> ``A ∧ B``)."""
+    text = text.strip()
+    while text.startswith("(") and _closing_paren(text) == len(text) - 1:  # not "(A) ∧ (B)"
+        text = text[1:-1].strip()
+    return text
+
+
+def _closing_paren(text: str) -> int | None:
+    """Index of the ')' that closes the '(' at ``text[0]``; None when it is never closed."""
+    depth = 0
+    for i, ch in enumerate(text):
+        depth += {"(": 1, ")": -1}.get(ch, 0)
+        if depth == 0:
+            return i
+    return None
 
 
 def _conjuncts(formula: Formula) -> int:
@@ -683,7 +795,7 @@ def _conjuncts(formula: Formula) -> int:
 
 def _parse_premise(text: str, line: int, col0: int) -> tuple[Formula, bool]:
     """A premise's formula, and whether ``...`` conjuncts were dropped from it (see "ellipses")."""
-    parts = _split_top_and(text)
+    parts = _split_top_and(_strip_outer_parens(text))
     written = [part for part in parts if not _ELLIPSIS.match(part)]
     if len(written) == len(parts) or len(written) < 2:
         return parse_formula(text, line, col0, close_free=True), False
@@ -760,7 +872,20 @@ def _format_term(term: Term) -> str:
 # --------------------------------------------------------------------------- program
 
 
-_HEADER = re.compile(r"^\s*(predicates|premises|conclusions?)\s*:\s*(.*)$", re.IGNORECASE)
+# A section header: its name (singular or plural, any case), then ':' (the formula may follow it on the
+# same line), or in Markdown: '#'-'######' before it and/or '**' / '__' around it, with or without ':'.
+_HEADER = re.compile(
+    r"^(?P<hashes>\s*#{1,6})?[ \t]*(?P<em>\*\*|__)?[ \t]*(?P<name>predicates?|premises?|conclusions?)[ \t]*"
+    r"(?(em)(?P<colon_in>:)?[ \t]*(?P=em)[ \t]*(?P<colon_out>:)?|(?P<colon>:)?)\s*(?P<rest>.*)$",
+    re.IGNORECASE,
+)
+_CODE_FENCE = re.compile(r"^\s*```[\w+-]*\s*$")
+# A comment in the formula part of a line ('/' is no part of a formula). A '#' after a formula is refused:
+# in Prover9's syntax it attaches attributes (P(a) # answer(a)), which would change what the formula asks.
+_LINE_COMMENT = re.compile(r"//")
+_COMMENT_LINE = re.compile(r"^\s*(#|//)")
+# A list marker before a formula or declaration: "1." "1)" "(1)" "-" "*" "•", then white space.
+_LIST_MARKER = re.compile(r"^(?P<marker>\d+[.)]|\(\d+\)|[-*•])[ \t]+(?=\S)")
 
 
 @dataclass
@@ -769,6 +894,23 @@ class _Sections:
     premises: list[tuple[int, str, str, int]] = field(default_factory=list)
     conclusion: list[tuple[int, str, str, int]] = field(default_factory=list)
     seen: dict[str, int] = field(default_factory=dict)
+    markers: list[tuple[int, str | None]] = field(default_factory=list)  # each entry's line and list marker
+
+
+def _header(line: str) -> tuple[str, str, int] | None:
+    """A section header's name (predicates / premises / conclusion), the text after it and that text's column."""
+    m = _HEADER.match(line)
+    if m is None:
+        return None
+    colon = m.group("colon") or m.group("colon_in") or m.group("colon_out")
+    rest = m.group("rest")
+    if colon and rest.startswith("::"):
+        return None  # "Premises ::: ..." is a (strange) formula with a comment, not a header
+    if not colon and (rest.strip() or not (m.group("hashes") or m.group("em"))):
+        return None  # "Premises" alone could be a proposition; "Premise(x)" is a predicate
+    name = m.group("name").lower()
+    name = "conclusion" if name.startswith("conclusion") else name if name.endswith("s") else name + "s"
+    return name, rest, m.start("rest") + 1
 
 
 def _split_sections(text: str) -> _Sections:
@@ -776,24 +918,27 @@ def _split_sections(text: str) -> _Sections:
     current: str | None = None
     for number, raw in enumerate(text.splitlines(), start=1):
         line = raw.replace("\ufeff", "")
-        header = _HEADER.match(line)
-        if header and header.group(2).startswith("::"):
-            header = None  # "Premises ::: ..." is a (strange) formula with a comment, not a header
+        if _CODE_FENCE.match(line):
+            continue
+        header = _header(line)
+        if header is None and _COMMENT_LINE.match(line):
+            continue
         rest_col = 1
         if header:
-            name = header.group(1).lower()
-            name = "conclusion" if name.startswith("conclusion") else name
+            name, line, rest_col = header
             if name in sections.seen:
                 raise ProgramError(f"a second '{name.capitalize()}:' section (the first is on line {sections.seen[name]}); use each section once", number)
             sections.seen[name] = number
             current = name
-            line = header.group(2)
-            rest_col = header.start(2) + 1
             if not line.strip():
                 continue
         formula, _, comment = line.partition(":::")
+        hash_comment = _LINE_COMMENT.search(formula)
+        if hash_comment:
+            comment = comment or formula[hash_comment.end() :]
+            formula = formula[: hash_comment.start()]
         if not formula.strip():
-            if comment.strip():
+            if comment.strip() and not hash_comment:
                 raise ProgramError(f"empty formula before ':::' (comment {comment.strip()[:60]!r}); write the formula for this sentence", number)
             continue
         if current is None:
@@ -802,8 +947,32 @@ def _split_sections(text: str) -> _Sections:
                 number,
             )
         col0 = rest_col + (len(formula) - len(formula.lstrip()))
-        getattr(sections, current).append((number, formula.strip(), comment.strip(), col0))
+        formula = formula.strip()
+        marker = _LIST_MARKER.match(formula)
+        if marker:
+            col0 += marker.end()
+            formula = formula[marker.end() :]
+        sections.markers.append((number, marker.group("marker") if marker else None))
+        getattr(sections, current).append((number, formula, comment.strip(), col0))
+    _check_dash_markers(sections.markers)
     return sections
+
+
+def _check_dash_markers(markers: list[tuple[int, str | None]]) -> None:
+    """Refuse a '-' list marker unless every formula line of the program has a list marker.
+
+    Prover9 writes negation as '-', so '- P(a)' among unmarked lines could be a negated formula;
+    in a program whose every line is a list item it is a list marker.
+    """
+    if any(m is None for _, m in markers):
+        for number, marker in markers:
+            if marker == "-":
+                raise ProgramError(
+                    "'- ' before a formula is read as a list marker only when every line of the program has one "
+                    "(here other lines do not, so it could be Prover9's negation '-'): write ¬ for a negation, "
+                    "or remove the '-'",
+                    number,
+                )
 
 
 def parse(text: str) -> FolProgram:

@@ -237,8 +237,8 @@ def test_all_different_over_too_few_values_is_contradictory() -> None:
     [
         (three("a == d", "A) a == 1"), 6, "undeclared", "unknown variable 'd'"),
         (three("a == bb", "A) a == 1"), 6, "undeclared", "did you mean 'b'"),
-        (three("a = 1", "A) a == 1"), 6, "syntax", "use '=='"),
-        (three("a == 1 && b == 2", "A) a == 1"), 6, "syntax", "use 'and'"),
+        (three("a =< 1", "A) a == 1"), 6, "syntax", "invalid constraint"),
+        (three("a == 1 & b == 2", "A) a == 1"), 6, "unsupported", "use 'and'"),
         (three("a + b", "A) a == 1"), 6, "type", "not a condition"),
         (three("a / 2 == 1", "A) a == 1"), 6, "unsupported", "use '//'"),
         (three("a % b == 1", "A) a == 1"), 6, "unsupported", "positive integer literal"),
