@@ -65,10 +65,16 @@ programs into them and requires the same formulas and answers):
   ``-``, so a ``-`` marker is read only when every formula line of the program
   is a list item; a ``- `` line among unmarked ones is refused.
 
-``not`` is not negation: ``not(P(x))`` and ``Not(P(x))`` already parse as a
-predicate ``not`` applied to the term ``P(x)`` (Logic-LM's grammar), so reading
-``not P(x)`` as ``¬P(x)`` would give one word two meanings; ``not P(x)`` is
-refused, asking for ``¬``. Nor are ``and``/``or``/``implies`` read as words.
+* ``Not(φ)`` / ``not(φ)`` (any case) around a formula with a predicate
+  application, a connective, a quantifier or an equality in it is ``¬φ``
+  (``Not(Dog(rex))``, ``not(P(a) ∧ Q(a))``): a predicate named ``not`` cannot
+  take a formula as its argument. ``Not(rex)`` and ``Not(a, b)`` stay a
+  predicate ``Not`` of constants, as in Logic-LM's grammar.
+
+``not`` without parentheses is not negation: ``not P(x)`` is refused, asking
+for ``¬`` (``not`` followed by a name would otherwise be a proposition named
+``not`` and a missing connective). Nor are ``and``/``or``/``implies`` read as
+words.
 
 It also reads, each by one rule fixed by the notation (not by the data):
 
@@ -498,7 +504,7 @@ class _FormulaParser:
             if op is None:
                 if tok.kind in (Tok.NAME, Tok.NUMBER, Tok.QUANT, Tok.NOT, Tok.LPAREN):
                     if isinstance(left, Atom) and not left.args and left.predicate.lower() == "not":
-                        raise self.error(tok, "'not' is not read as negation ('not(...)' is a predicate named not): write ¬")
+                        raise self.error(tok, "'not' is not read as negation without parentheses: write ¬F or not(F)")
                     raise self.error(tok, f"missing connective before {_describe(tok)}: join formulas with ∧ ∨ ⊕ → ↔")
                 if tok.kind is Tok.SEP:
                     raise self.error(tok, _SEP_MISPLACED)
@@ -585,6 +591,9 @@ class _FormulaParser:
 
     def atomic(self) -> Formula:
         head = self.peek()
+        wrapped = self._negation_call()
+        if wrapped is not None:
+            return wrapped
         term = self.term()
         op = self.peek()
         if op.kind in (Tok.EQ, Tok.NEQ):
@@ -607,6 +616,32 @@ class _FormulaParser:
         if isinstance(term, _Application):
             return Atom(term.name, term.args)
         return Atom(term.name, ())  # a bare name: a proposition (0-ary predicate)
+
+    def _negation_call(self) -> Formula | None:
+        """``Not(φ)`` / ``not(φ)`` (any case) around a formula that is more than a bare name: ``¬φ``.
+
+        Read only when the parenthesised text is one formula with a predicate application, a
+        connective, a quantifier or an equality in it (``Not(Dog(rex))``, ``not(P(a) ∧ Q(a))``) and
+        no ``=``/``∈`` follows; then no predicate named ``not`` can be meant (its argument would
+        be a formula). Anything else (``Not(rex)``, ``Not(a, b)``) is read as before: a predicate.
+        """
+        head = self.peek()
+        if not (head.kind is Tok.NAME and head.text.lower() == "not" and self.tokens[self.pos + 1].kind is Tok.LPAREN):
+            return None
+        start, free = self.pos, list(self.free)
+        self.pos += 2
+        try:
+            inner = self.formula(0)
+            closed = self.peek().kind is Tok.RPAREN
+        except ProgramError:
+            inner, closed = None, False
+        if closed:
+            self.advance()
+        bare = isinstance(inner, Atom) and not inner.args
+        if inner is None or not closed or bare or self.peek().kind in (Tok.EQ, Tok.NEQ, Tok.IN):
+            self.pos, self.free = start, free
+            return None
+        return Not(inner)
 
     def term(self) -> Term | _Application | _BareName:
         tok = self.peek()

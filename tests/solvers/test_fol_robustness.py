@@ -365,6 +365,10 @@ def test_variants_without_one_reading_are_refused_at_their_line(mutation: str) -
         ("∀x: P(x) ∧ Q(x)", "∀x (P(x) ∧ Q(x))"),
         ("¬EXISTS x. P(x) ∨ Q(x)", "¬∃x (P(x) ∨ Q(x))"),
         ("∀ x ((P(x)))", "∀x (P(x))"),
+        ("Not(Dog(rex))", "¬Dog(rex)"),
+        ("not(P(a) ∧ Q(a)) → NOT(∃x P(x))", "(¬(P(a) ∧ Q(a)) → ¬∃x (P(x)))"),
+        ("Not(a = b)", "a ≠ b"),
+        ("Not(rex) ∧ Not(a, b)", "(Not(rex) ∧ Not(a, b))"),  # no formula inside: a predicate named Not
     ],
 )
 def test_each_spelling_reads_as_documented(written: str, reads: str) -> None:
@@ -385,7 +389,7 @@ def test_layout_variants_of_one_program() -> None:
 @pytest.mark.parametrize(
     "premise, fragment",
     [
-        ("not Dog(rex)", "'not' is not read as negation"),
+        ("not Dog(rex)", "'not' is not read as negation without parentheses"),
         ("Dog(rex). Animal(rex)", "'.' and ':' may only follow a quantifier's variable"),
         ("Dog(rex) # answer(rex)", "unexpected character '#'"),
         ("- Dog(rex)", "could be Prover9's negation"),
