@@ -1,6 +1,6 @@
 """The solver pool on Ray: one actor per worker process, bounded in-flight work, crash recovery.
 
-Each :class:`SolverActor` owns one :class:`symbolkg.solvers.worker.SolverProcess` (so one
+Each :class:`SolverActor` owns one :class:`symbolkg.solvers.runtime.worker.SolverProcess` (so one
 Z3 context, one SWI-Prolog session) and runs one call at a time. The driver
 keeps at most ``queue_per_actor`` calls queued on each actor, so an actor
 never idles waiting for the driver, while a crash costs at most that many
@@ -22,9 +22,9 @@ import ray
 from ray.exceptions import RayActorError
 
 from symbolkg.actors.ray_runtime import ensure_ray
-from symbolkg.solvers.pool import PoolResult, crash_outcome, should_retry
-from symbolkg.solvers.records import Outcome, SolveRequest
-from symbolkg.solvers.worker import SolverProcess
+from symbolkg.solvers.runtime.local_pool import PoolResult, crash_outcome, should_retry
+from symbolkg.solvers.outcomes import Outcome, SolveRequest
+from symbolkg.solvers.runtime.worker import SolverProcess
 
 
 class SolverActor:

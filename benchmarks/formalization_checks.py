@@ -33,8 +33,8 @@ from symbolkg.jobs.datasets import default_data_dir, load_logiclm_programs
 from symbolkg.jobs.solve import run_solve
 from symbolkg.jobs.store import ResultStore, read_run
 from symbolkg.solvers.checks import CHECKS
-from symbolkg.solvers.pool import LocalSolverPool
-from symbolkg.solvers.records import Limits
+from symbolkg.solvers.runtime.local_pool import LocalSolverPool
+from symbolkg.solvers.outcomes import Limits
 
 SETS = ("ProntoQA", "ProofWriter", "FOLIO", "LogicalDeduction", "AR-LSAT")
 

@@ -1,14 +1,14 @@
 """LogicGraph generator: 100 instances per tier at a fixed seed, every filter rechecked, statistics.
 
 For each tier (small, medium, large) the benchmark generates ``--count`` instances at ``--seed``
-with :func:`symbolkg.solvers.logicgraph_generate.generate_instance`, writes them as JSON lines,
-reads them back with the dataset's loader (:func:`symbolkg.solvers.logicgraph.load_instances`)
+with :func:`symbolkg.solvers.logicgraph.generate.generate_instance`, writes them as JSON lines,
+reads them back with the dataset's loader (:func:`symbolkg.solvers.logicgraph.instances.load_instances`)
 and checks every instance again from the written record, independently of the generator's own
-checks: the three solver filters (:func:`~symbolkg.solvers.logicgraph_generate.check_filters`),
+checks: the three solver filters (:func:`~symbolkg.solvers.logicgraph.generate.check_filters`),
 every step's shape against the seven forms
-(:func:`~symbolkg.solvers.logicgraph_proofs.matching_rules`), the tier's range, and that the
+(:func:`~symbolkg.solvers.logicgraph.proofs.matching_rules`), the tier's range, and that the
 reference supports equal the enumerator's complete list
-(:func:`~symbolkg.solvers.minimal_support.minimal_supports`, run afresh). It then prints the tier
+(:func:`~symbolkg.solvers.logicgraph.minimal_support.minimal_supports`, run afresh). It then prints the tier
 statistics next to the dataset's (small and medium; the paper's Large tier is not in our data).
 
     python benchmarks/logicgraph_generate.py [--count 100] [--seed 0] [--tiers small medium large]
@@ -30,16 +30,16 @@ from typing import Any
 
 from symbolkg.jobs.datasets import default_data_dir
 from symbolkg.jobs.logicgraph.generate import format_statistics
-from symbolkg.solvers.logicgraph import load_instances
-from symbolkg.solvers.logicgraph_generate import (
+from symbolkg.solvers.logicgraph.instances import load_instances
+from symbolkg.solvers.logicgraph.generate import (
     TIERS,
     GenerationError,
     check_filters,
     generate_instance,
     tier_statistics,
 )
-from symbolkg.solvers.logicgraph_proofs import matching_rules
-from symbolkg.solvers.minimal_support import minimal_supports
+from symbolkg.solvers.logicgraph.proofs import matching_rules
+from symbolkg.solvers.logicgraph.minimal_support import minimal_supports
 
 OUT = Path(__file__).resolve().parent / "out"
 

@@ -1,7 +1,7 @@
 """Minimal supports on LogicGraph: exactness against the reference proofs, and time per instance.
 
 For every instance of the Small and Medium tiers: enumerate the minimal supports
-(`symbolkg.solvers.minimal_support.minimal_supports`, ``recheck=False``), timed alone, ``--repeat``
+(`symbolkg.solvers.logicgraph.minimal_support.minimal_supports`, ``recheck=False``), timed alone, ``--repeat``
 times (the instance's time is the median; wall clock and process CPU time); then recheck every set
 with Z3 (`recheck_supports`) and verify the completeness certificate (`check_certificate`), each
 timed once; compare the sets with the reference proofs' premise sets.
@@ -24,9 +24,9 @@ import time
 from pathlib import Path
 
 from symbolkg.jobs.datasets import dataset_path
-from symbolkg.solvers.logicgraph import load_instances
-from symbolkg.solvers.minimal_support import check_certificate, minimal_supports, recheck_supports
-from symbolkg.solvers.propositional import parse
+from symbolkg.solvers.logicgraph.instances import load_instances
+from symbolkg.solvers.logicgraph.minimal_support import check_certificate, minimal_supports, recheck_supports
+from symbolkg.solvers.logicgraph.propositional import parse
 
 OUT = Path(__file__).resolve().parent / "out"
 TARGET_P95_MS = 10.0

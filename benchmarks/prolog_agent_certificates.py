@@ -33,7 +33,7 @@ from symbolkg.jobs.methods.prolog_agent import PrologAgent, PrologAgentConfig
 from symbolkg.jobs.pipeline import run_method_job
 from symbolkg.jobs.store import ResultStore
 from symbolkg.jobs.verify import verify_run
-from symbolkg.solvers.pool import LocalSolverPool
+from symbolkg.solvers.runtime.local_pool import LocalSolverPool
 
 OUT = Path(__file__).resolve().parent / "out"
 DEPTHS = (2, 3, 4)

@@ -38,8 +38,8 @@ from symbolkg.jobs.methods import MethodConfig
 from symbolkg.jobs.pipeline import run_method_job
 from symbolkg.jobs.store import ResultStore, read_run
 from symbolkg.solvers import prompts
-from symbolkg.solvers.pool import LocalSolverPool
-from symbolkg.solvers.records import Limits
+from symbolkg.solvers.runtime.local_pool import LocalSolverPool
+from symbolkg.solvers.outcomes import Limits
 
 OUT = Path(__file__).resolve().parent / "out"
 

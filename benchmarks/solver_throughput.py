@@ -25,7 +25,7 @@ from symbolkg.jobs.datasets import default_data_dir, load_problems
 from symbolkg.jobs.report import summarize
 from symbolkg.jobs.solve import run_solve
 from symbolkg.jobs.store import ResultStore, read_run
-from symbolkg.solvers.records import Limits
+from symbolkg.solvers.outcomes import Limits
 
 DATASETS = ["ProntoQA", "ProofWriter", "FOLIO", "LogicalDeduction", "AR-LSAT"]
 LOGICLM_SECONDS = 134.0
@@ -40,7 +40,7 @@ def run_once(problem_sets: dict[str, list], workers: int, limits: Limits) -> dic
     all_rows, by_ds, total_wall = [], {}, 0.0
     try:
         # Warm the workers (process start, imports) outside the timed region, like a long-lived pool.
-        from symbolkg.solvers.records import SolveRequest
+        from symbolkg.solvers.outcomes import SolveRequest
 
         warm = [SolveRequest(f"warm{i}", "smtlib2", "(check-sat)") for i in range(2 * workers)]
         list(pool.imap_unordered(warm))

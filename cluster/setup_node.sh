@@ -92,4 +92,4 @@ P9="$("$VENV/bin/python" -c 'import importlib.util, pathlib; print(pathlib.Path(
 [ -x "$P9" ] || chmod +x "$P9"
 
 echo "[setup] self-check (one program per native solver, in a worker process):"
-"$VENV/bin/python" -m symbolkg.solvers.worker --check
+"$VENV/bin/python" -m symbolkg.solvers.runtime.worker --check

@@ -81,8 +81,8 @@ from symbolkg.jobs.methods import MethodConfig
 from symbolkg.jobs.pipeline import run_method_job
 from symbolkg.jobs.records import Problem, ResultRow
 from symbolkg.jobs.store import ResultStore, read_run
-from symbolkg.solvers.pool import PoolResult
-from symbolkg.solvers.records import ErrorKind, Outcome, SolveRequest, Status
+from symbolkg.solvers.runtime.local_pool import PoolResult
+from symbolkg.solvers.outcomes import ErrorKind, Outcome, SolveRequest, Status
 
 DATASET = "logiclm/prontoqa"
 """The dataset the synthetic problems claim (its language, LP, decides the prompts)."""
@@ -167,7 +167,7 @@ class ProgramResponder:
 
 
 class SimulatedSolverPool:
-    """A :class:`~symbolkg.solvers.pool.SolverPool` whose calls take ``solve_s`` simulated seconds on ``workers`` slots.
+    """A :class:`~symbolkg.solvers.runtime.local_pool.SolverPool` whose calls take ``solve_s`` simulated seconds on ``workers`` slots.
 
     The first ``failures_for(problem_id)`` programs of a problem get a syntax error (so the
     method asks for a repair); later ones are proved with answer ``A``.

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Awaitable, Callable, TypeVar
 
 from symbolkg.actors.engines.factory import ENGINES
 from symbolkg.jobs.pools import make_pool
-from symbolkg.solvers.records import Limits
+from symbolkg.solvers.outcomes import Limits
 
 if TYPE_CHECKING:
     from symbolkg.actors.engines.base import LLMEngine
@@ -522,7 +522,7 @@ def _cmd_profile(args: argparse.Namespace) -> int:
 
 
 def _cmd_check(args: argparse.Namespace) -> int:
-    from symbolkg.solvers.worker import main as worker_main
+    from symbolkg.solvers.runtime.worker import main as worker_main
 
     return worker_main(["--check"])
 

@@ -37,7 +37,7 @@ from types import MappingProxyType
 from typing import Any, Callable, Iterator, Mapping
 
 from symbolkg.jobs.records import PROBLEM_SCHEMA, Problem
-from symbolkg.solvers.records import Program
+from symbolkg.solvers.outcomes import Program
 from symbolkg.solvers.registry import LANGUAGES
 
 #: Environment variable naming the data folder (between ``--data-dir`` and the default).

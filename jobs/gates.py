@@ -60,8 +60,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from symbolkg.actors.engines.base import ChatRequest, Completion, LLMEngine
-from symbolkg.solvers.pool import PoolResult, SolverPool
-from symbolkg.solvers.records import SolveRequest
+from symbolkg.solvers.runtime.local_pool import PoolResult, SolverPool
+from symbolkg.solvers.outcomes import SolveRequest
 
 STAGES = ("llm", "solve")
 """The gated stages of a method job, in request-path order."""
@@ -466,7 +466,7 @@ class GatedSolver:
 
     ``imap_unordered`` is passed through ungated: it is the batch path, bounded by the pool's
     own ``max_in_flight``. A ``solve`` cancelled inside the pool gives its slot back at once, even
-    though a thread-based pool (:class:`~symbolkg.solvers.pool.LocalSolverPool`) finishes the call in the
+    though a thread-based pool (:class:`~symbolkg.solvers.runtime.local_pool.LocalSolverPool`) finishes the call in the
     background: for that moment the pool may run more calls than the limit (never more than
     its workers).
 

@@ -15,7 +15,7 @@ Layers of one call::
         -> SessionRegistry.get(load_id) -> PrologSession.<method>   (in a worker thread)
         -> {"ok": true, ...}  |  {"ok": false, "error": {kind, message, prolog_term}} + isError
 
-* **Sessions** live in a :class:`symbolkg.solvers.prolog_session.SessionRegistry`:
+* **Sessions** live in a :class:`symbolkg.solvers.prolog.session.SessionRegistry`:
   one ``swipl`` process per ``load_id`` with its own module, temp directory and OS
   limits, an LRU cap and an idle TTL. Sessions belong to the server, not to an MCP
   connection: a ``load_id`` is a capability that any client holding the server's
@@ -33,7 +33,7 @@ Layers of one call::
   ``isError`` and the error record in ``structuredContent``; the session stays usable.
 * **solve_program** runs any program language of ``symbolkg solve`` (Z3, Prover9,
   Logic-LM LP / FOL / CSP / SMT, Prolog, SymBa) on the isolated solver workers of
-  :class:`symbolkg.solvers.pool.LocalSolverPool`, started on first use and closed
+  :class:`symbolkg.solvers.runtime.local_pool.LocalSolverPool`, started on first use and closed
   with the server.
 * **HTTP** is the SDK's Streamable HTTP app behind :class:`BearerTokenMiddleware`
   (constant-time comparison, 401 otherwise); :func:`check_http_options` refuses a
@@ -63,20 +63,20 @@ import jsonschema
 import mcp_types as types
 from mcp.server.lowlevel import Server
 
-from symbolkg.solvers.prolog_session import (
+from symbolkg.solvers.prolog.session import (
     ERROR_KINDS,
     PrologSession,
     PrologToolError,
     SessionLimits,
     SessionRegistry,
 )
-from symbolkg.solvers.records import Limits, SolveRequest
+from symbolkg.solvers.outcomes import Limits, SolveRequest
 from symbolkg.solvers.registry import LANGUAGES
 
 if TYPE_CHECKING:
     from mcp.server.context import ServerRequestContext
 
-    from symbolkg.solvers.pool import LocalSolverPool
+    from symbolkg.solvers.runtime.local_pool import LocalSolverPool
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -642,7 +642,7 @@ class PrologMCPServer:
         return {**_pick(result.outcome.to_dict(), self._specs["solve_program"].result), "language": a["language"]}
 
     def _solver_pool(self) -> LocalSolverPool:
-        from symbolkg.solvers.pool import LocalSolverPool
+        from symbolkg.solvers.runtime.local_pool import LocalSolverPool
 
         with self._pool_lock:
             if self._closed:

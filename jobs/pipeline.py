@@ -38,7 +38,7 @@ from symbolkg.jobs.methods import Method, MethodConfig, run_problem
 from symbolkg.jobs.records import Problem
 from symbolkg.jobs.solve import SolveSummary
 from symbolkg.jobs.store import ResultStore
-from symbolkg.solvers.pool import SolverPool
+from symbolkg.solvers.runtime.local_pool import SolverPool
 
 
 async def run_method_job(

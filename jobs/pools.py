@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import argparse
 
-from symbolkg.solvers.pool import SolverPool
+from symbolkg.solvers.runtime.local_pool import SolverPool
 
 
 def make_pool(args: argparse.Namespace) -> SolverPool:
     """Local worker threads (``--executor local``) or Ray actors, each owning one worker process."""
     if args.executor == "local":
-        from symbolkg.solvers.pool import LocalSolverPool
+        from symbolkg.solvers.runtime.local_pool import LocalSolverPool
 
         return LocalSolverPool(args.workers, memory_mb=args.memory_mb)
     from symbolkg.actors.solver_pool import RaySolverPool

@@ -12,7 +12,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from symbolkg.solvers.records import Program
+from symbolkg.solvers.outcomes import Program
 
 
 @dataclass(frozen=True)
@@ -105,7 +105,7 @@ class ResultRow:
         method: how the program was obtained (``"recorded"`` for given programs).
         language: program language that was run (None if there was no program).
         program: the program text that was run.
-        status: :class:`symbolkg.solvers.records.Status` value.
+        status: :class:`symbolkg.solvers.outcomes.Status` value.
         executed: the program ran to a verdict (Logic-LM's "executable").
         answer: the solver's normalised answer (``True``/``False``/``Unknown``, letter, ...).
         predicted: the answer mapped onto the problem's answer space (option letter

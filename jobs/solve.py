@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Iterable, Iterator
 from symbolkg.jobs.answers import interpret, is_correct
 from symbolkg.jobs.records import Problem, ResultRow, certificate_json
 from symbolkg.jobs.store import ResultStore
-from symbolkg.solvers.pool import PoolResult, SolverPool
-from symbolkg.solvers.records import ErrorKind, Limits, Outcome, SolveRequest, Status
+from symbolkg.solvers.runtime.local_pool import PoolResult, SolverPool
+from symbolkg.solvers.outcomes import ErrorKind, Limits, Outcome, SolveRequest, Status
 
 if TYPE_CHECKING:
     from symbolkg.jobs.gates import GateStats

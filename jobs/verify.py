@@ -33,7 +33,7 @@ import pyarrow.parquet as pq
 
 from symbolkg.jobs.pools import make_pool
 from symbolkg.solvers.certificates.recheck import request_text
-from symbolkg.solvers.records import Limits, SolveRequest
+from symbolkg.solvers.outcomes import Limits, SolveRequest
 
 VERIFY_SCHEMA = pa.schema([
     pa.field("problem_id", pa.string(), nullable=False),

@@ -4,8 +4,8 @@ A wrong formalization that runs is scored as confidently as a right one. On Logi
 GPT-4 programs most ProntoQA misses are queries that state the negation of the question, and
 many programs split one concept into two predicate names (``Impus`` / ``Impuses``). These checks
 compare a program with its problem's text. They only **parse** the program with the language's
-own parser (:mod:`symbolkg.solvers.lp`, :mod:`~symbolkg.solvers.fol`, :mod:`~symbolkg.solvers.csp`,
-:mod:`~symbolkg.solvers.lsat`); they never run it, so they are cheap and safe to call in the
+own parser (:mod:`symbolkg.solvers.lp.language`, :mod:`~symbolkg.solvers.fol.language`, :mod:`~symbolkg.solvers.csp.language`,
+:mod:`~symbolkg.solvers.smt.lsat`); they never run it, so they are cheap and safe to call in the
 orchestrator. A program that does not parse gets no findings: the solver reports its error.
 
 Each check is stated for the language, not for a dataset:
@@ -39,7 +39,7 @@ Each check is stated for the language, not for a dataset:
     A variable in a rule's conclusion that its premises do not bind ranges over every constant
     of the program (``Cold($x, True) >>> Big($y, True)`` makes everything big), and so does a
     variable in a fact; that is rarely what the sentence says. (FOL: the language reads free
-    ``x``..``w`` itself, see :mod:`symbolkg.solvers.fol`; CSP and the SMT DSL: undeclared names are
+    ``x``..``w`` itself, see :mod:`symbolkg.solvers.fol.language`; CSP and the SMT DSL: undeclared names are
     parse errors.)
 
 ``unused_symbols`` (logiclm-lp, logiclm-fol; warning / info)
@@ -104,7 +104,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from symbolkg.solvers.records import ProgramError
+from symbolkg.solvers.outcomes import ProgramError
 
 if TYPE_CHECKING:  # the problem record lives with the jobs; checks only read its question and options
     from symbolkg.jobs.records import Problem
@@ -435,7 +435,7 @@ def _verdict_options(problem: Problem) -> list[Finding]:
 # --------------------------------------------------------------------------- logiclm-lp
 
 def _check_lp(text: str, problem: Problem) -> list[Finding]:
-    from symbolkg.solvers import lp
+    from symbolkg.solvers.lp import language as lp
 
     program = lp.parse(text)
     findings = _verdict_options(problem)
@@ -541,7 +541,7 @@ def _check_lp(text: str, problem: Problem) -> list[Finding]:
 # --------------------------------------------------------------------------- logiclm-fol
 
 def _fol_walk(formula: Any):  # type: ignore[no-untyped-def]
-    from symbolkg.solvers import fol
+    from symbolkg.solvers.fol import language as fol
 
     yield formula
     if isinstance(formula, fol.Not):
@@ -554,7 +554,7 @@ def _fol_walk(formula: Any):  # type: ignore[no-untyped-def]
 
 
 def _fol_constants(term: Any) -> set[str]:
-    from symbolkg.solvers import fol
+    from symbolkg.solvers.fol import language as fol
 
     if isinstance(term, fol.Const):
         return {term.name}
@@ -564,7 +564,7 @@ def _fol_constants(term: Any) -> set[str]:
 
 
 def _fol_symbols(formula: Any) -> tuple[dict[str, set[int]], set[str]]:
-    from symbolkg.solvers import fol
+    from symbolkg.solvers.fol import language as fol
 
     preds: dict[str, set[int]] = {}
     consts: set[str] = set()
@@ -590,7 +590,7 @@ def _fol_flip(literal: str) -> str:
 
 
 def _check_fol(text: str, problem: Problem) -> list[Finding]:
-    from symbolkg.solvers import fol
+    from symbolkg.solvers.fol import language as fol
 
     program = fol.parse(text)
     findings = _verdict_options(problem)
@@ -691,7 +691,7 @@ _ORD = "|".join(sorted(_ORDINALS, key=len, reverse=True))
 
 
 def _csp_vars(expr: Any) -> set[str]:
-    from symbolkg.solvers import csp
+    from symbolkg.solvers.csp import language as csp
 
     if isinstance(expr, csp.VarRef):
         return {expr.name}
@@ -740,7 +740,7 @@ def _position(text: str, ends: list[tuple[int, list[str]]], lo: int, hi: int) ->
 
 def _position_literal(expr: Any) -> tuple[str, int] | None:
     """``x == 3`` (either way round) -> ``("x", 3)``; None for anything else."""
-    from symbolkg.solvers import csp
+    from symbolkg.solvers.csp import language as csp
 
     if not (isinstance(expr, csp.Compare) and expr.ops == ("==",)):
         return None
@@ -753,7 +753,7 @@ def _position_literal(expr: Any) -> tuple[str, int] | None:
 
 
 def _check_csp(text: str, problem: Problem) -> list[Finding]:
-    from symbolkg.solvers import csp
+    from symbolkg.solvers.csp import language as csp
 
     program = csp.parse(text)
     findings: list[Finding] = []
@@ -845,7 +845,7 @@ def _check_csp(text: str, problem: Problem) -> list[Finding]:
 # --------------------------------------------------------------------------- logiclm-smt
 
 def _check_smt(text: str, problem: Problem) -> list[Finding]:
-    from symbolkg.solvers import lsat
+    from symbolkg.solvers.smt import lsat
 
     program = lsat.parse(text)
     return _smt_answer_format(program, problem) + _smt_modality(text, program, problem)
@@ -933,7 +933,7 @@ def _rewrite_check(code: str, asked: str) -> str | None:
 
 
 def _smt_modality(text: str, program: Any, problem: Problem) -> list[Finding]:
-    from symbolkg.solvers import lsat
+    from symbolkg.solvers.smt import lsat
 
     asked = _asked_check(problem.question)
     checks = [o.check for o in program.options]

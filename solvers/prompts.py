@@ -14,7 +14,7 @@ conversation: the model's own reply, then the solver's message (with the line it
 points at) and a request for a corrected program.
 
 Each language's system message states exactly what its parser accepts
-(:mod:`symbolkg.solvers.lp`, :mod:`symbolkg.solvers.fol`, :mod:`symbolkg.solvers.csp`, :mod:`symbolkg.solvers.lsat`)
+(:mod:`symbolkg.solvers.lp.language`, :mod:`symbolkg.solvers.fol.language`, :mod:`symbolkg.solvers.csp.language`, :mod:`symbolkg.solvers.smt.lsat`)
 and is followed by hand-written few-shot examples (:data:`EXAMPLES`: made-up
 problems in the style of each dataset, not taken from any dev set or from
 Logic-LM's prompts); the tests run every example program through its solver and
@@ -50,7 +50,7 @@ import re
 from dataclasses import dataclass
 from typing import Sequence
 
-from symbolkg.solvers.lsat import CHECK_ALIASES
+from symbolkg.solvers.smt.lsat import CHECK_ALIASES
 
 #: Logic-LM dataset name -> the program language Logic-LM uses for it.
 LANGUAGE_FOR_DATASET: dict[str, str] = {
@@ -393,7 +393,7 @@ def refine_messages(
         language: the program's language.
         context, question, options: the problem, as for :func:`formulation_messages`.
         program: the program as it was run (what ``error_line`` counts lines in).
-        error_kind: an :class:`symbolkg.solvers.records.ErrorKind` value, or None.
+        error_kind: an :class:`symbolkg.solvers.outcomes.ErrorKind` value, or None.
         error_message: the solver's message.
         error_line: 1-based line the error refers to, if known.
         hints: as for :func:`formulation_messages`.

@@ -2,7 +2,7 @@
 
 Every language module exposes two functions:
 
-* ``parse(text: str) -> <typed program>`` raising :class:`symbolkg.solvers.records.ProgramError`
+* ``parse(text: str) -> <typed program>`` raising :class:`symbolkg.solvers.outcomes.ProgramError`
   with a line number and an actionable message for malformed input;
 * ``solve(text: str, limits: Limits) -> Outcome`` which never raises for a bad
   program.
@@ -16,20 +16,20 @@ import importlib
 import traceback
 from typing import Any, Callable
 
-from symbolkg.solvers.records import ErrorKind, Limits, Outcome, SolveRequest, Status
+from symbolkg.solvers.outcomes import ErrorKind, Limits, Outcome, SolveRequest, Status
 
 #: language name -> (module, what it is)
 LANGUAGES: dict[str, tuple[str, str]] = {
-    "logiclm-lp": ("symbolkg.solvers.lp", "Logic-LM logic program (ProntoQA/ProofWriter): Pred($x, True) facts, >>> rules"),
-    "logiclm-lp-swipl": ("symbolkg.solvers.lp_swipl", "the logiclm-lp language answered by SWI-Prolog (the router's prolog route)"),
-    "logiclm-fol": ("symbolkg.solvers.fol", "Logic-LM first-order logic (FOLIO): Unicode connectives, Prover9 backend"),
-    "logiclm-fol-z3": ("symbolkg.solvers.fol_z3", "the logiclm-fol language decided by Z3 (symbolkg solve --cross-check's second prover)"),
-    "logiclm-csp": ("symbolkg.solvers.csp", "Logic-LM constraint program (LogicalDeduction): Domain/Variables/Constraints/Query"),
-    "logiclm-smt": ("symbolkg.solvers.lsat", "Logic-LM SAT/SMT DSL (AR-LSAT): EnumSort, Function, ForAll, Count, options"),
-    "prolog": ("symbolkg.solvers.prolog", "SWI-Prolog program text with a '% query: Goal' line (tabled, bounded)"),
-    "prover9": ("symbolkg.solvers.prover9", "Prover9 input: formulas(assumptions)/formulas(goals) lists"),
-    "smtlib2": ("symbolkg.solvers.smtlib", "SMT-LIB2 script for Z3"),
-    "symba": ("symbolkg.solvers.symba", "SymBa clause language (ASP-like facts/rules, not, -p, pooling, arithmetic) with a '?- goal.' query: tabled SLDNF backward chainer"),
+    "logiclm-lp": ("symbolkg.solvers.lp.language", "Logic-LM logic program (ProntoQA/ProofWriter): Pred($x, True) facts, >>> rules"),
+    "logiclm-lp-swipl": ("symbolkg.solvers.lp.swipl", "the logiclm-lp language answered by SWI-Prolog (the router's prolog route)"),
+    "logiclm-fol": ("symbolkg.solvers.fol.language", "Logic-LM first-order logic (FOLIO): Unicode connectives, Prover9 backend"),
+    "logiclm-fol-z3": ("symbolkg.solvers.fol.z3_backend", "the logiclm-fol language decided by Z3 (symbolkg solve --cross-check's second prover)"),
+    "logiclm-csp": ("symbolkg.solvers.csp.language", "Logic-LM constraint program (LogicalDeduction): Domain/Variables/Constraints/Query"),
+    "logiclm-smt": ("symbolkg.solvers.smt.lsat", "Logic-LM SAT/SMT DSL (AR-LSAT): EnumSort, Function, ForAll, Count, options"),
+    "prolog": ("symbolkg.solvers.prolog.language", "SWI-Prolog program text with a '% query: Goal' line (tabled, bounded)"),
+    "prover9": ("symbolkg.solvers.fol.prover9", "Prover9 input: formulas(assumptions)/formulas(goals) lists"),
+    "smtlib2": ("symbolkg.solvers.smt.smtlib", "SMT-LIB2 script for Z3"),
+    "symba": ("symbolkg.solvers.symba.language", "SymBa clause language (ASP-like facts/rules, not, -p, pooling, arithmetic) with a '?- goal.' query: tabled SLDNF backward chainer"),
 }
 
 #: Languages the solver worker runs for the system itself, never given by a user or a dataset (not
@@ -57,7 +57,7 @@ def run(request: SolveRequest) -> Outcome:
     """Run one program in this process. Never raises for a bad program.
 
     This is what a solver worker process calls; the orchestrator never calls it
-    on LLM-written programs (it goes through :mod:`symbolkg.solvers.worker`).
+    on LLM-written programs (it goes through :mod:`symbolkg.solvers.runtime.worker`).
     """
     if request.language not in LANGUAGES and request.language not in INTERNAL_LANGUAGES:
         return Outcome.error(Status.PARSE_ERROR, ErrorKind.UNSUPPORTED, f"unknown program language {request.language!r}")

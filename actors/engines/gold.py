@@ -23,8 +23,8 @@ import os
 from pathlib import Path
 
 from symbolkg.actors.engines.base import ChatRequest, CodeEngine, EngineError
-from symbolkg.solvers import symba
-from symbolkg.solvers import symba_prompts as P
+from symbolkg.solvers.symba import language as symba
+from symbolkg.solvers.symba import prompts as P
 
 #: the SymBa sets, by folder name (the prefix of their problem ids, ``<folder>_<id>``)
 FOLDERS = ("proofwriter_dep5", "birdselectricity", "pararules", "prontoqa", "clutrr", "gsm8k", "mawps")

@@ -1,13 +1,13 @@
 """An engine that formalizes PARARULE-Plus by template, no model (``pararule-template``).
 
 The ``prolog-agent`` method asks a model for a Prolog program and a goal; this engine answers
-with :func:`symbolkg.solvers.pararule_prolog.translate`, the deterministic translator of the
+with :func:`symbolkg.solvers.prolog.pararule.translate`, the deterministic translator of the
 dataset's templated English. It is the stand-in for a model that formalizes perfectly, so the
 rest of the loop (parsing the answer, the MCP client, the server, the Prolog sessions, the
 verdict) runs on real data and is measured on its own: it must give 100% on depths 2-4.
 
 It reads the context and statement from the first user message of a request (the one
-:func:`~symbolkg.solvers.pararule_prolog.formalize_messages` writes), so a repair request
+:func:`~symbolkg.solvers.prolog.pararule.formalize_messages` writes), so a repair request
 (the same conversation plus an error) gets the same translation: the translator has nothing
 to repair. A request of any other shape, or a sentence outside the templates, is an
 :class:`~symbolkg.actors.engines.base.EngineError` naming it. Completions cost nothing:
@@ -17,7 +17,7 @@ to repair. A request of any other shape, or a sentence outside the templates, is
 from __future__ import annotations
 
 from symbolkg.actors.engines.base import ChatRequest, CodeEngine, EngineError
-from symbolkg.solvers import pararule_prolog as P
+from symbolkg.solvers.prolog import pararule as P
 
 
 class PararuleTemplateEngine(CodeEngine):

@@ -8,8 +8,8 @@ Subcommands, one module each (each module has ``add_arguments(parser)`` and ``ru
 * ``solve`` (:mod:`.solve`): an LLM writes proofs, then they are verified (batch job, resumable);
 * ``generate`` (:mod:`.generate`): new instances in the dataset's format, ground truth by enumeration.
 
-The logic lives in ``symbolkg.solvers`` (:mod:`~symbolkg.solvers.logicgraph` records,
-:mod:`~symbolkg.solvers.minimal_support`, :mod:`~symbolkg.solvers.logicgraph_proofs`); these
+The logic lives in ``symbolkg.solvers`` (:mod:`~symbolkg.solvers.logicgraph.instances` records,
+:mod:`~symbolkg.solvers.logicgraph.minimal_support`, :mod:`~symbolkg.solvers.logicgraph.proofs`); these
 modules are the batch jobs around it.
 """
 

@@ -2,7 +2,7 @@
 
 Backward construction from the goal with the seven argument forms, the paper's three solver
 filters with our own solvers, and a ground truth that is the enumerator's complete list of
-minimal supports (see :mod:`symbolkg.solvers.logicgraph_generate`)::
+minimal supports (see :mod:`symbolkg.solvers.logicgraph.generate`)::
 
     symbolkg logicgraph generate --tier small --count 100 --seed 0 --out gen/small.jsonl --stats
 
@@ -42,7 +42,7 @@ _ROWS = (
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    from symbolkg.solvers.logicgraph_generate import TIERS
+    from symbolkg.solvers.logicgraph.generate import TIERS
 
     p.add_argument("--tier", choices=sorted(TIERS), default="small",
                    help="small: 2-4 proofs, medium: 5-7, large: 8 or more (default small)")
@@ -74,7 +74,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
-    from symbolkg.solvers.logicgraph_generate import TIERS, GenerationError, generate_instance, tier_statistics
+    from symbolkg.solvers.logicgraph.generate import TIERS, GenerationError, generate_instance, tier_statistics
 
     if args.count < 1 or args.start < 0:
         print(f"symbolkg logicgraph generate: --count must be >= 1 and --start >= 0 (got {args.count}, {args.start})", file=sys.stderr)
@@ -156,7 +156,7 @@ async def word_with_llm(generated_all: list, engine, *, max_tokens: int = 2048, 
     """Ask ``engine`` for each instance's atom statements; re-word the instances with them.
 
     The logic, proofs and first-order atoms do not change; an atom whose statement fails
-    :func:`~symbolkg.solvers.logicgraph_generate.parse_readings`'s checks (or an instance whose
+    :func:`~symbolkg.solvers.logicgraph.generate.parse_readings`'s checks (or an instance whose
     request failed) keeps its template English, and the record says so
     (``metadata.generator.text_problems``).
 
@@ -169,7 +169,7 @@ async def word_with_llm(generated_all: list, engine, *, max_tokens: int = 2048, 
     """
     from symbolkg.actors.engines.base import ChatRequest, EngineDeadError, EngineError, Message, SamplingParams, StructuredOutput
     from symbolkg.jobs.concurrency import for_each_in_flight
-    from symbolkg.solvers.logicgraph_generate import parse_readings, readings_request, reword
+    from symbolkg.solvers.logicgraph.generate import parse_readings, readings_request, reword
 
     stats = {"model": engine.model, "atoms": 0, "atoms_from_llm": 0, "engine_errors": 0, "prompt_tokens": 0,
              "completion_tokens": 0}
@@ -233,8 +233,8 @@ def _word_with_llm(generated_all: list, args: argparse.Namespace) -> tuple[list,
 def _dataset_statistics(tier: str, data_dir: str | None, out: Path) -> dict[str, Any] | None:
     """The dataset's own statistics for the tier, or None when the data folder does not have it."""
     from symbolkg.jobs.datasets import default_data_dir
-    from symbolkg.solvers.logicgraph import load_instances
-    from symbolkg.solvers.logicgraph_generate import tier_statistics
+    from symbolkg.solvers.logicgraph.instances import load_instances
+    from symbolkg.solvers.logicgraph.generate import tier_statistics
 
     path = default_data_dir(data_dir) / "logicgraph" / f"{tier}.jsonl"
     if not path.is_file() or path.resolve() == out.resolve():

@@ -2,7 +2,7 @@
 
 A batch job like the others: every instance is one request (many in flight through one engine,
 which batches them), structured-decoded to the instance's own schema
-(:func:`~symbolkg.solvers.logicgraph_llm.answer_schema`: the seven rule names, the instance's
+(:func:`~symbolkg.solvers.logicgraph.prompts.answer_schema`: the seven rule names, the instance's
 premise ids and atoms). Each answer is appended to ``RUN/answers.jsonl`` as soon as it arrives,
 in the format ``symbolkg logicgraph verify --answers`` reads, with its token counts and raw text.
 A rerun skips the ids already answered (and a line cut off by a kill is dropped first), so it
@@ -38,7 +38,7 @@ PAPER_BEST = {
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     from symbolkg.actors.engines.factory import ENGINES
-    from symbolkg.solvers.logicgraph_llm import SHOW_CHOICES
+    from symbolkg.solvers.logicgraph.prompts import SHOW_CHOICES
 
     p.add_argument("--dataset", default="logicgraph/small", help="logicgraph/<tier> (default logicgraph/small)")
     p.add_argument("--data-dir", help="data root (default: $SYMBOLKG_DATA, else ../shared/data)")
@@ -69,7 +69,7 @@ class SolveConfig:
     Attributes:
         max_tokens: generated-token budget per instance.
         max_proofs, max_steps: the schema's bounds.
-        show: how premises are shown (see :func:`~symbolkg.solvers.logicgraph_llm.messages`).
+        show: how premises are shown (see :func:`~symbolkg.solvers.logicgraph.prompts.messages`).
         structured: structured decoding to the instance's schema.
     """
 
@@ -135,7 +135,7 @@ async def answer_instances(instances, engine, cfg: SolveConfig, log: AnswerLog, 
     """
     from symbolkg.actors.engines.base import ChatRequest, EngineDeadError, EngineError, Message, SamplingParams, StructuredOutput
     from symbolkg.jobs.concurrency import for_each_in_flight
-    from symbolkg.solvers.logicgraph_llm import PROMPT_VERSION, answer_schema, messages, parse_answer
+    from symbolkg.solvers.logicgraph.prompts import PROMPT_VERSION, answer_schema, messages, parse_answer
 
     todo = [inst for inst in instances if inst.id not in log.done]
     stats = {"asked": len(todo), "answered": 0, "engine_errors": 0, "prompt_tokens": 0, "completion_tokens": 0}
@@ -203,7 +203,7 @@ def run(args: argparse.Namespace) -> int:
     from symbolkg.actors.engines.factory import EngineOptions, make_engine
     from symbolkg.jobs.datasets import dataset_path
     from symbolkg.jobs.logicgraph.verify import format_report, verify_run
-    from symbolkg.solvers.logicgraph import InstanceError, load_instances
+    from symbolkg.solvers.logicgraph.instances import InstanceError, load_instances
 
     def fail(message: str) -> int:
         print(f"symbolkg logicgraph solve: {message}", file=sys.stderr)

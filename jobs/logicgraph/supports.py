@@ -1,10 +1,10 @@
 """``symbolkg logicgraph supports``: every minimal support of each instance, proven complete, vs the reference.
 
 For each instance of a LogicGraph tier: enumerate the minimal supports
-(:func:`~symbolkg.solvers.minimal_support.minimal_supports`, timed alone), recheck every set with Z3
-(:func:`~symbolkg.solvers.minimal_support.recheck_supports`), verify the completeness certificate
-(:func:`~symbolkg.solvers.minimal_support.check_certificate`), and compare the sets with the premise
-sets of the reference proofs (:meth:`~symbolkg.solvers.logicgraph.Instance.reference_supports`).
+(:func:`~symbolkg.solvers.logicgraph.minimal_support.minimal_supports`, timed alone), recheck every set with Z3
+(:func:`~symbolkg.solvers.logicgraph.minimal_support.recheck_supports`), verify the completeness certificate
+(:func:`~symbolkg.solvers.logicgraph.minimal_support.check_certificate`), and compare the sets with the premise
+sets of the reference proofs (:meth:`~symbolkg.solvers.logicgraph.instances.Instance.reference_supports`).
 
     symbolkg logicgraph supports --dataset logicgraph/small [--data-dir D] [--limit N] [--ids ...] [--json] [--out FILE.jsonl]
 
@@ -26,8 +26,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from symbolkg.jobs.datasets import dataset_path
-from symbolkg.solvers.logicgraph import Instance, InstanceError, load_instances
-from symbolkg.solvers.minimal_support import (
+from symbolkg.solvers.logicgraph.instances import Instance, InstanceError, load_instances
+from symbolkg.solvers.logicgraph.minimal_support import (
     CertificateError,
     RecheckError,
     check_certificate,
@@ -182,7 +182,7 @@ def evaluate_instance(instance: Instance, *, budget_s: float | None = None) -> I
 
 def _warm_up() -> None:
     """First-call costs (Z3's import and first context) kept out of the first instance's times."""
-    from symbolkg.solvers.propositional import parse
+    from symbolkg.solvers.logicgraph.propositional import parse
 
     premises = {"r": parse("A -> G"), "a": parse("A")}
     minimal_supports(premises, parse("G"), recheck=True)

@@ -8,7 +8,7 @@ where each proof is in the dataset's own format (``steps`` of ``{step_number, ru
 premises_used: [{id, prover9}], conclusion}``), so the reference proofs are valid answers
 (``--write-reference FILE`` writes them, ``--reference`` verifies them in memory).
 
-Every path is checked by :func:`symbolkg.solvers.logicgraph_proofs.check_path` (local validity,
+Every path is checked by :func:`symbolkg.solvers.logicgraph.proofs.check_path` (local validity,
 rule shape, grounding; error labels), then the metrics of LogicGraph's paper (Section 5.2,
 Table 4) are computed per tier and overall; docs/LOGICGRAPH.md defines each one.
 
@@ -35,8 +35,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from symbolkg.solvers.logicgraph import Instance, InstanceError, load_instances
-from symbolkg.solvers.logicgraph_proofs import LABELS, MALFORMED, PathCheck, check_path
+from symbolkg.solvers.logicgraph.instances import Instance, InstanceError, load_instances
+from symbolkg.solvers.logicgraph.proofs import LABELS, MALFORMED, PathCheck, check_path
 
 __all__ = [
     "Answer",

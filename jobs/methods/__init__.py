@@ -22,7 +22,7 @@ from importlib.metadata import entry_points
 from symbolkg.actors.engines.base import LLMEngine
 from symbolkg.jobs.methods.base import Ledger, Method, MethodConfig, MethodContext
 from symbolkg.jobs.records import Problem, ResultRow
-from symbolkg.solvers.pool import SolverPool
+from symbolkg.solvers.runtime.local_pool import SolverPool
 
 #: The built-in methods: name -> "module:Class". One registration line per method.
 BUILTIN: dict[str, str] = {

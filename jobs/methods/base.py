@@ -40,8 +40,8 @@ from typing import Any, ClassVar, Sequence
 from symbolkg.actors.engines.base import ChatRequest, Completion, EngineError, LLMEngine, Message, SamplingParams, StructuredOutput
 from symbolkg.jobs.answers import is_correct
 from symbolkg.jobs.records import Problem, ResultRow, certificate_json
-from symbolkg.solvers.pool import SolverPool
-from symbolkg.solvers.records import Limits, Outcome, Status
+from symbolkg.solvers.runtime.local_pool import SolverPool
+from symbolkg.solvers.outcomes import Limits, Outcome, Status
 
 __all__ = ["Ledger", "Method", "MethodConfig", "MethodContext", "Outcome", "Status"]
 

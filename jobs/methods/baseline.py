@@ -12,7 +12,7 @@ from symbolkg.actors.engines.base import EngineDeadError, EngineError
 from symbolkg.jobs.methods.base import Method, MethodContext
 from symbolkg.jobs.records import Problem, ResultRow
 from symbolkg.solvers import prompts
-from symbolkg.solvers.records import ErrorKind, Outcome, Status
+from symbolkg.solvers.outcomes import ErrorKind, Outcome, Status
 
 
 async def answer_directly(problem: Problem, ctx: MethodContext, method: str) -> tuple[str | None, str, str | None]:

@@ -22,7 +22,7 @@ from symbolkg.jobs.answers import interpret
 from symbolkg.jobs.methods.base import Method, MethodContext
 from symbolkg.jobs.records import Problem, ResultRow
 from symbolkg.solvers import checks, prompts
-from symbolkg.solvers.records import ErrorKind, Outcome, SolveRequest, Status
+from symbolkg.solvers.outcomes import ErrorKind, Outcome, SolveRequest, Status
 
 
 def language_for(problem: Problem) -> str | None:

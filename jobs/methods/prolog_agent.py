@@ -2,7 +2,7 @@
 
 Per problem (one PARARULE-Plus question, say), up to ``--prolog-agent-max-attempts`` times:
 
-1. the model answers the prompt of :mod:`symbolkg.solvers.pararule_prolog` with
+1. the model answers the prompt of :mod:`symbolkg.solvers.prolog.pararule` with
    ``<prolog>`` (the knowledge base of the context) and ``<goal_true>`` (a goal that succeeds
    iff the statement is true);
 2. the agent loads the program with the ``consult_text`` tool and runs the goal with
@@ -46,7 +46,7 @@ of the model's program, so it is the same whichever engine runs.
 
 **Certificates.** SWI-Prolog through MCP gives a verdict, not a proof. When the job has a
 solver pool (``symbolkg solve`` starts one for this method), the program that ran (knowledge
-base and goal) is rewritten into the ``symba`` language (:func:`symbolkg.solvers.symba.from_prolog`:
+base and goal) is rewritten into the ``symba`` language (:func:`symbolkg.solvers.symba.language.from_prolog`:
 declarations dropped, a conjunctive goal named by a clause; text only, in the orchestrator) and
 solved by SymBa's prover in a worker. If it gives the same answer, its proof-tree certificate
 goes into the row (``symbolkg verify`` re-checks it with a bottom-up evaluator: neither SWI-Prolog
@@ -79,9 +79,9 @@ from symbolkg.actors.engines.base import EngineDeadError, EngineError, SamplingP
 from symbolkg.jobs.answers import interpret
 from symbolkg.jobs.methods.base import Method, MethodContext
 from symbolkg.jobs.records import Problem, ResultRow
-from symbolkg.solvers import pararule_prolog as P
-from symbolkg.solvers import symba
-from symbolkg.solvers.records import ErrorKind, Outcome, ProgramError, SolveRequest, Status
+from symbolkg.solvers.prolog import pararule as P
+from symbolkg.solvers.symba import language as symba
+from symbolkg.solvers.outcomes import ErrorKind, Outcome, ProgramError, SolveRequest, Status
 
 T = TypeVar("T")
 LANGUAGE = "prolog"
@@ -565,7 +565,7 @@ class PrologAgent(Method):
         """SWI-Prolog's verdict re-derived by SymBa's prover in a solver worker, for a certificate.
 
         The program (knowledge base and ``?- goal.``) is rewritten into the ``symba`` language
-        (:func:`symbolkg.solvers.symba.from_prolog`, text only) and solved in the pool. When SymBa
+        (:func:`symbolkg.solvers.symba.language.from_prolog`, text only) and solved in the pool. When SymBa
         gives the same answer, its proof-tree certificate (checked by ``symbolkg verify``'s bottom-up
         evaluator: a third engine) goes into the row; otherwise the row keeps SWI's answer without
         one and the trace says why.
@@ -635,7 +635,7 @@ class PrologAgent(Method):
     async def _sldnf(self, sessions: SessionCache, problem: Problem, calls: list[ToolCall]) -> dict[str, Any] | None:
         """Run the plain SLDNF encoding of the question; None when the translator cannot read it.
 
-        The goal runs under an inference limit (:func:`~symbolkg.solvers.pararule_prolog.sldnf_probe`):
+        The goal runs under an inference limit (:func:`~symbolkg.solvers.prolog.pararule.sldnf_probe`):
         a depth limit would let a loop under ``\\+`` pass for a verdict.
         """
         try:

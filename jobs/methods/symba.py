@@ -1,11 +1,11 @@
 """SymBa (Lee & Hwang, NAACL 2025): backward chaining that asks the LLM only for what a proof lacks.
 
-The solver (:mod:`symbolkg.solvers.symba`, run in a solver worker like every program) proves
+The solver (:mod:`symbolkg.solvers.symba.language`, run in a solver worker like every program) proves
 the goal top-down over the statements known so far and reports two lists of subgoals: those no
 clause head unified with (``missing``: the paper's trigger, including atoms under a ``not`` that
 succeeded only because nothing unified), and every subgoal that ended without an answer
 (``unproved``, a superset). For each subgoal of the list ``--symba-ask`` names, once up to
-variable renaming, the method runs one single-step generation (:mod:`symbolkg.solvers.symba_prompts`):
+variable renaming, the method runs one single-step generation (:mod:`symbolkg.solvers.symba.prompts`):
 
 1. fact search over the context (sentences, or "No applicable fact."), then the translation of
    each sentence into a fact;
@@ -45,9 +45,9 @@ from symbolkg.actors.engines.base import EngineDeadError, EngineError, SamplingP
 from symbolkg.jobs.answers import interpret
 from symbolkg.jobs.methods.base import Method, MethodContext
 from symbolkg.jobs.records import Problem, ResultRow
-from symbolkg.solvers import symba
-from symbolkg.solvers import symba_prompts as P
-from symbolkg.solvers.records import ErrorKind, Outcome, SolveRequest, Status
+from symbolkg.solvers.symba import language as symba
+from symbolkg.solvers.symba import prompts as P
+from symbolkg.solvers.outcomes import ErrorKind, Outcome, SolveRequest, Status
 
 LANGUAGE = "symba"
 

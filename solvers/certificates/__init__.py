@@ -1,6 +1,6 @@
 """Certificates: what an executed answer rests on, in a form another engine can re-check.
 
-A solver backend attaches a certificate to its :class:`~symbolkg.solvers.records.Outcome`
+A solver backend attaches a certificate to its :class:`~symbolkg.solvers.outcomes.Outcome`
 (``Outcome.certificate``, a JSON-serialisable dict; the results Parquet keeps it in the
 ``certificate`` column). ``symbolkg verify`` re-checks every certificate with an engine other
 than the one that produced the answer (:mod:`symbolkg.jobs.verify`).
@@ -35,7 +35,7 @@ import traceback
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from symbolkg.solvers.records import Limits
+from symbolkg.solvers.outcomes import Limits
 
 #: certificate kinds; each is a module of this package with ``check(...) -> Verdict``
 KINDS = ("entailment", "derivation", "constraint")

@@ -81,7 +81,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from symbolkg.solvers.certificates import CertificateError, Verdict
-from symbolkg.solvers.records import Limits, ProgramError
+from symbolkg.solvers.outcomes import Limits, ProgramError
 
 VERSION = 1
 CHECKER = "python-search"
@@ -669,7 +669,7 @@ def _reparse(parse: Callable[[str], Any], program: str) -> Any:
 
 class _CspReader(_Reader):
     def __init__(self, text: str) -> None:
-        from symbolkg.solvers import csp
+        from symbolkg.solvers.csp import language as csp
 
         self.csp = csp
         self.program = _reparse(csp.parse, text)
@@ -797,7 +797,7 @@ class _CspEval:
 
 class _DslReader(_Reader):
     def __init__(self, text: str) -> None:
-        from symbolkg.solvers import lsat
+        from symbolkg.solvers.smt import lsat
 
         self.lsat = lsat
         self.text = text

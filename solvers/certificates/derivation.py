@@ -1,10 +1,10 @@
 """Derivation certificates: the proof tree of a rule-based answer, and its independent checker.
 
 Produced for the Logic-LM LP language (``logiclm-lp``, answered by the forward chainer of
-:mod:`symbolkg.solvers.lp`, which keeps the first derivation of every atom; ``logiclm-lp-swipl``,
+:mod:`symbolkg.solvers.lp.language`, which keeps the first derivation of every atom; ``logiclm-lp-swipl``,
 answered by SWI-Prolog, where a proof search over Prolog's own tables finds the tree,
-:func:`symbolkg.solvers.lp.solve_with_prolog`). The program's
-semantics (:mod:`symbolkg.solvers.lp`): ``P(c, True)`` and ``P(c, False)`` are two atoms; the
+:func:`symbolkg.solvers.lp.language.solve_with_prolog`). The program's
+semantics (:mod:`symbolkg.solvers.lp.language`): ``P(c, True)`` and ``P(c, False)`` are two atoms; the
 answer is ``True`` when the query atom is derivable, ``False`` when its negation (the same atom
 with the other truth value) is, ``Unknown`` when neither is. (Datasets posed under the closed
 world read ``Unknown`` as ``False``, :func:`symbolkg.jobs.answers.interpret`: negation as
@@ -41,7 +41,7 @@ constants spelled as the parser names them):
   ``null`` when there are more than :data:`MAX_CLOSURE_ATOMS`, so that the checker recomputes it.
 
 The checker (:func:`check`) trusts none of it. It reads the program with
-:func:`symbolkg.solvers.lp.parse` (the parser only; no solving code of that module runs) and:
+:func:`symbolkg.solvers.lp.language.parse` (the parser only; no solving code of that module runs) and:
 
 * for a proof: every cited fact is a fact of the program on that line with that text, every
   cited rule is a rule on that line with that text; the binding gives every rule variable a
@@ -68,7 +68,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from symbolkg.solvers.certificates import CertificateError, Verdict
-from symbolkg.solvers.records import Limits, ProgramError
+from symbolkg.solvers.outcomes import Limits, ProgramError
 
 KIND = "derivation"
 VERSION = 1
@@ -159,7 +159,7 @@ class _Deadline:
 
 
 def _ground(atom: Any, binding: dict[str, str]) -> GroundAtom:
-    """``atom`` (an :class:`symbolkg.solvers.lp.Atom`) with its variables replaced by ``binding``."""
+    """``atom`` (an :class:`symbolkg.solvers.lp.language.Atom`) with its variables replaced by ``binding``."""
     args = tuple(binding[str(a)] if not isinstance(a, str) else a for a in atom.args)
     return (atom.predicate, args, atom.value)
 
@@ -318,7 +318,7 @@ def check(cert: dict[str, Any], *, language: str, program: str, answer: str | No
         from symbolkg.solvers.certificates import symba_tree
 
         return symba_tree.check(cert, language=language, program=program, answer=answer, limits=limits)
-    from symbolkg.solvers.lp import parse  # the parser only: the checker evaluates by itself
+    from symbolkg.solvers.lp.language import parse  # the parser only: the checker evaluates by itself
 
     limits = limits or Limits()
     t0 = time.perf_counter()

@@ -1,6 +1,6 @@
 """Entailment certificates: why a first-order answer True / False / Unknown holds, and their checker.
 
-Produced by the Prover9 path (:func:`symbolkg.solvers.prover9.entail`, used by the
+Produced by the Prover9 path (:func:`symbolkg.solvers.fol.prover9.entail`, used by the
 ``logiclm-fol`` and ``prover9`` languages); checked by :func:`check` with Z3 and a plain Python
 evaluator, never with Prover9.
 
@@ -27,14 +27,14 @@ Fields (version 1; every value is plain JSON)::
 * ``countermodels`` (Unknown only): ``goal_false`` is a finite model of all premises in which
   the goal is false (so the goal is not entailed), ``goal_true`` one in which it is true (so its
   negation is not entailed). Found by Z3 over small finite domains
-  (:func:`symbolkg.solvers.fol_z3.find_model`); a side is null when none was found within the
+  (:func:`symbolkg.solvers.fol.z3_backend.find_model`); a side is null when none was found within the
   budget, and ``reason`` says why. A MODEL is ``{"domain_size": n, "constants": {name: i},
   "predicates": {name: [[i, ...], ...]}, "functions": {name: [[[i, ...], j], ...]}}`` over the
   individuals ``0 .. n-1``; a predicate lists the tuples it is true of (``[[]]`` for a true
   proposition, ``[]`` for a false one); names are the program's own.
 
 The checker (:func:`check`) re-reads the program with our parser (``logiclm-fol``:
-:func:`symbolkg.solvers.fol.parse`; ``prover9``: :func:`symbolkg.solvers.prover9.parse` plus a
+:func:`symbolkg.solvers.fol.language.parse`; ``prover9``: :func:`symbolkg.solvers.fol.prover9.parse` plus a
 reader of Prover9 formulas written here), checks that the goal is the program's conclusion and
 every cited premise is one of its premises (same line, same text, and for ``logiclm-fol`` the
 same Prover9 translation), that the certificate's answer is the row's, and then:
@@ -59,7 +59,7 @@ from typing import Any
 from collections.abc import Sequence
 
 from symbolkg.solvers.certificates import CertificateError, Verdict
-from symbolkg.solvers.records import Limits, ProgramError
+from symbolkg.solvers.outcomes import Limits, ProgramError
 
 VERSION = 1
 
@@ -152,8 +152,8 @@ def _check(cert: dict[str, Any], *, language: str, program: str, answer: str | N
         if cited:
             raise CertificateError("an Unknown certificate cites no premises (its countermodels must satisfy all of them)")
         return _check_countermodels(cert.get("countermodels"), read, goal)
-    from symbolkg.solvers.fol import Not
-    from symbolkg.solvers.fol_z3 import satisfiable
+    from symbolkg.solvers.fol.language import Not
+    from symbolkg.solvers.fol.z3_backend import satisfiable
 
     formulas = [f for _, f in cited]
     if claim == "inconsistent":
@@ -181,7 +181,7 @@ class _Read:
 def _read_program(language: str, program: str) -> _Read:
     try:
         if language == "logiclm-fol":
-            from symbolkg.solvers import fol
+            from symbolkg.solvers.fol import language as fol
 
             parsed = fol.parse(program)
             tr = fol.to_prover9(parsed)
@@ -189,7 +189,7 @@ def _read_program(language: str, program: str) -> _Read:
             c = parsed.conclusion
             return _Read(premises, (c.line, c.text, c.formula, tr.goal))
         if language == "prover9":
-            from symbolkg.solvers import prover9
+            from symbolkg.solvers.fol import prover9
 
             problem = prover9.parse(program)
             premises = tuple((a.line, a.text, _Prover9Reader(a.text).read(), a.text) for a in problem.assumptions)
@@ -318,12 +318,12 @@ class _Model:
         return cls(n, constants, predicates, functions, side)
 
     def cost(self, formulas: Sequence[Any]) -> int:
-        from symbolkg.solvers.fol_z3 import ground_size
+        from symbolkg.solvers.fol.z3_backend import ground_size
 
         return ground_size(formulas, self.n)
 
     def term(self, t: Any, env: dict[str, int]) -> int:
-        from symbolkg.solvers.fol import Const, Var
+        from symbolkg.solvers.fol.language import Const, Var
 
         if isinstance(t, Var):
             return env[t.name]
@@ -338,7 +338,7 @@ class _Model:
         return table[args]
 
     def holds(self, f: Any, env: dict[str, int]) -> bool:
-        from symbolkg.solvers.fol import Atom, Binary, Connective, Equals, Not, Quantified, Quantifier
+        from symbolkg.solvers.fol.language import Atom, Binary, Connective, Equals, Not, Quantified, Quantifier
 
         if isinstance(f, Atom):
             if f.predicate not in self.predicates:
@@ -421,7 +421,7 @@ class _Prover9Reader:
         return tok
 
     def read(self) -> Any:
-        from symbolkg.solvers.fol import Quantified, Quantifier
+        from symbolkg.solvers.fol.language import Quantified, Quantifier
 
         formula = self.formula()
         if self.peek() is not None:
@@ -431,7 +431,7 @@ class _Prover9Reader:
         return formula
 
     def formula(self) -> Any:
-        from symbolkg.solvers.fol import Binary, Connective
+        from symbolkg.solvers.fol.language import Binary, Connective
 
         left = self.disjunction()
         op = self.peek()
@@ -444,7 +444,7 @@ class _Prover9Reader:
         return left
 
     def disjunction(self) -> Any:
-        from symbolkg.solvers.fol import Binary, Connective
+        from symbolkg.solvers.fol.language import Binary, Connective
 
         left = self.conjunction()
         if self.peek() == "|":
@@ -453,7 +453,7 @@ class _Prover9Reader:
         return left
 
     def conjunction(self) -> Any:
-        from symbolkg.solvers.fol import Binary, Connective
+        from symbolkg.solvers.fol.language import Binary, Connective
 
         left = self.unary()
         if self.peek() == "&":
@@ -462,7 +462,7 @@ class _Prover9Reader:
         return left
 
     def unary(self) -> Any:
-        from symbolkg.solvers.fol import Equals, Not, Quantified, Quantifier
+        from symbolkg.solvers.fol.language import Equals, Not, Quantified, Quantifier
 
         tok = self.peek()
         if tok == "-":
@@ -507,7 +507,7 @@ class _Prover9Reader:
         return name, tuple(args)
 
     def term(self, raw: tuple[str, tuple[Any, ...] | None]) -> Any:
-        from symbolkg.solvers.fol import Const, Func, Var
+        from symbolkg.solvers.fol.language import Const, Func, Var
 
         name, args = raw
         if args is not None:
@@ -521,7 +521,7 @@ class _Prover9Reader:
         return Const(name)
 
     def atom(self, raw: tuple[str, tuple[Any, ...] | None]) -> Any:
-        from symbolkg.solvers.fol import Atom
+        from symbolkg.solvers.fol.language import Atom
 
         name, args = raw
         return Atom(name, args or ())

@@ -18,7 +18,7 @@ import json
 from typing import Any
 
 from symbolkg.solvers.certificates import check
-from symbolkg.solvers.records import ErrorKind, Limits, Outcome, ProgramError, Status, Stopwatch
+from symbolkg.solvers.outcomes import ErrorKind, Limits, Outcome, ProgramError, Status, Stopwatch
 
 _STATUS = {"verified": Status.PROVED, "failed": Status.DISPROVED, "unverifiable": Status.UNKNOWN}
 

@@ -1,13 +1,13 @@
 """SymBa proof-tree certificates, and their checker: a bottom-up evaluator of the program.
 
-Produced for the SymBa clause language (``symba``, :mod:`symbolkg.solvers.symba`), answered by
+Produced for the SymBa clause language (``symba``, :mod:`symbolkg.solvers.symba.language`), answered by
 its top-down tabled SLDNF prover: ``True`` when the query holds (with the prover's
 justification tree), ``False`` when the search was complete without a proof (closed world:
 negation as failure). These certificates are of kind ``derivation`` with ``format: "tree"``;
 :mod:`.derivation` hands them to this module.
 
-Fields (version 1; atoms, literals and clauses written as :func:`symbolkg.solvers.symba.format_clause`
-and friends print them, so that :func:`symbolkg.solvers.symba.parse` reads them back):
+Fields (version 1; atoms, literals and clauses written as :func:`symbolkg.solvers.symba.language.format_clause`
+and friends print them, so that :func:`symbolkg.solvers.symba.language.parse` reads them back):
 
 * ``kind``: ``"derivation"``; ``format``: ``"tree"``; ``version``: ``1``; ``producer``:
   ``"symba-chainer"``;
@@ -33,7 +33,7 @@ and friends print them, so that :func:`symbolkg.solvers.symba.parse` reads them 
   ``not g`` this says that ``g`` has a proof.
 
 The checker (:func:`check`) does not trust the top-down search. It reads the program with
-:func:`symbolkg.solvers.symba.parse` and the certificate's terms with symba's term reader, and
+:func:`symbolkg.solvers.symba.language.parse` and the certificate's terms with symba's term reader, and
 evaluates arithmetic with symba's ``_evaluate`` (the only helpers it shares with the prover;
 no solving code of that module runs). Then:
 
@@ -72,10 +72,10 @@ import time
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from symbolkg.solvers import symba
+from symbolkg.solvers.symba import language as symba
 from symbolkg.solvers.certificates import CertificateError, Verdict
-from symbolkg.solvers.records import Limits, ProgramError
-from symbolkg.solvers.symba import Atom, Clause, Comparison, Expr, Naf, Str, Var
+from symbolkg.solvers.outcomes import Limits, ProgramError
+from symbolkg.solvers.symba.language import Atom, Clause, Comparison, Expr, Naf, Str, Var
 
 KIND = "derivation"
 FORMAT = "tree"
@@ -83,7 +83,7 @@ VERSION = 1
 PRODUCER = symba.BACKEND
 LANGUAGE = "symba"
 #: Prolog rows (the prolog-agent method) whose answer SymBa re-derived: checked on
-#: :func:`symbolkg.solvers.symba.from_prolog` of the row's program.
+#: :func:`symbolkg.solvers.symba.language.from_prolog` of the row's program.
 PROLOG = "prolog"
 CHECKER = "bottom-up-evaluator"
 CLOSURE_METHOD = "negation_as_failure"
@@ -100,7 +100,7 @@ PredKey = tuple[str, int]
 
 
 def certificate(program: symba.Program, result: symba.ProofResult, answer: str) -> dict[str, Any]:
-    """The certificate of ``answer`` (``"True"``/``"False"``) that :func:`symbolkg.solvers.symba.prove` found.
+    """The certificate of ``answer`` (``"True"``/``"False"``) that :func:`symbolkg.solvers.symba.language.prove` found.
 
     Raises:
         ValueError: ``answer`` is neither, or a ``True`` result has no proof tree.
@@ -120,7 +120,7 @@ def certificate(program: symba.Program, result: symba.ProofResult, answer: str) 
 
 
 def _certificate_node(node: dict[str, Any]) -> dict[str, Any]:
-    """One node of :attr:`symbolkg.solvers.symba.ProofResult.tree` in the certificate's format."""
+    """One node of :attr:`symbolkg.solvers.symba.language.ProofResult.tree` in the certificate's format."""
     goal = str(node["goal"])
     if node.get("naf"):
         return {"goal": goal, "naf": True, "atom": goal.removeprefix("not ").strip()}
@@ -823,7 +823,7 @@ def check(cert: dict[str, Any], *, language: str, program: str, answer: str | No
     Args:
         cert: the certificate.
         language: the row's program language (``symba``, or ``prolog`` for a Prolog program SymBa
-            re-derived: the program is rewritten with :func:`symbolkg.solvers.symba.from_prolog`).
+            re-derived: the program is rewritten with :func:`symbolkg.solvers.symba.language.from_prolog`).
         program: the program text.
         answer: the row's answer.
         limits: ``timeout_s`` bounds the check (one that runs out is ``unverifiable``).

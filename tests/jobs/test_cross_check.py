@@ -8,7 +8,7 @@ import pyarrow.parquet as pq
 
 from symbolkg.jobs.cli import main
 from symbolkg.jobs.solve import cross_check_entry
-from symbolkg.solvers.records import ErrorKind, Outcome, Status
+from symbolkg.solvers.outcomes import ErrorKind, Outcome, Status
 from tests.solvers.test_certificates_entailment import FALSE, TRUE, UNKNOWN
 
 OPTIONS = ["A) True", "B) False", "C) Uncertain"]

@@ -27,7 +27,7 @@ from symbolkg.jobs.datasets import (
     load_problems,
 )
 from symbolkg.jobs.records import PROBLEM_SCHEMA, Problem
-from symbolkg.solvers.records import Program
+from symbolkg.solvers.outcomes import Program
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 GOOD = FIXTURES / "custom_problems.jsonl"

@@ -23,8 +23,8 @@ from symbolkg.jobs.gates import (GatedEngine, GateLog, StageGate, StageLimits, g
 from symbolkg.jobs.methods import MethodConfig
 from symbolkg.jobs.pipeline import run_method_job
 from symbolkg.jobs.store import ResultStore, read_run
-from symbolkg.solvers.pool import LocalSolverPool, PoolResult
-from symbolkg.solvers.records import SolveRequest
+from symbolkg.solvers.runtime.local_pool import LocalSolverPool, PoolResult
+from symbolkg.solvers.outcomes import SolveRequest
 from tests.jobs.test_methods import GOOD_LP, problem
 
 

@@ -14,7 +14,7 @@ import json
 import pytest
 
 from symbolkg.jobs.cli import main
-from symbolkg.solvers.logicgraph import load_instances
+from symbolkg.solvers.logicgraph.instances import load_instances
 from tests.conftest import data_or_skip, openai_engine_args, requires_vllm
 
 pytestmark = [pytest.mark.slow, pytest.mark.llm, pytest.mark.timeout(1800), requires_vllm]

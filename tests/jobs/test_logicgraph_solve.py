@@ -10,7 +10,7 @@ import pytest
 from symbolkg.actors.engines.base import EngineDeadError, EngineError
 from symbolkg.actors.engines.scripted import ScriptedEngine
 from symbolkg.jobs.logicgraph.solve import AnswerLog, SolveConfig, answer_instances
-from symbolkg.solvers.logicgraph import load_instances
+from symbolkg.solvers.logicgraph.instances import load_instances
 from tests.conftest import data_or_skip
 
 
@@ -33,7 +33,7 @@ def _reference_answer(request) -> str:
             j = max(j for j in range(k) if proof.steps[j].conclusion == p.formula and j not in used)
             used.add(j)
             refs.append(f"S{j + 1}")
-        from symbolkg.solvers.propositional import to_prover9
+        from symbolkg.solvers.logicgraph.propositional import to_prover9
 
         steps.append({"rule": step.rule, "premises": refs, "conclusion": to_prover9(step.conclusion)})
     return json.dumps({"proofs": [{"steps": steps}]})

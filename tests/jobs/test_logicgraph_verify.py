@@ -19,8 +19,8 @@ from symbolkg.jobs.logicgraph.verify import (
     reference_answers,
     verify_answers,
 )
-from symbolkg.solvers.logicgraph import Instance, load_instances
-from symbolkg.solvers.logicgraph_proofs import (
+from symbolkg.solvers.logicgraph.instances import Instance, load_instances
+from symbolkg.solvers.logicgraph.proofs import (
     FACT_HALLUCINATION,
     INSUFFICIENT_PREMISE,
     INVALID_DEDUCTION,

@@ -15,7 +15,7 @@ from symbolkg.jobs.pipeline import run_method_job
 from symbolkg.jobs.records import Problem
 from symbolkg.jobs.store import ResultStore, read_run
 from symbolkg.jobs.report import summarize
-from symbolkg.solvers.pool import LocalSolverPool
+from symbolkg.solvers.runtime.local_pool import LocalSolverPool
 
 GOOD_LP = """Predicates:
 Big($x, bool) ::: Is x big?

@@ -17,7 +17,7 @@ from symbolkg.jobs.cli import main as cli_main
 from symbolkg.jobs.methods import Method, MethodConfig, MethodContext, run_problem
 from symbolkg.jobs.records import Problem, ResultRow
 from symbolkg.jobs.store import read_run
-from symbolkg.solvers.records import ErrorKind, Outcome, SolveRequest, Status
+from symbolkg.solvers.outcomes import ErrorKind, Outcome, SolveRequest, Status
 from tests.conftest import FIXTURES, REPO
 
 

@@ -22,8 +22,8 @@ from symbolkg.jobs.profile import distribution, format_profile, in_flight_timeli
 from symbolkg.jobs.store import ResultStore, read_run
 from symbolkg.jobs.methods.symbolkg import STAGES, SymbolKG, SymbolKGConfig, SymbolKGMethod
 from symbolkg.retrieval.lkg.store import LKGStore
-from symbolkg.solvers.pool import LocalSolverPool
-from symbolkg.solvers.records import Limits
+from symbolkg.solvers.runtime.local_pool import LocalSolverPool
+from symbolkg.solvers.outcomes import Limits
 from tests.jobs.test_symbolkg import EMBEDDER, MODEL, WALK, Script, problem
 
 PNG = b"\x89PNG\r\n\x1a\n"

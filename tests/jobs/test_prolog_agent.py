@@ -24,7 +24,7 @@ from symbolkg.jobs.methods.prolog_agent import PrologAgent, PrologAgentConfig
 from symbolkg.jobs.pipeline import run_method_job
 from symbolkg.jobs.records import Problem
 from symbolkg.jobs.store import ResultStore
-from symbolkg.solvers import pararule_prolog as P
+from symbolkg.solvers.prolog import pararule as P
 
 from tests.conftest import DATA
 
@@ -229,7 +229,7 @@ def test_symbolkg_solve_with_the_template_engine(tmp_path, capsys):
 
 
 def test_a_verdict_symba_cannot_read_keeps_its_answer_without_a_certificate(tmp_path):
-    from symbolkg.solvers.pool import LocalSolverPool
+    from symbolkg.solvers.runtime.local_pool import LocalSolverPool
 
     cut = "rough(X) :- big(X), !.\nbig(anne).\n"  # a cut: SWI-Prolog runs it, SymBa's language has none
     engine = ScriptedEngine(lambda request: P.render_response(cut, "rough(anne)"))

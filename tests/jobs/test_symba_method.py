@@ -22,9 +22,10 @@ from symbolkg.jobs.cli import main
 from symbolkg.jobs.methods import MethodConfig, run_problem
 from symbolkg.jobs.methods.symba import SymBa, SymBaConfig
 from symbolkg.jobs.records import Problem
-from symbolkg.solvers import symba, symba_prompts as P
-from symbolkg.solvers.pool import LocalSolverPool
-from symbolkg.solvers.records import Status
+from symbolkg.solvers.symba import language as symba
+from symbolkg.solvers.symba import prompts as P
+from symbolkg.solvers.runtime.local_pool import LocalSolverPool
+from symbolkg.solvers.outcomes import Status
 
 from tests.conftest import DATA
 

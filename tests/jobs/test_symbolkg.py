@@ -34,8 +34,8 @@ from symbolkg.retrieval.lkg.canonical import split_sentences
 from symbolkg.retrieval.lkg.schema import Concept, Constraint, Edge, Entity, Graph, Provenance, Rule
 from symbolkg.retrieval.lkg.store import LKGStore
 from symbolkg.retrieval.prune import PruneConfig
-from symbolkg.solvers.pool import LocalSolverPool
-from symbolkg.solvers.records import Limits
+from symbolkg.solvers.runtime.local_pool import LocalSolverPool
+from symbolkg.solvers.outcomes import Limits
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 MODEL = "scripted-symbolkg"

@@ -11,10 +11,11 @@ import json
 import textwrap
 
 import pytest
-from symbolkg.solvers import csp, lsat
+from symbolkg.solvers.csp import language as csp
+from symbolkg.solvers.smt import lsat
 from symbolkg.solvers.certificates import check
 from symbolkg.solvers.certificates import constraint as cc
-from symbolkg.solvers.records import Limits, Status
+from symbolkg.solvers.outcomes import Limits, Status
 
 LIMITS = Limits(timeout_s=10)
 

@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from symbolkg.solvers import lp
+from symbolkg.solvers.lp import language as lp
 from symbolkg.solvers.certificates import check, derivation
-from symbolkg.solvers.records import Limits, Status
+from symbolkg.solvers.outcomes import Limits, Status
 
 DATA = Path(os.environ.get("SYMBOLKG_DATA", "/work/shared/data"))
 LIMITS = Limits(timeout_s=10)

@@ -7,10 +7,12 @@ import json
 
 import pytest
 
-from symbolkg.solvers import fol, fol_z3, prover9
+from symbolkg.solvers.fol import language as fol
+from symbolkg.solvers.fol import z3_backend as fol_z3
+from symbolkg.solvers.fol import prover9
 from symbolkg.solvers.certificates import check
 from symbolkg.solvers.certificates.entailment import MAX_CERTIFICATE_BYTES
-from symbolkg.solvers.records import Limits, Status
+from symbolkg.solvers.outcomes import Limits, Status
 
 
 @pytest.fixture(scope="module", autouse=True)

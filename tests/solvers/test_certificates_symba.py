@@ -10,9 +10,9 @@ import textwrap
 from typing import Any
 
 import pytest
-from symbolkg.solvers import symba
+from symbolkg.solvers.symba import language as symba
 from symbolkg.solvers.certificates import Verdict, check, derivation, symba_tree
-from symbolkg.solvers.records import Limits, Status
+from symbolkg.solvers.outcomes import Limits, Status
 
 from tests.solvers.test_symba_solver import GOLD_SETS, SYMBA, gold_program
 

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from symbolkg.jobs.answers import interpret
 from symbolkg.jobs.records import Problem
-from symbolkg.solvers import csp, fol, lp
+from symbolkg.solvers.csp import language as csp
+from symbolkg.solvers.fol import language as fol
+from symbolkg.solvers.lp import language as lp
 from symbolkg.solvers.checks import Finding, check_program, correct_program, refine_message
-from symbolkg.solvers.records import Limits
+from symbolkg.solvers.outcomes import Limits
 
 TF = ("A) True", "B) False")
 TFU = ("A) True", "B) False", "C) Unknown")
@@ -258,7 +260,7 @@ def lsat_problem(question: str, gold: str = "A") -> Problem:
 
 
 def test_could_be_question_checked_with_is_valid_is_rewritten_to_is_sat():
-    from symbolkg.solvers import lsat
+    from symbolkg.solvers.smt import lsat
 
     question = "Which one of the following could be the order, from first to last?"
     text = SMT.format(question=question, check="is_valid")
@@ -271,7 +273,7 @@ def test_could_be_question_checked_with_is_valid_is_rewritten_to_is_sat():
 
 
 def test_modality_left_alone_when_it_matches_or_the_clause_is_unclear():
-    from symbolkg.solvers import lsat
+    from symbolkg.solvers.smt import lsat
 
     for question, check in [("Which one of the following could be the order?", "is_sat"),
                             ("Which one of the following must be true?", "is_valid"),
@@ -289,7 +291,7 @@ def test_modality_left_alone_when_it_matches_or_the_clause_is_unclear():
 
 
 def test_except_questions_ask_for_the_exception_of_the_positive_check():
-    from symbolkg.solvers import lsat
+    from symbolkg.solvers.smt import lsat
 
     question = "Each of the following must be true EXCEPT:"
     text = SMT.format(question=question, check="is_exception(is_sat").replace(")) ::: (", "))) ::: (")
@@ -301,7 +303,7 @@ def test_except_questions_ask_for_the_exception_of_the_positive_check():
 
 
 def test_list_questions_are_left_alone():
-    from symbolkg.solvers import lsat
+    from symbolkg.solvers.smt import lsat
 
     question = "Which one of the following could be a complete and accurate list?"
     text = SMT.format(question=question, check="is_accurate_list([").replace(")) ::: (", "))]) ::: (")

@@ -1,4 +1,4 @@
-"""Tests of the Logic-LM CSP language (symbolkg.solvers.csp): parsing, entailment answers, errors, limits."""
+"""Tests of the Logic-LM CSP language (symbolkg.solvers.csp.language): parsing, entailment answers, errors, limits."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from symbolkg.solvers import csp
-from symbolkg.solvers.records import ErrorKind, Limits, ProgramError, SolveRequest, Status
+from symbolkg.solvers.csp import language as csp
+from symbolkg.solvers.outcomes import ErrorKind, Limits, ProgramError, SolveRequest, Status
 from symbolkg.solvers.registry import run
 
 # Every answer test below finishes far inside this limit: the slowest call takes 0.03 s (measured).

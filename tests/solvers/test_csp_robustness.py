@@ -1,13 +1,13 @@
 """Robustness corpus for the Logic-LM CSP parser: GPT-4's LogicalDeduction programs rewritten the way other models write.
 
 Each mutation below rewrites a recorded GPT-4 program into a variant that has exactly one reading
-(see "Spellings other models write" in :mod:`symbolkg.solvers.csp`): the solver must give the
+(see "Spellings other models write" in :mod:`symbolkg.solvers.csp.language`): the solver must give the
 variant the same status and answer as the original. A second set of mutations writes what has no
 single reading (or no reading at all); those must be refused at the mutated line.
 
 Deterministic: the programs are a seeded sample of ``SAMPLE`` recorded programs, and every mutation
 draws its choices from a ``random.Random`` seeded by the program id and the mutation's name. The
-programs run in-process through :func:`symbolkg.solvers.csp.solve`, the function the worker calls.
+programs run in-process through :func:`symbolkg.solvers.csp.language.solve`, the function the worker calls.
 """
 
 from __future__ import annotations
@@ -25,9 +25,9 @@ from pathlib import Path
 
 import pytest
 
-from symbolkg.solvers import csp
+from symbolkg.solvers.csp import language as csp
 from symbolkg.solvers.certificates import check
-from symbolkg.solvers.records import Limits, Status
+from symbolkg.solvers.outcomes import Limits, Status
 
 DATA = Path(os.environ.get("SYMBOLKG_DATA", "/work/shared/data"))
 PROGRAMS = DATA / "logiclm" / "programs" / "LogicalDeduction_dev_gpt-4.json"

@@ -17,8 +17,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from symbolkg.solvers import fol, prover9
-from symbolkg.solvers.records import ErrorKind, Limits, ProgramError, Status
+from symbolkg.solvers.fol import language as fol
+from symbolkg.solvers.fol import prover9
+from symbolkg.solvers.outcomes import ErrorKind, Limits, ProgramError, Status
 
 # Every answer test below finishes far inside this limit: the slowest call takes 0.07 s
 # (test_nested_quantifiers, measured), 70x under it, so an answer never depends on machine load.
@@ -453,7 +454,7 @@ class TestAnswers:
 
 def test_registered_as_the_logiclm_fol_language(needs_prover9):
     from symbolkg.solvers import registry
-    from symbolkg.solvers.records import SolveRequest
+    from symbolkg.solvers.outcomes import SolveRequest
 
     text = program(["∀x (Dog(x) → Animal(x))", "Dog(rex)"], "¬Animal(rex)")
     assert isinstance(registry.parse("logiclm-fol", text), fol.FolProgram)

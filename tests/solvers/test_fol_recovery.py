@@ -1,4 +1,4 @@
-"""Readings the FOL parser adds for recorded programs (see ``solvers/fol.py``'s docstring).
+"""Readings the FOL parser adds for recorded programs (see ``solvers/fol/language.py``'s docstring).
 
 Each rule has one reading fixed by the notation: a free variable in a premise is
 universally quantified over that premise (Prover9's convention), ``a ∈ S`` with S a
@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import pytest
 
-from symbolkg.solvers import fol, prover9
-from symbolkg.solvers.records import ErrorKind, Limits, ProgramError, Status
+from symbolkg.solvers.fol import language as fol
+from symbolkg.solvers.fol import prover9
+from symbolkg.solvers.outcomes import ErrorKind, Limits, ProgramError, Status
 
 LIMITS = Limits(timeout_s=5)
 
@@ -110,7 +111,7 @@ def test_free_variable_in_the_conclusion_is_refused_when_the_readings_differ(con
 
 
 def test_the_z3_prover_reads_free_conclusions_the_same_way():
-    from symbolkg.solvers import fol_z3
+    from symbolkg.solvers.fol import z3_backend as fol_z3
 
     agree = fol_z3.solve(program(["∀x (Koala(x) → ¬Quokka(x))"], "Koala(x) ∧ Quokka(x)"), LIMITS)
     assert agree.answer == "False" and "both give False" in agree.proof

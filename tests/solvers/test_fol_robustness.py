@@ -1,9 +1,9 @@
 """Robustness corpus for the FOL parser (``logiclm-fol``): GPT-4's FOLIO programs respelled the way other models write.
 
 Each mutation below rewrites a recorded GPT-4 program into a variant with exactly one reading (see "Other models
-write the same logic in other spellings" in :mod:`symbolkg.solvers.fol`): the variant must parse to the very
+write the same logic in other spellings" in :mod:`symbolkg.solvers.fol.language`): the variant must parse to the very
 formulas of the original (premises, conclusion, the conclusion's free variables, elided conjuncts, declarations),
-and where the original executes :func:`symbolkg.solvers.fol.solve` must give it the same status and answer. A
+and where the original executes :func:`symbolkg.solvers.fol.language.solve` must give it the same status and answer. A
 program whose original is refused must still be refused, for the same kind of reason. A second set of mutations
 writes what has no single reading; those must be refused at the mutated line.
 
@@ -26,8 +26,9 @@ from pathlib import Path
 
 import pytest
 
-from symbolkg.solvers import fol, prover9
-from symbolkg.solvers.records import ErrorKind, Limits, Outcome, ProgramError, Status
+from symbolkg.solvers.fol import language as fol
+from symbolkg.solvers.fol import prover9
+from symbolkg.solvers.outcomes import ErrorKind, Limits, Outcome, ProgramError, Status
 
 DATA = Path(os.environ.get("SYMBOLKG_DATA", "/work/shared/data"))
 PROGRAMS = DATA / "logiclm" / "programs" / "FOLIO_dev_gpt-4.json"

@@ -18,8 +18,8 @@ import time
 import pytest
 
 from symbolkg.solvers import registry
-from symbolkg.solvers.pool import LocalSolverPool
-from symbolkg.solvers.records import Limits, ProgramError, SolveRequest, Status
+from symbolkg.solvers.runtime.local_pool import LocalSolverPool
+from symbolkg.solvers.outcomes import Limits, ProgramError, SolveRequest, Status
 
 SEEDS = {
     "logiclm-lp": """Predicates:

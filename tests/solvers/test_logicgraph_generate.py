@@ -1,4 +1,4 @@
-"""Tests of the LogicGraph generator (symbolkg.solvers.logicgraph_generate) and its command."""
+"""Tests of the LogicGraph generator (symbolkg.solvers.logicgraph.generate) and its command."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from dataclasses import replace
 import pytest
 from symbolkg.jobs.cli import main
 from symbolkg.jobs.datasets import load_dataset
-from symbolkg.solvers.logicgraph import DERIVED, Instance, load_instances
-from symbolkg.solvers.logicgraph_generate import (
+from symbolkg.solvers.logicgraph.instances import DERIVED, Instance, load_instances
+from symbolkg.solvers.logicgraph.generate import (
     TIERS,
     GenerationError,
     TierConfig,
@@ -24,9 +24,9 @@ from symbolkg.solvers.logicgraph_generate import (
     skeleton_proofs,
     tier_statistics,
 )
-from symbolkg.solvers.logicgraph_proofs import families, matching_rules
-from symbolkg.solvers.minimal_support import minimal_supports
-from symbolkg.solvers.propositional import Atom, Implies, Not, atoms, parse, satisfiable
+from symbolkg.solvers.logicgraph.proofs import families, matching_rules
+from symbolkg.solvers.logicgraph.minimal_support import minimal_supports
+from symbolkg.solvers.logicgraph.propositional import Atom, Implies, Not, atoms, parse, satisfiable
 
 SEED = 11
 PER_TIER = {"small": 10, "medium": 10, "large": 6}
@@ -281,7 +281,7 @@ def test_llm_readings_are_checked_and_reword_keeps_the_logic():
 
     from symbolkg.actors.engines.scripted import ScriptedEngine
     from symbolkg.jobs.logicgraph.generate import word_with_llm
-    from symbolkg.solvers.logicgraph_generate import parse_readings, readings_request
+    from symbolkg.solvers.logicgraph.generate import parse_readings, readings_request
 
     generated = [generate_instance("small", 0, k) for k in range(2)]
     first = generated[0]

@@ -7,8 +7,8 @@ import re
 
 import pytest
 
-from symbolkg.solvers.logicgraph import Instance
-from symbolkg.solvers.logicgraph_llm import PROMPT_VERSION, answer_schema, messages, parse_answer
+from symbolkg.solvers.logicgraph.instances import Instance
+from symbolkg.solvers.logicgraph.prompts import PROMPT_VERSION, answer_schema, messages, parse_answer
 
 #: a hand-made instance: G by MP from Rule1 and Fact1, or by DS from Rule2 and Fact2
 RECORD = {

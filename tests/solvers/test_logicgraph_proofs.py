@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from symbolkg.solvers.logicgraph import DERIVED, Instance, Proof, Step, StepPremise, load_instances
-from symbolkg.solvers.logicgraph_proofs import (
+from symbolkg.solvers.logicgraph.instances import DERIVED, Instance, Proof, Step, StepPremise, load_instances
+from symbolkg.solvers.logicgraph.proofs import (
     CONTRAPOSITION,
     INVALID_DEDUCTION,
     RULE_MISAPPLICATION,
@@ -16,7 +16,7 @@ from symbolkg.solvers.logicgraph_proofs import (
     prove,
     same,
 )
-from symbolkg.solvers.propositional import parse, to_prover9
+from symbolkg.solvers.logicgraph.propositional import parse, to_prover9
 
 from tests.conftest import DATA, FIXTURES
 

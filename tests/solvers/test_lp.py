@@ -12,8 +12,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from symbolkg.solvers import lp
-from symbolkg.solvers.records import ErrorKind, Limits, ProgramError, Status
+from symbolkg.solvers.lp import language as lp
+from symbolkg.solvers.outcomes import ErrorKind, Limits, ProgramError, Status
 
 DATA = Path(os.environ.get("SYMBOLKG_DATA", "/work/shared/data"))
 PROGRAMS = DATA / "logiclm" / "programs"

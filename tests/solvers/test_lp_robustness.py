@@ -1,13 +1,13 @@
 """Robustness corpus for the Logic-LM LP parser: GPT-4's programs rewritten the way other models write.
 
 Each mutation below rewrites a recorded GPT-4 program (ProntoQA, ProofWriter) into a variant
-that has exactly one reading (see "Variants other models write" in :mod:`symbolkg.solvers.lp`):
+that has exactly one reading (see "Variants other models write" in :mod:`symbolkg.solvers.lp.language`):
 the solver must give the variant the same verdict (status and answer) as the original. A second
 set of mutations writes what has no single reading; those must be refused at the mutated line.
 
 Deterministic: the programs are a seeded sample (``SAMPLE`` per dataset and mutation) and every
 mutation draws its choices from a ``random.Random`` seeded by the program id. The programs run
-in-process through :func:`symbolkg.solvers.lp.solve`, the function the worker calls.
+in-process through :func:`symbolkg.solvers.lp.language.solve`, the function the worker calls.
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ from collections.abc import Callable
 
 import pytest
 
-from symbolkg.solvers import lp
-from symbolkg.solvers.records import Limits, Status
+from symbolkg.solvers.lp import language as lp
+from symbolkg.solvers.outcomes import Limits, Status
 
 DATA = Path(os.environ.get("SYMBOLKG_DATA", "/work/shared/data"))
 PROGRAMS = DATA / "logiclm" / "programs"

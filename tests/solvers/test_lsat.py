@@ -1,4 +1,4 @@
-"""Tests of the Logic-LM AR-LSAT option DSL ("logiclm-smt", solvers/lsat.py).
+"""Tests of the Logic-LM AR-LSAT option DSL ("logiclm-smt", solvers/smt/lsat.py).
 
 Every small program below has its expected option worked out by hand in a comment.
 """
@@ -16,8 +16,8 @@ import z3
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from symbolkg.solvers import lsat
-from symbolkg.solvers.records import ErrorKind, Limits, Outcome, ProgramError, SolveRequest, Status
+from symbolkg.solvers.smt import lsat
+from symbolkg.solvers.outcomes import ErrorKind, Limits, Outcome, ProgramError, SolveRequest, Status
 from symbolkg.solvers.registry import run as registry_run
 
 DATA = Path(os.environ.get("SYMBOLKG_DATA", "/work/shared/data"))

@@ -1,4 +1,4 @@
-"""Readings the logiclm-smt parser adds for recorded AR-LSAT programs (see ``solvers/lsat.py``'s docstring).
+"""Readings the logiclm-smt parser adds for recorded AR-LSAT programs (see ``solvers/smt/lsat.py``'s docstring).
 
 A range over a whole sort of names (``And(1 <= serviced(v), serviced(v) <= 6)`` over six days) numbers the
 members from its lower bound, and under that numbering holds for every member: it reads as ``True``. Bounds
@@ -11,8 +11,8 @@ import textwrap
 
 import pytest
 
-from symbolkg.solvers import lsat
-from symbolkg.solvers.records import ErrorKind, Limits, ProgramError, Status
+from symbolkg.solvers.smt import lsat
+from symbolkg.solvers.outcomes import ErrorKind, Limits, ProgramError, Status
 
 # Three vehicles on three ordered days; b after a, c after b: a Mon, b Tue, c Wed, so only (B) holds.
 PROGRAM = """\

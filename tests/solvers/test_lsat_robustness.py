@@ -1,7 +1,7 @@
 """Robustness of the logiclm-smt parser: GPT-4's recorded AR-LSAT programs, respelled the way other models
 write them, must give identical answers (issue 17, "parsers that hold beyond one model's style").
 
-Each mutation below has exactly one reading (see the module docstring of solvers/lsat.py): each must parse to
+Each mutation below has exactly one reading (see the module docstring of solvers/smt/lsat.py): each must parse to
 the very formulas of the recorded program, and all four together must give the same status and answer.
 The sample is fixed: 40 programs (every 105/40-th, in file order, of those that executed before issue 17,
 contain no quotes and solve in under 0.08 s; measured 2026-12-02): 19 with a unique answer, 15 with none or
@@ -19,8 +19,8 @@ from collections.abc import Callable
 
 import pytest
 
-from symbolkg.solvers import lsat
-from symbolkg.solvers.records import Limits
+from symbolkg.solvers.smt import lsat
+from symbolkg.solvers.outcomes import Limits
 
 DATA = Path(os.environ.get("SYMBOLKG_DATA", "/work/shared/data"))
 PROGRAMS = DATA / "logiclm" / "programs" / "AR-LSAT_dev_gpt-4.json"

@@ -8,7 +8,7 @@ import json
 import random
 
 import pytest
-from symbolkg.solvers.minimal_support import (
+from symbolkg.solvers.logicgraph.minimal_support import (
     CertificateError,
     Countermodel,
     MergeStep,
@@ -18,7 +18,7 @@ from symbolkg.solvers.minimal_support import (
     minimal_supports_fol,
     recheck_supports,
 )
-from symbolkg.solvers.propositional import Formula, entails, parse
+from symbolkg.solvers.logicgraph.propositional import Formula, entails, parse
 
 
 def kb(**texts: str) -> dict[str, Formula]:

@@ -1,6 +1,6 @@
 """The PARARULE-Plus translator, its encoding, and the formalizer agent's prompt and parser.
 
-Programs are run on the real swipl (solvers/prolog.py's harness), so the encoding's meaning is
+Programs are run on the real swipl (solvers/prolog/language.py's harness), so the encoding's meaning is
 checked, not only its text: the initial-facts reading of body negation, the closure reading of
 the question, tabling on recursive rules, and the plain SLDNF alternative that differs or loops.
 """
@@ -10,9 +10,9 @@ from __future__ import annotations
 import json
 
 import pytest
-from symbolkg.solvers import pararule_prolog as P
-from symbolkg.solvers import prolog
-from symbolkg.solvers.records import Limits
+from symbolkg.solvers.prolog import pararule as P
+from symbolkg.solvers.prolog import language as prolog
+from symbolkg.solvers.outcomes import Limits
 
 from tests.conftest import DATA
 

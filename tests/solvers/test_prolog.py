@@ -12,8 +12,9 @@ from typing import Iterator
 
 import pytest
 
-from symbolkg.solvers import lp, prolog
-from symbolkg.solvers.records import ErrorKind, Limits, ProgramError, Status
+from symbolkg.solvers.lp import language as lp
+from symbolkg.solvers.prolog import language as prolog
+from symbolkg.solvers.outcomes import ErrorKind, Limits, ProgramError, Status
 
 pytestmark = pytest.mark.skipif(
     shutil.which(os.environ.get("SYMBOLKG_SWIPL") or "swipl") is None, reason="SWI-Prolog not installed"

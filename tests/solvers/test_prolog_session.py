@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from symbolkg.solvers.prolog_session import PrologSession, PrologToolError, SessionLimits, SessionRegistry
+from symbolkg.solvers.prolog.session import PrologSession, PrologToolError, SessionLimits, SessionRegistry
 
 pytestmark = pytest.mark.skipif(
     shutil.which(os.environ.get("SYMBOLKG_SWIPL") or "swipl") is None, reason="SWI-Prolog not installed"
@@ -439,7 +439,7 @@ def test_killed_during_a_goal_gives_session_lost(session: PrologSession) -> None
 def test_swipl_exits_when_its_parent_dies(tmp_path: Path) -> None:
     script = tmp_path / "child.py"
     script.write_text(
-        "from symbolkg.solvers.prolog_session import PrologSession\n"
+        "from symbolkg.solvers.prolog.session import PrologSession\n"
         "s = PrologSession()\n"
         "print(s.pid, flush=True)\n"
         "s.run_goal('repeat, fail', time_limit=60)\n"

@@ -24,7 +24,7 @@ from symbolkg.solvers.prompts import (
     program_structured_output,
     refine_messages,
 )
-from symbolkg.solvers.records import ErrorKind, Limits, ProgramError
+from symbolkg.solvers.outcomes import ErrorKind, Limits, ProgramError
 from tests.conftest import data_or_skip
 
 LANGUAGES = sorted(EXAMPLES)

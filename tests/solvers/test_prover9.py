@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from symbolkg.solvers import prover9
-from symbolkg.solvers.prover9 import ProofStatus, Prover9NotFound, entail, parse, prove, solve
-from symbolkg.solvers.records import ErrorKind, Limits, ProgramError, Status
+from symbolkg.solvers.fol import prover9
+from symbolkg.solvers.fol.prover9 import ProofStatus, Prover9NotFound, entail, parse, prove, solve
+from symbolkg.solvers.outcomes import ErrorKind, Limits, ProgramError, Status
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -322,7 +322,7 @@ def test_native_structure_errors(text, line, kind, fragment):
 
 def test_registered_as_the_prover9_language():
     from symbolkg.solvers import registry
-    from symbolkg.solvers.records import SolveRequest
+    from symbolkg.solvers.outcomes import SolveRequest
 
     text = NATIVE.format(goal="mortal(socrates)")
     assert isinstance(registry.parse("prover9", text), prover9.Prover9Problem)

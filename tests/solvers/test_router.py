@@ -98,7 +98,7 @@ def test_target_for_maps_each_route_to_a_prompt_language_and_a_runner():
 
 def test_the_prolog_route_runs_lp_programs_in_swi_prolog():
     from symbolkg.solvers.registry import run
-    from symbolkg.solvers.records import Limits, SolveRequest
+    from symbolkg.solvers.outcomes import Limits, SolveRequest
 
     program = ("Predicates:\nCat($x, bool)\nPet($x, bool)\nFacts:\nCat(Tom, True)\nRules:\n"
                "Cat($x, True) >>> Pet($x, True)\nQuery:\nPet(Tom, True)")

@@ -1,4 +1,4 @@
-"""Tests of SMT-LIB2 scripts on Z3 (symbolkg.solvers.smtlib): verdicts, errors with lines, limits, goals."""
+"""Tests of SMT-LIB2 scripts on Z3 (symbolkg.solvers.smt.smtlib): verdicts, errors with lines, limits, goals."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import time
 import pytest
 import z3
 
-from symbolkg.solvers import smtlib
-from symbolkg.solvers.records import ErrorKind, Limits, ProgramError, SolveRequest, Status
+from symbolkg.solvers.smt import smtlib
+from symbolkg.solvers.outcomes import ErrorKind, Limits, ProgramError, SolveRequest, Status
 from symbolkg.solvers.registry import run
 
 # Every answer test below finishes far inside this limit: the slowest call takes 0.21 s (measured:

@@ -1,4 +1,4 @@
-"""Tests of the SymBa clause language and its tabled backward chainer (symbolkg.solvers.symba)."""
+"""Tests of the SymBa clause language and its tabled backward chainer (symbolkg.solvers.symba.language)."""
 
 from __future__ import annotations
 
@@ -11,9 +11,10 @@ import textwrap
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from symbolkg.solvers import registry, symba
-from symbolkg.solvers.records import ErrorKind, Limits, Outcome, ProgramError, SolveRequest, Status
-from symbolkg.solvers.symba import (
+from symbolkg.solvers import registry
+from symbolkg.solvers.symba import language as symba
+from symbolkg.solvers.outcomes import ErrorKind, Limits, Outcome, ProgramError, SolveRequest, Status
+from symbolkg.solvers.symba.language import (
     Atom,
     Budget,
     Clause,

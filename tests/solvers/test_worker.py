@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from symbolkg.solvers.records import ErrorKind, Limits, SolveRequest, Status
-from symbolkg.solvers.worker import SolverProcess
+from symbolkg.solvers.outcomes import ErrorKind, Limits, SolveRequest, Status
+from symbolkg.solvers.runtime.worker import SolverProcess
 
 # x^3 + y^3 = z^3 over positive integers: no solution (Euler's proof of Fermat's n = 3 case), so Z3
 # can never answer sat, and refuting it takes that proof, beyond Z3's nonlinear integer arithmetic:

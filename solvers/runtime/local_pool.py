@@ -26,8 +26,8 @@ import time
 from dataclasses import dataclass
 from typing import Iterable, Iterator, Protocol
 
-from symbolkg.solvers.records import ErrorKind, Outcome, SolveRequest, Status
-from symbolkg.solvers.worker import SolverProcess
+from symbolkg.solvers.outcomes import ErrorKind, Outcome, SolveRequest, Status
+from symbolkg.solvers.runtime.worker import SolverProcess
 
 
 @dataclass(frozen=True)

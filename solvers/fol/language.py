@@ -12,7 +12,7 @@ A program has three sections; text after ``:::`` on a line is a comment::
 
 The answer is ``"True"`` when the premises entail the conclusion, ``"False"``
 when they entail its negation and ``"Unknown"`` otherwise (see
-:func:`symbolkg.solvers.prover9.entail`).
+:func:`symbolkg.solvers.fol.prover9.entail`).
 
 Grammar (a precedence-climbing parser; binding from tightest to loosest)::
 
@@ -139,8 +139,8 @@ import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
-from symbolkg.solvers import prover9
-from symbolkg.solvers.records import ErrorKind, Limits, Outcome, ProgramError, Status, Stopwatch
+from symbolkg.solvers.fol import prover9
+from symbolkg.solvers.outcomes import ErrorKind, Limits, Outcome, ProgramError, Status, Stopwatch
 
 BACKEND = prover9.BACKEND
 
@@ -1371,7 +1371,7 @@ COUNTERMODEL_BUDGET_S = 4.0
 
 def _with_countermodels(certificate: dict, program: FolProgram, limits: Limits) -> dict:
     """An Unknown certificate with a model of premises ∧ ¬goal and one of premises ∧ goal, where found."""
-    from symbolkg.solvers import fol_z3
+    from symbolkg.solvers.fol import z3_backend as fol_z3
     from symbolkg.solvers.certificates import entailment
 
     budget = min(COUNTERMODEL_BUDGET_S, limits.timeout_s) / 2

@@ -63,7 +63,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from symbolkg.solvers.records import ErrorKind, Limits, Outcome, ProgramError, Status, Stopwatch
+from symbolkg.solvers.outcomes import ErrorKind, Limits, Outcome, ProgramError, Status, Stopwatch
 
 BACKEND = "swipl"
 
@@ -599,7 +599,7 @@ PURE_LIBRARIES: tuple[str, ...] = (
     "lists", "apply", "aggregate", "clpfd", "clpb", "pairs", "ordsets", "assoc", "yall", "dif", "between",
     "solution_sequences", "apply_macros", "dicts", "strings", "occurs", "ugraphs", "tabling",
 )
-#: Harness text shared with solvers/prolog_session.py: output goes to a per-request capture
+#: Harness text shared with solvers/prolog/session.py: output goes to a per-request capture
 #: stream, so the plain output predicates are as harmless as writeln/1, which the sandbox allows.
 SAFE_OUTPUT_PRIMITIVES = """\
 :- multifile sandbox:safe_primitive/1.

@@ -50,7 +50,7 @@ A program is a sequence of statements, each ending in ``.``, and exactly one que
 * Not supported, with a message that says so: integrity constraints (``:- b.``),
   disjunctive or choice heads, conjunctive queries, function symbols.
 
-Malformed text raises :class:`~symbolkg.solvers.records.ProgramError` with the line
+Malformed text raises :class:`~symbolkg.solvers.outcomes.ProgramError` with the line
 number; :func:`parse` never raises anything else. :func:`format_clause` and friends
 print terms back in the same syntax (``parse(format(p)) == p``).
 
@@ -120,7 +120,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from symbolkg.solvers.records import ErrorKind, Limits, Outcome, ProgramError, Status, Stopwatch
+from symbolkg.solvers.outcomes import ErrorKind, Limits, Outcome, ProgramError, Status, Stopwatch
 
 BACKEND = "symba-chainer"
 

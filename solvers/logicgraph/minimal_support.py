@@ -6,7 +6,7 @@ has no proper subset that is a support. Equivalently, ``S ∪ {¬G}`` is a minim
 
 :func:`minimal_supports` (propositional) is exact and complete, and every complete result carries a
 :class:`SupportCertificate` that :func:`check_certificate` re-verifies with nothing but
-:func:`~symbolkg.solvers.propositional.clauses` and :func:`~symbolkg.solvers.propositional.evaluate`:
+:func:`~symbolkg.solvers.logicgraph.propositional.clauses` and :func:`~symbolkg.solvers.logicgraph.propositional.evaluate`:
 
 1. **Reduction** (each step a checkable claim, each keeps the set of minimal supports unchanged):
    premises outside the goal's atom-connected component are dropped when ``P`` is consistent (the
@@ -35,7 +35,7 @@ the thousands on LogicGraph (a 10-step chain offers 10 ways to break it), over b
 different solver from the one that found it. :func:`minimal_supports_fol` is the first-order variant
 (SMT-LIB premises, MARCO with Z3 under a time budget).
 
->>> from symbolkg.solvers.propositional import parse
+>>> from symbolkg.solvers.logicgraph.propositional import parse
 >>> premises = {"r1": parse("A -> G"), "f1": parse("A"), "r2": parse("B -> G"), "f2": parse("B"), "x": parse("C")}
 >>> result = minimal_supports(premises, parse("G"))
 >>> [sorted(s) for s in result.supports], result.status
@@ -51,7 +51,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from symbolkg.solvers.propositional import (
+from symbolkg.solvers.logicgraph.propositional import (
     And,
     Atom,
     Clause,
@@ -986,8 +986,8 @@ def _transversals_plain(sets: Sequence[frozenset[int]]) -> list[frozenset[int]]:
 def check_certificate(premises: Mapping[str, Formula], goal: Formula, result: SupportResult) -> CertificateCheck:
     """Re-verify that ``result.supports`` contains every minimal support, from its certificate alone.
 
-    Uses only :func:`~symbolkg.solvers.propositional.clauses` and
-    :func:`~symbolkg.solvers.propositional.evaluate` on the original formulas, and recomputes the
+    Uses only :func:`~symbolkg.solvers.logicgraph.propositional.clauses` and
+    :func:`~symbolkg.solvers.logicgraph.propositional.evaluate` on the original formulas, and recomputes the
     blocks' effect and the minimal transversals itself. Together with :func:`recheck` (each listed set
     is a minimal support) it proves the list is exactly the minimal supports.
 

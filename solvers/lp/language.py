@@ -40,7 +40,7 @@ Grammar, as GPT-4 actually writes it (all 1,100 recorded programs parse):
 
 Variants other models write, accepted because each has exactly one reading (the parser
 turns each into the form above, so :func:`solve` and the SWI-Prolog path,
-:mod:`symbolkg.solvers.lp_swipl`, see the same program):
+:mod:`symbolkg.solvers.lp.swipl`, see the same program):
 
 * **Multi-word constants.** ``Big(bald eagle, True)``: the words of an argument form
   one constant. Two spellings are the same constant when they differ only in case,
@@ -111,7 +111,7 @@ in a form another engine re-checks (:mod:`symbolkg.solvers.certificates.derivati
 proof tree for True/False (both for an inconsistent program), the closure for Unknown.
 
 :func:`to_prolog` translates a parsed program into tabled SWI-Prolog text for
-:mod:`symbolkg.solvers.prolog`; :func:`solve_with_prolog` runs a program through that path.
+:mod:`symbolkg.solvers.prolog.language`; :func:`solve_with_prolog` runs a program through that path.
 """
 
 from __future__ import annotations
@@ -123,11 +123,11 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Iterator, Sequence, Union
 
-from symbolkg.solvers.records import ErrorKind, Limits, Outcome, ProgramError, Status, Stopwatch
+from symbolkg.solvers.outcomes import ErrorKind, Limits, Outcome, ProgramError, Status, Stopwatch
 
 BACKEND = "forward-chainer"
 
-#: Answers of an entailment query (see symbolkg.solvers.records).
+#: Answers of an entailment query (see symbolkg.solvers.outcomes).
 ANSWER_TRUE, ANSWER_FALSE, ANSWER_UNKNOWN = "True", "False", "Unknown"
 
 SECTIONS = ("Predicates", "Facts", "Rules", "Query")
@@ -964,7 +964,7 @@ PROLOG_ANSWER_GOAL = "lp_answer(Answer)"
 
 
 def to_prolog(program: LPProgram) -> str:
-    """Translate an LP program into tabled SWI-Prolog text for :mod:`symbolkg.solvers.prolog`.
+    """Translate an LP program into tabled SWI-Prolog text for :mod:`symbolkg.solvers.prolog.language`.
 
     Every predicate ``P`` becomes ``'P'(Args..., true|false)`` and is tabled, so
     cyclic rules terminate (the same least fixpoint the forward chainer computes).
@@ -985,7 +985,7 @@ def to_prolog(program: LPProgram) -> str:
         arity.setdefault(atom.predicate, len(atom.args) + 1)
     for decl in program.predicates:
         arity.setdefault(decl.name, decl.arity + 1)
-    out = ["% Translated from a Logic-LM LP program (symbolkg.solvers.lp.to_prolog)."]
+    out = ["% Translated from a Logic-LM LP program (symbolkg.solvers.lp.language.to_prolog)."]
     for name, n in arity.items():
         out.append(f":- table {_pl_atom(name)}/{n}.")
         # dynamic: a predicate with no clauses fails instead of raising an existence error.
@@ -1029,15 +1029,15 @@ def solve_with_prolog(text: str, limits: Limits) -> Outcome:
 
     Args:
         text: the LP program.
-        limits: passed to :func:`symbolkg.solvers.prolog.run_query`.
+        limits: passed to :func:`symbolkg.solvers.prolog.language.run_query`.
 
     Returns:
         The outcome.
 
     Raises:
-        symbolkg.solvers.prolog.PrologUnavailable: SWI-Prolog cannot be started.
+        symbolkg.solvers.prolog.language.PrologUnavailable: SWI-Prolog cannot be started.
     """
-    from symbolkg.solvers import prolog  # only this path needs SWI-Prolog; the chainer must not import it
+    from symbolkg.solvers.prolog import language as prolog  # only this path needs SWI-Prolog; the chainer must not import it
 
     with Stopwatch() as sw:
         try:
@@ -1120,7 +1120,7 @@ def _prolog_certificate(text: str, program: LPProgram, source: str, answer: str 
     or its output is cut off (the harness keeps 10,000 characters); a closure that is cut off
     keeps its count only, which the checker recomputes.
     """
-    from symbolkg.solvers import prolog
+    from symbolkg.solvers.prolog import language as prolog
     from symbolkg.solvers.certificates import derivation
 
     q = program.query

@@ -11,10 +11,10 @@ atoms (a *branch*: it reaches the same conclusion by another route and finishes 
 Because every new premise has fresh atoms, two chains share nothing but ``G`` and the re-derived
 nodes, which keeps unintended proofs rare, but the construction is *not* trusted for the ground
 truth: the reference list of a written instance is the enumerator's complete list of minimal
-supports (:func:`symbolkg.solvers.minimal_support.minimal_supports`), one stepwise proof each
+supports (:func:`symbolkg.solvers.logicgraph.minimal_support.minimal_supports`), one stepwise proof each
 (the construction's own proof when it cites exactly that support, else
-:func:`symbolkg.solvers.logicgraph_proofs.prove`), grouped into families by
-:func:`symbolkg.solvers.logicgraph_proofs.families`. An instance is written only when it passes
+:func:`symbolkg.solvers.logicgraph.proofs.prove`), grouped into families by
+:func:`symbolkg.solvers.logicgraph.proofs.families`. An instance is written only when it passes
 the paper's three solver filters (section 4.3) with our own solvers (:func:`check_filters`) and its
 number of proofs falls in the tier's range.
 
@@ -40,8 +40,8 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
-from symbolkg.solvers.logicgraph import DERIVED, Instance, Premise, Proof, Step, StepPremise
-from symbolkg.solvers.propositional import (
+from symbolkg.solvers.logicgraph.instances import DERIVED, Instance, Premise, Proof, Step, StepPremise
+from symbolkg.solvers.logicgraph.propositional import (
     And,
     Atom,
     Formula,
@@ -175,7 +175,7 @@ class Inference:
     """One inference node: a form's premises and its conclusion.
 
     Attributes:
-        rule: one of :data:`~symbolkg.solvers.logicgraph.RULES`.
+        rule: one of :data:`~symbolkg.solvers.logicgraph.instances.RULES`.
         premises: in the order the dataset cites them for this form (e.g. CD: ``P→R, Q→S, P∨Q``).
         conclusion: what the form derives (double negations removed, as the dataset writes them).
         derived: index into ``premises`` of the one obtained from the previous step of the chain;
@@ -445,7 +445,7 @@ def skeleton_proofs(skeleton: Skeleton, ids: Mapping[str, Formula]) -> list[Proo
 
     Family fields are filled from the construction (a family per chain to ``G``; a branch's
     ``branch_from`` is the index in its family's chain where it rejoins it); the ground truth
-    regroups the enumerated proofs with :func:`~symbolkg.solvers.logicgraph_proofs.families`.
+    regroups the enumerated proofs with :func:`~symbolkg.solvers.logicgraph.proofs.families`.
     """
     by_formula = {f: i for i, f in ids.items()}
     family_of: list[int] = []
@@ -514,7 +514,7 @@ def check_filters(premises: Mapping[str, Formula], goal: Formula, proofs: Sequen
 
     Stepwise entailment is checked semantically (as the paper does with Prover9) and, beyond the
     paper, syntactically: each step must be an application of the form it names
-    (:func:`~symbolkg.solvers.logicgraph_proofs.matching_rules`), since the task's answers are
+    (:func:`~symbolkg.solvers.logicgraph.proofs.matching_rules`), since the task's answers are
     judged against those seven shapes.
 
     Args:
@@ -525,7 +525,7 @@ def check_filters(premises: Mapping[str, Formula], goal: Formula, proofs: Sequen
     Returns:
         The report; ``ok`` when all three hold.
     """
-    from symbolkg.solvers.logicgraph_proofs import matching_rules
+    from symbolkg.solvers.logicgraph.proofs import matching_rules
 
     problems: list[str] = []
     stepwise = True
@@ -772,12 +772,12 @@ def _ground_truth(
 
     A support's proof is the constructed one citing exactly that support when there is one (so
     branches keep the steps they share with their chain, which is what makes them a family),
-    else the shortest proof :func:`~symbolkg.solvers.logicgraph_proofs.prove` finds. Proofs go to
-    :func:`~symbolkg.solvers.logicgraph_proofs.families` in construction order (a chain before
+    else the shortest proof :func:`~symbolkg.solvers.logicgraph.proofs.prove` finds. Proofs go to
+    :func:`~symbolkg.solvers.logicgraph.proofs.families` in construction order (a chain before
     its branches), then are numbered as the dataset numbers them: cores first, then branches.
     """
-    from symbolkg.solvers.logicgraph_proofs import families, prove
-    from symbolkg.solvers.minimal_support import minimal_supports
+    from symbolkg.solvers.logicgraph.proofs import families, prove
+    from symbolkg.solvers.logicgraph.minimal_support import minimal_supports
 
     result = minimal_supports(premises, goal, budget_s=budget_s)
     if not result.complete:

@@ -97,7 +97,7 @@ whose variable has that single value in every solution; for options of that
 form, and mutually exclusive options, the two rules agree.
 
 Example:
-    >>> from symbolkg.solvers.records import Limits
+    >>> from symbolkg.solvers.outcomes import Limits
     >>> program = '''Variables:
     ... a [IN] [1, 2, 3]
     ... b [IN] [1, 2, 3]
@@ -125,8 +125,8 @@ from dataclasses import dataclass
 
 import z3
 
-from symbolkg.solvers.records import ErrorKind, Limits, Outcome, ProgramError, Status, Stopwatch
-from symbolkg.solvers.smtlib import Z3Watchdog
+from symbolkg.solvers.outcomes import ErrorKind, Limits, Outcome, ProgramError, Status, Stopwatch
+from symbolkg.solvers.smt.smtlib import Z3Watchdog
 
 BACKEND = "z3"
 

@@ -130,7 +130,7 @@ from typing import Callable, Iterator, Union
 
 import z3
 
-from symbolkg.solvers.records import ErrorKind, Limits, Outcome, ProgramError, Status, Stopwatch
+from symbolkg.solvers.outcomes import ErrorKind, Limits, Outcome, ProgramError, Status, Stopwatch
 
 #: Longest program text parse() reads. GPT-4's AR-LSAT programs are under 3,000 characters; the parser
 #: is linear but slow on huge texts (~30 KB/s on a 620 KB fuzz mutant), so far larger input is refused

@@ -1,6 +1,6 @@
 """LogicGraph proofs: the seven rule shapes, step and path checks, proof search and families.
 
-LogicGraph (:mod:`symbolkg.solvers.logicgraph`) asks for every minimal premise set that
+LogicGraph (:mod:`symbolkg.solvers.logicgraph.instances`) asks for every minimal premise set that
 entails the goal, each written as a stepwise proof whose steps use seven argument forms:
 
 ====  ===============================  ==========================
@@ -22,7 +22,7 @@ rejected by default; see :data:`CONTRAPOSITION`.
 This module holds three things, all plain Python without a solver process:
 
 * **checks**: :func:`matching_rules` (shape), :func:`check_step` (shape + local validity
-  with :func:`~symbolkg.solvers.propositional.entails`) and :func:`check_path`, which
+  with :func:`~symbolkg.solvers.logicgraph.propositional.entails`) and :func:`check_path`, which
   checks one untrusted answer proof (any JSON) against an instance and labels each failed
   step with the paper's logical-execution error types (:data:`LABELS`);
 * **search**: :func:`prove`, a shortest stepwise proof from exactly one premise set using
@@ -30,7 +30,7 @@ This module holds three things, all plain Python without a solver process:
 * **families**: :func:`families`, the dataset's grouping of proofs into a core proof and
   branches that rejoin it (``family_id`` / ``path_type`` / ``branch_from``).
 
->>> from symbolkg.solvers.propositional import parse
+>>> from symbolkg.solvers.logicgraph.propositional import parse
 >>> matching_rules([parse("(-G -> A1)"), parse("-A1")], parse("G"))
 ('MT',)
 >>> matching_rules([parse("(A1 | A2)"), parse("(A1 -> G)"), parse("(A2 -> G)")], parse("G"))
@@ -47,8 +47,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from symbolkg.solvers.logicgraph import DERIVED, RULES, Instance, Premise, Proof, Step, StepPremise
-from symbolkg.solvers.propositional import (
+from symbolkg.solvers.logicgraph.instances import DERIVED, RULES, Instance, Premise, Proof, Step, StepPremise
+from symbolkg.solvers.logicgraph.propositional import (
     Formula,
     FormulaSyntaxError,
     Implies,
@@ -138,7 +138,7 @@ def _neg(formula: Formula) -> Formula:
 def same(a: Formula, b: Formula) -> bool:
     """Equal up to double negation (the dataset writes ``G`` where a rule yields ``¬¬G``).
 
-    >>> from symbolkg.solvers.propositional import parse
+    >>> from symbolkg.solvers.logicgraph.propositional import parse
     >>> same(parse("--(A1 -> G)"), parse("(A1 -> G)"))
     True
     """
@@ -232,7 +232,7 @@ def _matches(rule: str, premises: Sequence[Formula], conclusion: Formula) -> boo
 def matching_rules(
     premises: Sequence[Formula], conclusion: Formula, *, allow_contraposition: bool = False
 ) -> tuple[str, ...]:
-    """The rules (of the seven, in :data:`~symbolkg.solvers.logicgraph.RULES` order) whose shape the step has.
+    """The rules (of the seven, in :data:`~symbolkg.solvers.logicgraph.instances.RULES` order) whose shape the step has.
 
     Args:
         premises: the cited formulas, in any order.
@@ -737,14 +737,14 @@ def prove(
     disjunctions only between antecedents/consequents/disjuncts that already occur.
 
     Args:
-        source: an :class:`~symbolkg.solvers.logicgraph.Instance` or a mapping id -> formula
-            (or -> :class:`~symbolkg.solvers.logicgraph.Premise`).
+        source: an :class:`~symbolkg.solvers.logicgraph.instances.Instance` or a mapping id -> formula
+            (or -> :class:`~symbolkg.solvers.logicgraph.instances.Premise`).
         support: the premise ids the proof may cite.
         goal: the formula to prove; default the instance's goal.
         max_formulas: give up (return None) after settling this many formulas.
 
     Returns:
-        A :class:`~symbolkg.solvers.logicgraph.Proof` in the dataset's format (``id`` 0, no
+        A :class:`~symbolkg.solvers.logicgraph.instances.Proof` in the dataset's format (``id`` 0, no
         family), or None when the seven rules cannot derive the goal from ``support``.
 
     Raises:

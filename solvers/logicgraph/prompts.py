@@ -30,8 +30,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from symbolkg.solvers.json_text import close_truncated
-from symbolkg.solvers.logicgraph import DERIVED, RULES, Instance
-from symbolkg.solvers.propositional import to_prover9
+from symbolkg.solvers.logicgraph.instances import DERIVED, RULES, Instance
+from symbolkg.solvers.logicgraph.propositional import to_prover9
 
 __all__ = ["PROMPT_VERSION", "ParsedAnswer", "answer_schema", "messages", "parse_answer"]
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from symbolkg.solvers.propositional import Atom, Formula, FormulaSyntaxError, atoms, parse, to_prover9, to_unicode
+from symbolkg.solvers.logicgraph.propositional import Atom, Formula, FormulaSyntaxError, atoms, parse, to_prover9, to_unicode
 
 __all__ = [
     "DERIVED",

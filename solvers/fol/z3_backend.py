@@ -1,6 +1,6 @@
 """The Logic-LM FOL language decided by Z3 (language ``logiclm-fol-z3``), and small finite models.
 
-The program text is the ``logiclm-fol`` language (:mod:`symbolkg.solvers.fol`, same parser);
+The program text is the ``logiclm-fol`` language (:mod:`symbolkg.solvers.fol.language`, same parser);
 only the prover differs. It exists for two reasons:
 
 * ``symbolkg solve --cross-check`` runs every ``logiclm-fol`` program through it as a second
@@ -42,9 +42,9 @@ from collections.abc import Iterable, Sequence
 
 import z3
 
-from symbolkg.solvers import fol
-from symbolkg.solvers.fol import Atom, Binary, Connective, Const, Equals, Formula, Func, Not, Quantified, Quantifier, Term, Var
-from symbolkg.solvers.records import ErrorKind, Limits, Outcome, ProgramError, Status, Stopwatch
+from symbolkg.solvers.fol import language as fol
+from symbolkg.solvers.fol.language import Atom, Binary, Connective, Const, Equals, Formula, Func, Not, Quantified, Quantifier, Term, Var
+from symbolkg.solvers.outcomes import ErrorKind, Limits, Outcome, ProgramError, Status, Stopwatch
 
 BACKEND = "z3"
 
@@ -357,7 +357,7 @@ def decide(program: fol.FolProgram, limits: Limits) -> Outcome:
 def solve(text: str, limits: Limits) -> Outcome:
     """Parse a FOLIO program (the ``logiclm-fol`` language) and decide its conclusion with Z3.
 
-    Returns the same statuses and answers as :func:`symbolkg.solvers.fol.solve`, with backend
+    Returns the same statuses and answers as :func:`symbolkg.solvers.fol.language.solve`, with backend
     ``"z3"``; never raises for a bad program.
     """
     with Stopwatch() as sw:

@@ -1,7 +1,7 @@
 """The solver worker: a persistent child process that runs programs, and its parent-side handle.
 
 An LLM-written program never runs in the orchestrator. Each solver worker is a
-separate Python process (``python -m symbolkg.solvers.worker``) that keeps its solvers
+separate Python process (``python -m symbolkg.solvers.runtime.worker``) that keeps its solvers
 warm between calls (one Z3 context per process, a persistent SWI-Prolog
 subprocess, a Prover9 binary started per call) and speaks JSON lines:
 
@@ -40,7 +40,7 @@ import sys
 import tempfile
 import time
 
-from symbolkg.solvers.records import ErrorKind, Outcome, SolveRequest, Status
+from symbolkg.solvers.outcomes import ErrorKind, Outcome, SolveRequest, Status
 
 #: Environment variables a worker keeps; everything else (API keys, tokens) is dropped.
 _ENV_KEEP = ("PATH", "LANG", "LC_ALL", "HOME", "TMPDIR", "SYMBOLKG_PROVER9", "SYMBOLKG_SWIPL", "OPENBLAS_CORETYPE")
@@ -97,7 +97,7 @@ class SolverProcess:
         env["TMPDIR"] = self._workdir.name
         env["PYTHONDONTWRITEBYTECODE"] = "1"
         self._proc = subprocess.Popen(
-            [sys.executable, "-m", "symbolkg.solvers.worker"],
+            [sys.executable, "-m", "symbolkg.solvers.runtime.worker"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
@@ -111,7 +111,7 @@ class SolverProcess:
         if hello is None or json.loads(hello).get("ready") is not True:
             code = self._proc.poll()
             self.kill()
-            raise WorkerStartError(f"solver worker did not start (exit code {code}); try `python -m symbolkg.solvers.worker --check`")
+            raise WorkerStartError(f"solver worker did not start (exit code {code}); try `python -m symbolkg.solvers.runtime.worker --check`")
 
     def kill(self) -> None:
         """Kill the worker and every process in its group; safe to call twice."""
@@ -231,8 +231,8 @@ def _serve() -> None:
 
 
 def _check() -> int:
-    """`python -m symbolkg.solvers.worker --check`: run one tiny program per language."""
-    from symbolkg.solvers.records import Limits
+    """`python -m symbolkg.solvers.runtime.worker --check`: run one tiny program per language."""
+    from symbolkg.solvers.outcomes import Limits
 
     samples = {
         "smtlib2": "(declare-const x Int)\n(assert (> x 1))\n(check-sat)\n",
@@ -250,7 +250,7 @@ def _check() -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m symbolkg.solvers.worker", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m symbolkg.solvers.runtime.worker", description=__doc__.split("\n")[0])
     parser.add_argument("--check", action="store_true", help="start a worker and run one program per native language")
     args = parser.parse_args(argv)
     if args.check:

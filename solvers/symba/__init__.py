@@ -1,0 +1,1 @@
+"""SymBa: its clause language, the tabled backward chainer, and its prompts."""
