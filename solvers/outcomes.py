@@ -231,3 +231,36 @@ class Stopwatch:
 
     def elapsed(self) -> float:
         return time.perf_counter() - self._t0
+
+
+class CertificateError(ValueError):
+    """A certificate that is malformed, cites what is not in the program, or does not prove what it
+    claims (the message says which part or step failed): the check fails."""
+
+
+class Deadline:
+    """A time limit that a long loop polls cheaply: :meth:`tick` raises ``TimeoutError`` once
+    ``seconds`` have passed (the clock is read every ``every`` ticks, so a tick costs a counter
+    increment). Callers that report the overrun differently catch ``TimeoutError`` at their boundary.
+
+    >>> d = Deadline(60.0)
+    >>> d.tick(); d.expired()
+    False
+    """
+
+    def __init__(self, seconds: float, every: int = 512) -> None:
+        self.seconds = seconds
+        self._end = time.perf_counter() + seconds
+        self._every = every
+        self._n = 0
+
+    def tick(self) -> None:
+        self._n += 1
+        if self._n % self._every == 0 and time.perf_counter() > self._end:
+            raise TimeoutError(f"time limit of {self.seconds:g} s reached")
+
+    def expired(self) -> bool:
+        return time.perf_counter() > self._end
+
+    def remaining(self) -> float:
+        return max(0.0, self._end - time.perf_counter())

@@ -35,7 +35,7 @@ import traceback
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from symbolkg.solvers.outcomes import Limits
+from symbolkg.solvers.outcomes import CertificateError, Limits
 
 #: certificate kinds; each is a module of this package with ``check(...) -> Verdict``
 KINDS = ("entailment", "derivation", "constraint")
@@ -97,7 +97,3 @@ def check(certificate: dict[str, Any] | None, *, language: str, program: str, an
     if not verdict.seconds:
         verdict = Verdict(verdict.status, verdict.reason, verdict.checker, round(time.perf_counter() - t0, 6))
     return verdict
-
-
-class CertificateError(ValueError):
-    """A certificate that is malformed or cites what is not in the program: the check fails."""

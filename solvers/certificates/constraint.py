@@ -80,8 +80,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from symbolkg.solvers.certificates import CertificateError, Verdict
-from symbolkg.solvers.outcomes import Limits, ProgramError
+from symbolkg.solvers.certificates import Verdict
+from symbolkg.solvers.outcomes import CertificateError, Limits, ProgramError
 
 VERSION = 1
 CHECKER = "python-search"

@@ -67,8 +67,8 @@ import time
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from symbolkg.solvers.certificates import CertificateError, Verdict
-from symbolkg.solvers.outcomes import Limits, ProgramError
+from symbolkg.solvers.certificates import Verdict
+from symbolkg.solvers.outcomes import CertificateError, Limits, ProgramError
 
 KIND = "derivation"
 VERSION = 1

@@ -58,8 +58,8 @@ from dataclasses import dataclass
 from typing import Any
 from collections.abc import Sequence
 
-from symbolkg.solvers.certificates import CertificateError, Verdict
-from symbolkg.solvers.outcomes import Limits, ProgramError
+from symbolkg.solvers.certificates import Verdict
+from symbolkg.solvers.outcomes import CertificateError, Limits, ProgramError
 
 VERSION = 1
 

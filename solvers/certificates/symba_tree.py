@@ -73,8 +73,8 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from symbolkg.solvers.symba import language as symba
-from symbolkg.solvers.certificates import CertificateError, Verdict
-from symbolkg.solvers.outcomes import Limits, ProgramError
+from symbolkg.solvers.certificates import Verdict
+from symbolkg.solvers.outcomes import CertificateError, Limits, ProgramError
 from symbolkg.solvers.symba.language import Atom, Clause, Comparison, Expr, Naf, Str, Var
 
 KIND = "derivation"
