@@ -1,6 +1,6 @@
 """How often each formalization check fires on Logic-LM's recorded GPT-4 programs, and what it is worth.
 
-Runs the real recorded path (:func:`symbolkg.jobs.solve.run_solve`, local solver pool) on the
+Runs the real recorded path (:func:`symbolkg.jobs.pipeline.solve.run_solve`, local solver pool) on the
 five program files twice: with corrections off (the checks only run and are recorded) and on
 (the corrected programs are solved). Per check and dataset it reports:
 
@@ -30,8 +30,8 @@ import time
 from pathlib import Path
 
 from symbolkg.jobs.datasets import default_data_dir, load_logiclm_programs
-from symbolkg.jobs.solve import run_solve
-from symbolkg.jobs.store import ResultStore, read_run
+from symbolkg.jobs.pipeline.solve import run_solve
+from symbolkg.jobs.pipeline.store import ResultStore, read_run
 from symbolkg.solvers.checks import CHECKS
 from symbolkg.solvers.runtime.local_pool import LocalSolverPool
 from symbolkg.solvers.outcomes import Limits

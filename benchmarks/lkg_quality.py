@@ -61,7 +61,7 @@ async def measure(args) -> dict:
     from symbolkg.actors.engines.base import SamplingParams
     from symbolkg.actors.engines.vllm_engine import VLLMConfig, VLLMEngine
     from symbolkg.jobs.lkg import LKGConfig, run_lkg_build
-    from symbolkg.jobs.records import Problem
+    from symbolkg.jobs.pipeline.rows import Problem
     from symbolkg.retrieval.lkg.extract import parse_extraction
     from symbolkg.retrieval.lkg.store import LKGStore
 

@@ -38,8 +38,8 @@ from symbolkg.actors.engines.factory import EngineOptions, make_engine
 from symbolkg.jobs.datasets import load_dataset
 from symbolkg.jobs.methods import MethodConfig
 from symbolkg.jobs.methods.prolog_agent import PrologAgent, PrologAgentConfig
-from symbolkg.jobs.pipeline import run_method_job
-from symbolkg.jobs.store import ResultStore
+from symbolkg.jobs.pipeline.runner import run_method_job
+from symbolkg.jobs.pipeline.store import ResultStore
 
 OUT = Path(__file__).resolve().parent / "out"
 DEPTHS = (2, 3, 4)

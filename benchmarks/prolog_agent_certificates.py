@@ -30,8 +30,8 @@ from symbolkg.actors.engines.factory import EngineOptions, make_engine
 from symbolkg.jobs.datasets import default_data_dir, load_dataset
 from symbolkg.jobs.methods import MethodConfig
 from symbolkg.jobs.methods.prolog_agent import PrologAgent, PrologAgentConfig
-from symbolkg.jobs.pipeline import run_method_job
-from symbolkg.jobs.store import ResultStore
+from symbolkg.jobs.pipeline.runner import run_method_job
+from symbolkg.jobs.pipeline.store import ResultStore
 from symbolkg.jobs.verify import verify_run
 from symbolkg.solvers.runtime.local_pool import LocalSolverPool
 

@@ -35,8 +35,8 @@ from symbolkg.actors.engines.base import ChatRequest, Message, SamplingParams
 from symbolkg.actors.engines.metered import MeteredEngine, prefix_cache_summary
 from symbolkg.jobs.datasets import load_dataset
 from symbolkg.jobs.methods import MethodConfig
-from symbolkg.jobs.pipeline import run_method_job
-from symbolkg.jobs.store import ResultStore, read_run
+from symbolkg.jobs.pipeline.runner import run_method_job
+from symbolkg.jobs.pipeline.store import ResultStore, read_run
 from symbolkg.solvers import prompts
 from symbolkg.solvers.runtime.local_pool import LocalSolverPool
 from symbolkg.solvers.outcomes import Limits

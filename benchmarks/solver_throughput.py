@@ -1,6 +1,6 @@
 """Solver throughput: all five Logic-LM GPT-4 program sets through the Ray solver pool, 1 vs 2 workers.
 
-Runs the real batch job (`symbolkg.jobs.solve.run_solve`: Ray actors, worker processes,
+Runs the real batch job (`symbolkg.jobs.pipeline.solve.run_solve`: Ray actors, worker processes,
 results Parquet) once per worker count, side by side in one process, and
 reports per dataset and per backend: problems/s, p50/p95/max solver latency,
 execution rate and accuracy, plus the wall time of the whole set.
@@ -23,8 +23,8 @@ from pathlib import Path
 
 from symbolkg.jobs.datasets import default_data_dir, load_problems
 from symbolkg.jobs.report import summarize
-from symbolkg.jobs.solve import run_solve
-from symbolkg.jobs.store import ResultStore, read_run
+from symbolkg.jobs.pipeline.solve import run_solve
+from symbolkg.jobs.pipeline.store import ResultStore, read_run
 from symbolkg.solvers.outcomes import Limits
 
 DATASETS = ["ProntoQA", "ProofWriter", "FOLIO", "LogicalDeduction", "AR-LSAT"]
@@ -67,7 +67,7 @@ def run_once(problem_sets: dict[str, list], workers: int, limits: Limits) -> dic
         pool.close()
     import pyarrow as pa
 
-    from symbolkg.jobs.records import RESULT_SCHEMA
+    from symbolkg.jobs.pipeline.rows import RESULT_SCHEMA
 
     s = summarize(pa.Table.from_pylist(all_rows, schema=RESULT_SCHEMA), {"wall_seconds": total_wall})
     return {

@@ -1,8 +1,8 @@
 """The simulated pipeline benchmark: the real orchestrator at cluster scale on one machine.
 
 ``symbolkg bench pipeline --simulated`` runs synthetic problems through the real batch job
-(:func:`symbolkg.jobs.pipeline.run_method_job`, method ``logiclm``: formulate -> solve -> refine,
-a real :class:`~symbolkg.jobs.store.ResultStore`) against ``E`` :class:`~symbolkg.actors.engines.simulated.SimulatedEngine`
+(:func:`symbolkg.jobs.pipeline.runner.run_method_job`, method ``logiclm``: formulate -> solve -> refine,
+a real :class:`~symbolkg.jobs.pipeline.store.ResultStore`) against ``E`` :class:`~symbolkg.actors.engines.simulated.SimulatedEngine`
 replicas behind a :class:`~symbolkg.actors.engines.balanced.BalancedEngine` and a
 :class:`SimulatedSolverPool`. Only the backends are simulated; every coroutine, prompt,
 program extraction, result row and Parquet write is the real code, running in real time
@@ -78,9 +78,9 @@ from symbolkg.actors.engines.simulated import (
     SimulatedEngine,
 )
 from symbolkg.jobs.methods import MethodConfig
-from symbolkg.jobs.pipeline import run_method_job
-from symbolkg.jobs.records import Problem, ResultRow
-from symbolkg.jobs.store import ResultStore, read_run
+from symbolkg.jobs.pipeline.runner import run_method_job
+from symbolkg.jobs.pipeline.rows import Problem, ResultRow
+from symbolkg.jobs.pipeline.store import ResultStore, read_run
 from symbolkg.solvers.runtime.local_pool import PoolResult
 from symbolkg.solvers.outcomes import ErrorKind, Outcome, SolveRequest, Status
 

@@ -17,7 +17,7 @@ from symbolkg.solvers.outcomes import Limits
 if TYPE_CHECKING:
     from symbolkg.actors.engines.base import LLMEngine
     from symbolkg.actors.engines.factory import EngineOptions
-    from symbolkg.jobs.solve import SolveSummary
+    from symbolkg.jobs.pipeline.solve import SolveSummary
 
 T = TypeVar("T")
 
@@ -114,8 +114,8 @@ def _cmd_solve(args: argparse.Namespace) -> int:
     if args.method != "recorded" or args.engine:
         return _cmd_solve_llm(args)
     from symbolkg.jobs.report import format_table, summarize
-    from symbolkg.jobs.solve import run_solve
-    from symbolkg.jobs.store import ResultStore, read_run
+    from symbolkg.jobs.pipeline.solve import run_solve
+    from symbolkg.jobs.pipeline.store import ResultStore, read_run
 
     out = _prepare_out(args)
     if out is None:
@@ -198,11 +198,11 @@ def _cmd_solve_llm(args: argparse.Namespace) -> int:
     from symbolkg.actors.engines.factory import EngineOptions
     from symbolkg.jobs import methods
     from symbolkg.jobs.datasets import default_data_dir
-    from symbolkg.jobs.gates import StageLimits
+    from symbolkg.jobs.pipeline.gates import StageLimits
     from symbolkg.jobs.methods import MethodConfig
-    from symbolkg.jobs.pipeline import run_method_job
+    from symbolkg.jobs.pipeline.runner import run_method_job
     from symbolkg.jobs.report import format_table, summarize
-    from symbolkg.jobs.store import ResultStore, read_run
+    from symbolkg.jobs.pipeline.store import ResultStore, read_run
 
     if args.method == "recorded":
         print(f"symbolkg solve: --engine needs --method {' or '.join(methods.names())}", file=sys.stderr)
@@ -365,7 +365,7 @@ def _cmd_retrieve(args: argparse.Namespace) -> int:
     hops = result.hull.distances
     if opts is not None:
         from symbolkg.actors.engines.base import EngineDeadError
-        from symbolkg.jobs.retrieve import retrieve
+        from symbolkg.jobs.pipeline.retrieve import retrieve
 
         try:
             outcome = _run_with_engine(opts, lambda engine: retrieve(engine, retriever,

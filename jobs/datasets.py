@@ -36,7 +36,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Callable, Iterator, Mapping
 
-from symbolkg.jobs.records import PROBLEM_SCHEMA, Problem
+from symbolkg.jobs.pipeline.rows import PROBLEM_SCHEMA, Problem
 from symbolkg.solvers.outcomes import Program
 from symbolkg.solvers.registry import LANGUAGES
 
@@ -1112,7 +1112,7 @@ def load_generic(
     """Load problems in our own format.
 
     Formats, by file suffix: ``.jsonl`` (one JSON object per line), ``.parquet`` (columns of
-    :data:`symbolkg.jobs.records.PROBLEM_SCHEMA`; nulls mean absent) or ``.json`` (a JSON array of
+    :data:`symbolkg.jobs.pipeline.rows.PROBLEM_SCHEMA`; nulls mean absent) or ``.json`` (a JSON array of
     the same objects). Fields:
 
     * ``id`` (string, required, unique in the file),

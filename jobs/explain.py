@@ -257,7 +257,7 @@ def _problem_text(dataset: str, problem_id: str, data_dir: str | None) -> tuple[
 def _cmd_explain(args: argparse.Namespace) -> int:
     import pyarrow.parquet as pq
 
-    from symbolkg.jobs.store import read_run
+    from symbolkg.jobs.pipeline.store import read_run
     from symbolkg.jobs.verify import verdicts_path
 
     try:

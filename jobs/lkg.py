@@ -34,8 +34,8 @@ from typing import Iterable, Sequence
 
 from symbolkg.actors.engines.metered import MeteredEngine, prefix_cache_summary
 from symbolkg.actors.engines.base import ChatRequest, EngineDeadError, EngineError, LLMEngine, Message, SamplingParams, StructuredOutput
-from symbolkg.jobs.concurrency import for_each_in_flight
-from symbolkg.jobs.records import Problem
+from symbolkg.jobs.pipeline.concurrency import for_each_in_flight
+from symbolkg.jobs.pipeline.rows import Problem
 from symbolkg.retrieval.lkg.extract import PROMPT_VERSION, chunk_context, chunk_schema, extraction_messages, parse_extraction, repair_messages
 from symbolkg.retrieval.lkg.merge import merge_graphs
 from symbolkg.retrieval.lkg.schema import ContextRecord, Graph, ValidationIssue

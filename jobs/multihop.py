@@ -39,7 +39,7 @@ from typing import Iterable, Literal, Sequence
 
 import numpy as np
 
-from symbolkg.jobs.records import Problem
+from symbolkg.jobs.pipeline.rows import Problem
 from symbolkg.retrieval.anchors import lexical_query_entities
 from symbolkg.retrieval.bm25 import BM25Index
 from symbolkg.retrieval.embed import Embedder
@@ -438,7 +438,7 @@ async def answer_questions(engine, retriever: PassageRetriever, questions: Seque
         (prompt tokens, completion tokens).
     """
     from symbolkg.actors.engines.base import ChatRequest, EngineDeadError, EngineError, Message, SamplingParams
-    from symbolkg.jobs.concurrency import for_each_in_flight
+    from symbolkg.jobs.pipeline.concurrency import for_each_in_flight
 
     by_key = {p.key: p for p in retriever.passages}
     tokens = [0, 0]

@@ -3,7 +3,7 @@
 Reads a results Parquet (per problem: end-to-end latency, per-stage seconds, solver seconds of
 every attempt, tokens) and, when the job wrote them, its LLM request log
 (:mod:`symbolkg.actors.engines.metered`: when each request was in flight) and its gate log
-(:mod:`symbolkg.jobs.gates`: when calls queued for and entered the ``llm`` and ``solve`` stages). Reports:
+(:mod:`symbolkg.jobs.pipeline.gates`: when calls queued for and entered the ``llm`` and ``solve`` stages). Reports:
 
 * ``latency`` and ``stages``: distributions (mean, p50, p90, p95, p99, max) of the end-to-end
   latency per problem and of each stage's seconds per problem;
@@ -32,8 +32,8 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from symbolkg.actors.engines.metered import RequestRecord, prefix_cache_summary, read_request_log
-from symbolkg.jobs.gates import GateEvent, read_gate_log
-from symbolkg.jobs.store import read_run
+from symbolkg.jobs.pipeline.gates import GateEvent, read_gate_log
+from symbolkg.jobs.pipeline.store import read_run
 
 
 def distribution(values: Sequence[float]) -> dict[str, float]:
@@ -110,7 +110,7 @@ def gate_timelines(events: Sequence[GateEvent], start: float
 
 
 def gate_report(events: Sequence[GateEvent]) -> dict[str, dict[str, Any]]:
-    """What each stage's gate did, from its events (:func:`symbolkg.jobs.gates.read_gate_log`).
+    """What each stage's gate did, from its events (:func:`symbolkg.jobs.pipeline.gates.read_gate_log`).
 
     Returns:
         Per stage: ``limit``, ``passes``, ``cancelled`` (queued calls that gave up), ``wait`` (the

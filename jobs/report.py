@@ -10,7 +10,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from symbolkg.jobs.store import read_run
+from symbolkg.jobs.pipeline.store import read_run
 
 
 def _percentile(values: list[float], q: float) -> float:

@@ -16,7 +16,7 @@ from itertools import zip_longest
 from typing import Mapping, Sequence
 
 from symbolkg.jobs.datasets import load_dataset
-from symbolkg.jobs.records import Problem
+from symbolkg.jobs.pipeline.rows import Problem
 from symbolkg.retrieval.lkg.schema import STRUCTURAL_EDGE_TYPES, Graph
 from symbolkg.retrieval.lkg.store import LKGStore
 from symbolkg.solvers.router import Route, RouteFeatures, Solver, combine_vote, parse_vote, route, text_features, vote_messages
@@ -95,7 +95,7 @@ async def llm_votes(engine, problems: Sequence[Problem], *, max_in_flight: int =
     """
     from symbolkg.actors.engines.base import (ChatRequest, EngineDeadError, EngineError, Message, SamplingParams,
                                      StructuredOutput)
-    from symbolkg.jobs.concurrency import for_each_in_flight
+    from symbolkg.jobs.pipeline.concurrency import for_each_in_flight
 
     structured = StructuredOutput(choice=("z3", "prover9", "prolog")) if engine.supports_structured else None
     votes: dict[str, Solver | None] = {}

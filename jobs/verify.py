@@ -75,7 +75,7 @@ def verdicts_path(run: str | Path) -> Path:
 def verify_run(run: str | Path, pool: Any, *, limits: Limits | None = None,
                progress: bool = True) -> tuple[list[RowVerdict], dict[str, Any]]:
     """Re-check every answered row of ``run`` on ``pool`` (each check under ``limits``); returns (verdicts, summary)."""
-    from symbolkg.jobs.store import read_run
+    from symbolkg.jobs.pipeline.store import read_run
 
     limits = limits or Limits(timeout_s=20.0)
 

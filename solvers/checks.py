@@ -22,7 +22,7 @@ Each check is stated for the language, not for a dataset:
     text, so the correction flips the query's (``Sour(Max, True)`` <-> ``Sour(Max, False)``; FOL:
     adds or removes the ``¬``). ``Sour(Max, False)`` for "Max is not sour" is correct and is left
     alone. Why it matters: the answer of the query is mapped onto the question's labels
-    (:func:`symbolkg.jobs.answers.interpret`), so a negated query turns True into False; under a
+    (:func:`symbolkg.jobs.pipeline.answers.interpret`), so a negated query turns True into False; under a
     closed world (no Unknown option) an underivable atom reads as False either way, so a negated
     query is wrong there even when nothing is derived.
 
@@ -55,7 +55,7 @@ Each check is stated for the language, not for a dataset:
 ``answer_format`` (every language; error)
     Per-dataset answer format. Verdict languages (LP, FOL) answer True/False/Unknown, so every
     option of the problem must be one of those texts (an Unknown option makes the set open-world;
-    without one it is closed-world, see :func:`symbolkg.jobs.answers.interpret`). Option languages
+    without one it is closed-world, see :func:`symbolkg.jobs.pipeline.answers.interpret`). Option languages
     (CSP, SMT DSL) must have exactly the problem's option letters, and a CSP option whose comment
     repeats another option's text has the wrong letter.
 
@@ -85,10 +85,10 @@ Each check is stated for the language, not for a dataset:
 
 A :class:`Finding` says what is wrong, where and what the text says, in words an LLM can act on;
 the refine loop (:func:`symbolkg.jobs.methods.logiclm.formalize_solve_refine`) sends the errors
-back as it sends solver errors, and the recorded path (:func:`symbolkg.jobs.solve.run_solve`)
+back as it sends solver errors, and the recorded path (:func:`symbolkg.jobs.pipeline.solve.run_solve`)
 records them in the row's ``trace``, solving the corrected program unless corrections are off.
 
->>> from symbolkg.jobs.records import Problem
+>>> from symbolkg.jobs.pipeline.rows import Problem
 >>> p = Problem("p", "x", "", "Is the following statement true or false? Max is sour.", ("A) True", "B) False"), "B")
 >>> prog = "Predicates:\\nSour($x, bool)\\nFacts:\\nSour(Max, False)\\nQuery:\\nSour(Max, False)"
 >>> [f.check for f in check_program("logiclm-lp", prog, p)]
@@ -107,7 +107,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from symbolkg.solvers.outcomes import ProgramError
 
 if TYPE_CHECKING:  # the problem record lives with the jobs; checks only read its question and options
-    from symbolkg.jobs.records import Problem
+    from symbolkg.jobs.pipeline.rows import Problem
 
 Severity = Literal["error", "warning", "info"]
 
@@ -414,13 +414,13 @@ def _components(premises: list[tuple[int, set[str]]], start: set[str]) -> list[i
 
 
 def _option_letters(problem: Problem) -> dict[str, str]:
-    from symbolkg.jobs.answers import option_letters as letters
+    from symbolkg.jobs.pipeline.answers import option_letters as letters
 
     return letters(problem)
 
 
 def _verdict_options(problem: Problem) -> list[Finding]:
-    from symbolkg.jobs.answers import _VERDICT_TEXTS  # the texts interpret() maps verdicts onto
+    from symbolkg.jobs.pipeline.answers import _VERDICT_TEXTS  # the texts interpret() maps verdicts onto
 
     texts = {t for ts in _VERDICT_TEXTS.values() for t in ts}
     letters = _option_letters(problem)

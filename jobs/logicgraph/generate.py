@@ -168,7 +168,7 @@ async def word_with_llm(generated_all: list, engine, *, max_tokens: int = 2048, 
         EngineDeadError: the engine died (the caller writes nothing).
     """
     from symbolkg.actors.engines.base import ChatRequest, EngineDeadError, EngineError, Message, SamplingParams, StructuredOutput
-    from symbolkg.jobs.concurrency import for_each_in_flight
+    from symbolkg.jobs.pipeline.concurrency import for_each_in_flight
     from symbolkg.solvers.logicgraph.generate import parse_readings, readings_request, reword
 
     stats = {"model": engine.model, "atoms": 0, "atoms_from_llm": 0, "engine_errors": 0, "prompt_tokens": 0,

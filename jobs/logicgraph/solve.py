@@ -134,7 +134,7 @@ async def answer_instances(instances, engine, cfg: SolveConfig, log: AnswerLog, 
         rerun asks again), tokens and seconds.
     """
     from symbolkg.actors.engines.base import ChatRequest, EngineDeadError, EngineError, Message, SamplingParams, StructuredOutput
-    from symbolkg.jobs.concurrency import for_each_in_flight
+    from symbolkg.jobs.pipeline.concurrency import for_each_in_flight
     from symbolkg.solvers.logicgraph.prompts import PROMPT_VERSION, answer_schema, messages, parse_answer
 
     todo = [inst for inst in instances if inst.id not in log.done]

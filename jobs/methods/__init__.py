@@ -21,7 +21,7 @@ from importlib.metadata import entry_points
 
 from symbolkg.actors.engines.base import LLMEngine
 from symbolkg.jobs.methods.base import Ledger, Method, MethodConfig, MethodContext
-from symbolkg.jobs.records import Problem, ResultRow
+from symbolkg.jobs.pipeline.rows import Problem, ResultRow
 from symbolkg.solvers.runtime.local_pool import SolverPool
 
 #: The built-in methods: name -> "module:Class". One registration line per method.
@@ -115,7 +115,7 @@ async def run_problem(problem: Problem, cfg: MethodConfig, engine: LLMEngine, so
     row = await method.run(problem, MethodContext(engine, solver, cfg))
     if cfg.fallback and row.predicted is None:
         from symbolkg.jobs.methods.baseline import answer_directly
-        from symbolkg.jobs.answers import is_correct
+        from symbolkg.jobs.pipeline.answers import is_correct
 
         ctx = MethodContext(engine, solver, cfg)
         predicted, _, _ = await answer_directly(problem, ctx, cfg.fallback)

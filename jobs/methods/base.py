@@ -2,7 +2,7 @@
 
 A method is a plug-in (see :mod:`symbolkg.jobs.methods` for the registry): a subclass of
 :class:`Method` with a ``name`` and one coroutine, :meth:`Method.run`, that turns one
-:class:`~symbolkg.jobs.records.Problem` into one :class:`~symbolkg.jobs.records.ResultRow`.
+:class:`~symbolkg.jobs.pipeline.rows.Problem` into one :class:`~symbolkg.jobs.pipeline.rows.ResultRow`.
 Everything the job provides arrives in a :class:`MethodContext`: the LLM engine, the solver
 pool (when the method asks for one), the shared settings (:class:`MethodConfig`) and a fresh
 per-problem :class:`Ledger` that counts the LLM calls the method makes through
@@ -16,7 +16,7 @@ Example: a toy method, run on one problem with the scripted engine::
 
     >>> import asyncio
     >>> from symbolkg.actors.engines.scripted import ScriptedEngine
-    >>> from symbolkg.jobs.records import Problem
+    >>> from symbolkg.jobs.pipeline.rows import Problem
     >>> class Echo(Method):
     ...     name = "echo"
     ...     async def run(self, problem, ctx):
@@ -38,8 +38,8 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Sequence
 
 from symbolkg.actors.engines.base import ChatRequest, Completion, EngineError, LLMEngine, Message, SamplingParams, StructuredOutput
-from symbolkg.jobs.answers import is_correct
-from symbolkg.jobs.records import Problem, ResultRow, certificate_json
+from symbolkg.jobs.pipeline.answers import is_correct
+from symbolkg.jobs.pipeline.rows import Problem, ResultRow, certificate_json
 from symbolkg.solvers.runtime.local_pool import SolverPool
 from symbolkg.solvers.outcomes import Limits, Outcome, Status
 

@@ -10,7 +10,7 @@ import time
 
 from symbolkg.actors.engines.base import EngineDeadError, EngineError
 from symbolkg.jobs.methods.base import Method, MethodContext
-from symbolkg.jobs.records import Problem, ResultRow
+from symbolkg.jobs.pipeline.rows import Problem, ResultRow
 from symbolkg.solvers import prompts
 from symbolkg.solvers.outcomes import ErrorKind, Outcome, Status
 

@@ -18,9 +18,9 @@ import time
 from dataclasses import dataclass, field
 
 from symbolkg.actors.engines.base import EngineDeadError, EngineError
-from symbolkg.jobs.answers import interpret
+from symbolkg.jobs.pipeline.answers import interpret
 from symbolkg.jobs.methods.base import Method, MethodContext
-from symbolkg.jobs.records import Problem, ResultRow
+from symbolkg.jobs.pipeline.rows import Problem, ResultRow
 from symbolkg.solvers import checks, prompts
 from symbolkg.solvers.outcomes import ErrorKind, Outcome, SolveRequest, Status
 
@@ -37,7 +37,7 @@ class Formalized:
     Attributes:
         outcome: the kept program's outcome (None when the LLM never gave a program).
         program: the kept program: the best round's (:func:`formalize_solve_refine`), usually the last.
-        attempts: one object per round (see :attr:`symbolkg.jobs.records.ResultRow.attempts_log`).
+        attempts: one object per round (see :attr:`symbolkg.jobs.pipeline.rows.ResultRow.attempts_log`).
         rounds: programs written and run.
         worker, pool_attempts: where the kept program ran, and how many runs it took.
         kept_round: the round whose program is kept (None before any program ran).

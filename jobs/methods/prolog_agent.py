@@ -76,9 +76,9 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Literal, TypeVar
 
 from symbolkg.actors.engines.base import EngineDeadError, EngineError, SamplingParams
-from symbolkg.jobs.answers import interpret
+from symbolkg.jobs.pipeline.answers import interpret
 from symbolkg.jobs.methods.base import Method, MethodContext
-from symbolkg.jobs.records import Problem, ResultRow
+from symbolkg.jobs.pipeline.rows import Problem, ResultRow
 from symbolkg.solvers.prolog import pararule as P
 from symbolkg.solvers.symba import language as symba
 from symbolkg.solvers.outcomes import ErrorKind, Outcome, ProgramError, SolveRequest, Status

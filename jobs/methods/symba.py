@@ -42,9 +42,9 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from symbolkg.actors.engines.base import EngineDeadError, EngineError, SamplingParams
-from symbolkg.jobs.answers import interpret
+from symbolkg.jobs.pipeline.answers import interpret
 from symbolkg.jobs.methods.base import Method, MethodContext
-from symbolkg.jobs.records import Problem, ResultRow
+from symbolkg.jobs.pipeline.rows import Problem, ResultRow
 from symbolkg.solvers.symba import language as symba
 from symbolkg.solvers.symba import prompts as P
 from symbolkg.solvers.outcomes import ErrorKind, Outcome, SolveRequest, Status

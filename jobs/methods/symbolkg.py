@@ -7,7 +7,7 @@ at once, so the engine batches their LLM calls):
    extracted now (once per distinct context, even when several problems in flight share it)
    and stored, so the next run and the next question on the same story skip the LLM;
 2. **retrieve**: LLM query entities -> dense and name anchors -> the logical hull -> LLM
-   pruning (:func:`symbolkg.jobs.retrieve.retrieve`), over that graph; the query is the question and
+   pruning (:func:`symbolkg.jobs.pipeline.retrieve.retrieve`), over that graph; the query is the question and
    its options. The search runs off the event loop, on the job's retrieval hosts (a worker
    thread, or index actors: :mod:`symbolkg.actors.retrieval_actor`), batched across problems in flight;
 3. **premises**: the context sentences the kept nodes were read from, in text order; when
@@ -43,12 +43,12 @@ from typing import Any, Callable, Sequence
 from symbolkg.actors.engines.base import (ChatRequest, EngineDeadError, EngineError, LLMEngine, Message, SamplingParams,
                                  StructuredOutput)
 from symbolkg.actors.retrieval_actor import EmbedderSpec, HostConfig, RetrievalService
-from symbolkg.jobs.answers import interpret
+from symbolkg.jobs.pipeline.answers import interpret
 from symbolkg.jobs.lkg import ContextJob, LKGConfig, extract_context
 from symbolkg.jobs.methods.base import Ledger, Method, MethodContext
 from symbolkg.jobs.methods.logiclm import formalize_solve_refine
-from symbolkg.jobs.records import Problem, ResultRow
-from symbolkg.jobs.retrieve import RetrieveOutcome, retrieve
+from symbolkg.jobs.pipeline.rows import Problem, ResultRow
+from symbolkg.jobs.pipeline.retrieve import RetrieveOutcome, retrieve
 from symbolkg.jobs.router_eval import graph_counts
 from symbolkg.retrieval.embed import Embedder
 from symbolkg.retrieval.hull import HullConfig

@@ -9,7 +9,7 @@ Layout (``STORE`` is the directory given to :class:`LKGStore`)::
 
 ``<tag>`` is ``<milliseconds>-<session uuid>-<sequence>``, unique per flush.
 
-Resume without duplicates (the idea of :mod:`symbolkg.jobs.store`): every file appears
+Resume without duplicates (the idea of :mod:`symbolkg.jobs.pipeline.store`): every file appears
 atomically (written under a temporary name, then ``os.replace``); a flush writes
 the nodes part, then the edges part, then the contexts part. A part counts only
 once its contexts file exists, so a kill at any moment loses at most the

@@ -4,7 +4,7 @@ The program text is the ``logiclm-fol`` language (:mod:`symbolkg.solvers.fol.lan
 only the prover differs. It exists for two reasons:
 
 * ``symbolkg solve --cross-check`` runs every ``logiclm-fol`` program through it as a second
-  opinion on Prover9's answer (:mod:`symbolkg.jobs.solve`);
+  opinion on Prover9's answer (:mod:`symbolkg.jobs.pipeline.solve`);
 * the entailment certificate checker (:mod:`symbolkg.solvers.certificates.entailment`) re-proves
   Prover9's answers with :func:`satisfiable` here, and Prover9's "Unknown" answers carry countermodels
   found by :func:`find_model` (Prover9's wheel ships no Mace4).

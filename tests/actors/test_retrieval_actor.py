@@ -13,7 +13,7 @@ import pytest
 
 from symbolkg.actors.retrieval_actor import (EmbedderSpec, HostConfig, RemoteEmbedder, RetrievalError, RetrievalHost,
                                     RetrievalService, SearchRequest)
-from symbolkg.jobs.retrieve import retrieve
+from symbolkg.jobs.pipeline.retrieve import retrieve
 from symbolkg.retrieval.anchors import AnchorConfig
 from symbolkg.retrieval.embed import HashingEmbedder
 from symbolkg.retrieval.hull import HullConfig

@@ -27,7 +27,7 @@ from symbolkg.jobs.bench import (
     run_bench,
     synthetic_problems,
 )
-from symbolkg.jobs.store import read_run
+from symbolkg.jobs.pipeline.store import read_run
 from symbolkg.solvers import prompts
 from symbolkg.solvers.outcomes import SolveRequest
 

@@ -9,9 +9,9 @@ import json
 import pytest
 from symbolkg.actors.engines.scripted import ScriptedEngine
 from symbolkg.jobs.methods import MethodConfig, run_problem
-from symbolkg.jobs.records import Problem, Program
-from symbolkg.jobs.solve import run_solve
-from symbolkg.jobs.store import ResultStore, read_run
+from symbolkg.jobs.pipeline.rows import Problem, Program
+from symbolkg.jobs.pipeline.solve import run_solve
+from symbolkg.jobs.pipeline.store import ResultStore, read_run
 from symbolkg.solvers.runtime.local_pool import LocalSolverPool
 
 RIGHT = """Predicates:

@@ -26,7 +26,7 @@ from symbolkg.jobs.datasets import (
     load_logiclm_programs,
     load_problems,
 )
-from symbolkg.jobs.records import PROBLEM_SCHEMA, Problem
+from symbolkg.jobs.pipeline.rows import PROBLEM_SCHEMA, Problem
 from symbolkg.solvers.outcomes import Program
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"

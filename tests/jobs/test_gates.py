@@ -1,4 +1,4 @@
-"""Per-stage gates (jobs/gates.py): the gate alone, and method jobs whose ``llm`` / ``solve`` stages are bounded.
+"""Per-stage gates (jobs/pipeline/gates.py): the gate alone, and method jobs whose ``llm`` / ``solve`` stages are bounded.
 
 The job tests measure concurrency inside the backends (a counting wrapper around the scripted
 engine and around real solver workers), so a gate that let too many calls through would show.
@@ -18,11 +18,11 @@ import pytest
 
 from symbolkg.actors.engines.base import ChatRequest, Completion, Message
 from symbolkg.actors.engines.scripted import ScriptedEngine
-from symbolkg.jobs.gates import (GatedEngine, GateLog, StageGate, StageLimits, gate_log_dir, read_gate_log,
+from symbolkg.jobs.pipeline.gates import (GatedEngine, GateLog, StageGate, StageLimits, gate_log_dir, read_gate_log,
                         write_gate_log)
 from symbolkg.jobs.methods import MethodConfig
-from symbolkg.jobs.pipeline import run_method_job
-from symbolkg.jobs.store import ResultStore, read_run
+from symbolkg.jobs.pipeline.runner import run_method_job
+from symbolkg.jobs.pipeline.store import ResultStore, read_run
 from symbolkg.solvers.runtime.local_pool import LocalSolverPool, PoolResult
 from symbolkg.solvers.outcomes import SolveRequest
 from tests.jobs.test_methods import GOOD_LP, problem

@@ -25,7 +25,7 @@ from symbolkg.actors.engines.base import ChatRequest, EngineDeadError, EngineErr
 from symbolkg.actors.engines.scripted import ScriptedEngine, prompt_word_count, word_count
 from symbolkg.jobs.cli import main as cli_main
 from symbolkg.jobs.lkg import BuildReport, LKGConfig, run_lkg_build
-from symbolkg.jobs.records import Problem
+from symbolkg.jobs.pipeline.rows import Problem
 from symbolkg.retrieval.lkg.extract import PROMPT_VERSION, chunk_context, chunk_schema, parse_extraction, split_sentences
 from symbolkg.retrieval.lkg.schema import Concept, Constraint, Entity, Graph, Provenance, Rule
 from symbolkg.retrieval.lkg.store import LKGStore, cache_key

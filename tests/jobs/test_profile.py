@@ -17,9 +17,9 @@ from symbolkg.actors.engines.metered import MeteredEngine, RequestRecord, read_r
 from symbolkg.actors.engines.scripted import ScriptedEngine
 from symbolkg.jobs.cli import main as cli_main
 from symbolkg.jobs.methods import MethodConfig
-from symbolkg.jobs.pipeline import run_method_job
+from symbolkg.jobs.pipeline.runner import run_method_job
 from symbolkg.jobs.profile import distribution, format_profile, in_flight_timeline, profile_run
-from symbolkg.jobs.store import ResultStore, read_run
+from symbolkg.jobs.pipeline.store import ResultStore, read_run
 from symbolkg.jobs.methods.symbolkg import STAGES, SymbolKG, SymbolKGConfig, SymbolKGMethod
 from symbolkg.retrieval.lkg.store import LKGStore
 from symbolkg.solvers.runtime.local_pool import LocalSolverPool
@@ -113,7 +113,7 @@ def test_a_failed_request_is_logged_with_its_error():
 
 def test_profile_reports_stage_gate_waits_and_plots_queue_depth(profiled, tmp_path):
     tmp, run, engine = profiled
-    from symbolkg.jobs.gates import read_gate_log
+    from symbolkg.jobs.pipeline.gates import read_gate_log
 
     events = read_gate_log(run)
     p = profile_run(run, tmp_path / "prof")

@@ -21,9 +21,9 @@ from symbolkg.actors.engines.scripted import ScriptedEngine
 from symbolkg.jobs.datasets import TRUE_FALSE_OPTIONS, load_dataset
 from symbolkg.jobs.methods import MethodConfig
 from symbolkg.jobs.methods.prolog_agent import PrologAgent, PrologAgentConfig
-from symbolkg.jobs.pipeline import run_method_job
-from symbolkg.jobs.records import Problem
-from symbolkg.jobs.store import ResultStore
+from symbolkg.jobs.pipeline.runner import run_method_job
+from symbolkg.jobs.pipeline.rows import Problem
+from symbolkg.jobs.pipeline.store import ResultStore
 from symbolkg.solvers.prolog import pararule as P
 
 from tests.conftest import DATA

@@ -9,7 +9,7 @@ import pytest
 
 from symbolkg.actors.engines.base import EngineDeadError, EngineError
 from symbolkg.actors.engines.scripted import ScriptedEngine
-from symbolkg.jobs.retrieve import retrieve
+from symbolkg.jobs.pipeline.retrieve import retrieve
 from symbolkg.retrieval.anchors import AnchorConfig
 from symbolkg.retrieval.embed import HashingEmbedder
 from symbolkg.retrieval.hybrid import HybridRetriever

@@ -7,8 +7,8 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
-from symbolkg.jobs.records import RESULT_SCHEMA, ResultRow
-from symbolkg.jobs.store import ResultStore, read_run
+from symbolkg.jobs.pipeline.rows import RESULT_SCHEMA, ResultRow
+from symbolkg.jobs.pipeline.store import ResultStore, read_run
 
 
 def row(pid: str, correct: bool = True) -> ResultRow:

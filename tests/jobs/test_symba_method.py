@@ -21,7 +21,7 @@ from symbolkg.actors.engines.scripted import ScriptedEngine
 from symbolkg.jobs.cli import main
 from symbolkg.jobs.methods import MethodConfig, run_problem
 from symbolkg.jobs.methods.symba import SymBa, SymBaConfig
-from symbolkg.jobs.records import Problem
+from symbolkg.jobs.pipeline.rows import Problem
 from symbolkg.solvers.symba import language as symba
 from symbolkg.solvers.symba import prompts as P
 from symbolkg.solvers.runtime.local_pool import LocalSolverPool

@@ -25,9 +25,9 @@ from symbolkg.actors.engines.scripted import ScriptedEngine
 from symbolkg.actors.retrieval_actor import EmbedderSpec, RetrievalError, RetrievalService
 from symbolkg.jobs.cli import main as cli_main
 from symbolkg.jobs.methods import MethodConfig
-from symbolkg.jobs.pipeline import run_method_job
-from symbolkg.jobs.records import Problem
-from symbolkg.jobs.store import ResultStore, read_run
+from symbolkg.jobs.pipeline.runner import run_method_job
+from symbolkg.jobs.pipeline.rows import Problem
+from symbolkg.jobs.pipeline.store import ResultStore, read_run
 from symbolkg.jobs.methods.symbolkg import STAGES, SymbolKG, SymbolKGConfig, SymbolKGMethod, premise_sentences, subgraph, subgraph_hints
 from symbolkg.retrieval.embed import make_embedder
 from symbolkg.retrieval.lkg.canonical import split_sentences

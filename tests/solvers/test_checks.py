@@ -3,8 +3,8 @@ correct programs alone, and its correction is what the text says (checked by sol
 
 from __future__ import annotations
 
-from symbolkg.jobs.answers import interpret
-from symbolkg.jobs.records import Problem
+from symbolkg.jobs.pipeline.answers import interpret
+from symbolkg.jobs.pipeline.rows import Problem
 from symbolkg.solvers.csp import language as csp
 from symbolkg.solvers.fol import language as fol
 from symbolkg.solvers.lp import language as lp

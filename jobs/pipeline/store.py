@@ -31,7 +31,7 @@ from typing import Any, Iterable
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from symbolkg.jobs.records import RESULT_SCHEMA, ResultRow, conform_results, result_table
+from symbolkg.jobs.pipeline.rows import RESULT_SCHEMA, ResultRow, conform_results, result_table
 
 _META_KEY = b"symbolkg"
 

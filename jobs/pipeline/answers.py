@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 import re
 
-from symbolkg.jobs.records import Problem
+from symbolkg.jobs.pipeline.rows import Problem
 
 _OPTION = re.compile(r"^\s*\(?([A-Z])\)\s*(.*)$", re.DOTALL)
 # Solver verdicts -> the option texts datasets use for them.

@@ -12,14 +12,14 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterable, Iterator
 
-from symbolkg.jobs.answers import interpret, is_correct
-from symbolkg.jobs.records import Problem, ResultRow, certificate_json
-from symbolkg.jobs.store import ResultStore
+from symbolkg.jobs.pipeline.answers import interpret, is_correct
+from symbolkg.jobs.pipeline.rows import Problem, ResultRow, certificate_json
+from symbolkg.jobs.pipeline.store import ResultStore
 from symbolkg.solvers.runtime.local_pool import PoolResult, SolverPool
 from symbolkg.solvers.outcomes import ErrorKind, Limits, Outcome, SolveRequest, Status
 
 if TYPE_CHECKING:
-    from symbolkg.jobs.gates import GateStats
+    from symbolkg.jobs.pipeline.gates import GateStats
 
 
 @dataclass(frozen=True)
@@ -30,7 +30,7 @@ class SolveSummary:
     skipped_done: int  # already recorded by an earlier session
     solved: int  # rows written by this session
     wall_seconds: float
-    gates: tuple[GateStats, ...] = ()  # the LLM jobs' stage gates at the end (jobs/gates.py); () for run_solve
+    gates: tuple[GateStats, ...] = ()  # the LLM jobs' stage gates at the end (jobs/pipeline/gates.py); () for run_solve
     cross_checked: int = 0  # --cross-check: logiclm-fol rows also solved by Z3 this session
     disagreements: int = 0  # ... where Z3's answer differs from the row's (both answered)
     cross_undecided: int = 0  # ... where Z3 or the main prover gave no answer (agrees is null)
@@ -92,7 +92,7 @@ def checked_program(problem: Problem, *, corrections: bool = True) -> tuple[Prob
         ``corrected`` (bool), and when corrected ``corrections`` (the checks applied) and
         ``original_program``.
     """
-    from symbolkg.jobs.records import Program
+    from symbolkg.jobs.pipeline.rows import Program
     from symbolkg.solvers.checks import correct_program
 
     if problem.program is None:

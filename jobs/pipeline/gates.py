@@ -1,6 +1,6 @@
 """Per-stage gates: a FIFO bound on the problems inside each backend, and a log of who waited where.
 
-A method job (:func:`symbolkg.jobs.pipeline.run_method_job`) keeps ``max_in_flight`` problem coroutines
+A method job (:func:`symbolkg.jobs.pipeline.runner.run_method_job`) keeps ``max_in_flight`` problem coroutines
 running, and each calls the LLM engine and the solver pool directly. Without a gate every one of
 them can pile into one backend's internal queue (the solver pool's worker queue, a Ray actor's
 mailbox, an HTTP client's connection pool), where nothing bounds it and nothing records the wait.

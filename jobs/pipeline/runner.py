@@ -6,12 +6,12 @@ DESIGN.md: one problem at a time wastes ~17/18 of a 70B engine). So the job runs
 calls, instead of batching problems in lockstep: a problem whose program needs a repair
 round does not hold up the others, and the engine always has work queued.
 
-Each stage has its own bound too (:mod:`symbolkg.jobs.gates`): the engine and the solver pool sit
+Each stage has its own bound too (:mod:`symbolkg.jobs.pipeline.gates`): the engine and the solver pool sit
 behind FIFO gates (``stage_limits``), so a problem that finds its stage full waits at the
 gate holding its in-flight slot, and when every slot waits at the slowest stage no new
 problem is taken (backpressure). The gates' events go beside the run
 (``RUN.parquet.gates/``, read by ``symbolkg profile``) and their summary into the
-returned :class:`symbolkg.jobs.solve.SolveSummary`.
+returned :class:`symbolkg.jobs.pipeline.solve.SolveSummary`.
 
 Problems that share a context are taken next to each other (:func:`group_by_context`): every
 prompt puts its fixed instructions and examples first, then the context, then the question, so
@@ -19,7 +19,7 @@ questions on one context share the longest prompt prefix, and the engine's prefi
 holds it when the next of them arrives (ProofWriter has 600 questions on 345 contexts, scattered
 through the file).
 
-Rows stream into the resumable :class:`symbolkg.jobs.store.ResultStore` as problems finish; a
+Rows stream into the resumable :class:`symbolkg.jobs.pipeline.store.ResultStore` as problems finish; a
 rerun skips the problems already recorded (and with the replay cache on, a rerun of
 finished LLM calls costs no tokens).
 """
@@ -31,13 +31,13 @@ import time
 from typing import Iterable
 
 from symbolkg.actors.engines.base import EngineDeadError, LLMEngine
-from symbolkg.jobs.concurrency import for_each_in_flight
-from symbolkg.jobs.gates import GatedEngine, GatedSolver, GateLog, StageGate, StageLimits, write_gate_log
+from symbolkg.jobs.pipeline.concurrency import for_each_in_flight
+from symbolkg.jobs.pipeline.gates import GatedEngine, GatedSolver, GateLog, StageGate, StageLimits, write_gate_log
 from symbolkg.jobs import methods
 from symbolkg.jobs.methods import Method, MethodConfig, run_problem
-from symbolkg.jobs.records import Problem
-from symbolkg.jobs.solve import SolveSummary
-from symbolkg.jobs.store import ResultStore
+from symbolkg.jobs.pipeline.rows import Problem
+from symbolkg.jobs.pipeline.solve import SolveSummary
+from symbolkg.jobs.pipeline.store import ResultStore
 from symbolkg.solvers.runtime.local_pool import SolverPool
 
 
@@ -68,7 +68,7 @@ async def run_method_job(
         method: the method, with its own settings and per-job state (e.g. the ``symbolkg``
             method's LKG store); default: the registry's ``cfg.method`` with its defaults.
             Closed when the job ends, however it ends.
-        stage_limits: slots of the ``llm`` and ``solve`` gates (:class:`symbolkg.jobs.gates.StageLimits`);
+        stage_limits: slots of the ``llm`` and ``solve`` gates (:class:`symbolkg.jobs.pipeline.gates.StageLimits`);
             None = the defaults (LLM unlimited, solver calls at most twice the pool's workers).
         gate_log: write the gates' events beside the run (``RUN.parquet.gates/``, one file per
             session, however the job ends) for ``symbolkg profile``.

@@ -1,0 +1,1 @@
+"""Pipeline parts of a batch job: result rows and their store, the in-flight runner, per-stage gates, answers, the solve and retrieve stages."""
