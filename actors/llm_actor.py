@@ -171,15 +171,15 @@ class ScriptedActorConfig:
 def build_engine(kind: str, config: Any) -> LLMEngine:
     """The engine of ``kind`` built from ``config`` (backend modules imported only here)."""
     if kind == "vllm":
-        from symbolkg.actors.engines.vllm_engine import VLLMConfig, VLLMEngine
+        from symbolkg.actors.engines.vllm_engine import VLLMConfig, VLLMEngine  # lazy: vllm / httpx / ray load only in the actor that uses them
 
         return VLLMEngine(config if config is not None else VLLMConfig())
     if kind == "openai":
-        from symbolkg.actors.engines.openai_engine import OpenAIEngine
+        from symbolkg.actors.engines.openai_engine import OpenAIEngine  # lazy: vllm / httpx / ray load only in the actor that uses them
 
         return OpenAIEngine(config)
     if kind == "scripted":
-        from symbolkg.actors.engines.scripted import ScriptedEngine
+        from symbolkg.actors.engines.scripted import ScriptedEngine  # lazy: vllm / httpx / ray load only in the actor that uses them
 
         if isinstance(config, ScriptedActorConfig):
             return ScriptedEngine(config.script, model=config.model, supports_structured=config.supports_structured,
@@ -250,7 +250,7 @@ def start_llm_actor(config: LLMActorConfig, *, address: str | None = None) -> "R
     from ray.util.placement_group import remove_placement_group
     from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
-    from symbolkg.actors.ray_runtime import ensure_ray
+    from symbolkg.actors.ray_runtime import ensure_ray  # lazy: vllm / httpx / ray load only in the actor that uses them
 
     ensure_ray(address)
     plan = config.placement(ray.cluster_resources().get("GPU", 0.0))

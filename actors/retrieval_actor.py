@@ -364,7 +364,7 @@ class RetrievalService:
         """
         import ray
 
-        from symbolkg.actors.ray_runtime import ensure_ray
+        from symbolkg.actors.ray_runtime import ensure_ray  # lazy: ray loads only when an actor is started
 
         if n < 1:
             raise ValueError(f"n must be >= 1, got {n}")

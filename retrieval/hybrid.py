@@ -38,7 +38,7 @@ from symbolkg.retrieval.embed_cache import EmbeddingCache, store_embedding_cache
 from symbolkg.retrieval.hull import Adjacency, Hull, HullConfig, logical_hull
 from symbolkg.retrieval.index import (DEFAULT_INDEXED_TYPES, IndexConfig, VectorIndex, build_indexes, load_indexes,
                              save_indexes)
-from symbolkg.retrieval.lkg.schema import Graph
+from symbolkg.retrieval.lkg.schema import Edge, Graph, node_from_row
 from symbolkg.retrieval.lkg.store import LKGStore
 
 
@@ -196,8 +196,6 @@ def store_subgraph(store: LKGStore, node_ids: Sequence[str]) -> Graph:
     """
     import pyarrow as pa
     import pyarrow.compute as pc
-
-    from symbolkg.retrieval.lkg.schema import Edge, node_from_row
 
     wanted = pa.array(list(dict.fromkeys(node_ids)), pa.string())
     found: dict[str, object] = {}

@@ -186,7 +186,7 @@ class LazyEngine:
 
 def vllm_model_name(config) -> str:  # noqa: ANN001 - a VLLMConfig; vllm_engine is imported lazily
     """The name a VLLMEngine built from ``config`` will have, without loading anything."""
-    from symbolkg.actors.engines.models import resolve_model
+    from symbolkg.actors.engines.models import resolve_model  # lazy: a backend loads only when chosen (vllm, httpx, ray, data files)
 
     return config.served_model_name or resolve_model(config.model, prepare_embedded=False).name
 
@@ -195,27 +195,27 @@ def make_engine(opts: EngineOptions) -> LLMEngine:
     """The engine ``opts`` describes, wrapped in the write-through cache if ``cache_dir`` is set."""
     engine: LLMEngine
     if opts.kind == "gold":
-        from symbolkg.actors.engines.gold import GoldEngine
+        from symbolkg.actors.engines.gold import GoldEngine  # lazy: a backend loads only when chosen (vllm, httpx, ray, data files)
 
         engine = GoldEngine(opts.data_dir)  # type: ignore[arg-type]
     elif opts.kind == "pararule-template":
-        from symbolkg.actors.engines.pararule_template import PararuleTemplateEngine
+        from symbolkg.actors.engines.pararule_template import PararuleTemplateEngine  # lazy: a backend loads only when chosen (vllm, httpx, ray, data files)
 
         engine = PararuleTemplateEngine()
     elif opts.kind == "recorded":
-        from symbolkg.actors.engines.recorded import RecordedEngine
+        from symbolkg.actors.engines.recorded import RecordedEngine  # lazy: a backend loads only when chosen (vllm, httpx, ray, data files)
 
         engine = RecordedEngine.from_logiclm_file(opts.recorded)  # type: ignore[arg-type]
     elif opts.kind == "replay":
-        from symbolkg.actors.engines.replay import CompletionCache, ReplayEngine
+        from symbolkg.actors.engines.replay import CompletionCache, ReplayEngine  # lazy: a backend loads only when chosen (vllm, httpx, ray, data files)
 
         return ReplayEngine(CompletionCache(Path(opts.cache_dir)), opts.model)  # type: ignore[arg-type]
     elif opts.kind == "openai":
-        from symbolkg.actors.engines.openai_engine import OpenAIConfig, OpenAIEngine
+        from symbolkg.actors.engines.openai_engine import OpenAIConfig, OpenAIEngine  # lazy: a backend loads only when chosen (vllm, httpx, ray, data files)
 
         engine = OpenAIEngine(OpenAIConfig(base_url=opts.openai_url, model=opts.model))  # type: ignore[arg-type]
     else:
-        from symbolkg.actors.engines.vllm_engine import VLLMConfig, VLLMEngine
+        from symbolkg.actors.engines.vllm_engine import VLLMConfig, VLLMEngine  # lazy: a backend loads only when chosen (vllm, httpx, ray, data files)
 
         kwargs = {k: v for k, v in {
             "tensor_parallel_size": opts.tensor_parallel_size,
@@ -227,10 +227,10 @@ def make_engine(opts: EngineOptions) -> LLMEngine:
             kwargs["model"] = opts.model
         config = VLLMConfig(**kwargs)
         if opts.actor:
-            from symbolkg.actors.llm_actor import LLMActorConfig, start_llm_actor
-            from symbolkg.actors.ray_runtime import ensure_ray
+            from symbolkg.actors.llm_actor import LLMActorConfig, start_llm_actor  # lazy: a backend loads only when chosen (vllm, httpx, ray, data files)
+            from symbolkg.actors.ray_runtime import ensure_ray  # lazy: a backend loads only when chosen (vllm, httpx, ray, data files)
 
-            from symbolkg.actors.engines.balanced import BalancedEngine
+            from symbolkg.actors.engines.balanced import BalancedEngine  # lazy: a backend loads only when chosen (vllm, httpx, ray, data files)
 
             actor_config = LLMActorConfig(
                 "vllm", config, placement_strategy=opts.placement_strategy,  # type: ignore[arg-type]
@@ -244,7 +244,7 @@ def make_engine(opts: EngineOptions) -> LLMEngine:
             engine = LazyEngine(lambda: VLLMEngine(config), model=vllm_model_name(config), supports_structured=True,
                                 max_restarts=opts.restarts)
     if opts.cache_dir:
-        from symbolkg.actors.engines.replay import CachingEngine, CompletionCache
+        from symbolkg.actors.engines.replay import CachingEngine, CompletionCache  # lazy: a backend loads only when chosen (vllm, httpx, ray, data files)
 
         engine = CachingEngine(engine, CompletionCache(Path(opts.cache_dir)))
     return engine

@@ -32,7 +32,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import selectors
 import signal
 import subprocess
@@ -40,7 +39,10 @@ import sys
 import tempfile
 import time
 
-from symbolkg.solvers.outcomes import ErrorKind, Outcome, SolveRequest, Status
+from symbolkg.solvers import registry
+from symbolkg.solvers.outcomes import ErrorKind, Limits, Outcome, SolveRequest, Status
+from symbolkg.solvers.runtime import sandbox
+from symbolkg.solvers.runtime.sandbox import ChildLimits
 
 #: Environment variables a worker keeps; everything else (API keys, tokens) is dropped.
 _ENV_KEEP = ("PATH", "LANG", "LC_ALL", "HOME", "TMPDIR", "SYMBOLKG_PROVER9", "SYMBOLKG_SWIPL", "OPENBLAS_CORETYPE")
@@ -50,14 +52,6 @@ _MAX_PROOF_CHARS = 20_000
 
 class WorkerStartError(RuntimeError):
     """The worker process could not be started or did not say hello (installation problem)."""
-
-
-def _limit_child_resources(memory_mb: int) -> None:
-    """preexec_fn of the worker: runs in the child between fork and exec."""
-    limit = memory_mb * 1024 * 1024
-    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    resource.setrlimit(resource.RLIMIT_FSIZE, (_MAX_FILE_BYTES, _MAX_FILE_BYTES))
 
 
 class SolverProcess:
@@ -96,15 +90,15 @@ class SolverProcess:
         env = {k: os.environ[k] for k in _ENV_KEEP if k in os.environ}
         env["TMPDIR"] = self._workdir.name
         env["PYTHONDONTWRITEBYTECODE"] = "1"
-        self._proc = subprocess.Popen(
+        self._proc = sandbox.spawn(
             [sys.executable, "-m", "symbolkg.solvers.runtime.worker"],
+            ChildLimits(memory_mb=self.memory_mb, file_bytes=_MAX_FILE_BYTES),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
             cwd=self._workdir.name,
             env=env,
             start_new_session=True,  # own process group: killpg reaches provers it started
-            preexec_fn=lambda: _limit_child_resources(self.memory_mb),
         )
         self._buffer = b""
         hello = self._read_line(deadline=time.monotonic() + 60.0)
@@ -208,8 +202,6 @@ class SolverProcess:
 
 # -- child side ----------------------------------------------------------
 def _serve() -> None:
-    from symbolkg.solvers import registry
-
     # Solvers and C libraries may print to stdout; keep the protocol on a private fd.
     proto = os.fdopen(os.dup(1), "w", buffering=1)
     os.dup2(2, 1)
@@ -232,8 +224,6 @@ def _serve() -> None:
 
 def _check() -> int:
     """`python -m symbolkg.solvers.runtime.worker --check`: run one tiny program per language."""
-    from symbolkg.solvers.outcomes import Limits
-
     samples = {
         "smtlib2": "(declare-const x Int)\n(assert (> x 1))\n(check-sat)\n",
         "prover9": "formulas(assumptions).\nP(a).\nend_of_list.\nformulas(goals).\nP(a).\nend_of_list.\n",
