@@ -256,27 +256,34 @@ def extraction_schema(limits: ValidationLimits | None = None, sentences: Sequenc
     Returns:
         A fresh JSON-schema dict (safe to modify).
     """
-    lim = limits or ValidationLimits()
-    b = bounds or SchemaBounds.from_limits(lim)
+    b = bounds or SchemaBounds.from_limits(limits or ValidationLimits())
+    return _text_schema(b, sentences) if sentences else _generic_schema(b)
+
+
+def _generic_schema(b: SchemaBounds) -> dict[str, Any]:
+    """:func:`extraction_schema` without a text: any strings, bounded arrays."""
     string: dict[str, Any] = {"type": "string"}
-    if not sentences:
-        entity = _object({
-            "id": string, "name": string, "entity_type": string,
-            "properties": _array(_object({"key": string, "value": string}), b.properties),
-        })
-        concept = _object({"id": string, "name": string, "labels": _array(string, b.labels)})
-        rule = _object({"id": string, "expression": string, "description": string, "raw_text": string})
-        constraint = _object({
-            "id": string, "raw_expression": string,
-            "constraint_type": {"type": "string", "enum": list(CONSTRAINT_TYPES)}, "relation": string,
-            "operation": string, "value": string, "raw_text": string,
-        })
-        edge = _object({"source": string, "target": string, "type": string, "raw_text": string})
-        return _object({
-            "entities": _array(entity, b.entities), "concepts": _array(concept, b.concepts),
-            "rules": _array(rule, b.rules), "constraints": _array(constraint, b.constraints),
-            "edges": _array(edge, b.edges),
-        })
+    entity = _object({
+        "id": string, "name": string, "entity_type": string,
+        "properties": _array(_object({"key": string, "value": string}), b.properties),
+    })
+    concept = _object({"id": string, "name": string, "labels": _array(string, b.labels)})
+    rule = _object({"id": string, "expression": string, "description": string, "raw_text": string})
+    constraint = _object({
+        "id": string, "raw_expression": string,
+        "constraint_type": {"type": "string", "enum": list(CONSTRAINT_TYPES)}, "relation": string,
+        "operation": string, "value": string, "raw_text": string,
+    })
+    edge = _object({"source": string, "target": string, "type": string, "raw_text": string})
+    return _object({
+        "entities": _array(entity, b.entities), "concepts": _array(concept, b.concepts),
+        "rules": _array(rule, b.rules), "constraints": _array(constraint, b.constraints),
+        "edges": _array(edge, b.edges),
+    })
+
+
+def _text_schema(b: SchemaBounds, sentences: Sequence[str]) -> dict[str, Any]:
+    """:func:`extraction_schema` specific to the text of ``sentences`` (see its docstring)."""
 
     def text(field: str) -> dict[str, Any]:
         return {"type": "string", "maxLength": FIELD_MAX_CHARS[field]}
