@@ -17,18 +17,27 @@ setup:
 # The main job on the embedded default (vLLM's CPU build, SmolLM2-135M-Instruct): Logic-LM's
 # method on 50 ProntoQA problems (CI's token budget: see README), the LKGs of the first FOLIO
 # stories, then every recorded GPT-4 program of Logic-LM's five datasets through the Ray solver
-# pool. Reruns resume and answer LLM calls from runs/completions at no token cost.
+# pool. Reruns resume and answer LLM calls from runs/completions at no token cost. What vLLM, Triton,
+# torch and the NUMA binding print while the engine starts (and all its engine process prints) goes
+# to $(DEMO_LOG), not between the progress bars. It ends with the command that shows every run.
+DEMO_LOG := runs/demo-libraries.log
 demo: setup
 	@mkdir -p runs
-	$(PY) -m symbolkg.jobs.cli solve --method logiclm --dataset prontoqa --limit 50 --max-tokens 384 --max-refine-rounds 1 \
+	@rm -f $(DEMO_LOG)
+	SYMBOLKG_LIBRARY_LOG=$(DEMO_LOG) $(PY) -m symbolkg.jobs.cli solve --method logiclm --dataset prontoqa --limit 50 \
+	    --max-tokens 384 --max-refine-rounds 1 \
 	    --out runs/demo-logiclm-prontoqa.parquet --cache runs/completions --workers $(WORKERS) --data-dir $(DATA)
-	$(PY) -m symbolkg.jobs.cli lkg build --dataset folio --limit 8 --max-tokens 2048 --chunk-chars 200 --max-repair-rounds 1 \
-	    --store runs/lkg-folio --cache runs/completions --data-dir $(DATA)
+	SYMBOLKG_LIBRARY_LOG=$(DEMO_LOG) $(PY) -m symbolkg.jobs.cli lkg build --dataset folio --limit 8 --max-tokens 2048 \
+	    --chunk-chars 200 --max-repair-rounds 1 --store runs/lkg-folio --cache runs/completions --data-dir $(DATA)
 	@for ds in ProntoQA ProofWriter FOLIO LogicalDeduction AR-LSAT; do \
 	  echo "== $$ds (recorded GPT-4 programs)"; \
 	  $(PY) -m symbolkg.jobs.cli solve --programs $(PROGRAMS)/$${ds}_dev_gpt-4.json --out runs/demo-$$ds.parquet \
 	      --workers $(WORKERS) --data-dir $(DATA) || exit 1; \
 	done
+	@echo
+	@echo "Library messages (vLLM, Triton, torch, NUMA binding): $(DEMO_LOG)"
+	@echo "Every run, problem by problem (programs, certificates, filters; then open http://127.0.0.1:7575/):"
+	@echo "    $(PY) -m symbolkg.jobs.cli view runs --data-dir $(DATA)"
 
 # pytest-xdist processes for the tests without a model (one per core; a test file stays on one
 # process, so its module fixtures, e.g. a Ray runtime, are built once). The real-model tests run

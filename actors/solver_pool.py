@@ -1,4 +1,6 @@
-"""The solver pool on Ray: one actor per worker process, bounded in-flight work, crash recovery.
+"""The solver pool on Ray, and :func:`make_solver_pool`, which picks it or the local one.
+
+:class:`RaySolverPool`: one actor per worker process, bounded in-flight work, crash recovery.
 
 Each :class:`SolverActor` owns one :class:`symbolkg.solvers.runtime.worker.SolverProcess` (so one
 Z3 context, one SWI-Prolog session) and runs one call at a time. The driver
@@ -8,6 +10,11 @@ retries. When an actor dies (its node went away, someone killed it), its
 queued requests are resubmitted to a freshly started replacement; a request
 that has crashed workers ``max_attempts`` times is recorded as
 ``ErrorKind.WORKER_CRASH`` instead of being lost.
+
+The pool interface (:class:`~symbolkg.solvers.runtime.local_pool.SolverPool`) and its Ray-free
+implementation (:class:`~symbolkg.solvers.runtime.local_pool.LocalSolverPool`, threads in this
+process) live in ``solvers/runtime/local_pool.py``; a job asks :func:`make_solver_pool` for the
+one its ``--executor`` names.
 """
 
 from __future__ import annotations
@@ -22,8 +29,8 @@ import ray
 from ray.exceptions import RayActorError
 
 from symbolkg.actors.ray_runtime import ensure_ray
-from symbolkg.solvers.runtime.local_pool import PoolResult, crash_outcome, should_retry
 from symbolkg.solvers.outcomes import Outcome, SolveRequest
+from symbolkg.solvers.runtime.local_pool import LocalSolverPool, PoolResult, SolverPool, crash_outcome, should_retry
 from symbolkg.solvers.runtime.worker import SolverProcess
 
 
@@ -177,3 +184,29 @@ class RaySolverPool:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+#: ``--executor`` choices of the commands that run solvers.
+EXECUTORS = ("ray", "local")
+
+
+def make_solver_pool(executor: str, workers: int, *, memory_mb: int = 2048, cpus_per_worker: float = 1.0,
+                     ray_address: str | None = None) -> SolverPool:
+    """The solver pool a job's ``--executor`` names.
+
+    Args:
+        executor: ``"local"``: a :class:`LocalSolverPool` (threads in this process, no Ray);
+            ``"ray"``: a :class:`RaySolverPool` (actors; starts or joins Ray).
+        workers: worker processes (each owns one solver process).
+        memory_mb: address-space limit per worker process.
+        cpus_per_worker: Ray CPUs reserved per actor (``"ray"`` only).
+        ray_address: Ray cluster to join (``"ray"`` only; None: ``RAY_ADDRESS`` or a local Ray).
+
+    Raises:
+        ValueError: an unknown executor, or ``workers`` < 1.
+    """
+    if executor == "local":
+        return LocalSolverPool(workers, memory_mb=memory_mb)
+    if executor == "ray":
+        return RaySolverPool(workers, memory_mb=memory_mb, num_cpus=cpus_per_worker, address=ray_address)
+    raise ValueError(f"unknown executor {executor!r}; choose one of {', '.join(EXECUTORS)}")

@@ -118,7 +118,7 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2, help="solver and checker worker processes (default 2)")
     parser.add_argument("--data-dir", help="data root (default $SYMBOLKG_DATA, else ../shared/data)")
     args = parser.parse_args()
-    from symbolkg.jobs.datasets import default_data_dir
+    from symbolkg.jobs.datasets.files import default_data_dir
 
     root = default_data_dir(args.data_dir)
     data = ["--data-dir", str(root)]

@@ -29,7 +29,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from symbolkg.jobs.datasets import default_data_dir, load_logiclm_programs
+from symbolkg.jobs.datasets.files import default_data_dir
+from symbolkg.jobs.datasets.logiclm import load_logiclm_programs
 from symbolkg.jobs.pipeline.solve import run_solve
 from symbolkg.jobs.pipeline.store import ResultStore, read_run
 from symbolkg.solvers.checks import CHECKS

@@ -34,7 +34,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 def folio_stories(n: int, data_dir: Path) -> list:
     """The first ``n`` distinct FOLIO dev stories, one problem each."""
-    from symbolkg.jobs.datasets import load_dataset
+    from symbolkg.jobs.datasets.registry import load_dataset
 
     seen: set[str] = set()
     out = []

@@ -8,7 +8,7 @@ checks: the three solver filters (:func:`~symbolkg.solvers.logicgraph.generate.c
 every step's shape against the seven forms
 (:func:`~symbolkg.solvers.logicgraph.proofs.matching_rules`), the tier's range, and that the
 reference supports equal the enumerator's complete list
-(:func:`~symbolkg.solvers.logicgraph.minimal_support.minimal_supports`, run afresh). It then prints the tier
+(:func:`~symbolkg.solvers.logicgraph.elimination.minimal_supports`, run afresh). It then prints the tier
 statistics next to the dataset's (small and medium; the paper's Large tier is not in our data).
 
     python benchmarks/logicgraph_generate.py [--count 100] [--seed 0] [--tiers small medium large]
@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from symbolkg.jobs.datasets import default_data_dir
+from symbolkg.jobs.datasets.files import default_data_dir
 from symbolkg.jobs.logicgraph.generate import format_statistics
 from symbolkg.solvers.logicgraph.instances import load_instances
 from symbolkg.solvers.logicgraph.generate import (
@@ -39,7 +39,7 @@ from symbolkg.solvers.logicgraph.generate import (
     tier_statistics,
 )
 from symbolkg.solvers.logicgraph.proofs import matching_rules
-from symbolkg.solvers.logicgraph.minimal_support import minimal_supports
+from symbolkg.solvers.logicgraph.elimination import minimal_supports
 
 OUT = Path(__file__).resolve().parent / "out"
 

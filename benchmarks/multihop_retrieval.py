@@ -26,7 +26,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from symbolkg.jobs.datasets import load_dataset  # noqa: E402
+from symbolkg.jobs.datasets.registry import load_dataset  # noqa: E402
 from symbolkg.jobs.multihop import (METHODS, PassageRetriever, answer_questions, build_pool, evaluate_retrieval,  # noqa: E402
                            summarize)
 from symbolkg.retrieval.embed import make_embedder, set_cpu_threads  # noqa: E402

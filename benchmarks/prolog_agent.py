@@ -35,7 +35,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 from symbolkg.actors.engines.factory import EngineOptions, make_engine
-from symbolkg.jobs.datasets import load_dataset
+from symbolkg.jobs.datasets.registry import load_dataset
 from symbolkg.jobs.methods import MethodConfig
 from symbolkg.jobs.methods.prolog_agent import PrologAgent, PrologAgentConfig
 from symbolkg.jobs.pipeline.runner import run_method_job

@@ -33,7 +33,7 @@ from pathlib import Path
 
 from symbolkg.actors.engines.base import ChatRequest, Message, SamplingParams
 from symbolkg.actors.engines.metered import MeteredEngine, prefix_cache_summary
-from symbolkg.jobs.datasets import load_dataset
+from symbolkg.jobs.datasets.registry import load_dataset
 from symbolkg.jobs.methods import MethodConfig
 from symbolkg.jobs.pipeline.runner import run_method_job
 from symbolkg.jobs.pipeline.store import ResultStore, read_run

@@ -21,7 +21,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from symbolkg.jobs.datasets import default_data_dir, load_problems
+from symbolkg.jobs.datasets.files import default_data_dir
+from symbolkg.jobs.datasets.registry import load_problems
 from symbolkg.jobs.report import summarize
 from symbolkg.jobs.pipeline.solve import run_solve
 from symbolkg.jobs.pipeline.store import ResultStore, read_run

@@ -2,7 +2,7 @@
 
 For each of the 1,000 records of ProofWriter (depth 5), Birds-Electricity, ParaRules and
 CLUTRR, builds the gold program (the record's statements, the CLUTRR family rules where
-``world_model`` names them, and ``?- <goal>.``), runs `symbolkg.solvers.symba.language.solve`
+``world_model`` names them, and ``?- <goal>.``), runs `symbolkg.solvers.symba.engine.solve`
 (parse + tabled proof + proof tree + JSON, the solver worker's entry point) and compares
 "proved" with the record's label; it also times `prove` alone on the parsed program (the
 "prove" columns: CLUTRR's time is mostly parsing its 39 pooled family rules, ~80 clauses). Records with an empty program are closed-world negatives
@@ -26,8 +26,8 @@ import statistics
 import time
 from pathlib import Path
 
-from symbolkg.jobs.datasets import default_data_dir
-from symbolkg.solvers.symba import language as symba
+from symbolkg.jobs.datasets.files import default_data_dir
+from symbolkg.solvers.symba import engine as symba
 from symbolkg.solvers.outcomes import Limits, Status
 
 SETS = ["proofwriter_dep5", "birdselectricity", "pararules", "clutrr"]

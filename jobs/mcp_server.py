@@ -15,7 +15,7 @@ Layers of one call::
         -> SessionRegistry.get(load_id) -> PrologSession.<method>   (in a worker thread)
         -> {"ok": true, ...}  |  {"ok": false, "error": {kind, message, prolog_term}} + isError
 
-* **Sessions** live in a :class:`symbolkg.solvers.prolog.session.SessionRegistry`:
+* **Sessions** live in a :class:`symbolkg.solvers.prolog.session_registry.SessionRegistry`:
   one ``swipl`` process per ``load_id`` with its own module, temp directory and OS
   limits, an LRU cap and an idle TTL. Sessions belong to the server, not to an MCP
   connection: a ``load_id`` is a capability that any client holding the server's
@@ -68,8 +68,8 @@ from symbolkg.solvers.prolog.session import (
     PrologSession,
     PrologToolError,
     SessionLimits,
-    SessionRegistry,
 )
+from symbolkg.solvers.prolog.session_registry import SessionRegistry
 from symbolkg.solvers.outcomes import Limits, SolveRequest
 from symbolkg.solvers.registry import LANGUAGES
 

@@ -39,6 +39,8 @@ from typing import Iterable, Literal, Sequence
 
 import numpy as np
 
+from symbolkg.actors.engines.base import ChatRequest, EngineDeadError, EngineError, Message, SamplingParams
+from symbolkg.jobs.pipeline.concurrency import for_each_in_flight
 from symbolkg.jobs.pipeline.rows import Problem
 from symbolkg.retrieval.anchors import lexical_query_entities
 from symbolkg.retrieval.bm25 import BM25Index
@@ -437,9 +439,6 @@ async def answer_questions(engine, retriever: PassageRetriever, questions: Seque
     Returns:
         (prompt tokens, completion tokens).
     """
-    from symbolkg.actors.engines.base import ChatRequest, EngineDeadError, EngineError, Message, SamplingParams
-    from symbolkg.jobs.pipeline.concurrency import for_each_in_flight
-
     by_key = {p.key: p for p in retriever.passages}
     tokens = [0, 0]
     bar = None

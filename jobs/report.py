@@ -10,7 +10,9 @@ from typing import Any
 
 import pyarrow as pa
 
+from symbolkg.actors.engines.metered import prefix_cache_summary, read_request_log
 from symbolkg.jobs.pipeline.store import read_run
+from symbolkg.jobs.verify import read_verdict_counts
 
 
 def _percentile(values: list[float], q: float) -> float:
@@ -221,13 +223,9 @@ def default_plot_path(run: str | os.PathLike[str]) -> Path:
 
 def report(path: str | os.PathLike[str], *, as_json: bool = False, plot: str | os.PathLike[str] | None = None) -> str:
     """The report of a run; with ``plot``, also the stage plot there (runs with stage timings only)."""
-    from symbolkg.jobs.verify import read_verdict_counts
-
     table, meta = read_run(path)
     s = summarize(table, meta)
     s["certified"] = sum(r is not None for r in table.column("certificate").to_pylist())
-    from symbolkg.actors.engines.metered import prefix_cache_summary, read_request_log
-
     records = read_request_log(path)
     if records:
         cache = prefix_cache_summary(records)

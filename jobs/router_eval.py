@@ -15,7 +15,10 @@ from dataclasses import dataclass, field
 from itertools import zip_longest
 from typing import Mapping, Sequence
 
-from symbolkg.jobs.datasets import load_dataset
+from symbolkg.actors.engines.base import (ChatRequest, EngineDeadError, EngineError, Message, SamplingParams,
+                                          StructuredOutput)
+from symbolkg.jobs.datasets.registry import load_dataset
+from symbolkg.jobs.pipeline.concurrency import for_each_in_flight
 from symbolkg.jobs.pipeline.rows import Problem
 from symbolkg.retrieval.lkg.schema import STRUCTURAL_EDGE_TYPES, Graph
 from symbolkg.retrieval.lkg.store import LKGStore
@@ -93,10 +96,6 @@ async def llm_votes(engine, problems: Sequence[Problem], *, max_in_flight: int =
     Returns:
         problem id -> the voted solver, None where the answer was unusable or the engine failed.
     """
-    from symbolkg.actors.engines.base import (ChatRequest, EngineDeadError, EngineError, Message, SamplingParams,
-                                     StructuredOutput)
-    from symbolkg.jobs.pipeline.concurrency import for_each_in_flight
-
     structured = StructuredOutput(choice=("z3", "prover9", "prolog")) if engine.supports_structured else None
     votes: dict[str, Solver | None] = {}
 

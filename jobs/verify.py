@@ -1,4 +1,5 @@
-"""`symbolkg verify RUN.parquet`: re-check every executed answer's certificate with another engine.
+"""`symbolkg verify RUN.parquet` (the command: :mod:`symbolkg.jobs.commands.verify`): re-check every executed
+answer's certificate with another engine.
 
 Each executed row's certificate (:mod:`symbolkg.solvers.certificates`) is re-checked inside a
 solver worker (the ``certificate-check`` language), by an engine other than the one that answered
@@ -18,10 +19,8 @@ where ``symbolkg report`` finds them and adds their counts.
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
-import time
 from collections import Counter
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -31,7 +30,7 @@ from collections.abc import Iterator
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from symbolkg.jobs.pools import make_pool
+from symbolkg.jobs.pipeline.store import read_run
 from symbolkg.solvers.certificates.recheck import request_text
 from symbolkg.solvers.outcomes import Limits, SolveRequest
 
@@ -75,8 +74,6 @@ def verdicts_path(run: str | Path) -> Path:
 def verify_run(run: str | Path, pool: Any, *, limits: Limits | None = None,
                progress: bool = True) -> tuple[list[RowVerdict], dict[str, Any]]:
     """Re-check every answered row of ``run`` on ``pool`` (each check under ``limits``); returns (verdicts, summary)."""
-    from symbolkg.jobs.pipeline.store import read_run
-
     limits = limits or Limits(timeout_s=20.0)
 
     table, _ = read_run(run)
@@ -186,39 +183,3 @@ def format_summary(summary: dict[str, Any]) -> str:
     for p in summary["problems"]:
         lines.append(f"  {p['verdict']:12s} {p['problem_id']} ({p['dataset']}, {p['backend']}): {p['reason']}")
     return "\n".join(lines)
-
-
-def _cmd_verify(args: argparse.Namespace) -> int:
-    run = Path(args.run)
-    if not run.exists() and not run.with_name(run.name + ".parts").exists():
-        print(f"symbolkg verify: no results at {run}", file=sys.stderr)
-        return 2
-    t0 = time.monotonic()
-    limits = Limits(timeout_s=args.timeout_s, memory_mb=args.memory_mb)
-    pool = make_pool(args)
-    try:
-        verdicts, summary = verify_run(run, pool, limits=limits, progress=not args.no_progress and not args.json)
-    finally:
-        pool.close()
-    path = write_verdicts(run, verdicts)
-    summary["wall_seconds"] = round(time.monotonic() - t0, 3)
-    summary["verdicts"] = str(path)
-    print(json.dumps(summary, indent=2) if args.json else format_summary(summary))
-    return 1 if summary["failed"] else 0
-
-
-def add_parser(sub: Any) -> None:
-    """``symbolkg verify``: registered by :func:`symbolkg.jobs.cli.build_parser`."""
-    p = sub.add_parser("verify", help="re-check every executed answer's certificate with an engine other than the one "
-                                      "that answered; writes RUN.verify.parquet (exit 1 when a certificate fails)")
-    p.add_argument("run", help="results Parquet written by `symbolkg solve`")
-    p.add_argument("--json", action="store_true", help="print one JSON object (keys: " + ", ".join(SUMMARY_KEYS) + ", ...)")
-    p.add_argument("--workers", type=int, default=2, help="checker worker processes (default 2)")
-    p.add_argument("--timeout-s", type=float, default=20.0, help="per-check time limit (default 20)")
-    p.add_argument("--memory-mb", type=int, default=2048, help="per-worker memory limit (default 2048)")
-    p.add_argument("--executor", choices=("ray", "local"), default="local",
-                   help="local threads (default: checks are short) or Ray actors")
-    p.add_argument("--cpus-per-worker", type=float, default=1.0, help="Ray CPUs reserved per checker actor")
-    p.add_argument("--ray-address", help="Ray cluster to join (default: $RAY_ADDRESS or a local Ray)")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar")
-    p.set_defaults(func=_cmd_verify)

@@ -4,8 +4,8 @@ A wrong formalization that runs is scored as confidently as a right one. On Logi
 GPT-4 programs most ProntoQA misses are queries that state the negation of the question, and
 many programs split one concept into two predicate names (``Impus`` / ``Impuses``). These checks
 compare a program with its problem's text. They only **parse** the program with the language's
-own parser (:mod:`symbolkg.solvers.lp.language`, :mod:`~symbolkg.solvers.fol.language`, :mod:`~symbolkg.solvers.csp.language`,
-:mod:`~symbolkg.solvers.smt.lsat`); they never run it, so they are cheap and safe to call in the
+own parser (:mod:`symbolkg.solvers.lp.syntax`, :mod:`~symbolkg.solvers.fol.syntax`, :mod:`~symbolkg.solvers.csp.syntax`,
+:mod:`~symbolkg.solvers.smt.lsat_syntax`); they never run it, so they are cheap and safe to call in the
 orchestrator. A program that does not parse gets no findings: the solver reports its error.
 
 Each check is stated for the language, not for a dataset:
@@ -39,7 +39,7 @@ Each check is stated for the language, not for a dataset:
     A variable in a rule's conclusion that its premises do not bind ranges over every constant
     of the program (``Cold($x, True) >>> Big($y, True)`` makes everything big), and so does a
     variable in a fact; that is rarely what the sentence says. (FOL: the language reads free
-    ``x``..``w`` itself, see :mod:`symbolkg.solvers.fol.language`; CSP and the SMT DSL: undeclared names are
+    ``x``..``w`` itself, see :mod:`symbolkg.solvers.fol.syntax`; CSP and the SMT DSL: undeclared names are
     parse errors.)
 
 ``unused_symbols`` (logiclm-lp, logiclm-fol; warning / info)
@@ -88,8 +88,8 @@ the refine loop (:func:`symbolkg.jobs.methods.logiclm.formalize_solve_refine`) s
 back as it sends solver errors, and the recorded path (:func:`symbolkg.jobs.pipeline.solve.run_solve`)
 records them in the row's ``trace``, solving the corrected program unless corrections are off.
 
->>> from symbolkg.jobs.pipeline.rows import Problem
->>> p = Problem("p", "x", "", "Is the following statement true or false? Max is sour.", ("A) True", "B) False"), "B")
+>>> from types import SimpleNamespace
+>>> p = SimpleNamespace(question="Is the following statement true or false? Max is sour.", options=("A) True", "B) False"))
 >>> prog = "Predicates:\\nSour($x, bool)\\nFacts:\\nSour(Max, False)\\nQuery:\\nSour(Max, False)"
 >>> [f.check for f in check_program("logiclm-lp", prog, p)]
 ['query_polarity']
@@ -100,16 +100,28 @@ records them in the row's ``trace``, solving the corrected program unless correc
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal, Protocol
 
+from symbolkg.solvers.answer_options import VERDICT_TEXTS, option_letters
+from symbolkg.solvers.csp import syntax as csp
+from symbolkg.solvers.fol import syntax as fol
+from symbolkg.solvers.lp import syntax as lp
 from symbolkg.solvers.outcomes import ProgramError
-
-if TYPE_CHECKING:  # the problem record lives with the jobs; checks only read its question and options
-    from symbolkg.jobs.pipeline.rows import Problem
+from symbolkg.solvers.smt import lsat_syntax as lsat
 
 Severity = Literal["error", "warning", "info"]
+
+
+class ProblemText(Protocol):
+    """What the checks read of a problem (a job's problem record has both): the text checked against."""
+
+    @property
+    def question(self) -> str: ...
+
+    @property
+    def options(self) -> Sequence[str]: ...
 
 #: The checks, in the order they run (see the module docstring for each definition).
 CHECKS = ("answer_format", "query_polarity", "one_name", "option_position", "option_modality", "free_variables",
@@ -167,7 +179,7 @@ class Corrected:
         return bool(self.applied)
 
 
-def check_program(language: str, program_text: str, problem: Problem) -> list[Finding]:
+def check_program(language: str, program_text: str, problem: ProblemText) -> list[Finding]:
     """Run every check of ``language`` on a program for ``problem``; parse only, never solve.
 
     Args:
@@ -191,7 +203,7 @@ def check_program(language: str, program_text: str, problem: Problem) -> list[Fi
     return sorted(findings, key=lambda f: (order[f.severity], CHECKS.index(f.check), f.line or 0))
 
 
-def correct_program(language: str, program_text: str, problem: Problem, *, max_steps: int = 16) -> Corrected:
+def correct_program(language: str, program_text: str, problem: ProblemText, *, max_steps: int = 16) -> Corrected:
     """Apply the corrections of :func:`check_program` one at a time until none is left.
 
     Each step re-checks the program the previous correction produced, so corrections compose
@@ -413,17 +425,9 @@ def _components(premises: list[tuple[int, set[str]]], start: set[str]) -> list[i
     return [line for line, _ in pending]
 
 
-def _option_letters(problem: Problem) -> dict[str, str]:
-    from symbolkg.jobs.pipeline.answers import option_letters as letters
-
-    return letters(problem)
-
-
-def _verdict_options(problem: Problem) -> list[Finding]:
-    from symbolkg.jobs.pipeline.answers import _VERDICT_TEXTS  # the texts interpret() maps verdicts onto
-
-    texts = {t for ts in _VERDICT_TEXTS.values() for t in ts}
-    letters = _option_letters(problem)
+def _verdict_options(problem: ProblemText) -> list[Finding]:
+    texts = {t for ts in VERDICT_TEXTS.values() for t in ts}  # the texts a verdict is mapped onto
+    letters = option_letters(problem.options)
     bad = [f"{k}) {v}" for k, v in letters.items() if v.lower() not in texts]
     if not bad:
         return []
@@ -434,62 +438,84 @@ def _verdict_options(problem: Problem) -> list[Finding]:
 
 # --------------------------------------------------------------------------- logiclm-lp
 
-def _check_lp(text: str, problem: Problem) -> list[Finding]:
-    from symbolkg.solvers.lp import language as lp
+def _one_name(text: str, arities: dict[str, set[int]], declarations: tuple, asked: set[str],
+              first_use: dict[str, int], first_line: Callable[[list[str]], int | None],
+              parse: Callable[[str], Any], effect: str) -> list[Finding]:
+    """``one_name`` for a language whose predicates are declared by ``declarations`` (LP, FOL).
 
+    Args:
+        text: the program.
+        arities: predicate name -> the arities it is used (or declared) with.
+        declarations: the program's predicate declarations (``name``, ``line``).
+        asked: the predicates of the query / conclusion.
+        first_use: predicate -> the first line that uses it.
+        first_line: the line a finding about a group of names points at.
+        parse: the language's parser (a correction must parse).
+        effect: what the split does, in words (after "so").
+    """
+    declared = {d.name for d in declarations}
+    findings = []
+    for names in _one_name_groups(arities):
+        keep = _pick_name(names, declared, asked, first_use)
+        correction: str | None = None
+        if len(set().union(*(arities[n] for n in names))) == 1:  # same arity: renaming keeps the meaning
+            correction = text
+            for other in names:
+                if other != keep:
+                    drop = next((d.line for d in declarations if d.name == other), None) if keep in declared else None
+                    correction = _rename(correction, other, keep, drop_line=drop)
+            if _parses(parse, correction) is None:
+                correction = None
+        findings.append(Finding(
+            "one_name", "error",
+            f"the predicates {', '.join(names)} name one concept in {len(names)} ways, so {effect}; use one name, "
+            f"{keep}, everywhere", first_line(names), correction))
+    return findings
+
+
+def _check_lp(text: str, problem: ProblemText) -> list[Finding]:
     program = lp.parse(text)
-    findings = _verdict_options(problem)
     atoms = list(program.facts) + [a for r in program.rules for a in (*r.body, *r.head)]
     arities: dict[str, set[int]] = {}
     for a in (*atoms, program.query):
         arities.setdefault(a.predicate, set()).add(len(a.args))
     for d in program.predicates:
         arities.setdefault(d.name, set()).add(d.arity)
-    declared = {d.name for d in program.predicates}
     q = program.query
     first_use: dict[str, int] = {}
     for a in sorted((*atoms, q), key=lambda a: a.line):
         first_use.setdefault(a.predicate, a.line)
+    return (_verdict_options(problem) + _lp_polarity(text, program, set(arities), problem)
+            + _one_name(text, arities, program.predicates, {q.predicate}, first_use,
+                        lambda names: min((a.line for a in atoms if a.predicate in names), default=None), lp.parse,
+                        "rules written with one never apply to facts written with another")
+            + _lp_free_variables(program) + _lp_unused(program, atoms) + _lp_disconnected(program))
 
-    # query_polarity
+
+def _lp_polarity(text: str, program: Any, predicates: set[str], problem: ProblemText) -> list[Finding]:
+    """``query_polarity`` for logiclm-lp."""
+    q = program.query
     sentence = _question_sentence(problem.question)
-    if sentence is not None:
-        constants = [str(c) for c in q.args]
-        expected = _polarity_expectation(q.predicate, constants, set(arities), set(program.constants()), sentence)
-        if expected is not None and expected != q.value:
-            fixed = f"{q.predicate}({', '.join((*constants, str(expected)))})"
-            correction = _replace_line(text, q.line, fixed)
-            check = _parses(lp.parse, correction)
-            ok = check is not None and check.query.predicate == q.predicate and check.query.value == expected
-            findings.append(Finding(
-                "query_polarity", "error",
-                f"the query {q} states the opposite of the question's statement {sentence.text!r}"
-                f" ({'negative' if sentence.negated else 'positive'}); the query must be the statement itself, "
-                f"{fixed}, so that True means the statement is true", q.line, correction if ok else None))
+    if sentence is None:
+        return []
+    constants = [str(c) for c in q.args]
+    expected = _polarity_expectation(q.predicate, constants, predicates, set(program.constants()), sentence)
+    if expected is None or expected == q.value:
+        return []
+    fixed = f"{q.predicate}({', '.join((*constants, str(expected)))})"
+    correction = _replace_line(text, q.line, fixed)
+    check = _parses(lp.parse, correction)
+    ok = check is not None and check.query.predicate == q.predicate and check.query.value == expected
+    return [Finding(
+        "query_polarity", "error",
+        f"the query {q} states the opposite of the question's statement {sentence.text!r}"
+        f" ({'negative' if sentence.negated else 'positive'}); the query must be the statement itself, "
+        f"{fixed}, so that True means the statement is true", q.line, correction if ok else None)]
 
-    # one_name
-    for names in _one_name_groups(arities):
-        shown = ", ".join(names)
-        keep = _pick_name(names, declared, {q.predicate}, first_use)
-        same_arity = len(set().union(*(arities[n] for n in names))) == 1
-        correction = None
-        if same_arity:
-            correction = text
-            for other in names:
-                if other == keep:
-                    continue
-                drop = next((d.line for d in program.predicates if d.name == other), None) if keep in declared else None
-                correction = _rename(correction, other, keep, drop_line=drop)
-            if _parses(lp.parse, correction) is None:
-                correction = None
-        first = min((a.line for a in atoms if a.predicate in names), default=None)
-        findings.append(Finding(
-            "one_name", "error",
-            f"the predicates {shown} name one concept in {len(names)} ways, so rules written with one never apply "
-            f"to facts written with another; use one name, {keep}, everywhere",
-            first, correction))
 
-    # free_variables
+def _lp_free_variables(program: Any) -> list[Finding]:
+    """``free_variables`` for logiclm-lp."""
+    findings = []
     for r in program.rules:
         bound = {v for a in r.body for v in a.variables()}
         free = sorted({v.name for a in r.head for v in a.variables()} - {v.name for v in bound})
@@ -503,8 +529,13 @@ def _check_lp(text: str, problem: Problem) -> list[Finding]:
             findings.append(Finding(
                 "free_variables", "info",
                 f"the fact {r.text!r} has a variable, so it holds for every constant of the program", r.line))
+    return findings
 
-    # unused_symbols
+
+def _lp_unused(program: Any, atoms: list) -> list[Finding]:
+    """``unused_symbols`` for logiclm-lp."""
+    q = program.query
+    findings = []
     concluded = {a.predicate for a in program.facts} | {h.predicate for r in program.rules for h in r.head}
     if q.predicate not in concluded:
         findings.append(Finding(
@@ -523,26 +554,25 @@ def _check_lp(text: str, problem: Problem) -> list[Finding]:
         if d.name not in used:
             findings.append(Finding("unused_symbols", "info", f"the declared predicate {d.name} is used nowhere",
                                     d.line))
+    return findings
 
-    # disconnected_premises
+
+def _lp_disconnected(program: Any) -> list[Finding]:
+    """``disconnected_premises`` for logiclm-lp."""
     def symbols(items: tuple) -> set[str]:
         return {f"p:{a.predicate}" for a in items} | {f"c:{c}" for a in items for c in a.args if isinstance(c, str)}
 
     premises = [(a.line, symbols((a,))) for a in program.facts] + [(r.line, symbols((*r.body, *r.head)))
                                                                    for r in program.rules]
-    for line in _components(premises, symbols((q,))):
-        findings.append(Finding(
-            "disconnected_premises", "info",
-            f"the premise on line {line} shares no predicate or constant with the query, even through other "
-            "premises, so it cannot affect the answer", line))
-    return findings
+    return [Finding(
+        "disconnected_premises", "info",
+        f"the premise on line {line} shares no predicate or constant with the query, even through other "
+        "premises, so it cannot affect the answer", line) for line in _components(premises, symbols((program.query,)))]
 
 
 # --------------------------------------------------------------------------- logiclm-fol
 
 def _fol_walk(formula: Any):  # type: ignore[no-untyped-def]
-    from symbolkg.solvers.fol import language as fol
-
     yield formula
     if isinstance(formula, fol.Not):
         yield from _fol_walk(formula.body)
@@ -554,8 +584,6 @@ def _fol_walk(formula: Any):  # type: ignore[no-untyped-def]
 
 
 def _fol_constants(term: Any) -> set[str]:
-    from symbolkg.solvers.fol import language as fol
-
     if isinstance(term, fol.Const):
         return {term.name}
     if isinstance(term, fol.Func):
@@ -564,8 +592,6 @@ def _fol_constants(term: Any) -> set[str]:
 
 
 def _fol_symbols(formula: Any) -> tuple[dict[str, set[int]], set[str]]:
-    from symbolkg.solvers.fol import language as fol
-
     preds: dict[str, set[int]] = {}
     consts: set[str] = set()
     for f in _fol_walk(formula):
@@ -589,11 +615,8 @@ def _fol_flip(literal: str) -> str:
     return f"¬{literal}" if re.fullmatch(r"[\w]+\s*\([^()]*\)", literal) else f"¬({literal})"
 
 
-def _check_fol(text: str, problem: Problem) -> list[Finding]:
-    from symbolkg.solvers.fol import language as fol
-
+def _check_fol(text: str, problem: ProblemText) -> list[Finding]:
     program = fol.parse(text)
-    findings = _verdict_options(problem)
     concl = program.conclusion
     per_premise = [(s, *_fol_symbols(s.formula)) for s in program.premises]
     c_preds, c_consts = _fol_symbols(concl.formula)
@@ -607,52 +630,46 @@ def _check_fol(text: str, problem: Problem) -> list[Finding]:
         arities.setdefault(k, set()).update(v)
     for d in program.predicates:
         arities.setdefault(d.name, set()).add(d.arity)
-    declared = {d.name for d in program.predicates}
     first_use: dict[str, int] = {}
     for statement, preds, _ in per_premise:
         for name in preds:
             first_use.setdefault(name, statement.line)
+    return (_verdict_options(problem) + _fol_polarity(text, concl, set(arities), constants, problem)
+            + _one_name(text, arities, program.predicates, set(c_preds), first_use,
+                        lambda names: min((s.line for s, preds, _ in per_premise if set(preds) & set(names)),
+                                          default=None), fol.parse,
+                        "premises written with one say nothing about the other")
+            + _fol_unused(program, per_premise, c_preds, c_consts))
 
-    # query_polarity: a literal conclusion about constants
+
+def _fol_polarity(text: str, concl: Any, predicates: set[str], constants: set[str],
+                  problem: ProblemText) -> list[Finding]:
+    """``query_polarity`` for logiclm-fol: a literal conclusion about constants."""
     formula, negated = concl.formula, False
     if isinstance(formula, fol.Not):
         formula, negated = formula.body, True
     sentence = _question_sentence(problem.question)
-    if sentence is not None and isinstance(formula, fol.Atom) and all(isinstance(t, fol.Const) for t in formula.args):
-        names = [t.name for t in formula.args]  # type: ignore[union-attr]
-        expected = _polarity_expectation(formula.predicate, names, set(arities), constants, sentence)
-        if expected is not None and expected == negated:
-            fixed = _fol_flip(concl.text)
-            correction = _replace_line(text, concl.line, fixed)
-            check = _parses(fol.parse, correction)
-            ok = check is not None and check.conclusion.formula == (formula if negated else fol.Not(formula))
-            findings.append(Finding(
-                "query_polarity", "error",
-                f"the conclusion {concl.text!r} states the opposite of the question's statement {sentence.text!r} "
-                f"({'negative' if sentence.negated else 'positive'}); the conclusion must be the statement itself, "
-                f"{fixed}", concl.line, correction if ok else None))
+    if sentence is None or not isinstance(formula, fol.Atom) or not all(isinstance(t, fol.Const) for t in formula.args):
+        return []
+    names = [t.name for t in formula.args]  # type: ignore[union-attr]
+    expected = _polarity_expectation(formula.predicate, names, predicates, constants, sentence)
+    if expected is None or expected != negated:
+        return []
+    fixed = _fol_flip(concl.text)
+    correction = _replace_line(text, concl.line, fixed)
+    check = _parses(fol.parse, correction)
+    ok = check is not None and check.conclusion.formula == (formula if negated else fol.Not(formula))
+    return [Finding(
+        "query_polarity", "error",
+        f"the conclusion {concl.text!r} states the opposite of the question's statement {sentence.text!r} "
+        f"({'negative' if sentence.negated else 'positive'}); the conclusion must be the statement itself, "
+        f"{fixed}", concl.line, correction if ok else None)]
 
-    # one_name
-    for names in _one_name_groups(arities):
-        keep = _pick_name(names, declared, set(c_preds), first_use)
-        same_arity = len(set().union(*(arities[n] for n in names))) == 1
-        correction = None
-        if same_arity:
-            correction = text
-            for other in names:
-                if other != keep:
-                    drop = next((d.line for d in program.predicates if d.name == other), None) if keep in declared else None
-                    correction = _rename(correction, other, keep, drop_line=drop)
-            if _parses(fol.parse, correction) is None:
-                correction = None
-        first = min((s.line for s, preds, _ in per_premise if set(preds) & set(names)), default=None)
-        findings.append(Finding(
-            "one_name", "error",
-            f"the predicates {', '.join(names)} name one concept in {len(names)} ways, so premises written with one "
-            f"say nothing about the other; use one name, {keep}, everywhere",
-            first, correction))
 
-    # unused_symbols
+def _fol_unused(program: Any, per_premise: list, c_preds: dict[str, set[int]], c_consts: set[str]) -> list[Finding]:
+    """``unused_symbols`` and ``disconnected_premises`` for logiclm-fol."""
+    concl = program.conclusion
+    findings = []
     premise_preds = {p for _, preds, _ in per_premise for p in preds}
     premise_consts = {c for _, _, consts in per_premise for c in consts}
     for p in sorted(set(c_preds) - premise_preds):
@@ -670,8 +687,6 @@ def _check_fol(text: str, problem: Problem) -> list[Finding]:
         if d.name not in used:
             findings.append(Finding("unused_symbols", "info", f"the declared predicate {d.name} is used nowhere",
                                     d.line))
-
-    # disconnected_premises
     premises = [(s.line, {f"p:{p}" for p in preds} | {f"c:{c}" for c in consts}) for s, preds, consts in per_premise]
     start = {f"p:{p}" for p in c_preds} | {f"c:{c}" for c in c_consts}
     for line in _components(premises, start):
@@ -691,8 +706,6 @@ _ORD = "|".join(sorted(_ORDINALS, key=len, reverse=True))
 
 
 def _csp_vars(expr: Any) -> set[str]:
-    from symbolkg.solvers.csp import language as csp
-
     if isinstance(expr, csp.VarRef):
         return {expr.name}
     out: set[str] = set()
@@ -740,8 +753,6 @@ def _position(text: str, ends: list[tuple[int, list[str]]], lo: int, hi: int) ->
 
 def _position_literal(expr: Any) -> tuple[str, int] | None:
     """``x == 3`` (either way round) -> ``("x", 3)``; None for anything else."""
-    from symbolkg.solvers.csp import language as csp
-
     if not (isinstance(expr, csp.Compare) and expr.ops == ("==",)):
         return None
     left, right = expr.operands
@@ -752,21 +763,25 @@ def _position_literal(expr: Any) -> tuple[str, int] | None:
     return None
 
 
-def _check_csp(text: str, problem: Problem) -> list[Finding]:
-    from symbolkg.solvers.csp import language as csp
+def _letters_mismatch(section: str, mine: set[str], letters: dict[str, str], advice: str,
+                      line: int | None) -> list[Finding]:
+    """``answer_format``: the program's option letters must be the problem's (CSP, SMT DSL)."""
+    if not letters or mine == set(letters):
+        return []
+    missing, extra = sorted(set(letters) - mine), sorted(mine - set(letters))
+    return [Finding(
+        "answer_format", "error",
+        f"the {section} section has the options {sorted(mine)} but the problem has {sorted(letters)}"
+        + (f"; missing {missing}" if missing else "") + (f"; not in the problem {extra}" if extra else "")
+        + f"; {advice}", line)]
 
+
+def _check_csp(text: str, problem: ProblemText) -> list[Finding]:
     program = csp.parse(text)
-    findings: list[Finding] = []
-    letters = _option_letters(problem)
-    mine = {o.letter for o in program.options}
-    if letters and mine != set(letters):
-        missing, extra = sorted(set(letters) - mine), sorted(mine - set(letters))
-        findings.append(Finding(
-            "answer_format", "error",
-            f"the Query section has the options {sorted(mine)} but the problem has {sorted(letters)}"
-            + (f"; missing {missing}" if missing else "") + (f"; not in the problem {extra}" if extra else "")
-            + "; write one option per problem option, with the problem's letters",
-            program.options[0].line if program.options else None))
+    letters = option_letters(problem.options)
+    findings = _letters_mismatch("Query", {o.letter for o in program.options}, letters,
+                                 "write one option per problem option, with the problem's letters",
+                                 program.options[0].line if program.options else None)
     norm = {k: re.sub(r"\W+", " ", v.lower()).strip() for k, v in letters.items()}
     for o in program.options:
         c = re.sub(r"\W+", " ", o.comment.lower()).strip()
@@ -777,59 +792,7 @@ def _check_csp(text: str, problem: Problem) -> list[Finding]:
                     "answer_format", "error",
                     f"option {o.letter}) has the text of option {other[0]}) ({letters[other[0]]!r}); the problem's "
                     f"option {o.letter}) is {letters.get(o.letter)!r}", o.line))
-
-    # option_position
-    ints = [v for v in program.variables if v.type == csp.Type.INT and v.domain]
-    if ints:
-        lo, hi = min(min(v.domain) for v in ints), max(max(v.domain) for v in ints)  # type: ignore[type-var]
-        ends = []
-        for n in program.notes:
-            m = _NOTE_RE.match(n.text)
-            if m and int(m.group(1)) in (lo, hi):
-                ends.append((int(m.group(1)), _end_phrases(m.group(2))))
-        # The constraints that state a position in their comment show which reading the program
-        # follows: when they all follow the option's reading against the notes, the notes are the odd
-        # one out and the answer is right as written (no correction); when they follow the notes (or
-        # none states a position) the option is the odd one out.
-        agree = disagree = 0
-        for c in program.constraints:
-            pair = _position_literal(c.expr)
-            want = _position(c.comment, ends, lo, hi) if pair and c.comment else None
-            if want is not None:
-                agree += want == pair[1]  # type: ignore[index]
-                disagree += want != pair[1]  # type: ignore[index]
-        for o in program.options:
-            pair = _position_literal(o.expr)
-            option_text = letters.get(o.letter)
-            if pair is None or option_text is None:
-                continue
-            name, value = pair
-            want = _position(option_text, ends, lo, hi)
-            if want is None or want == value:
-                continue
-            notes = "; ".join(n.text for n in program.notes)
-            if disagree and not agree:
-                findings.append(Finding(
-                    "option_position", "warning",
-                    f"option {o.letter}) {o.text!r} puts {name} at {value}, but the option's text {option_text!r} "
-                    f"names position {want} under the Domain notes ({notes}); the constraints read positions the "
-                    "option's way, so the Domain notes are reversed", o.line))
-                continue
-            correction = None
-            if not disagree:
-                lines = text.split("\n")
-                code, sep, comment = lines[o.line - 1].partition(":::")
-                new_code = re.sub(rf"(?<![\w.]){value}(?![\w.])", str(want), o.text, count=1)
-                lines[o.line - 1] = code.replace(o.text, new_code, 1) + sep + comment
-                correction = "\n".join(lines)
-                if new_code == o.text or _parses(csp.parse, correction) is None:
-                    correction = None
-            findings.append(Finding(
-                "option_position", "error",
-                f"option {o.letter}) {o.text!r} puts {name} at {value}, but the option's text {option_text!r} "
-                f"names position {want} under the Domain notes ({notes})", o.line, correction))
-
-    # disconnected_premises
+    findings += _csp_option_position(text, program, letters)
     start: set[str] = set()
     for o in program.options:
         start |= _csp_vars(o.expr)
@@ -842,27 +805,73 @@ def _check_csp(text: str, problem: Problem) -> list[Finding]:
     return findings
 
 
+def _csp_option_position(text: str, program: Any, letters: dict[str, str]) -> list[Finding]:
+    """``option_position`` for logiclm-csp (see the module docstring)."""
+    ints = [v for v in program.variables if v.type == csp.Type.INT and v.domain]
+    if not ints:
+        return []
+    lo, hi = min(min(v.domain) for v in ints), max(max(v.domain) for v in ints)  # type: ignore[type-var]
+    ends = []
+    for n in program.notes:
+        m = _NOTE_RE.match(n.text)
+        if m and int(m.group(1)) in (lo, hi):
+            ends.append((int(m.group(1)), _end_phrases(m.group(2))))
+    # The constraints that state a position in their comment show which reading the program
+    # follows: when they all follow the option's reading against the notes, the notes are the odd
+    # one out and the answer is right as written (no correction); when they follow the notes (or
+    # none states a position) the option is the odd one out.
+    agree = disagree = 0
+    for c in program.constraints:
+        pair = _position_literal(c.expr)
+        want = _position(c.comment, ends, lo, hi) if pair and c.comment else None
+        if want is not None:
+            agree += want == pair[1]  # type: ignore[index]
+            disagree += want != pair[1]  # type: ignore[index]
+    findings = []
+    for o in program.options:
+        pair = _position_literal(o.expr)
+        option_text = letters.get(o.letter)
+        if pair is None or option_text is None:
+            continue
+        name, value = pair
+        want = _position(option_text, ends, lo, hi)
+        if want is None or want == value:
+            continue
+        notes = "; ".join(n.text for n in program.notes)
+        if disagree and not agree:
+            findings.append(Finding(
+                "option_position", "warning",
+                f"option {o.letter}) {o.text!r} puts {name} at {value}, but the option's text {option_text!r} "
+                f"names position {want} under the Domain notes ({notes}); the constraints read positions the "
+                "option's way, so the Domain notes are reversed", o.line))
+            continue
+        correction = None
+        if not disagree:
+            lines = text.split("\n")
+            code, sep, comment = lines[o.line - 1].partition(":::")
+            new_code = re.sub(rf"(?<![\w.]){value}(?![\w.])", str(want), o.text, count=1)
+            lines[o.line - 1] = code.replace(o.text, new_code, 1) + sep + comment
+            correction = "\n".join(lines)
+            if new_code == o.text or _parses(csp.parse, correction) is None:
+                correction = None
+        findings.append(Finding(
+            "option_position", "error",
+            f"option {o.letter}) {o.text!r} puts {name} at {value}, but the option's text {option_text!r} "
+            f"names position {want} under the Domain notes ({notes})", o.line, correction))
+    return findings
+
+
 # --------------------------------------------------------------------------- logiclm-smt
 
-def _check_smt(text: str, problem: Problem) -> list[Finding]:
-    from symbolkg.solvers.smt import lsat
-
+def _check_smt(text: str, problem: ProblemText) -> list[Finding]:
     program = lsat.parse(text)
     return _smt_answer_format(program, problem) + _smt_modality(text, program, problem)
 
 
-def _smt_answer_format(program: Any, problem: Problem) -> list[Finding]:
-    letters = _option_letters(problem)
-    mine = {o.letter for o in program.options}
-    if not letters or mine == set(letters):
-        return []
-    missing, extra = sorted(set(letters) - mine), sorted(mine - set(letters))
-    return [Finding(
-        "answer_format", "error",
-        f"the Options section has the options {sorted(mine)} but the problem has {sorted(letters)}"
-        + (f"; missing {missing}" if missing else "") + (f"; not in the problem {extra}" if extra else "")
-        + "; write one option check per problem option, marked ::: (A) and so on",
-        program.options[0].line if program.options else None)]
+def _smt_answer_format(program: Any, problem: ProblemText) -> list[Finding]:
+    return _letters_mismatch("Options", {o.letter for o in program.options}, option_letters(problem.options),
+                             "write one option check per problem option, marked ::: (A) and so on",
+                             program.options[0].line if program.options else None)
 
 
 _MODAL_NEGATIVE = re.compile(r"\b(?:cannot|can ?not|could not|couldn't|can't|must be false|impossible|"
@@ -932,9 +941,7 @@ def _rewrite_check(code: str, asked: str) -> str | None:
     return f"{indent}{asked}({argument})"
 
 
-def _smt_modality(text: str, program: Any, problem: Problem) -> list[Finding]:
-    from symbolkg.solvers.smt import lsat
-
+def _smt_modality(text: str, program: Any, problem: ProblemText) -> list[Finding]:
     asked = _asked_check(problem.question)
     checks = [o.check for o in program.options]
     if asked is None or not checks or any(
@@ -965,7 +972,7 @@ def _smt_modality(text: str, program: Any, problem: Problem) -> list[Finding]:
         wrong[0].line, corrected)]
 
 
-_CHECKERS: dict[str, Callable[[str, Problem], list[Finding]]] = {
+_CHECKERS: dict[str, Callable[[str, ProblemText], list[Finding]]] = {
     "logiclm-lp": _check_lp,
     "logiclm-lp-swipl": _check_lp,
     "logiclm-fol": _check_fol,

@@ -14,7 +14,7 @@ conversation: the model's own reply, then the solver's message (with the line it
 points at) and a request for a corrected program.
 
 Each language's system message states exactly what its parser accepts
-(:mod:`symbolkg.solvers.lp.language`, :mod:`symbolkg.solvers.fol.language`, :mod:`symbolkg.solvers.csp.language`, :mod:`symbolkg.solvers.smt.lsat`)
+(:mod:`symbolkg.solvers.lp.syntax`, :mod:`symbolkg.solvers.fol.syntax`, :mod:`symbolkg.solvers.csp.syntax`, :mod:`symbolkg.solvers.smt.lsat_syntax`)
 and is followed by hand-written few-shot examples (:data:`EXAMPLES`: made-up
 problems in the style of each dataset, not taken from any dev set or from
 Logic-LM's prompts); the tests run every example program through its solver and
@@ -50,7 +50,7 @@ import re
 from dataclasses import dataclass
 from typing import Sequence
 
-from symbolkg.solvers.smt.lsat import CHECK_ALIASES
+from symbolkg.solvers.smt.lsat_formula_syntax import CHECK_ALIASES
 
 #: Logic-LM dataset name -> the program language Logic-LM uses for it.
 LANGUAGE_FOR_DATASET: dict[str, str] = {
@@ -604,7 +604,7 @@ CSP_PROGRAM_REGEX = (
     rf"\n?Query:\n([A-G]\) {_ITEM}{_COMMENT}\n)*[A-G]\) {_ITEM}{_COMMENT}\n?"
 )
 
-# the option checks the DSL reads, with the English spellings it reads as one of them (lsat.CHECK_ALIASES):
+# the option checks the DSL reads, with the English spellings it reads as one of them (lsat_formula_syntax.CHECK_ALIASES):
 # the regex admits every program the parser runs (tests/solvers/test_prompts.py)
 _SMT_CHECKS = ("is_sat", "is_unsat", "is_valid", "is_exception", "is_accurate_list", *sorted(CHECK_ALIASES))
 _SMT_OPTION = rf"({'|'.join(_SMT_CHECKS)})\({_TEXT}*\) ::: \([A-G]\)"

@@ -23,15 +23,19 @@ import os
 from pathlib import Path
 
 from symbolkg.actors.engines.base import ChatRequest, CodeEngine, EngineError
-from symbolkg.solvers.symba import language as symba
+from symbolkg.solvers.outcomes import ProgramError
 from symbolkg.solvers.symba import prompts as P
-
-#: the SymBa sets, by folder name (the prefix of their problem ids, ``<folder>_<id>``)
-FOLDERS = ("proofwriter_dep5", "birdselectricity", "pararules", "prontoqa", "clutrr", "gsm8k", "mawps")
+from symbolkg.solvers.symba.engine import head_unifies
+from symbolkg.solvers.symba.syntax import parse_clause, parse_goal
 
 
 class GoldEngine(CodeEngine):
     """Answers the ``symba`` method's calls from the gold programs under ``data_dir/symba``.
+
+    Every folder ``data_dir/symba/<set>`` with a ``test_data.json`` is a set (its problem ids are
+    ``<set>_<record id>``). A statement without a ``description`` is its own sentence: the search
+    answers the statement's text, and its translation is the statement. A statement the clause
+    language does not read is never offered (the record's other statements still are).
 
     Args:
         data_dir: the benchmark data folder (holding ``symba/<set>/test_data.json``).
@@ -45,20 +49,24 @@ class GoldEngine(CodeEngine):
             raise ValueError(f"--engine gold needs SymBa's data: no folder {self.data_dir / 'symba'}")
         self._programs: dict[str, dict[str, list[tuple[str, str]]]] = {}  # folder -> id -> [(statement, sentence)]
 
+    def _folder(self, problem_id: str) -> str:
+        """The set a problem id belongs to: the longest folder name it starts with (``<folder>_``)."""
+        folders = [p.name for p in (self.data_dir / "symba").iterdir() if (p / "test_data.json").is_file()]
+        matching = [f for f in folders if problem_id.startswith(f + "_")]
+        if not matching:
+            raise EngineError(f"the gold engine only knows SymBa's sets ({', '.join(sorted(folders))}); "
+                              f"{problem_id!r} is not one of their ids")
+        return max(matching, key=len)
+
     def _pairs(self, problem_id: str) -> list[tuple[str, str]]:
-        folder = next((f for f in FOLDERS if problem_id.startswith(f + "_")), None)
-        if folder is None:
-            raise EngineError(f"the gold engine only knows SymBa's sets; {problem_id!r} is not one of their ids")
+        folder = self._folder(problem_id)
         if folder not in self._programs:
             path = self.data_dir / "symba" / folder / "test_data.json"
             try:
                 records = json.loads(path.read_text(encoding="utf-8"))
-            except (OSError, ValueError) as exc:
-                raise EngineError(f"cannot read the gold programs of {folder}: {exc}") from exc
-            self._programs[folder] = {
-                f"{folder}_{r['id']}": [(s["statement"], " ".join(s["description"].split()))
-                                        for s in r.get("program", []) if s.get("statement", "").strip()]
-                for r in records}
+                self._programs[folder] = {f"{folder}_{r['id']}": _statements(r) for r in records}
+            except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+                raise EngineError(f"cannot read the gold programs of {folder}: {exc!r}") from exc
         pairs = self._programs[folder].get(problem_id)
         if pairs is None:
             raise EngineError(f"no SymBa record {problem_id!r}")
@@ -71,14 +79,30 @@ class GoldEngine(CodeEngine):
             raise EngineError(f"the gold engine only answers SymBa's search and translation calls, not {request.purpose!r}")
         asked = P.read_request(module, request.messages[-1].content)
         kind = "fact" if module.startswith("fact") else "rule"
-        goal = symba.parse_goal(asked.goal)
+        try:
+            goal = parse_goal(asked.goal)
+        except ProgramError as exc:
+            raise EngineError(f"the goal {asked.goal!r} does not parse: {exc}") from exc
         matching: list[tuple[str, str]] = []
         for statement, sentence in self._pairs(request.problem_id):
-            clauses = symba.parse_clause(statement)
+            try:
+                clauses = parse_clause(statement)
+            except ProgramError:
+                continue  # a statement outside the language is never offered
             is_rule = any(c.body for c in clauses)
-            if is_rule == (kind == "rule") and any(symba.head_unifies(c, goal) for c in clauses):
+            if is_rule == (kind == "rule") and any(head_unifies(c, goal) for c in clauses):
                 matching.append((statement, sentence))
         if module.endswith("search"):
             sentences = list(dict.fromkeys(sentence for _, sentence in matching))
             return "\n".join(sentences) if sentences else P.sentinel(kind)  # type: ignore[arg-type]
         return next((statement for statement, sentence in matching if sentence == " ".join((asked.sentence or "").split())), P.NO_STATEMENT)
+
+
+def _statements(record: dict) -> list[tuple[str, str]]:
+    """(statement, sentence) of a record's program; a statement without a description is its own sentence."""
+    pairs = []
+    for s in record.get("program") or []:
+        statement = str(s.get("statement") or "").strip()
+        if statement:
+            pairs.append((statement, " ".join(str(s.get("description") or statement).split())))
+    return pairs

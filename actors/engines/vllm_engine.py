@@ -31,6 +31,7 @@ import asyncio
 import contextlib
 import itertools
 import os
+import sys
 import threading
 import time
 import traceback
@@ -166,6 +167,37 @@ class VLLMConfig:
             raise ValueError(f"shutdown_timeout_s must be > 0, got {self.shutdown_timeout_s}")
 
 
+#: Environment variable naming a file for what vLLM and the libraries under it print while it starts.
+LIBRARY_LOG_ENV = "SYMBOLKG_LIBRARY_LOG"
+
+
+@contextlib.contextmanager
+def library_output(path: str | None) -> Iterator[None]:
+    """While vLLM is imported and started, send file descriptor 2 to ``path`` (appending); None: leave it.
+
+    vLLM's CPU build, Triton, torch and the NUMA binding code print warnings from C, C++ and Python,
+    in this process and in the engine-core process vLLM spawns, which inherits the descriptor and
+    keeps it: so the engine's messages go to the file for its whole life, and this process's
+    console is back for the job's own output (progress bars, report) when the engine is up.
+    ``make demo`` sets ``SYMBOLKG_LIBRARY_LOG`` so its console shows only the job.
+    """
+    if not path:
+        yield
+        return
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    sys.stderr.flush()
+    target = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    saved = os.dup(2)
+    os.dup2(target, 2)
+    try:
+        yield
+    finally:
+        sys.stderr.flush()
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(target)
+
+
 class VLLMEngine:
     """An :class:`~symbolkg.actors.engines.base.LLMEngine` running vLLM in this process (and its children).
 
@@ -206,6 +238,10 @@ class VLLMEngine:
         """
         t0 = time.perf_counter()
         self.config = config or VLLMConfig()
+        with library_output(os.environ.get(LIBRARY_LOG_ENV)):
+            self._init(t0)
+
+    def _init(self, t0: float) -> None:
         import vllm  # noqa: F401  (fail early and clearly when vLLM is missing)
         from vllm.platforms import current_platform
 

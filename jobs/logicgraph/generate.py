@@ -21,12 +21,22 @@ what a premise says; an atom whose statement fails the checks keeps its template
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import os
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
+
+from symbolkg.actors.engines.base import ChatRequest, EngineDeadError, EngineError, Message, SamplingParams, StructuredOutput
+from symbolkg.actors.engines.factory import ENGINES, EngineOptions, make_engine
+from symbolkg.jobs.datasets.files import default_data_dir
+from symbolkg.jobs.pipeline.concurrency import for_each_in_flight
+from symbolkg.solvers.logicgraph.generate import TIERS, GenerationError, generate_instance, reword, tier_statistics
+from symbolkg.solvers.logicgraph.instances import load_instances
+from symbolkg.solvers.logicgraph.wording import parse_readings, readings_request
 
 #: the statistics rows of ``--stats``: (label, key in tier_statistics)
 _ROWS = (
@@ -42,8 +52,6 @@ _ROWS = (
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    from symbolkg.solvers.logicgraph.generate import TIERS
-
     p.add_argument("--tier", choices=sorted(TIERS), default="small",
                    help="small: 2-4 proofs, medium: 5-7, large: 8 or more (default small)")
     p.add_argument("--count", type=int, default=100, help="instances to write (default 100)")
@@ -55,8 +63,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--text", choices=("template", "llm"), default="template",
                    help="English from templates (default), or each atom's statement from an LLM (--engine ...) "
                         "with the connectives still from templates")
-    from symbolkg.actors.engines.factory import ENGINES
-
     g = p.add_argument_group("--text llm")
     g.add_argument("--engine", choices=ENGINES, default="vllm",
                    help="LLM backend (default vllm with the embedded SmolLM2-135M-Instruct)")
@@ -71,31 +77,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--quiet", action="store_true", help="no per-instance progress on stderr")
 
 
-def run(args: argparse.Namespace) -> int:
-    from dataclasses import replace
-
-    from symbolkg.solvers.logicgraph.generate import TIERS, GenerationError, generate_instance, tier_statistics
-
-    if args.count < 1 or args.start < 0:
-        print(f"symbolkg logicgraph generate: --count must be >= 1 and --start >= 0 (got {args.count}, {args.start})", file=sys.stderr)
-        return 2
-    config = TIERS[args.tier]
-    if args.distractors is not None:
-        if args.distractors < 0:
-            print(f"symbolkg logicgraph generate: --distractors must be >= 0 (got {args.distractors})", file=sys.stderr)
-            return 2
-        config = replace(config, distractors=args.distractors)
-
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    t0 = time.perf_counter()
-    instances = []
+def _generate_all(config: Any, args: argparse.Namespace) -> tuple[list, list[str], int, int]:
+    """Instances ``--start .. --start + --count - 1``: (generated, failures, constructions, proofs from search)."""
+    generated_all = []
     failures: list[str] = []
     attempts = proved = 0
-    # same folder as the target, so the final rename is atomic on one filesystem; a per-process
-    # name ("x": never someone else's file) with the usual permissions (mkstemp's are 0600)
-    tmp_name = out.parent / f".{out.name}.{os.getpid()}.tmp"
-    generated_all = []
     for k, index in enumerate(range(args.start, args.start + args.count), 1):
         try:
             generated = generate_instance(config, args.seed, index)
@@ -110,10 +96,44 @@ def run(args: argparse.Namespace) -> int:
             print(f"[{k}/{args.count}] {generated.instance.id}: {len(generated.instance.proofs)} proofs, "
                   f"{len(generated.instance.premises)} premises, {generated.attempts} attempt(s), "
                   f"{generated.seconds:.2f}s", file=sys.stderr)
+    return generated_all, failures, attempts, proved
+
+
+def _write_atomically(generated_all: list, out: Path) -> list:
+    """Write the records to ``out`` through a temporary file renamed when complete; the instances."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    # same folder as the target, so the final rename is atomic on one filesystem; a per-process
+    # name ("x": never someone else's file) with the usual permissions (mkstemp's are 0600)
+    tmp_name = out.parent / f".{out.name}.{os.getpid()}.tmp"
+    instances = []
+    try:
+        with open(tmp_name, "x", encoding="utf-8") as fh:
+            for generated in generated_all:
+                fh.write(json.dumps(generated.record, ensure_ascii=False) + "\n")
+                instances.append(generated.instance)
+        os.replace(tmp_name, out)
+    except BaseException:
+        # a failure or Ctrl-C: drop the partial file, keep any earlier complete --out untouched
+        Path(tmp_name).unlink(missing_ok=True)
+        raise
+    return instances
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.count < 1 or args.start < 0:
+        print(f"symbolkg logicgraph generate: --count must be >= 1 and --start >= 0 (got {args.count}, {args.start})", file=sys.stderr)
+        return 2
+    config = TIERS[args.tier]
+    if args.distractors is not None:
+        if args.distractors < 0:
+            print(f"symbolkg logicgraph generate: --distractors must be >= 0 (got {args.distractors})", file=sys.stderr)
+            return 2
+        config = replace(config, distractors=args.distractors)
+    out = Path(args.out)
+    t0 = time.perf_counter()
+    generated_all, failures, attempts, proved = _generate_all(config, args)
     text_stats = None
     if args.text == "llm":
-        from symbolkg.actors.engines.base import EngineDeadError
-
         try:
             generated_all, text_stats = _word_with_llm(generated_all, args)
         except ValueError as exc:  # bad engine options
@@ -125,21 +145,11 @@ def run(args: argparse.Namespace) -> int:
         print(f"worded {len(generated_all)} instances with {text_stats['model']}: {text_stats['atoms_from_llm']} of "
               f"{text_stats['atoms']} atoms from the model, the rest from templates ({text_stats['engine_errors']} "
               f"engine errors)", file=sys.stderr)
-    try:
-        with open(tmp_name, "x", encoding="utf-8") as fh:
-            for generated in generated_all:
-                fh.write(json.dumps(generated.record, ensure_ascii=False) + "\n")
-                instances.append(generated.instance)
-        os.replace(tmp_name, out)
-    except BaseException:
-        # a failure or Ctrl-C: drop the partial file, keep any earlier complete --out untouched
-        Path(tmp_name).unlink(missing_ok=True)
-        raise
+    instances = _write_atomically(generated_all, out)
     wall = time.perf_counter() - t0
     stats = tier_statistics(instances)
     print(f"wrote {len(instances)} {args.tier} instances to {out} in {wall:.1f}s "
           f"({attempts} constructions, {proved} proofs from the search, {len(failures)} failed)", file=sys.stderr)
-
     reference = _dataset_statistics(args.tier, args.data_dir, out) if (args.stats or args.json) else None
     if args.stats:
         print(format_statistics(stats, reference, args.tier))
@@ -156,7 +166,7 @@ async def word_with_llm(generated_all: list, engine, *, max_tokens: int = 2048, 
     """Ask ``engine`` for each instance's atom statements; re-word the instances with them.
 
     The logic, proofs and first-order atoms do not change; an atom whose statement fails
-    :func:`~symbolkg.solvers.logicgraph.generate.parse_readings`'s checks (or an instance whose
+    :func:`~symbolkg.solvers.logicgraph.wording.parse_readings`'s checks (or an instance whose
     request failed) keeps its template English, and the record says so
     (``metadata.generator.text_problems``).
 
@@ -167,10 +177,6 @@ async def word_with_llm(generated_all: list, engine, *, max_tokens: int = 2048, 
     Raises:
         EngineDeadError: the engine died (the caller writes nothing).
     """
-    from symbolkg.actors.engines.base import ChatRequest, EngineDeadError, EngineError, Message, SamplingParams, StructuredOutput
-    from symbolkg.jobs.pipeline.concurrency import for_each_in_flight
-    from symbolkg.solvers.logicgraph.generate import parse_readings, readings_request, reword
-
     stats = {"model": engine.model, "atoms": 0, "atoms_from_llm": 0, "engine_errors": 0, "prompt_tokens": 0,
              "completion_tokens": 0}
     out: dict[int, Any] = {}
@@ -211,10 +217,6 @@ def _word_with_llm(generated_all: list, args: argparse.Namespace) -> tuple[list,
         ValueError: bad engine options.
         EngineDeadError: the engine died.
     """
-    import asyncio
-
-    from symbolkg.actors.engines.factory import EngineOptions, make_engine
-
     if args.max_tokens < 1 or args.max_in_flight < 1:
         raise ValueError("--max-tokens and --max-in-flight must be >= 1")
     opts = EngineOptions(kind=args.engine, model=args.model, cache_dir=args.cache, openai_url=args.openai_url)
@@ -232,10 +234,6 @@ def _word_with_llm(generated_all: list, args: argparse.Namespace) -> tuple[list,
 
 def _dataset_statistics(tier: str, data_dir: str | None, out: Path) -> dict[str, Any] | None:
     """The dataset's own statistics for the tier, or None when the data folder does not have it."""
-    from symbolkg.jobs.datasets import default_data_dir
-    from symbolkg.solvers.logicgraph.instances import load_instances
-    from symbolkg.solvers.logicgraph.generate import tier_statistics
-
     path = default_data_dir(data_dir) / "logicgraph" / f"{tier}.jsonl"
     if not path.is_file() or path.resolve() == out.resolve():
         return None

@@ -24,6 +24,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from symbolkg.actors.engines.base import ChatRequest, EngineDeadError, EngineError, Message, SamplingParams, StructuredOutput
+from symbolkg.actors.engines.factory import ENGINES, EngineOptions, make_engine
+from symbolkg.jobs.datasets.registry import dataset_path
+from symbolkg.jobs.logicgraph.verify import format_report, verify_run
+from symbolkg.jobs.pipeline.concurrency import for_each_in_flight
+from symbolkg.solvers.logicgraph.instances import InstanceError, load_instances
+from symbolkg.solvers.logicgraph.prompts import PROMPT_VERSION, SHOW_CHOICES, answer_schema, messages, parse_answer
+
 #: LogicGraph paper, Table 4: the best model's averages over Small/Medium/Large (and its Small column).
 PAPER_BEST = {
     "model": "Gemini-3-Pro-Preview",
@@ -37,9 +45,6 @@ PAPER_BEST = {
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    from symbolkg.actors.engines.factory import ENGINES
-    from symbolkg.solvers.logicgraph.prompts import SHOW_CHOICES
-
     p.add_argument("--dataset", default="logicgraph/small", help="logicgraph/<tier> (default logicgraph/small)")
     p.add_argument("--data-dir", help="data root (default: $SYMBOLKG_DATA, else ../shared/data)")
     p.add_argument("--limit", type=int, help="only the first N instances")
@@ -133,16 +138,12 @@ async def answer_instances(instances, engine, cfg: SolveConfig, log: AnswerLog, 
         counts of this call: asked, answered, engine errors (those ids stay unanswered, so a
         rerun asks again), tokens and seconds.
     """
-    from symbolkg.actors.engines.base import ChatRequest, EngineDeadError, EngineError, Message, SamplingParams, StructuredOutput
-    from symbolkg.jobs.pipeline.concurrency import for_each_in_flight
-    from symbolkg.solvers.logicgraph.prompts import PROMPT_VERSION, answer_schema, messages, parse_answer
-
     todo = [inst for inst in instances if inst.id not in log.done]
     stats = {"asked": len(todo), "answered": 0, "engine_errors": 0, "prompt_tokens": 0, "completion_tokens": 0}
     errors: dict[str, str] = {}
     bar = None
     if progress and todo:
-        from tqdm import tqdm
+        from tqdm import tqdm  # optional third-party progress bar, imported only when shown
 
         bar = tqdm(total=len(todo), unit="instance", dynamic_ncols=True, file=sys.stderr)
     t0 = time.monotonic()
@@ -199,12 +200,6 @@ async def answer_instances(instances, engine, cfg: SolveConfig, log: AnswerLog, 
 
 
 def run(args: argparse.Namespace) -> int:
-    from symbolkg.actors.engines.base import EngineDeadError
-    from symbolkg.actors.engines.factory import EngineOptions, make_engine
-    from symbolkg.jobs.datasets import dataset_path
-    from symbolkg.jobs.logicgraph.verify import format_report, verify_run
-    from symbolkg.solvers.logicgraph.instances import InstanceError, load_instances
-
     def fail(message: str) -> int:
         print(f"symbolkg logicgraph solve: {message}", file=sys.stderr)
         return 2
@@ -255,6 +250,13 @@ def run(args: argparse.Namespace) -> int:
     finally:
         log.close()
     answered = [log.done[i.id] for i in instances if i.id in log.done]
+    _report(args, instances, answered, stats, cfg, opts, log, out)
+    return 0 if len(answered) == len(instances) else 1
+
+
+def _report(args: argparse.Namespace, instances: list, answered: list, stats: dict[str, Any], cfg: SolveConfig,
+            opts: EngineOptions, log: AnswerLog, out: Path) -> None:
+    """Verify the answers, write ``report.json`` and print the report."""
     report = verify_run(instances, answered)
     summary = {
         "dataset": args.dataset,
@@ -277,4 +279,3 @@ def run(args: argparse.Namespace) -> int:
               f"{summary['unparsed']} answers without a readable proof, {summary['truncated']} cut off at the token limit")
         print(format_report(report, paper=PAPER_BEST))
         print(f"answers: {log.path}\nreport:  {out / 'report.json'}")
-    return 0 if len(answered) == len(instances) else 1

@@ -1,10 +1,12 @@
 """``symbolkg logicgraph supports``: every minimal support of each instance, proven complete, vs the reference.
 
-For each instance of a LogicGraph tier: enumerate the minimal supports
-(:func:`~symbolkg.solvers.logicgraph.minimal_support.minimal_supports`, timed alone), recheck every set with Z3
-(:func:`~symbolkg.solvers.logicgraph.minimal_support.recheck_supports`), verify the completeness certificate
-(:func:`~symbolkg.solvers.logicgraph.minimal_support.check_certificate`), and compare the sets with the premise
-sets of the reference proofs (:meth:`~symbolkg.solvers.logicgraph.instances.Instance.reference_supports`).
+For each instance of a LogicGraph tier: enumerate the minimal supports by labelled elimination
+(:func:`~symbolkg.solvers.logicgraph.elimination.minimal_supports`, timed alone), recheck every set with Z3
+(:func:`~symbolkg.solvers.logicgraph.support_check.recheck_supports`), verify the completeness certificate
+with the independent checker (:func:`~symbolkg.solvers.logicgraph.elimination_check.check_certificate`),
+and compare the sets with the premise sets of the reference proofs
+(:meth:`~symbolkg.solvers.logicgraph.instances.Instance.reference_supports`; on a generated tier those
+come from the reference enumerator, :mod:`~symbolkg.solvers.logicgraph.dualize`).
 
     symbolkg logicgraph supports --dataset logicgraph/small [--data-dir D] [--limit N] [--ids ...] [--json] [--out FILE.jsonl]
 
@@ -25,15 +27,14 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from symbolkg.jobs.datasets import dataset_path
+from symbolkg.jobs.datasets.registry import dataset_path
 from symbolkg.solvers.logicgraph.instances import Instance, InstanceError, load_instances
-from symbolkg.solvers.logicgraph.minimal_support import (
-    CertificateError,
-    RecheckError,
-    check_certificate,
-    minimal_supports,
-    recheck_supports,
-)
+from symbolkg.solvers.logicgraph.elimination import minimal_supports
+from symbolkg.solvers.logicgraph.elimination_check import check_certificate
+from symbolkg.solvers.logicgraph.propositional import parse
+from symbolkg.solvers.logicgraph.support_check import recheck_supports
+from symbolkg.solvers.logicgraph.supports_syntax import RecheckError
+from symbolkg.solvers.outcomes import CertificateError
 
 
 @dataclass(frozen=True)
@@ -49,7 +50,8 @@ class InstanceRow:
         rechecked: every set passed Z3's recheck; certified: the certificate checked.
         error: why a recheck or certificate check failed ("" when none).
         enumerate_ms, recheck_ms, certificate_ms: wall time of each stage.
-        solver_calls, blocks, countermodels: the size of the work and of the certificate.
+        solver_calls: resolution pairs of the elimination; clauses: labelled clauses it kept;
+            certificate_size: entries of the certificate (clauses, drops and witnesses).
     """
 
     id: str
@@ -66,8 +68,8 @@ class InstanceRow:
     recheck_ms: float
     certificate_ms: float
     solver_calls: int
-    blocks: int
-    countermodels: int
+    clauses: int
+    certificate_size: int
 
     def to_row(self) -> dict[str, Any]:
         return asdict(self)
@@ -107,7 +109,7 @@ class SupportsReport:
             "recheck_p95_ms": _quantile(recheck_ms, 0.95),
             "certificate_p50_ms": _quantile(cert_ms, 0.5),
             "certificate_p95_ms": _quantile(cert_ms, 0.95),
-            "countermodels_max": max((r.countermodels for r in rows), default=0),
+            "certificate_size_max": max((r.certificate_size for r in rows), default=0),
             "mismatches": [{"id": r.id, "missing": r.missing, "extra": r.extra, "error": r.error}
                            for r in rows if r.missing or r.extra or r.error or not r.complete],
         }
@@ -175,15 +177,13 @@ def evaluate_instance(instance: Instance, *, budget_s: float | None = None) -> I
         recheck_ms=round((t1 - t0) * 1000, 3),
         certificate_ms=round((t2 - t1) * 1000, 3),
         solver_calls=result.solver_calls,
-        blocks=len(getattr(cert, "blocks", ())),
-        countermodels=len(getattr(cert, "countermodels", ())),
+        clauses=len(cert.clauses) if cert is not None else 0,
+        certificate_size=cert.size() if cert is not None else 0,
     )
 
 
 def _warm_up() -> None:
     """First-call costs (Z3's import and first context) kept out of the first instance's times."""
-    from symbolkg.solvers.logicgraph.propositional import parse
-
     premises = {"r": parse("A -> G"), "a": parse("A")}
     minimal_supports(premises, parse("G"), recheck=True)
 
@@ -220,7 +220,7 @@ def run(args: argparse.Namespace) -> int:
     _warm_up()
     report = SupportsReport(args.dataset)
     try:
-        from tqdm import tqdm
+        from tqdm import tqdm  # optional third-party progress bar
 
         bar = tqdm(desc=f"supports {args.dataset}", unit="inst", file=sys.stderr, disable=None, total=args.limit)
     except ImportError:  # tqdm is optional: no bar
@@ -261,7 +261,7 @@ def _table(s: dict[str, Any]) -> str:
            f"{s['complete']:8d} {s['rechecked']:9d} {s['certified']:9d} {s['p50_ms']:7.2f} {s['p95_ms']:7.2f} {s['max_ms']:7.2f}")
     checks = (f"recheck (Z3) p50/p95 ms: {s['recheck_p50_ms']:.2f} / {s['recheck_p95_ms']:.2f}; "
               f"certificate check p50/p95 ms: {s['certificate_p50_ms']:.2f} / {s['certificate_p95_ms']:.2f}; "
-              f"largest certificate: {s['countermodels_max']} countermodels")
+              f"largest certificate: {s['certificate_size_max']} entries")
     lines = [header, "-" * len(header), row, "", checks]
     for m in s["mismatches"]:
         lines.append(f"MISMATCH {m['id']}: missing {m['missing']} extra {m['extra']} {m['error']}".rstrip())

@@ -2,7 +2,8 @@
 
 Every ``--method`` of ``symbolkg solve`` is a :class:`~symbolkg.jobs.methods.base.Method`
 subclass in its own module. The built-in ones are listed in :data:`BUILTIN`, one line each
-(``name: "module:Class"``), and imported only when asked for; other packages add theirs
+(``name: "module:Class"``), and imported only when asked for (but :mod:`.baseline`, whose direct
+answer is every method's ``--fallback``); other packages add theirs
 with an entry point in the ``symbolkg.methods`` group (``name = "pkg.module:Class"``), and
 code (a test, a notebook) with :func:`register`. Adding a method therefore touches its own
 module, its tests and one line here, never the CLI or the job.
@@ -21,6 +22,8 @@ from importlib.metadata import entry_points
 
 from symbolkg.actors.engines.base import LLMEngine
 from symbolkg.jobs.methods.base import Ledger, Method, MethodConfig, MethodContext
+from symbolkg.jobs.methods.baseline import answer_directly
+from symbolkg.jobs.pipeline.answers import is_correct
 from symbolkg.jobs.pipeline.rows import Problem, ResultRow
 from symbolkg.solvers.runtime.local_pool import SolverPool
 
@@ -32,6 +35,7 @@ BUILTIN: dict[str, str] = {
     "symbolkg": "symbolkg.jobs.methods.symbolkg:SymbolKGMethod",
     "symba": "symbolkg.jobs.methods.symba:SymBa",
     "prolog-agent": "symbolkg.jobs.methods.prolog_agent:PrologAgent",
+    "multipath": "symbolkg.jobs.methods.multipath:Multipath",
 }
 #: Entry-point group through which other installed packages register methods.
 ENTRY_POINT_GROUP = "symbolkg.methods"
@@ -114,9 +118,6 @@ async def run_problem(problem: Problem, cfg: MethodConfig, engine: LLMEngine, so
     method = resolve(cfg, solver, method)
     row = await method.run(problem, MethodContext(engine, solver, cfg))
     if cfg.fallback and row.predicted is None:
-        from symbolkg.jobs.methods.baseline import answer_directly
-        from symbolkg.jobs.pipeline.answers import is_correct
-
         ctx = MethodContext(engine, solver, cfg)
         predicted, _, _ = await answer_directly(problem, ctx, cfg.fallback)
         extra = ctx.ledger

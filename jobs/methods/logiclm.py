@@ -26,7 +26,11 @@ from symbolkg.solvers.outcomes import ErrorKind, Outcome, SolveRequest, Status
 
 
 def language_for(problem: Problem) -> str | None:
-    """The formalization language of a problem's dataset (None if the method has none)."""
+    """The formalization language of a problem: its own (``meta["language"]``, which a Logic-LM-layout
+    dataset's loader sets, :mod:`symbolkg.jobs.datasets.logiclm`), else its dataset's prompts' (None if none)."""
+    language = problem.meta.get("language")
+    if isinstance(language, str) and language in prompts.EXAMPLES:
+        return language
     return prompts.LANGUAGE_FOR_DATASET.get(problem.dataset)
 
 
@@ -43,8 +47,12 @@ class Formalized:
         kept_round: the round whose program is kept (None before any program ran).
         seconds: ``formalize`` (the first LLM request), ``solve`` (every program, queueing
             included), ``refine`` (the repair requests).
-        checks: the formalization checks' findings on the kept program (:mod:`symbolkg.solvers.checks`),
-            as :meth:`~symbolkg.solvers.checks.Finding.to_dict` objects; each round's are in ``attempts``.
+        checks: the formalization checks' findings on the kept round's program as written
+            (:mod:`symbolkg.solvers.checks`), as :meth:`~symbolkg.solvers.checks.Finding.to_dict`
+            objects; each round's are in ``attempts``.
+        corrections: the checks whose text-resolved corrections were applied to the kept round's
+            program after the loop (then ``program`` and ``outcome`` are the corrected program's and
+            ``original_program`` the program as written); empty when none applied.
     """
 
     outcome: Outcome | None = None
@@ -56,6 +64,16 @@ class Formalized:
     seconds: dict[str, float] = field(default_factory=lambda: {"formalize": 0.0, "solve": 0.0, "refine": 0.0})
     checks: list[dict] = field(default_factory=list)
     kept_round: int | None = None
+    corrections: list[str] = field(default_factory=list)
+    original_program: str | None = None
+
+    def trace(self) -> dict:
+        """The row's ``trace`` entries of the checks, with the keys the direct path writes (``checked_program``)."""
+        entries: dict = {"checks": self.checks, "corrected": bool(self.corrections)}
+        if self.corrections:
+            entries["corrections"] = self.corrections
+            entries["original_program"] = self.original_program
+        return entries
 
     def final_outcome(self) -> Outcome:
         """The loop's outcome, or an LLM error outcome when no program was ever run."""
@@ -76,6 +94,9 @@ async def formalize_solve_refine(problem: Problem, ctx: MethodContext, *, langua
     error comes back not parsing): the loop keeps the best round, ranked executed without check
     errors > executed with check errors > not executed, the later round on a tie; its program,
     outcome and findings are what :class:`Formalized` holds (every round stays in ``attempts``).
+    When the repairs leave a finding that the text resolves, the kept round's program is corrected
+    and solved as the direct path does (:func:`_correct_kept_round`), so a program gets the same
+    answer whether it came from a file or from a model.
 
     Args:
         problem: the problem (its question and options are always shown).
@@ -136,16 +157,48 @@ async def formalize_solve_refine(problem: Problem, ctx: MethodContext, *, langua
         })
         if (result.outcome.executed and not check_errors) or round_no > cfg.max_refine_rounds:
             break
-        if result.outcome.executed:  # it ran, but it does not say what the problem says
-            pairs = prompts.refine_messages(language, context, problem.question, problem.options, program,
-                                            "formalization", checks.refine_message(check_errors),
-                                            check_errors[0].line, hints, reply=completion.text)
-            continue
-        pairs = prompts.refine_messages(language, context, problem.question, problem.options, program,
-                                        result.outcome.error_kind,
-                                        result.outcome.error_message or result.outcome.status.value,
-                                        result.outcome.error_line, hints, reply=completion.text)
+        pairs = _repair_messages(language, context, problem, program, result.outcome, check_errors, hints,
+                                 completion.text)
+    if out.program is not None:
+        await _correct_kept_round(problem, ctx, out, run_as)
     return out
+
+
+def _repair_messages(language: str, context: str, problem: Problem, program: str, outcome: Outcome,
+                     check_errors: list[checks.Finding], hints: str, reply: str) -> prompts.Messages:
+    """The next round's conversation: the solver's error, or the checks' errors when the program ran."""
+    if outcome.executed:  # it ran, but it does not say what the problem says
+        return prompts.refine_messages(language, context, problem.question, problem.options, program, "formalization",
+                                       checks.refine_message(check_errors), check_errors[0].line, hints, reply=reply)
+    return prompts.refine_messages(language, context, problem.question, problem.options, program, outcome.error_kind,
+                                   outcome.error_message or outcome.status.value, outcome.error_line, hints,
+                                   reply=reply)
+
+
+async def _correct_kept_round(problem: Problem, ctx: MethodContext, out: Formalized, run_as: str) -> None:
+    """Apply the corrections the text resolves to the kept round's program, and solve it: the direct path's way.
+
+    When the model's repairs did not fix a finding that the text resolves (query polarity, option
+    position, option modality, one name; :func:`symbolkg.solvers.checks.correct_program`), the
+    program is corrected exactly as :func:`symbolkg.jobs.pipeline.solve.checked_program` corrects a
+    program read from a file, so a program gets the same answer on both paths. The corrected
+    program, its outcome and the corrections become what ``out`` holds; ``out.checks`` stays the
+    findings on the program as the model wrote it, and the step is one more entry of ``attempts``.
+    """
+    corrected = checks.correct_program(run_as, out.program or "", problem)
+    if not corrected.corrected:
+        return
+    t0 = time.perf_counter()
+    result = await ctx.solver.solve(SolveRequest(problem.id, run_as, corrected.text, ctx.config.limits))  # type: ignore[union-attr]
+    out.seconds["solve"] += time.perf_counter() - t0
+    out.corrections = [f.check for f in corrected.applied]
+    out.original_program = out.program
+    out.outcome, out.program, out.worker, out.pool_attempts = result.outcome, corrected.text, result.worker, result.attempts
+    out.attempts.append({
+        "round": out.kept_round, "purpose": "correct", "program": corrected.text, "corrections": out.corrections,
+        "outcome": {k: v for k, v in result.outcome.to_dict().items() if k != "proof"},
+        "checks": [f.to_dict() for f in corrected.remaining],
+    })
 
 
 class LogicLM(Method):
@@ -168,4 +221,4 @@ class LogicLM(Method):
         return ctx.row(problem, outcome, predicted=predicted, program=f.program, language=language, rounds=f.rounds,
                        success_round=f.kept_round if outcome.executed else None, attempts=f.attempts, worker=f.worker,
                        pool_attempts=f.pool_attempts, latency_s=time.monotonic() - t0, stage_seconds=f.seconds,
-                       trace={"checks": f.checks})
+                       trace=f.trace())

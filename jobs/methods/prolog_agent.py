@@ -46,7 +46,7 @@ of the model's program, so it is the same whichever engine runs.
 
 **Certificates.** SWI-Prolog through MCP gives a verdict, not a proof. When the job has a
 solver pool (``symbolkg solve`` starts one for this method), the program that ran (knowledge
-base and goal) is rewritten into the ``symba`` language (:func:`symbolkg.solvers.symba.language.from_prolog`:
+base and goal) is rewritten into the ``symba`` language (:func:`symbolkg.solvers.symba.syntax.from_prolog`:
 declarations dropped, a conjunctive goal named by a clause; text only, in the orchestrator) and
 solved by SymBa's prover in a worker. If it gives the same answer, its proof-tree certificate
 goes into the row (``symbolkg verify`` re-checks it with a bottom-up evaluator: neither SWI-Prolog
@@ -80,7 +80,7 @@ from symbolkg.jobs.pipeline.answers import interpret
 from symbolkg.jobs.methods.base import Method, MethodContext
 from symbolkg.jobs.pipeline.rows import Problem, ResultRow
 from symbolkg.solvers.prolog import pararule as P
-from symbolkg.solvers.symba import language as symba
+from symbolkg.solvers.symba import syntax as symba
 from symbolkg.solvers.outcomes import ErrorKind, Outcome, ProgramError, SolveRequest, Status
 
 T = TypeVar("T")
@@ -215,7 +215,7 @@ class McpConnection:
         self._stop = asyncio.Event()
         try:
             if self.transport == "inprocess":
-                from symbolkg.jobs.mcp_server import PrologMCPServer, ServerConfig
+                from symbolkg.jobs.mcp_server import PrologMCPServer, ServerConfig  # the server (MCP SDK): this transport only
 
                 self._server = PrologMCPServer(ServerConfig(max_sessions=self.max_sessions))
                 # legacy mode: the initialize handshake and JSON-RPC over the SDK's in-memory streams
@@ -532,14 +532,7 @@ class PrologAgent(Method):
             attempt["error"] = error
             outcome = self._failed(stage, error)
             messages.append(("user", P.repair_message(stage, error)))
-        sldnf = None
-        if self.config.sldnf:
-            t = time.perf_counter()
-            sldnf_calls: list[ToolCall] = []
-            sldnf = await connection.run(lambda: self._sldnf(sessions, problem, sldnf_calls))
-            if sldnf is not None:
-                sldnf["mcp_calls"] = [c.log() for c in sldnf_calls]
-            seconds["sldnf"] += time.perf_counter() - t
+        sldnf = await self._sldnf_closure(connection, sessions, problem, seconds) if self.config.sldnf else None
         assert outcome is not None  # max_attempts >= 1
         rederived = None
         if ctx.solver is not None and success_round is not None and program is not None:
@@ -559,13 +552,27 @@ class PrologAgent(Method):
                        rounds=len(attempts), success_round=success_round, attempts=attempts,
                        latency_s=time.monotonic() - t0, trace=trace, stage_seconds=seconds)
 
+    async def _sldnf_closure(self, connection: McpConnection, sessions: SessionCache, problem: Problem,
+                             seconds: dict[str, float]) -> dict[str, Any] | None:
+        """The plain SLDNF run (:meth:`_sldnf`; off with ``--prolog-agent-no-sldnf``), its MCP calls logged.
+
+        Its time goes into ``seconds["sldnf"]``.
+        """
+        t = time.perf_counter()
+        sldnf_calls: list[ToolCall] = []
+        sldnf = await connection.run(lambda: self._sldnf(sessions, problem, sldnf_calls))
+        if sldnf is not None:
+            sldnf["mcp_calls"] = [c.log() for c in sldnf_calls]
+        seconds["sldnf"] += time.perf_counter() - t
+        return sldnf
+
     @staticmethod
     async def _rederive(problem: Problem, program: str, outcome: Outcome,
                         ctx: MethodContext) -> tuple[Outcome, dict[str, Any]]:
         """SWI-Prolog's verdict re-derived by SymBa's prover in a solver worker, for a certificate.
 
         The program (knowledge base and ``?- goal.``) is rewritten into the ``symba`` language
-        (:func:`symbolkg.solvers.symba.language.from_prolog`, text only) and solved in the pool. When SymBa
+        (:func:`symbolkg.solvers.symba.syntax.from_prolog`, text only) and solved in the pool. When SymBa
         gives the same answer, its proof-tree certificate (checked by ``symbolkg verify``'s bottom-up
         evaluator: a third engine) goes into the row; otherwise the row keeps SWI's answer without
         one and the trace says why.

@@ -1,6 +1,6 @@
 """SymBa (Lee & Hwang, NAACL 2025): backward chaining that asks the LLM only for what a proof lacks.
 
-The solver (:mod:`symbolkg.solvers.symba.language`, run in a solver worker like every program) proves
+The solver (:mod:`symbolkg.solvers.symba.engine`, run in a solver worker like every program) proves
 the goal top-down over the statements known so far and reports two lists of subgoals: those no
 clause head unified with (``missing``: the paper's trigger, including atoms under a ``not`` that
 succeeded only because nothing unified), and every subgoal that ended without an answer
@@ -18,7 +18,12 @@ Then the solver runs again on the larger database. Why ``unproved`` is the defau
 mouse)`` is known, so a proof that needs another binding is never found (18 of ProofWriter's 300
 gold-engine records end wrong that way; with ``unproved`` none does, benchmarks/symba_method.py).
 Subgoals of a predicate the problem's world rules define (CLUTRR's ``relation/3``) are never asked
-about: the world model is given, and complete for its own predicates. This repeats until the goal is decided or no
+about: the world model is given, and complete for its own predicates. Every other subgoal is asked
+about the same way, whatever its arguments: a goal that asks the text a question through a quoted
+sentence (``checkIf("The applicant was informed promptly.", A)`` in a world rule) gets its fact
+search and translation like ``is(bob, red)``. A statement ``not h.`` (a denial, the translation of a
+negative sentence) enters the database like a fact; a database that violates one proves no goal
+(SymBa's reading, :mod:`symbolkg.solvers.symba.syntax`). This repeats until the goal is decided or no
 subgoal is new; a goal is never asked twice. The statement-at-a-time recursion of the paper
 becomes rounds here: all subgoals missing in one round are asked at once, the fact and rule
 searches of a subgoal are in flight together (the rule search's answer is only used when no fact
@@ -45,9 +50,11 @@ from symbolkg.actors.engines.base import EngineDeadError, EngineError, SamplingP
 from symbolkg.jobs.pipeline.answers import interpret
 from symbolkg.jobs.methods.base import Method, MethodContext
 from symbolkg.jobs.pipeline.rows import Problem, ResultRow
-from symbolkg.solvers.symba import language as symba
+from symbolkg.solvers.symba.engine import atom_variables, head_unifies
 from symbolkg.solvers.symba import prompts as P
-from symbolkg.solvers.outcomes import ErrorKind, Outcome, SolveRequest, Status
+from symbolkg.solvers.symba.syntax import parse_clause, parse_goal
+from symbolkg.solvers.symba.terms_syntax import format_clause
+from symbolkg.solvers.outcomes import ErrorKind, Outcome, ProgramError, SolveRequest, Status
 
 LANGUAGE = "symba"
 
@@ -115,8 +122,8 @@ class _Problem:
 def _predicate(atom_text: str) -> tuple[str, int] | None:
     """(name, arity) of a subgoal as the solver prints it (None if it does not parse)."""
     try:
-        atom = symba.parse_goal(atom_text).atom
-    except symba.ProgramError:
+        atom = parse_goal(atom_text).atom
+    except ProgramError:
         return None
     return atom.pred, atom.arity
 
@@ -124,25 +131,25 @@ def _predicate(atom_text: str) -> tuple[str, int] | None:
 def _has_variable(atom_text: str) -> bool:
     """Whether a subgoal as the solver prints it has a variable (the solver names them A, B, ...)."""
     try:
-        return bool(symba.atom_variables(symba.parse_goal(atom_text).atom))
-    except symba.ProgramError:
+        return bool(atom_variables(parse_goal(atom_text).atom))
+    except ProgramError:
         return False
 
 
 def _validate(text: str, subgoal: str, kind: str, known: set[str]) -> tuple[str | None, str]:
     """The statement in canonical form if it passes symbolic validation, else (None, why)."""
     try:
-        clauses = symba.parse_clause(text)
-    except symba.ProgramError as exc:
+        clauses = parse_clause(text)
+    except ProgramError as exc:
         return None, f"does not parse: {exc}"
     if not clauses:
         return None, "no statement"
     if kind == "fact" and any(c.body for c in clauses):
         return None, "a rule where a fact was asked for"
-    goal = symba.parse_goal(subgoal)
-    if not any(symba.head_unifies(c, goal) for c in clauses):
+    goal = parse_goal(subgoal)
+    if not any(head_unifies(c, goal) for c in clauses):
         return None, f"its head does not unify with {subgoal}"
-    canonical = " ".join(symba.format_clause(c) for c in clauses)
+    canonical = " ".join(format_clause(c) for c in clauses)
     if canonical in known:
         return None, "already in the database"
     return canonical, ""
@@ -197,16 +204,16 @@ class SymBa(Method):
         goal = str(problem.meta.get("goal") or problem.question).strip().rstrip(".")
         state = _Problem(goal)
         try:
-            symba.parse_goal(goal)
-        except symba.ProgramError as exc:
+            parse_goal(goal)
+        except ProgramError as exc:
             outcome = Outcome.error(Status.PARSE_ERROR, ErrorKind.SYNTAX, f"the problem's goal does not parse: {exc}")
             return ctx.row(problem, outcome, predicted=None, language=LANGUAGE)
         world: set[tuple[str, int]] = set()  # predicates the world rules define: never asked about
         for rule in problem.meta.get("world_rules", []):
             state.statements.append(Statement(rule, "", "", "world", 0))
             try:
-                world.update((c.head.pred, c.head.arity) for c in symba.parse_clause(rule))
-            except symba.ProgramError:
+                world.update((c.head.pred, c.head.arity) for c in parse_clause(rule) if not c.negated)
+            except ProgramError:
                 pass  # the solver reports it with its line
         outcome, worker, pool_attempts, rounds = None, "-", 0, 0
         while True:

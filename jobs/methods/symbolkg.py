@@ -50,7 +50,7 @@ from symbolkg.jobs.methods.logiclm import formalize_solve_refine
 from symbolkg.jobs.pipeline.rows import Problem, ResultRow
 from symbolkg.jobs.pipeline.retrieve import RetrieveOutcome, retrieve
 from symbolkg.jobs.router_eval import graph_counts
-from symbolkg.retrieval.embed import Embedder
+from symbolkg.retrieval.embed import Embedder, ModelNotFoundError, make_embedder
 from symbolkg.retrieval.hull import HullConfig
 from symbolkg.retrieval.lkg.canonical import split_sentences
 from symbolkg.retrieval.lkg.schema import STRUCTURAL_EDGE_TYPES, Concept, Constraint, ContextRecord, Entity, Graph, Rule
@@ -432,8 +432,6 @@ class SymbolKGMethod(Method):
         Raises:
             ValueError: a bad flag value, or the embedder's model cannot be found.
         """
-        from symbolkg.retrieval.embed import ModelNotFoundError, make_embedder
-
         config = config_from_args(args)
         if args.retrieval_actors < 0 or (args.embedder_actor and not args.retrieval_actors):
             raise ValueError("--retrieval-actors must be >= 0, and --embedder-actor needs --retrieval-actors")

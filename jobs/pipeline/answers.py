@@ -10,24 +10,7 @@ import math
 import re
 
 from symbolkg.jobs.pipeline.rows import Problem
-
-_OPTION = re.compile(r"^\s*\(?([A-Z])\)\s*(.*)$", re.DOTALL)
-# Solver verdicts -> the option texts datasets use for them.
-_VERDICT_TEXTS = {
-    "true": {"true", "yes"},
-    "false": {"false", "no"},
-    "unknown": {"unknown", "uncertain", "cannot be determined"},
-}
-
-
-def option_letters(problem: Problem) -> dict[str, str]:
-    """``{"A": "True", ...}`` from ``"A) True"``-style options."""
-    letters: dict[str, str] = {}
-    for opt in problem.options:
-        m = _OPTION.match(opt)
-        if m:
-            letters[m.group(1)] = m.group(2).strip().rstrip(".").strip()
-    return letters
+from symbolkg.solvers.answer_options import VERDICT_TEXTS, option_letters
 
 
 def interpret(problem: Problem, answer: str | None) -> str | None:
@@ -59,13 +42,13 @@ def interpret(problem: Problem, answer: str | None) -> str | None:
     answer = answer.strip()
     if not problem.options:
         return answer
-    letters = option_letters(problem)
+    letters = option_letters(problem.options)
     if answer in letters:
         return answer
     verdict = answer.lower()
-    if verdict not in _VERDICT_TEXTS:
+    if verdict not in VERDICT_TEXTS:
         return None
-    by_verdict = {v: letter for letter, text in letters.items() for v, texts in _VERDICT_TEXTS.items()
+    by_verdict = {v: letter for letter, text in letters.items() for v, texts in VERDICT_TEXTS.items()
                   if text.lower() in texts}
     if verdict == "unknown" and "unknown" not in by_verdict and {"true", "false"} <= by_verdict.keys():
         return by_verdict["false"]  # closed world: not derivable = false

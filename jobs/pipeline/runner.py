@@ -28,14 +28,15 @@ from __future__ import annotations
 
 import sys
 import time
-from typing import Iterable
+from dataclasses import dataclass
+from typing import Any, Iterable
 
 from symbolkg.actors.engines.base import EngineDeadError, LLMEngine
 from symbolkg.jobs.pipeline.concurrency import for_each_in_flight
 from symbolkg.jobs.pipeline.gates import GatedEngine, GatedSolver, GateLog, StageGate, StageLimits, write_gate_log
 from symbolkg.jobs import methods
 from symbolkg.jobs.methods import Method, MethodConfig, run_problem
-from symbolkg.jobs.pipeline.rows import Problem
+from symbolkg.jobs.pipeline.rows import Problem, ResultRow
 from symbolkg.jobs.pipeline.solve import SolveSummary
 from symbolkg.jobs.pipeline.store import ResultStore
 from symbolkg.solvers.runtime.local_pool import SolverPool
@@ -91,43 +92,20 @@ async def run_method_job(
     ids = [p.id for p in problems]
     if len(set(ids)) != len(ids):
         raise ValueError("duplicate problem ids in the input")
-    try:
-        method = methods.resolve(cfg, solver, method)
-    except ValueError:
-        if method is not None:
-            method.close()
-        raise
+    method = _resolve_method(cfg, solver, method)
     done = store.done_ids()
     todo = [p for p in problems if p.id not in done]
     if group_contexts:
         todo = group_by_context(todo)
     skipped = sum(1 for p in problems if p.id in done)
-    limits = (stage_limits or StageLimits()).resolve(solver)
     log = GateLog() if gate_log else None
-    gates = [StageGate("llm", limits.llm, sink=log)]
-    gated_engine = GatedEngine(engine, gates[0])
-    gated_solver = None
-    if solver is not None:
-        gates.append(StageGate("solve", limits.solve, sink=log))  # type: ignore[arg-type]  # resolved: no "auto"
-        gated_solver = GatedSolver(solver, gates[1])
-    bar = None
-    if progress:
-        from tqdm import tqdm
-
-        bar = tqdm(total=len(problems), initial=skipped, unit="problem", dynamic_ncols=True, file=sys.stderr)
-    solved = correct = tokens = 0
+    gates, gated_engine, gated_solver = _gated(engine, solver, (stage_limits or StageLimits()).resolve(solver), log)
+    tally = _Tally(_progress_bar(len(problems), skipped) if progress else None, t0)
 
     async def solve(problem: Problem) -> None:
-        nonlocal solved, correct, tokens
         row = await run_problem(problem, cfg, gated_engine, gated_solver, method)
         store.append(row)
-        solved += 1
-        correct += row.correct
-        tokens += row.completion_tokens
-        if bar is not None:
-            elapsed = max(time.monotonic() - t0, 1e-9)
-            bar.set_postfix(correct=f"{correct}/{solved}", tok_s=f"{tokens / elapsed:.0f}", refresh=False)
-            bar.update(1)
+        tally.wrote(row)
 
     try:
         await for_each_in_flight(todo, solve, max_in_flight)
@@ -135,12 +113,61 @@ async def run_method_job(
     finally:
         store.flush()
         method.close()
-        if bar is not None:
-            bar.close()
+        if tally.bar is not None:
+            tally.bar.close()
         if log is not None:
             write_gate_log(store.path, log)
-    return SolveSummary(total=len(problems), skipped_done=skipped, solved=solved, wall_seconds=time.monotonic() - t0,
+    return SolveSummary(total=len(problems), skipped_done=skipped, solved=tally.solved, wall_seconds=time.monotonic() - t0,
                         gates=tuple(g.stats() for g in gates))
+
+
+@dataclass
+class _Tally:
+    """What the job wrote so far, shown on its progress bar (None: no bar)."""
+
+    bar: Any
+    t0: float
+    solved: int = 0
+    correct: int = 0
+    tokens: int = 0
+
+    def wrote(self, row: ResultRow) -> None:
+        self.solved += 1
+        self.correct += row.correct
+        self.tokens += row.completion_tokens
+        if self.bar is not None:
+            elapsed = max(time.monotonic() - self.t0, 1e-9)
+            self.bar.set_postfix(correct=f"{self.correct}/{self.solved}", tok_s=f"{self.tokens / elapsed:.0f}",
+                                 refresh=False)
+            self.bar.update(1)
+
+
+def _progress_bar(total: int, skipped: int) -> Any:
+    from tqdm import tqdm
+
+    return tqdm(total=total, initial=skipped, unit="problem", dynamic_ncols=True, file=sys.stderr)
+
+
+def _resolve_method(cfg: MethodConfig, solver: SolverPool | None, method: Method | None) -> Method:
+    """:func:`methods.resolve`, closing the given ``method`` when it does not fit (ValueError)."""
+    try:
+        return methods.resolve(cfg, solver, method)
+    except ValueError:
+        if method is not None:
+            method.close()
+        raise
+
+
+def _gated(engine: LLMEngine, solver: SolverPool | None, limits: StageLimits,
+           log: GateLog | None) -> tuple[list[StageGate], GatedEngine, GatedSolver | None]:
+    """The stage gates (``llm``, and ``solve`` with a solver pool) and the engine and solver behind them."""
+    gates = [StageGate("llm", limits.llm, sink=log)]
+    gated_engine = GatedEngine(engine, gates[0])
+    gated_solver = None
+    if solver is not None:
+        gates.append(StageGate("solve", limits.solve, sink=log))  # type: ignore[arg-type]  # resolved: no "auto"
+        gated_solver = GatedSolver(solver, gates[1])
+    return gates, gated_engine, gated_solver
 
 
 def group_by_context(problems: Iterable[Problem]) -> list[Problem]:

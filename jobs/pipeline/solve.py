@@ -10,13 +10,14 @@ import json
 import sys
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, Iterable, Iterator
 
 from symbolkg.jobs.pipeline.answers import interpret, is_correct
-from symbolkg.jobs.pipeline.rows import Problem, ResultRow, certificate_json
+from symbolkg.jobs.pipeline.rows import Problem, Program, ResultRow, certificate_json
 from symbolkg.jobs.pipeline.store import ResultStore
-from symbolkg.solvers.runtime.local_pool import PoolResult, SolverPool
+from symbolkg.solvers.checks import correct_program
 from symbolkg.solvers.outcomes import ErrorKind, Limits, Outcome, SolveRequest, Status
+from symbolkg.solvers.runtime.local_pool import PoolResult, SolverPool
 
 if TYPE_CHECKING:
     from symbolkg.jobs.pipeline.gates import GateStats
@@ -92,9 +93,6 @@ def checked_program(problem: Problem, *, corrections: bool = True) -> tuple[Prob
         ``corrected`` (bool), and when corrected ``corrections`` (the checks applied) and
         ``original_program``.
     """
-    from symbolkg.jobs.pipeline.rows import Program
-    from symbolkg.solvers.checks import correct_program
-
     if problem.program is None:
         return problem, {}
     result = correct_program(problem.program.language, problem.program.text, problem)
@@ -104,6 +102,57 @@ def checked_program(problem: Problem, *, corrections: bool = True) -> tuple[Prob
         trace["original_program"] = problem.program.text
         problem = problem.with_program(Program(language=problem.program.language, text=result.text))
     return problem, trace
+
+
+def _by_id(problems: list[Problem]) -> dict[str, Problem]:
+    """Problems by id. Raises ValueError when two share an id (results would be ambiguous)."""
+    by_id: dict[str, Problem] = {}
+    for p in problems:
+        if p.id in by_id:
+            raise ValueError(f"duplicate problem id {p.id!r} in the input")
+        by_id[p.id] = p
+    return by_id
+
+
+def _cross_check_outcomes(todo: list[Problem], pool: SolverPool, limits: Limits,
+                          corrections: bool) -> dict[str, Outcome]:
+    """``--cross-check``: problem id -> the second prover's outcome, for every program of a :data:`CROSS_CHECK` language."""
+    requests = []
+    for p in todo:
+        if p.program is not None and p.program.language in CROSS_CHECK:
+            program = (checked_program(p, corrections=corrections)[0].program or p.program)
+            requests.append(SolveRequest(p.id, CROSS_CHECK[p.program.language][0], program.text, limits))
+    return {result.request.problem_id: result.outcome for result in pool.imap_unordered(requests)}
+
+
+@dataclass
+class _Tally:
+    """What a session of :func:`run_solve` wrote so far, and its progress bar (None: no bar)."""
+
+    bar: Any
+    solved: int = 0
+    correct: int = 0
+    cross_checked_rows: int = 0
+    disagreements: int = 0
+    cross_undecided: int = 0
+
+    def wrote(self, row: ResultRow | None) -> None:
+        """One row written: ``row`` from the pool, None for a problem without a program (no postfix)."""
+        self.solved += 1
+        if row is not None:
+            self.correct += row.correct
+        if self.bar is not None:
+            self.bar.update(1)
+            if row is not None:
+                self.bar.set_postfix(correct=f"{self.correct}/{self.solved}", refresh=False)
+
+    def cross_checked(self, trace: dict | None, result: PoolResult, second: Outcome) -> dict:
+        """``trace`` with the ``cross_check`` entry of ``result`` against the second prover's outcome; counted."""
+        entry = cross_check_entry(result.outcome, second, CROSS_CHECK[result.request.language][1])
+        self.cross_checked_rows += 1
+        self.disagreements += entry["agrees"] is False
+        self.cross_undecided += entry["agrees"] is None
+        return {**(trace or {}), "cross_check": entry}
 
 
 def _progress(total: int, enabled: bool):  # -> tqdm | None
@@ -150,40 +199,22 @@ def run_solve(
     """
     t0 = time.monotonic()
     problems = list(problems)
-    by_id: dict[str, Problem] = {}
-    for p in problems:
-        if p.id in by_id:
-            raise ValueError(f"duplicate problem id {p.id!r} in the input")
-        by_id[p.id] = p
+    by_id = _by_id(problems)
     done = store.done_ids()
     todo = [p for p in problems if p.id not in done]
-    bar = _progress(len(problems), progress)
-    if bar is not None:
-        bar.update(len(problems) - len(todo))
-    solved = 0
-    ok = 0
+    tally = _Tally(_progress(len(problems), progress))
+    if tally.bar is not None:
+        tally.bar.update(len(problems) - len(todo))
     traces: dict[str, dict] = {}  # problem id -> the checks' trace entries
-    second: dict[str, Outcome] = {}  # problem id -> the cross-check prover's outcome
-    if cross_check:
-        second_requests = []
-        for p in todo:
-            if p.program is not None and p.program.language in CROSS_CHECK:
-                program = (checked_program(p, corrections=corrections)[0].program or p.program)
-                second_requests.append(SolveRequest(p.id, CROSS_CHECK[p.program.language][0], program.text, limits))
-        for result in pool.imap_unordered(second_requests):
-            second[result.request.problem_id] = result.outcome
-    counts = {"checked": 0, "disagree": 0, "undecided": 0}
+    second = _cross_check_outcomes(todo, pool, limits, corrections) if cross_check else {}
 
     def requests() -> Iterator[SolveRequest]:
-        nonlocal solved
         for p in todo:
             if p.program is None:
                 outcome = Outcome.error(Status.PARSE_ERROR, ErrorKind.NO_PROGRAM, "the problem has no program",
                                         backend="none")
                 store.append(result_row(p, outcome, method=method, worker="-", attempts=0, latency_s=0.0))
-                solved += 1
-                if bar is not None:
-                    bar.update(1)
+                tally.wrote(None)
                 continue
             checked, traces[p.id] = checked_program(p, corrections=corrections)
             by_id[p.id] = checked
@@ -195,25 +226,16 @@ def run_solve(
             problem = by_id[result.request.problem_id]
             trace = traces.pop(problem.id, None)
             if problem.id in second:
-                entry = cross_check_entry(result.outcome, second.pop(problem.id),
-                                          CROSS_CHECK[result.request.language][1])
-                trace = {**(trace or {}), "cross_check": entry}
-                counts["checked"] += 1
-                counts["disagree"] += entry["agrees"] is False
-                counts["undecided"] += entry["agrees"] is None
+                trace = tally.cross_checked(trace, result, second.pop(problem.id))
             row = result_row(problem, result.outcome, method=method, worker=result.worker,
                              attempts=result.attempts, latency_s=result.latency_s, trace=trace)
             store.append(row)
-            solved += 1
-            ok += row.correct
-            if bar is not None:
-                bar.update(1)
-                bar.set_postfix(correct=f"{ok}/{solved}", refresh=False)
+            tally.wrote(row)
         store.finalize()
     finally:
         store.flush()
-        if bar is not None:
-            bar.close()
-    return SolveSummary(total=len(problems), skipped_done=len(problems) - len(todo), solved=solved,
-                        wall_seconds=time.monotonic() - t0, cross_checked=counts["checked"],
-                        disagreements=counts["disagree"], cross_undecided=counts["undecided"])
+        if tally.bar is not None:
+            tally.bar.close()
+    return SolveSummary(total=len(problems), skipped_done=len(problems) - len(todo), solved=tally.solved,
+                        wall_seconds=time.monotonic() - t0, cross_checked=tally.cross_checked_rows,
+                        disagreements=tally.disagreements, cross_undecided=tally.cross_undecided)

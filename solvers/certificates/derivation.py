@@ -1,10 +1,10 @@
 """Derivation certificates: the proof tree of a rule-based answer, and its independent checker.
 
 Produced for the Logic-LM LP language (``logiclm-lp``, answered by the forward chainer of
-:mod:`symbolkg.solvers.lp.language`, which keeps the first derivation of every atom; ``logiclm-lp-swipl``,
+:mod:`symbolkg.solvers.lp.engine`, which keeps the first derivation of every atom; ``logiclm-lp-swipl``,
 answered by SWI-Prolog, where a proof search over Prolog's own tables finds the tree,
-:func:`symbolkg.solvers.lp.language.solve_with_prolog`). The program's
-semantics (:mod:`symbolkg.solvers.lp.language`): ``P(c, True)`` and ``P(c, False)`` are two atoms; the
+:func:`symbolkg.solvers.lp.swipl.solve`). The program's
+semantics (:mod:`symbolkg.solvers.lp.engine`): ``P(c, True)`` and ``P(c, False)`` are two atoms; the
 answer is ``True`` when the query atom is derivable, ``False`` when its negation (the same atom
 with the other truth value) is, ``Unknown`` when neither is. (Datasets posed under the closed
 world read ``Unknown`` as ``False``, :func:`symbolkg.jobs.pipeline.answers.interpret`: negation as
@@ -41,7 +41,7 @@ constants spelled as the parser names them):
   ``null`` when there are more than :data:`MAX_CLOSURE_ATOMS`, so that the checker recomputes it.
 
 The checker (:func:`check`) trusts none of it. It reads the program with
-:func:`symbolkg.solvers.lp.language.parse` (the parser only; no solving code of that module runs) and:
+:func:`symbolkg.solvers.lp.syntax.parse` (the syntax module only; no engine code runs) and:
 
 * for a proof: every cited fact is a fact of the program on that line with that text, every
   cited rule is a rule on that line with that text; the binding gives every rule variable a
@@ -67,8 +67,9 @@ import time
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from symbolkg.solvers.certificates import Verdict
-from symbolkg.solvers.outcomes import CertificateError, Limits, ProgramError
+from symbolkg.solvers.certificates import Verdict, symba_tree
+from symbolkg.solvers.lp.syntax import parse
+from symbolkg.solvers.outcomes import CertificateError, Deadline, Limits, ProgramError
 
 KIND = "derivation"
 VERSION = 1
@@ -144,22 +145,8 @@ def decode_atoms(encoded: Any) -> set[GroundAtom]:
 # --------------------------------------------------------------------------- checking
 
 
-class _Deadline:
-    """The checker's time limit: :meth:`tick` raises ``TimeoutError`` once it has passed."""
-
-    def __init__(self, seconds: float) -> None:
-        self.seconds = seconds
-        self._end = time.perf_counter() + seconds
-        self._n = 0
-
-    def tick(self) -> None:
-        self._n += 1
-        if self._n % 512 == 0 and time.perf_counter() > self._end:
-            raise TimeoutError
-
-
 def _ground(atom: Any, binding: dict[str, str]) -> GroundAtom:
-    """``atom`` (an :class:`symbolkg.solvers.lp.language.Atom`) with its variables replaced by ``binding``."""
+    """``atom`` (an :class:`symbolkg.solvers.lp.syntax.Atom`) with its variables replaced by ``binding``."""
     args = tuple(binding[str(a)] if not isinstance(a, str) else a for a in atom.args)
     return (atom.predicate, args, atom.value)
 
@@ -179,7 +166,7 @@ def _constants(program: Any) -> list[str]:
 
 
 def _instances(rule: Any, atoms: set[GroundAtom], index: dict[tuple[str, bool], list[tuple[str, ...]]],
-               constants: list[str], deadline: _Deadline) -> Iterator[tuple[dict[str, str], GroundAtom]]:
+               constants: list[str], deadline: Deadline) -> Iterator[tuple[dict[str, str], GroundAtom]]:
     """Every (binding, conclusion) of ``rule`` whose premises all lie in ``atoms`` (a nested-loop join)."""
 
     def join(i: int, binding: dict[str, str]) -> Iterator[dict[str, str]]:
@@ -217,7 +204,7 @@ def _index(atoms: Iterable[GroundAtom]) -> dict[tuple[str, bool], list[tuple[str
     return index
 
 
-def least_fixpoint(program: Any, deadline: _Deadline) -> set[GroundAtom]:
+def least_fixpoint(program: Any, deadline: Deadline) -> set[GroundAtom]:
     """Every atom ``program`` derives: naive iteration of all rules until nothing is added.
 
     Deliberately the plainest algorithm (no semi-naive deltas, no derivation bookkeeping), so
@@ -315,11 +302,7 @@ def check(cert: dict[str, Any], *, language: str, program: str, answer: str | No
         CertificateError: the certificate is malformed or does not follow from the program.
     """
     if cert.get("format") == "tree" or language == "symba":  # SymBa's proof trees: their own checker
-        from symbolkg.solvers.certificates import symba_tree
-
         return symba_tree.check(cert, language=language, program=program, answer=answer, limits=limits)
-    from symbolkg.solvers.lp.language import parse  # the parser only: the checker evaluates by itself
-
     limits = limits or Limits()
     t0 = time.perf_counter()
     if language not in LANGUAGES:
@@ -344,7 +327,7 @@ def check(cert: dict[str, Any], *, language: str, program: str, answer: str | No
     if stated.get("atom") != format_atom(query) or stated.get("line") != q.line:
         raise CertificateError(f"the certificate's query {stated.get('atom')!r} (line {stated.get('line')!r}) is not the "
                                f"program's, {format_atom(query)} (line {q.line})")
-    deadline = _Deadline(limits.timeout_s)
+    deadline = Deadline(limits.timeout_s)
     try:
         if claimed == "Unknown":
             reason = _check_closure(cert, parsed, query, negation, deadline)
@@ -389,7 +372,7 @@ def _check_proof(cert: dict[str, Any], program: Any, lines: list[str]) -> list[s
 
 
 def _check_closure(cert: dict[str, Any], program: Any, query: GroundAtom, negation: GroundAtom,
-                   deadline: _Deadline) -> str:
+                   deadline: Deadline) -> str:
     closure = _field(cert, "closure", dict, "the certificate")
     if closure.get("method") != CLOSURE_METHOD:
         raise CertificateError(f"closure.method must be {CLOSURE_METHOD!r}, got {closure.get('method')!r}")
@@ -432,8 +415,6 @@ def explain_lines(cert: dict[str, Any]) -> list[str]:
     then one line per predicate and truth value with the atoms of the closure.
     """
     if cert.get("format") == "tree":  # SymBa's proof trees
-        from symbolkg.solvers.certificates import symba_tree
-
         return symba_tree.explain_lines(cert)
     query = cert.get("query") or {}
     answer = cert.get("answer") or "Inconsistent (no answer)"
@@ -464,8 +445,6 @@ def explain_lines(cert: dict[str, Any]) -> list[str]:
 def premise_lines(cert: dict[str, Any]) -> list[int]:
     """Program lines of the facts and rules the proof uses, in proof order (none for Unknown)."""
     if cert.get("format") == "tree":  # SymBa's proof trees
-        from symbolkg.solvers.certificates import symba_tree
-
         return symba_tree.premise_lines(cert)
     out: list[int] = []
     for step in cert.get("steps") or []:

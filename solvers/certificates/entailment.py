@@ -2,7 +2,9 @@
 
 Produced by the Prover9 path (:func:`symbolkg.solvers.fol.prover9.entail`, used by the
 ``logiclm-fol`` and ``prover9`` languages); checked by :func:`check` with Z3 and a plain Python
-evaluator, never with Prover9.
+evaluator, never with Prover9. The checker imports only syntax (:mod:`symbolkg.solvers.fol.syntax`,
+:mod:`symbolkg.solvers.fol.prover9_syntax`) and the independent Z3 evaluator
+(:mod:`symbolkg.solvers.fol.z3_eval`), never the engine whose answers it checks.
 
 Fields (version 1; every value is plain JSON)::
 
@@ -27,15 +29,15 @@ Fields (version 1; every value is plain JSON)::
 * ``countermodels`` (Unknown only): ``goal_false`` is a finite model of all premises in which
   the goal is false (so the goal is not entailed), ``goal_true`` one in which it is true (so its
   negation is not entailed). Found by Z3 over small finite domains
-  (:func:`symbolkg.solvers.fol.z3_backend.find_model`); a side is null when none was found within the
+  (:func:`symbolkg.solvers.fol.z3_eval.find_model`); a side is null when none was found within the
   budget, and ``reason`` says why. A MODEL is ``{"domain_size": n, "constants": {name: i},
   "predicates": {name: [[i, ...], ...]}, "functions": {name: [[[i, ...], j], ...]}}`` over the
   individuals ``0 .. n-1``; a predicate lists the tuples it is true of (``[[]]`` for a true
   proposition, ``[]`` for a false one); names are the program's own.
 
 The checker (:func:`check`) re-reads the program with our parser (``logiclm-fol``:
-:func:`symbolkg.solvers.fol.language.parse`; ``prover9``: :func:`symbolkg.solvers.fol.prover9.parse` plus a
-reader of Prover9 formulas written here), checks that the goal is the program's conclusion and
+:func:`symbolkg.solvers.fol.syntax.parse`; ``prover9``: :func:`symbolkg.solvers.fol.prover9_syntax.parse` plus
+its reader of Prover9 formulas, :func:`~symbolkg.solvers.fol.prover9_syntax.read_formula`), checks that the goal is the program's conclusion and
 every cited premise is one of its premises (same line, same text, and for ``logiclm-fol`` the
 same Prover9 translation), that the certificate's answer is the row's, and then:
 
@@ -52,13 +54,16 @@ Prover9 formula the reader does not support are ``unverifiable`` with the reason
 from __future__ import annotations
 
 import json
-import re
 import time
 from dataclasses import dataclass
 from typing import Any
 from collections.abc import Sequence
 
 from symbolkg.solvers.certificates import Verdict
+from symbolkg.solvers.fol import prover9_syntax
+from symbolkg.solvers.fol import syntax as fol_syntax
+from symbolkg.solvers.fol.syntax import Atom, Binary, Connective, Const, Equals, Formula, Not, Quantified, Quantifier, Term, Var
+from symbolkg.solvers.fol.z3_eval import ground_size, satisfiable
 from symbolkg.solvers.outcomes import CertificateError, Limits, ProgramError
 
 VERSION = 1
@@ -152,9 +157,6 @@ def _check(cert: dict[str, Any], *, language: str, program: str, answer: str | N
         if cited:
             raise CertificateError("an Unknown certificate cites no premises (its countermodels must satisfy all of them)")
         return _check_countermodels(cert.get("countermodels"), read, goal)
-    from symbolkg.solvers.fol.language import Not
-    from symbolkg.solvers.fol.z3_backend import satisfiable
-
     formulas = [f for _, f in cited]
     if claim == "inconsistent":
         query, what = formulas, "the cited premises"
@@ -181,36 +183,26 @@ class _Read:
 def _read_program(language: str, program: str) -> _Read:
     try:
         if language == "logiclm-fol":
-            from symbolkg.solvers.fol import language as fol
-
-            parsed = fol.parse(program)
-            tr = fol.to_prover9(parsed)
+            parsed = fol_syntax.parse(program)
+            tr = prover9_syntax.to_prover9(parsed)
             premises = tuple((p.line, p.text, p.formula, tr.assumptions[i]) for i, p in enumerate(parsed.premises))
             c = parsed.conclusion
             return _Read(premises, (c.line, c.text, c.formula, tr.goal))
         if language == "prover9":
-            from symbolkg.solvers.fol import prover9
-
-            problem = prover9.parse(program)
-            premises = tuple((a.line, a.text, _Prover9Reader(a.text).read(), a.text) for a in problem.assumptions)
+            problem = prover9_syntax.parse(program)
+            read = prover9_syntax.read_formula
+            premises = tuple((a.line, a.text, read(a.text), a.text) for a in problem.assumptions)
             g = problem.goal
-            return _Read(premises, (g.line, g.text, _Prover9Reader(g.text).read(), g.text))
+            return _Read(premises, (g.line, g.text, read(g.text), g.text))
     except ProgramError as err:
         raise CertificateError(f"the program does not parse: {err}") from None
+    except prover9_syntax.Unreadable as err:
+        raise _Unsupported(str(err)) from None
     raise _Unsupported(f"no entailment checker for language {language!r}")
 
 
 class _Unsupported(Exception):
     """A program the checker cannot read (not the certificate's fault): unverifiable."""
-
-
-#: Raised by :func:`read_prover9` for Prover9 input the reader does not cover.
-Unreadable = _Unsupported
-
-
-def read_prover9(text: str) -> Any:
-    """One Prover9 formula as our FOL syntax tree (free u-z variables closed with ∀); :data:`Unreadable` if not read."""
-    return _Prover9Reader(text).read()
 
 
 def _match_goal(goal: Any, read: _Read) -> Any:
@@ -317,14 +309,10 @@ class _Model:
             functions[name] = entries
         return cls(n, constants, predicates, functions, side)
 
-    def cost(self, formulas: Sequence[Any]) -> int:
-        from symbolkg.solvers.fol.z3_backend import ground_size
-
+    def cost(self, formulas: Sequence[Formula]) -> int:
         return ground_size(formulas, self.n)
 
-    def term(self, t: Any, env: dict[str, int]) -> int:
-        from symbolkg.solvers.fol.language import Const, Var
-
+    def term(self, t: Term, env: dict[str, int]) -> int:
         if isinstance(t, Var):
             return env[t.name]
         if isinstance(t, Const):
@@ -337,9 +325,7 @@ class _Model:
             raise CertificateError(f"countermodel {self.side} does not give {t.name}{args}")
         return table[args]
 
-    def holds(self, f: Any, env: dict[str, int]) -> bool:
-        from symbolkg.solvers.fol.language import Atom, Binary, Connective, Equals, Not, Quantified, Quantifier
-
+    def holds(self, f: Formula, env: dict[str, int]) -> bool:
         if isinstance(f, Atom):
             if f.predicate not in self.predicates:
                 raise CertificateError(f"countermodel {self.side} does not interpret the predicate {f.predicate!r}")
@@ -371,160 +357,6 @@ def _mapping(value: Any, bad: Any, what: str) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise bad(f"{what} must be an object")
     return value
-
-
-# --------------------------------------------------------------------------- Prover9 formulas
-
-
-_P9_TOKEN = re.compile(r"\s*(<->|->|<-|!=|\$T|\$F|[()\-&|=,]|\"[^\"]*\"|[A-Za-z0-9_$.']+)")
-
-
-class _Prover9Reader:
-    """Reads one Prover9 formula (standard LADR operators) into our FOL syntax tree.
-
-    Precedences as in LADR: ``<-> -> <-`` (800, not associative) > ``|`` (790, right) >
-    ``&`` (780, right) > ``= !=`` between terms; ``-`` and the quantifiers ``all x`` /
-    ``exists x`` bind tightest (``all x P(x) -> Q(x)`` is ``(all x P(x)) -> Q(x)``). Free
-    names starting with ``u``-``z`` are variables, universally quantified around the formula.
-    Anything else (user-declared operators, ``$T``/``$F``) is unsupported: unverifiable.
-    """
-
-    def __init__(self, text: str) -> None:
-        body = re.split(r"\s#\s*\w+\(", " " + text, maxsplit=1)[0]  # drop attributes (# label(...))
-        self.tokens: list[str] = []
-        pos = 0
-        body = body.strip().rstrip(".").strip()
-        while pos < len(body):
-            m = _P9_TOKEN.match(body, pos)
-            if not m or not m.group(1):
-                raise _Unsupported(f"cannot read the Prover9 formula {text[:80]!r} near {body[pos:pos + 20]!r}")
-            self.tokens.append(m.group(1))
-            pos = m.end()
-            while pos < len(body) and body[pos].isspace():
-                pos += 1
-        self.pos = 0
-        self.bound: list[str] = []
-        self.free: list[str] = []
-        self.text = text
-
-    def fail(self, why: str) -> _Unsupported:
-        return _Unsupported(f"cannot read the Prover9 formula {self.text[:80]!r}: {why}")
-
-    def peek(self) -> str | None:
-        return self.tokens[self.pos] if self.pos < len(self.tokens) else None
-
-    def take(self, expected: str | None = None) -> str:
-        tok = self.peek()
-        if tok is None or (expected is not None and tok != expected):
-            raise self.fail(f"expected {expected or 'more'}, found {tok!r}")
-        self.pos += 1
-        return tok
-
-    def read(self) -> Any:
-        from symbolkg.solvers.fol.language import Quantified, Quantifier
-
-        formula = self.formula()
-        if self.peek() is not None:
-            raise self.fail(f"unexpected {self.peek()!r}")
-        for name in reversed(self.free):
-            formula = Quantified(Quantifier.FORALL, name, formula)
-        return formula
-
-    def formula(self) -> Any:
-        from symbolkg.solvers.fol.language import Binary, Connective
-
-        left = self.disjunction()
-        op = self.peek()
-        if op in ("<->", "->", "<-"):
-            self.take()
-            right = self.disjunction()
-            if op == "<-":
-                return Binary(Connective.IMPLIES, right, left)
-            return Binary(Connective.IFF if op == "<->" else Connective.IMPLIES, left, right)
-        return left
-
-    def disjunction(self) -> Any:
-        from symbolkg.solvers.fol.language import Binary, Connective
-
-        left = self.conjunction()
-        if self.peek() == "|":
-            self.take()
-            return Binary(Connective.OR, left, self.disjunction())
-        return left
-
-    def conjunction(self) -> Any:
-        from symbolkg.solvers.fol.language import Binary, Connective
-
-        left = self.unary()
-        if self.peek() == "&":
-            self.take()
-            return Binary(Connective.AND, left, self.conjunction())
-        return left
-
-    def unary(self) -> Any:
-        from symbolkg.solvers.fol.language import Equals, Not, Quantified, Quantifier
-
-        tok = self.peek()
-        if tok == "-":
-            self.take()
-            return Not(self.unary())
-        if tok in ("all", "exists"):
-            self.take()
-            var = self.take()
-            self.bound.append(var)
-            try:
-                body = self.unary()
-            finally:
-                self.bound.pop()
-            return Quantified(Quantifier.FORALL if tok == "all" else Quantifier.EXISTS, var, body)
-        if tok == "(":
-            self.take()
-            inner = self.formula()
-            self.take(")")
-            return inner
-        if tok in ("$T", "$F"):
-            raise self.fail("$T / $F are not supported")
-        left = self.term_or_atom()
-        if self.peek() in ("=", "!="):
-            op = self.take()
-            right = self.term(self.term_or_atom())
-            eq = Equals(self.term(left), right)
-            return Not(eq) if op == "!=" else eq
-        return self.atom(left)
-
-    def term_or_atom(self) -> tuple[str, tuple[Any, ...] | None]:
-        name = self.take()
-        if not re.fullmatch(r"[A-Za-z0-9_$.']+|\"[^\"]*\"", name):
-            raise self.fail(f"expected a name, found {name!r}")
-        if self.peek() != "(":
-            return name, None
-        self.take("(")
-        args = [self.term(self.term_or_atom())]
-        while self.peek() == ",":
-            self.take()
-            args.append(self.term(self.term_or_atom()))
-        self.take(")")
-        return name, tuple(args)
-
-    def term(self, raw: tuple[str, tuple[Any, ...] | None]) -> Any:
-        from symbolkg.solvers.fol.language import Const, Func, Var
-
-        name, args = raw
-        if args is not None:
-            return Func(name, args)
-        if name in self.bound:
-            return Var(name)
-        if re.match(r"[u-z]", name):
-            if name not in self.free:
-                self.free.append(name)
-            return Var(name)
-        return Const(name)
-
-    def atom(self, raw: tuple[str, tuple[Any, ...] | None]) -> Any:
-        from symbolkg.solvers.fol.language import Atom
-
-        name, args = raw
-        return Atom(name, args or ())
 
 
 # --------------------------------------------------------------------------- for people (symbolkg explain)

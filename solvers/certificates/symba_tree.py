@@ -1,13 +1,14 @@
-"""SymBa proof-tree certificates, and their checker: a bottom-up evaluator of the program.
+"""SymBa proof-tree certificates, and their checker: the prover's tree against a bottom-up model.
 
-Produced for the SymBa clause language (``symba``, :mod:`symbolkg.solvers.symba.language`), answered by
-its top-down tabled SLDNF prover: ``True`` when the query holds (with the prover's
-justification tree), ``False`` when the search was complete without a proof (closed world:
-negation as failure). These certificates are of kind ``derivation`` with ``format: "tree"``;
-:mod:`.derivation` hands them to this module.
+Produced for the SymBa clause language (``symba``, :mod:`symbolkg.solvers.symba.syntax`), answered by
+its top-down tabled SLDNF prover (:mod:`symbolkg.solvers.symba.engine`): ``True`` when the query
+holds (with the prover's justification tree), ``False`` when the search was complete without a
+proof (closed world: negation as failure) or the program is inconsistent (a denial ``not h :-
+body.`` is violated, so SymBa's solver proves no query). These certificates are of kind
+``derivation`` with ``format: "tree"``; :mod:`.derivation` hands them to this module.
 
-Fields (version 1; atoms, literals and clauses written as :func:`symbolkg.solvers.symba.language.format_clause`
-and friends print them, so that :func:`symbolkg.solvers.symba.language.parse` reads them back):
+Fields (version 1; atoms, literals and clauses written as :func:`symbolkg.solvers.symba.terms_syntax.format_clause`
+and friends print them, so that :func:`symbolkg.solvers.symba.syntax.parse` reads them back):
 
 * ``kind``: ``"derivation"``; ``format``: ``"tree"``; ``version``: ``1``; ``producer``:
   ``"symba-chainer"``;
@@ -18,11 +19,13 @@ and friends print them, so that :func:`symbolkg.solvers.symba.language.parse` re
 
   - a clause node ``{"goal", "line", "clause", "binding", "children"}``: ``goal`` the atom it
     proves; ``line`` and ``clause`` the program line and text (``format_clause``) of the
-    clause applied; ``binding`` ``{"X": "term"}``, a value for every variable of the clause
-    (an anonymous ``_`` is named ``_#k``, the k-th of its clause); ``children`` one node per
-    body literal, in order. A value may hold a variable (``A``, ``B``, ...): the proof then
-    holds for every value of it (a fact ``p(X).`` proves ``p(A)``). ``truncated: true``
-    marks a node the prover did not expand (a tree deeper or larger than it writes out);
+    clause applied (for a disjunction in braces, a ``#count`` or pooling: the alternative
+    used, as the parser expands it); ``binding`` ``{"X": "term"}``, a value for every variable
+    of the clause (an anonymous ``_`` is named ``_#k``, the k-th of its clause); ``children``
+    one node per body literal, in order. A value may hold a variable (``A``, ``B``, ...): the
+    proof then holds for every value of it (a fact ``p(X).`` proves ``p(A)``).
+    ``truncated: true`` marks a node the prover did not expand (a tree deeper or larger than
+    it writes out);
   - a builtin leaf ``{"goal": "3 = 2 + 1", "builtin": true}``: a comparison instance;
   - a negation-as-failure leaf ``{"goal": "not p(a)", "naf": true, "atom": "p(a)"}``: ``atom``
     was searched and has no proof. A variable in it ranges over everything (``not p(a, B)``:
@@ -30,36 +33,29 @@ and friends print them, so that :func:`symbolkg.solvers.symba.language.parse` re
 
 * for ``False``, ``closure``: ``{"method": "negation_as_failure", "searched": goal}``: the
   search for the query (``goal`` as in ``query``) was complete and found no proof; for a query
-  ``not g`` this says that ``g`` has a proof.
+  ``not g`` this says that ``g`` has a proof. Or ``{"method": "inconsistent", "searched": goal,
+  "denial": {"line", "statement"}}``: the denial on that line (text as ``format_clause`` prints
+  it) is violated, so no query holds.
 
-The checker (:func:`check`) does not trust the top-down search. It reads the program with
-:func:`symbolkg.solvers.symba.language.parse` and the certificate's terms with symba's term reader, and
-evaluates arithmetic with symba's ``_evaluate`` (the only helpers it shares with the prover;
-no solving code of that module runs). Then:
+The checker (:func:`check`) does not trust the top-down search and imports none of it. It reads
+the program and the certificate's terms with :mod:`symbolkg.solvers.symba.syntax`, evaluates
+arithmetic and comparisons with :mod:`symbolkg.solvers.symba.arith_eval`, and decides atoms on
+the bottom-up model of :mod:`symbolkg.solvers.symba.model_eval`. Then:
 
 * for ``True``: every clause node cites a clause of the program on that line with that text;
   the binding gives every variable of the clause a value, and applied to the clause gives the
   node's goal as head and, in order, the children's goals as body (a comparison instance
   unevaluated); builtin leaves evaluate to true; the root is an instance of the query (for
   ``not g``: one negation leaf of ``g`` itself). Each negation leaf's atom must have no
-  instance in the program's model, computed by this module's own engine;
-* for ``False``: the query has no instance in that model (for ``not g``: ``g`` has one);
-* in both cases the certificate's answer and query are the row's and the program's.
+  instance in the program's model; and no denial of the program is violated in it;
+* for ``False`` by negation as failure: the query has no instance in that model (for
+  ``not g``: ``g`` has one); by inconsistency: the cited denial is a denial of the program
+  and some instance of its body and atom holds in the model;
+* in all cases the certificate's answer and query are the row's and the program's.
 
-The model: naive bottom-up evaluation (the least fixpoint, every rule applied to the whole
-model until a round adds nothing), over the predicates the decided atoms depend on, set by set
-in dependency order (strongly connected sets of predicates, so that a ``not`` reads completed
-predicates). A set with a ``not`` inside it (``is(a, big) :- not is(a, red).``, stratified atom
-by atom but not predicate by predicate) is evaluated by the alternating fixpoint (``not`` read
-against an underestimate, then against the overestimate that gives, until they settle: the
-well-founded model). If atoms stay undefined there (``p :- not q. q :- not p.``), all the
-predicates are evaluated that way together, and an atom the check needs that is undefined
-(neither true nor false) makes it ``unverifiable``. A variable no positive
-literal binds (``p(X) :- not q(X).``) ranges over the values the program, the query and the
-certificate write; with arithmetic among the evaluated clauses that domain is not finite, and
-the check is ``unverifiable``. So is a model that does not close within ``limits.timeout_s`` or
-:data:`MAX_MODEL_ATOMS` atoms (arithmetic that generates values without end, ``n(X) :- n(Y),
-X = Y + 1.``), and a truncated proof tree.
+The model may leave the check ``unverifiable`` (recursion through negation, a domain without
+end, :data:`~symbolkg.solvers.symba.model_eval.MAX_MODEL_ATOMS` atoms, no closure within ``limits.timeout_s``;
+:mod:`symbolkg.solvers.symba.model_eval`), and so does a truncated proof tree.
 
 :func:`explain_lines` renders a certificate for people (``symbolkg explain``);
 :func:`premise_lines` gives the program lines a proof uses.
@@ -67,51 +63,78 @@ X = Y + 1.``), and a truncated proof tree.
 
 from __future__ import annotations
 
-import itertools
 import time
-from collections.abc import Iterable, Iterator
 from typing import Any
 
-from symbolkg.solvers.symba import language as symba
 from symbolkg.solvers.certificates import Verdict
-from symbolkg.solvers.outcomes import CertificateError, Limits, ProgramError
-from symbolkg.solvers.symba.language import Atom, Clause, Comparison, Expr, Naf, Str, Var
+from symbolkg.solvers.outcomes import CertificateError, Deadline, Limits, ProgramError
+from symbolkg.solvers.symba.model_eval import (
+    INCONSISTENT_TARGET,
+    Model,
+    Unverifiable,
+    compare_literal,
+    same_literal,
+    same_term,
+    subst,
+    variables,
+)
+from symbolkg.solvers.symba.syntax import from_prolog, parse, parse_literal, parse_term
+from symbolkg.solvers.symba.terms_syntax import (
+    Atom,
+    Clause,
+    Comparison,
+    Expr,
+    Goal,
+    Naf,
+    Program,
+    Undefined,
+    Var,
+    format_atom,
+    format_clause,
+    format_goal,
+    format_literal,
+)
 
 KIND = "derivation"
 FORMAT = "tree"
 VERSION = 1
-PRODUCER = symba.BACKEND
+PRODUCER = "symba-chainer"
 LANGUAGE = "symba"
 #: Prolog rows (the prolog-agent method) whose answer SymBa re-derived: checked on
-#: :func:`symbolkg.solvers.symba.language.from_prolog` of the row's program.
+#: :func:`symbolkg.solvers.symba.syntax.from_prolog` of the row's program.
 PROLOG = "prolog"
 CHECKER = "bottom-up-evaluator"
 CLOSURE_METHOD = "negation_as_failure"
-#: Above this many atoms the checker's model is given up (``unverifiable``).
-MAX_MODEL_ATOMS = 200_000
-
-#: The types of a ground value: identifier constant, number, quoted string.
-_GROUND = (str, int, float, Str)
-#: A predicate: (name, arity).
-PredKey = tuple[str, int]
+#: The closure of a ``False`` answer of an inconsistent program.
+INCONSISTENT_METHOD = "inconsistent"
 
 
 # --------------------------------------------------------------------------- producing
 
 
-def certificate(program: symba.Program, result: symba.ProofResult, answer: str) -> dict[str, Any]:
-    """The certificate of ``answer`` (``"True"``/``"False"``) that :func:`symbolkg.solvers.symba.language.prove` found.
+def certificate(program: Program, result: Any, answer: str) -> dict[str, Any]:
+    """The certificate of ``answer`` (``"True"``/``"False"``) that :func:`symbolkg.solvers.symba.engine.prove` found.
+
+    Args:
+        program: the parsed program.
+        result: the prover's :class:`~symbolkg.solvers.symba.engine.ProofResult` (its ``tree`` and
+            ``violated`` are read).
+        answer: ``"True"`` or ``"False"``.
 
     Raises:
         ValueError: ``answer`` is neither, or a ``True`` result has no proof tree.
     """
-    goal = symba.format_goal(program.goal)
+    goal = format_goal(program.goal)
     cert: dict[str, Any] = {"kind": KIND, "format": FORMAT, "version": VERSION, "producer": PRODUCER, "answer": answer,
                             "query": {"goal": goal, "line": program.goal.source_line or None}}
     if answer == "True":
         if not isinstance(result.tree, dict):
             raise ValueError("a proved result without a proof tree has no certificate")
         cert["tree"] = _certificate_node(result.tree)
+    elif answer == "False" and getattr(result, "violated", None):
+        violated = result.violated
+        cert["closure"] = {"method": INCONSISTENT_METHOD, "searched": goal,
+                           "denial": {"line": violated["line"], "statement": violated["statement"]}}
     elif answer == "False":
         cert["closure"] = {"method": CLOSURE_METHOD, "searched": goal}
     else:
@@ -120,7 +143,7 @@ def certificate(program: symba.Program, result: symba.ProofResult, answer: str) 
 
 
 def _certificate_node(node: dict[str, Any]) -> dict[str, Any]:
-    """One node of :attr:`symbolkg.solvers.symba.language.ProofResult.tree` in the certificate's format."""
+    """One node of :attr:`symbolkg.solvers.symba.engine.ProofResult.tree` in the certificate's format."""
     goal = str(node["goal"])
     if node.get("naf"):
         return {"goal": goal, "naf": True, "atom": goal.removeprefix("not ").strip()}
@@ -134,83 +157,14 @@ def _certificate_node(node: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-# --------------------------------------------------------------------------- terms
 
-
-class _Unverifiable(Exception):
-    """The checker cannot decide (no finite stratified model, its budget, a truncated tree)."""
-
-
-class _NotTwoValued(Exception):
-    """A set of predicates whose well-founded model leaves atoms undefined (recursion through negation)."""
-
-
-class _Undefined(Exception):
-    """Arithmetic without a value: the literal fails (as in the prover)."""
-
-
-def _is_ground(t: Any) -> bool:
-    if isinstance(t, _GROUND):
-        return True
-    return isinstance(t, Expr) and all(_is_ground(a) for a in t.args)
-
-
-def _subst(t: Any, env: dict[Var, Any], evaluate: bool = True) -> Any:
-    """``t`` with ``env``'s values for its variables; ground sub-expressions evaluated when ``evaluate``.
-
-    Raises:
-        _Undefined: a ground expression has no value (division by zero, a non-number, ...).
-    """
-    if isinstance(t, Var):
-        return env.get(t, t)
-    if isinstance(t, Expr):
-        args = tuple(_subst(a, env, evaluate) for a in t.args)
-        if evaluate and all(isinstance(a, _GROUND) for a in args):
-            try:
-                return symba._evaluate(Expr(t.op, args))
-            except symba._Undefined as exc:
-                raise _Undefined(str(exc)) from None
-        return Expr(t.op, args)
-    return t
-
-
-def _same(a: Any, b: Any) -> bool:
-    """Equal terms: the same type and value (a number never equals a constant)."""
-    if isinstance(a, Expr) or isinstance(b, Expr):
-        return (isinstance(a, Expr) and isinstance(b, Expr) and a.op == b.op and len(a.args) == len(b.args)
-                and all(_same(x, y) for x, y in zip(a.args, b.args)))
-    return type(a) is type(b) and a == b
-
-
-def _same_literal(a: Any, b: Any) -> bool:
-    if type(a) is not type(b):
-        return False
-    if isinstance(a, Naf):
-        return _same_literal(a.atom, b.atom)
-    if isinstance(a, Comparison):
-        return a.op == b.op and _same(a.left, b.left) and _same(a.right, b.right)
-    return a.pred == b.pred and len(a.args) == len(b.args) and all(_same(x, y) for x, y in zip(a.args, b.args))
-
-
-def _variables(t: Any, out: dict[Var, None]) -> dict[Var, None]:
-    """The variables of a term, literal or clause part, in order of first occurrence (into ``out``)."""
-    if isinstance(t, Var):
-        out.setdefault(t, None)
-    elif isinstance(t, (Expr, Atom)):
-        for a in t.args:
-            _variables(a, out)
-    elif isinstance(t, Naf):
-        _variables(t.atom, out)
-    elif isinstance(t, Comparison):
-        _variables(t.left, out)
-        _variables(t.right, out)
-    return out
+# --------------------------------------------------------------------------- tree helpers
 
 
 def _clause_variables(clause: Clause) -> list[Var]:
     out: dict[Var, None] = {}
     for part in (clause.head, *clause.body):
-        _variables(part, out)
+        variables(part, out)
     return list(out)
 
 
@@ -222,418 +176,10 @@ def _var_key(v: Var) -> str:
 def _instance(lit: Any, env: dict[Var, Any]) -> Any:
     """A body literal or head with ``env`` applied (comparisons left unevaluated, as the tree prints them)."""
     if isinstance(lit, Atom):
-        return Atom(lit.pred, tuple(_subst(a, env) for a in lit.args))
+        return Atom(lit.pred, tuple(subst(a, env) for a in lit.args))
     if isinstance(lit, Naf):
         return Naf(_instance(lit.atom, env))
-    return Comparison(lit.op, _subst(lit.left, env, False), _subst(lit.right, env, False))
-
-
-def _compare(lit: Comparison, env: dict[Var, Any]) -> Iterator[dict[Var, Any]] | None:
-    """The ways ``lit`` holds under ``env`` (at most one, possibly binding a variable); None: not evaluable yet."""
-    try:
-        left, right = _subst(lit.left, env), _subst(lit.right, env)
-    except _Undefined:
-        return iter(())
-    lg, rg = isinstance(left, _GROUND), isinstance(right, _GROUND)
-    if lit.op == "=":
-        if lg and rg:
-            return iter((env,)) if _same(left, right) else iter(())
-        if isinstance(left, Var) and rg:
-            return iter(({**env, left: right},))
-        if isinstance(right, Var) and lg:
-            return iter(({**env, right: left},))
-        return None
-    if not (lg and rg):
-        return None
-    if lit.op == "!=":
-        return iter(()) if _same(left, right) else iter((env,))
-    numbers = all(type(x) in (int, float) for x in (left, right))
-    holds = numbers and {"<": left < right, "<=": left <= right, ">": left > right, ">=": left >= right}[lit.op]
-    return iter((env,)) if holds else iter(())
-
-
-# --------------------------------------------------------------------------- the bottom-up model
-
-
-class _Budget:
-    """The checker's time limit."""
-
-    def __init__(self, seconds: float) -> None:
-        self.seconds = seconds
-        self._end = time.perf_counter() + seconds
-        self._n = 0
-
-    def tick(self) -> None:
-        self._n += 1
-        if self._n % 1024 == 0 and time.perf_counter() > self._end:
-            raise _Unverifiable(f"the bottom-up model did not close within {self.seconds:g} s "
-                                "(arithmetic may generate values without end)")
-
-
-class _Relation:
-    """The ground tuples of one predicate, indexed by (position, value)."""
-
-    def __init__(self) -> None:
-        self.tuples: set[tuple] = set()
-        self.index: dict[tuple[int, Any], list[tuple]] = {}
-
-    def add(self, args: tuple) -> bool:
-        if args in self.tuples:
-            return False
-        self.tuples.add(args)
-        for i, value in enumerate(args):
-            self.index.setdefault((i, (type(value), value)), []).append(args)
-        return True
-
-    def candidates(self, pattern: tuple) -> Iterable[tuple]:
-        for i, term in enumerate(pattern):
-            if isinstance(term, _GROUND):
-                return self.index.get((i, (type(term), term)), ())
-        return self.tuples
-
-
-def _match(pattern: tuple, args: tuple, env: dict[Var, Any]) -> dict[Var, Any] | None:
-    """``env`` extended so that ``pattern`` (ground values and variables) equals ``args``; None if impossible."""
-    out = env
-    for term, value in zip(pattern, args):
-        if isinstance(term, Var):
-            bound = out.get(term)
-            if bound is None:
-                if out is env:
-                    out = dict(env)
-                out[term] = value
-            elif not _same(bound, value):
-                return None
-        elif not _same(term, value):
-            return None
-    return out
-
-
-class _Rule:
-    """A clause prepared for bottom-up evaluation."""
-
-    def __init__(self, clause: Clause) -> None:
-        self.clause = clause
-        self.head = clause.head
-        self.body = clause.body
-        counts: dict[Var, int] = {}
-        for part in (clause.head, *clause.body):
-            for v in _variables(part, {}):
-                counts[v] = counts.get(v, 0) + 1
-        # a `not`'s variables that occur elsewhere must be bound before it runs; the others are local
-        self.shared = tuple(
-            tuple(v for v in _variables(lit, {}) if counts[v] > 1) if isinstance(lit, Naf) else () for lit in clause.body
-        )
-
-    def describe(self) -> str:
-        return f"line {self.clause.source_line}: `{symba.format_clause(self.clause)}`"
-
-
-class Model:
-    """The model (stratified, else well-founded) of the part of a program that some atoms depend on.
-
-    Args:
-        program: the parsed program.
-        targets: the atoms to decide; the model covers their predicates and all they depend on.
-        constants: extra values of the domain (from the certificate).
-        budget: the time limit.
-
-    Raises:
-        _Unverifiable: a variable no positive literal binds, with arithmetic around; the budget.
-            (An atom left undefined by recursion through negation raises only when asked, :meth:`holds`.)
-    """
-
-    def __init__(self, program: symba.Program, targets: list[Atom], constants: Iterable[Any], budget: _Budget) -> None:
-        self.budget = budget
-        self.by_pred: dict[PredKey, list[_Rule]] = {}
-        for clause in program.clauses:
-            self.by_pred.setdefault((clause.head.pred, len(clause.head.args)), []).append(_Rule(clause))
-        keys = self._relevant([(a.pred, len(a.args)) for a in targets])
-        rules = [r for k in keys for r in self.by_pred.get(k, [])]
-        self.finite = not any(_has_expr(r.clause) for r in rules)
-        self.domain = _domain(program, constants)
-        self.relations: dict[PredKey, _Relation] = {k: _Relation() for k in keys}
-        #: what a `not` reads for the predicates of a set under alternating evaluation (else the model)
-        self.negation_view: dict[PredKey, _Relation] = {}
-        #: the atoms not false (true or undefined) when the model is not two-valued, else None
-        self.over: dict[PredKey, _Relation] | None = None
-        try:
-            for component in self._strata(keys):
-                rules = [r for k in component for r in self.by_pred.get(k, [])]
-                if self._negation_inside(component):
-                    self._alternating(component, rules, two_valued=True)
-                else:
-                    self._fixpoint(rules)
-        except _NotTwoValued:  # some atoms are undefined: the three-valued model of the whole slice
-            self._alternating(keys, [r for k in keys for r in self.by_pred.get(k, [])], two_valued=False)
-
-    @property
-    def size(self) -> int:
-        """Atoms in the model."""
-        return sum(len(r.tuples) for r in self.relations.values())
-
-    # -- structure
-    def _dependencies(self, key: PredKey) -> Iterator[tuple[PredKey, bool, _Rule, Any]]:
-        """(body predicate, negated?, rule, literal) for every atom in the bodies of ``key``'s rules."""
-        for rule in self.by_pred.get(key, []):
-            for lit in rule.body:
-                if isinstance(lit, Atom):
-                    yield (lit.pred, len(lit.args)), False, rule, lit
-                elif isinstance(lit, Naf):
-                    yield (lit.atom.pred, len(lit.atom.args)), True, rule, lit
-
-    def _relevant(self, roots: list[PredKey]) -> list[PredKey]:
-        seen: dict[PredKey, None] = dict.fromkeys(roots)
-        work = list(seen)
-        while work:
-            for dep, _, _, _ in self._dependencies(work.pop()):
-                if dep not in seen:
-                    seen[dep] = None
-                    work.append(dep)
-        return list(seen)
-
-    def _strata(self, keys: list[PredKey]) -> list[list[PredKey]]:
-        """Strongly connected sets of predicates, each after those it depends on (Tarjan, iterative)."""
-        index: dict[PredKey, int] = {}
-        low: dict[PredKey, int] = {}
-        stack: list[PredKey] = []
-        on_stack: set[PredKey] = set()
-        out: list[list[PredKey]] = []
-        for root in keys:
-            if root in index:
-                continue
-            work = [(root, iter([d for d, _, _, _ in self._dependencies(root)]))]
-            index[root] = low[root] = len(index)
-            stack.append(root)
-            on_stack.add(root)
-            while work:
-                node, deps = work[-1]
-                for dep in deps:
-                    if dep not in index:
-                        index[dep] = low[dep] = len(index)
-                        stack.append(dep)
-                        on_stack.add(dep)
-                        work.append((dep, iter([d for d, _, _, _ in self._dependencies(dep)])))
-                        break
-                    if dep in on_stack:
-                        low[node] = min(low[node], index[dep])
-                else:
-                    work.pop()
-                    if work:
-                        low[work[-1][0]] = min(low[work[-1][0]], low[node])
-                    if low[node] == index[node]:
-                        component = []
-                        while True:
-                            member = stack.pop()
-                            on_stack.discard(member)
-                            component.append(member)
-                            if member == node:
-                                break
-                        out.append(component)
-        return out
-
-    def _negation_inside(self, component: list[PredKey]) -> bool:
-        """Whether a `not` of the set's rules reads a predicate of the set (recursion through negation)."""
-        members = set(component)
-        return any(negated and dep in members for key in component for dep, negated, _, _ in self._dependencies(key))
-
-    # -- evaluation
-    def _fixpoint(self, rules: list[_Rule]) -> None:
-        """Naive iteration: apply every rule to the whole model until a round adds nothing."""
-        while True:
-            new: list[tuple[PredKey, tuple]] = []
-            for rule in rules:
-                key = (rule.head.pred, len(rule.head.args))
-                for env in self._body(rule, tuple(range(len(rule.body))), {}):
-                    for args in self._heads(rule, env):
-                        if args not in self.relations[key].tuples:
-                            new.append((key, args))
-            if not sum(self.relations[key].add(args) for key, args in new):
-                return
-            if self.size > MAX_MODEL_ATOMS:
-                raise _Unverifiable(f"the bottom-up model grew beyond {MAX_MODEL_ATOMS} atoms "
-                                    "(arithmetic may generate values without end)")
-
-    def _alternating(self, component: list[PredKey], rules: list[_Rule], two_valued: bool) -> None:
-        """A set of predicates with recursion through negation: the alternating fixpoint (well-founded model).
-
-        ``not a`` is read against an underestimate of the true atoms (giving an overestimate) and
-        against that overestimate (giving a better underestimate), until the underestimate stops
-        growing. Where both estimates agree the model is two-valued (the program is stratified
-        atom by atom, as ``is(a, big) :- not is(a, red).``) and that is the answer; an atom in one
-        but not the other is undefined (``p :- not q. q :- not p.``): with ``two_valued`` that
-        raises _NotTwoValued, else the underestimate is kept as the model and the overestimate
-        as :attr:`over`.
-        """
-        under: dict[PredKey, _Relation] = {k: _Relation() for k in component}
-        while True:
-            over = self._least_with_negation(component, rules, under)
-            better = self._least_with_negation(component, rules, over)
-            if all(better[k].tuples == under[k].tuples for k in component):
-                break
-            under = better
-        if two_valued and any(over[k].tuples != under[k].tuples for k in component):
-            raise _NotTwoValued
-        for key in component:
-            self.relations[key] = under[key]
-        if not two_valued:
-            self.over = over
-
-    def _least_with_negation(self, component: list[PredKey], rules: list[_Rule],
-                             view: dict[PredKey, _Relation]) -> dict[PredKey, _Relation]:
-        """The least fixpoint of ``rules`` with each `not` of the set's predicates read against ``view``."""
-        for key in component:
-            self.relations[key] = _Relation()
-        self.negation_view = view
-        try:
-            self._fixpoint(rules)
-        finally:
-            self.negation_view = {}
-        return {k: self.relations[k] for k in component}
-
-    def _heads(self, rule: _Rule, env: dict[Var, Any]) -> Iterator[tuple]:
-        free = [v for v in _variables(rule.head, {}) if v not in env]
-        if free and not self.finite:
-            raise _Unverifiable(f"{rule.describe()}: {', '.join(map(str, free))} is bound by no positive literal, "
-                                "and with arithmetic among the clauses its domain is not finite")
-        for values in itertools.product(self.domain, repeat=len(free)):
-            self.budget.tick()
-            try:
-                args = tuple(_subst(a, {**env, **dict(zip(free, values))}) for a in rule.head.args)
-            except _Undefined:
-                continue
-            if all(isinstance(a, _GROUND) for a in args):
-                yield args
-
-    def _body(self, rule: _Rule, pending: tuple[int, ...], env: dict[Var, Any]) -> Iterator[dict[Var, Any]]:
-        """Every extension of ``env`` under which the ``pending`` body literals all hold."""
-        if not pending:
-            yield env
-            return
-        for pos, j in enumerate(pending):
-            ways = self._literal(rule, j, env)
-            if ways is not None:
-                rest = pending[:pos] + pending[pos + 1:]
-                for extended in ways:
-                    yield from self._body(rule, rest, extended)
-                return
-        # nothing can run: give the first unbound variable every value of the domain
-        unbound = [v for j in pending for v in _variables(rule.body[j], {}) if v not in env]
-        if not self.finite:
-            shown = symba.format_literal(rule.body[pending[0]])
-            raise _Unverifiable(f"{rule.describe()}: `{shown}` cannot be evaluated bottom-up ({unbound[0]} is bound by no "
-                                "positive literal), and with arithmetic among the clauses its domain is not finite")
-        for value in self.domain:
-            self.budget.tick()
-            yield from self._body(rule, pending, {**env, unbound[0]: value})
-
-    def _literal(self, rule: _Rule, j: int, env: dict[Var, Any]) -> Iterable[dict[Var, Any]] | None:
-        """The ways body literal ``j`` holds under ``env``; None when it cannot be evaluated yet."""
-        lit = rule.body[j]
-        if isinstance(lit, Comparison):
-            return _compare(lit, env)
-        if isinstance(lit, Naf):
-            if any(v not in env for v in rule.shared[j]):
-                return None
-            try:
-                pattern = self._pattern(lit.atom, env)
-            except _Undefined:
-                return ()
-            if pattern is None:
-                return None
-            key = (lit.atom.pred, len(pattern))
-            view = self.negation_view.get(key)
-            return () if self._exists(self.relations.get(key) if view is None else view, pattern) else (env,)
-        try:
-            pattern = self._pattern(lit, env)
-        except _Undefined:
-            return ()
-        if pattern is None:
-            return None
-        return self._join(lit.pred, pattern, env)
-
-    def _pattern(self, atom: Atom, env: dict[Var, Any]) -> tuple | None:
-        """The atom's arguments under ``env``: values and variables; None while an expression is not ground."""
-        args = tuple(_subst(a, env) for a in atom.args)
-        return None if any(isinstance(a, Expr) for a in args) else args
-
-    def _join(self, pred: str, pattern: tuple, env: dict[Var, Any]) -> Iterator[dict[Var, Any]]:
-        yield from self._matches(self.relations.get((pred, len(pattern))), pattern, env)
-
-    def _matches(self, relation: _Relation | None, pattern: tuple, env: dict[Var, Any]) -> Iterator[dict[Var, Any]]:
-        if relation is None:
-            return
-        for args in list(relation.candidates(pattern)):
-            self.budget.tick()
-            extended = _match(pattern, args, env)
-            if extended is not None:
-                yield extended
-
-    def _exists(self, relation: _Relation | None, pattern: tuple) -> bool:
-        return next(self._matches(relation, pattern, {}), None) is not None
-
-    # -- questions
-    def holds(self, atom: Atom) -> bool:
-        """Whether some instance of ``atom`` (its variables range over everything) is in the model.
-
-        Raises:
-            _Unverifiable: no instance is true but one is undefined (recursion through negation).
-        """
-        try:
-            pattern = self._pattern(atom, {})
-        except _Undefined:
-            return False
-        if pattern is None:
-            raise _Unverifiable(f"`{symba.format_atom(atom)}` holds an expression with a variable; the checker "
-                                "decides atoms of values only")
-        key = (atom.pred, len(atom.args))
-        if key not in self.relations:
-            raise _Unverifiable(f"`{symba.format_atom(atom)}` was not among the atoms the model was built for")
-        if self._exists(self.relations[key], pattern):
-            return True
-        if self.over is not None and self._exists(self.over[key], pattern):
-            raise _Unverifiable(f"`{symba.format_atom(atom)}` depends on itself through negation: it is neither true nor "
-                                "false in the well-founded model (the program has no two-valued model there)")
-        return False
-
-
-def _has_expr(clause: Clause) -> bool:
-    def term(t: Any) -> bool:
-        return isinstance(t, Expr)
-
-    for part in (clause.head, *clause.body):
-        if isinstance(part, Comparison):
-            if term(part.left) or term(part.right):
-                return True
-        elif any(term(a) for a in (part.atom if isinstance(part, Naf) else part).args):
-            return True
-    return False
-
-
-def _domain(program: symba.Program, extra: Iterable[Any]) -> list[Any]:
-    """Every value the program, its query and ``extra`` write (one placeholder when there is none)."""
-    seen: dict[tuple[type, Any], Any] = {}
-
-    def visit(t: Any) -> None:
-        if isinstance(t, _GROUND):
-            seen.setdefault((type(t), t), t)
-        elif isinstance(t, Expr):
-            for a in t.args:
-                visit(a)
-
-    for clause in program.clauses:
-        for part in (clause.head, *clause.body):
-            if isinstance(part, Comparison):
-                visit(part.left)
-                visit(part.right)
-            else:
-                for a in (part.atom if isinstance(part, Naf) else part).args:
-                    visit(a)
-    for a in program.goal.atom.args:
-        visit(a)
-    for value in extra:
-        visit(value)
-    return list(seen.values()) or ["a_constant"]
+    return Comparison(lit.op, subst(lit.left, env, False), subst(lit.right, env, False))
 
 
 # --------------------------------------------------------------------------- checking
@@ -652,7 +198,7 @@ def _read_literal(text: Any, where: str) -> Any:
     if not isinstance(text, str):
         raise CertificateError(f"{where}: the goal must be a string, got {text!r}")
     try:
-        return symba._parse_literal_text(text)
+        return parse_literal(text)
     except ProgramError as exc:
         raise CertificateError(f"{where}: unreadable goal {text!r}: {exc.message}") from None
 
@@ -661,7 +207,7 @@ def _read_term(text: Any, where: str) -> Any:
     if not isinstance(text, str):
         raise CertificateError(f"{where}: a binding value must be a string, got {text!r}")
     try:
-        return symba._parse_term_text(text)
+        return parse_term(text)
     except ProgramError as exc:
         raise CertificateError(f"{where}: unreadable binding value {text!r}: {exc.message}") from None
 
@@ -669,7 +215,7 @@ def _read_term(text: Any, where: str) -> Any:
 class _TreeCheck:
     """The structural check of a proof tree; collects the negation leaves for the model."""
 
-    def __init__(self, program: symba.Program) -> None:
+    def __init__(self, program: Program) -> None:
         self.clauses_at: dict[int, list[Clause]] = {}
         for clause in program.clauses:
             self.clauses_at.setdefault(clause.source_line, []).append(clause)
@@ -684,8 +230,8 @@ class _TreeCheck:
             if not isinstance(node, dict):
                 raise CertificateError(f"{path}: a node must be an object, got {node!r}")
             literal = _read_literal(node.get("goal"), path)
-            if expected is not None and not _same_literal(literal, expected):
-                raise CertificateError(f"{path}: the parent's clause needs `{symba.format_literal(expected)}` here, "
+            if expected is not None and not same_literal(literal, expected):
+                raise CertificateError(f"{path}: the parent's clause needs `{format_literal(expected)}` here, "
                                        f"the node proves `{node.get('goal')}`")
             if node.get("naf"):
                 self._negation(node, literal, path)
@@ -698,7 +244,7 @@ class _TreeCheck:
         if not isinstance(literal, Naf):
             raise CertificateError(f"{path}: a negation leaf's goal must be `not atom`, found {node.get('goal')!r}")
         atom = _read_literal(node.get("atom"), f"{path}.atom")
-        if not _same_literal(atom, literal.atom):
+        if not same_literal(atom, literal.atom):
             raise CertificateError(f"{path}: the searched atom {node.get('atom')!r} is not the one in {node.get('goal')!r}")
         if node.get("children"):
             raise CertificateError(f"{path}: a negation leaf has no children")
@@ -709,7 +255,7 @@ class _TreeCheck:
         """Check one clause node; returns its children with the literal each must prove."""
         self.nodes += 1
         if node.get("truncated"):
-            raise _Unverifiable(f"{path}: the prover did not write out this subtree (truncated), so it cannot be checked")
+            raise Unverifiable(f"{path}: the prover did not write out this subtree (truncated), so it cannot be checked")
         if not isinstance(literal, Atom):
             raise CertificateError(f"{path}: a clause node proves an atom, not {node.get('goal')!r}")
         line = _field(node, "line", int, path)
@@ -722,10 +268,10 @@ class _TreeCheck:
         try:
             head = _instance(clause.head, env)
             body = [_instance(lit, env) for lit in clause.body]
-        except _Undefined as exc:
+        except Undefined as exc:
             raise CertificateError(f"{where}: the clause instance is undefined: {exc}") from None
-        if not _same_literal(head, literal):
-            raise CertificateError(f"{where}: the binding gives the head `{symba.format_atom(head)}`, "
+        if not same_literal(head, literal):
+            raise CertificateError(f"{where}: the binding gives the head `{format_atom(head)}`, "
                                    f"not the node's goal `{node['goal']}`")
         if len(children) != len(body):
             raise CertificateError(f"{where}: the clause has {len(body)} body literal(s), the node {len(children)} child(ren)")
@@ -736,29 +282,29 @@ class _TreeCheck:
                 wanted = "naf" if isinstance(lit, Naf) else "builtin" if isinstance(lit, Comparison) else "clause"
                 found = "naf" if child.get("naf") else "builtin" if child.get("builtin") else "clause"
                 if wanted != found:
-                    raise CertificateError(f"{cpath}: the body literal `{symba.format_literal(lit)}` needs a {wanted} "
+                    raise CertificateError(f"{cpath}: the body literal `{format_literal(lit)}` needs a {wanted} "
                                            f"node, found a {found} node")
             out.append((child, cpath, lit))
         return out
 
     def _cited(self, line: int, text: str, path: str) -> Clause:
         for clause in self.clauses_at.get(line, []):
-            if symba.format_clause(clause) == text:
+            if format_clause(clause) == text:
                 return clause
-        there = "; ".join(f"`{symba.format_clause(c)}`" for c in self.clauses_at.get(line, [])) or "no clause"
+        there = "; ".join(f"`{format_clause(c)}`" for c in self.clauses_at.get(line, [])) or "no clause"
         raise CertificateError(f"{path} cites the clause `{text}` on line {line}, but the program has {there} there")
 
     def _binding(self, clause: Clause, binding: dict[str, Any], path: str) -> dict[Var, Any]:
-        variables = {_var_key(v): v for v in _clause_variables(clause)}
-        unknown = sorted(set(binding) - set(variables))
-        missing = sorted(set(variables) - set(binding))
+        by_key = {_var_key(v): v for v in _clause_variables(clause)}
+        unknown = sorted(set(binding) - set(by_key))
+        missing = sorted(set(by_key) - set(binding))
         if unknown or missing:
             raise CertificateError(f"{path}: the binding must give every variable of the clause a value "
                                    f"(unknown: {unknown or 'none'}; missing: {missing or 'none'})")
         env = {}
         for key, text in binding.items():
             value = _read_term(text, f"{path}.binding[{key!r}]")
-            env[variables[key]] = value
+            env[by_key[key]] = value
             self.values.append(value)
         return env
 
@@ -766,15 +312,15 @@ class _TreeCheck:
 def _check_builtin(literal: Any, path: str) -> None:
     """A builtin leaf holds as it stands (a variable left in it holds for every value, so it may not bind one)."""
     if not isinstance(literal, Comparison):
-        raise CertificateError(f"{path}: a builtin leaf's goal must be a comparison, found `{symba.format_literal(literal)}`")
-    shown = symba.format_literal(literal)
-    ways = _compare(literal, {})
+        raise CertificateError(f"{path}: a builtin leaf's goal must be a comparison, found `{format_literal(literal)}`")
+    shown = format_literal(literal)
+    ways = compare_literal(literal, {})
     if ways is None:
         try:
-            left, right = _subst(literal.left, {}), _subst(literal.right, {})
-        except _Undefined:
+            left, right = subst(literal.left, {}), subst(literal.right, {})
+        except Undefined:
             left, right = literal.left, literal.right
-        if literal.op == "=" and _same(left, right):  # the same term with variables on both sides
+        if literal.op == "=" and same_term(left, right):  # the same term with variables on both sides
             return
         raise CertificateError(f"{path}: `{shown}` cannot be evaluated (a side is not ground)")
     outcome = next(iter(ways), None)
@@ -785,19 +331,19 @@ def _check_builtin(literal: Any, path: str) -> None:
                                "not for every value")
 
 
-def _check_root(tree: dict[str, Any], goal: symba.Goal) -> None:
+def _check_root(tree: dict[str, Any], goal: Goal) -> None:
     """The root proves the query: an instance of it, or for ``not g`` the negation leaf of ``g``."""
     root = _read_literal(tree.get("goal"), "root")
     try:
-        query = Atom(goal.atom.pred, tuple(_subst(a, {}) for a in goal.atom.args))
-    except _Undefined as exc:
-        raise CertificateError(f"the query {symba.format_goal(goal)} is undefined: {exc}") from None
+        query = Atom(goal.atom.pred, tuple(subst(a, {}) for a in goal.atom.args))
+    except Undefined as exc:
+        raise CertificateError(f"the query {format_goal(goal)} is undefined: {exc}") from None
     if goal.negated:
         if not (tree.get("naf") and isinstance(root, Naf) and _instance_of(root.atom, query) and _instance_of(query, root.atom)):
-            raise CertificateError(f"the proof of `{symba.format_goal(goal)}` must be one negation leaf of that atom, "
+            raise CertificateError(f"the proof of `{format_goal(goal)}` must be one negation leaf of that atom, "
                                    f"found {tree.get('goal')!r}")
     elif tree.get("naf") or tree.get("builtin") or not isinstance(root, Atom) or not _instance_of(root, query):
-        raise CertificateError(f"the proof's root `{tree.get('goal')}` is not an instance of the query `{symba.format_goal(goal)}`")
+        raise CertificateError(f"the proof's root `{tree.get('goal')}` is not an instance of the query `{format_goal(goal)}`")
 
 
 def _instance_of(specific: Atom, general: Atom) -> bool:
@@ -808,10 +354,10 @@ def _instance_of(specific: Atom, general: Atom) -> bool:
 
     def match(p: Any, t: Any) -> bool:
         if isinstance(p, Var):
-            return _same(sigma.setdefault(p, t), t)
+            return same_term(sigma.setdefault(p, t), t)
         if isinstance(p, Expr):
             return isinstance(t, Expr) and p.op == t.op and len(p.args) == len(t.args) and all(map(match, p.args, t.args))
-        return _same(p, t)
+        return same_term(p, t)
 
     return all(map(match, general.args, specific.args))
 
@@ -823,7 +369,7 @@ def check(cert: dict[str, Any], *, language: str, program: str, answer: str | No
     Args:
         cert: the certificate.
         language: the row's program language (``symba``, or ``prolog`` for a Prolog program SymBa
-            re-derived: the program is rewritten with :func:`symbolkg.solvers.symba.language.from_prolog`).
+            re-derived: the program is rewritten with :func:`symbolkg.solvers.symba.syntax.from_prolog`).
         program: the program text.
         answer: the row's answer.
         limits: ``timeout_s`` bounds the check (one that runs out is ``unverifiable``).
@@ -841,14 +387,14 @@ def check(cert: dict[str, Any], *, language: str, program: str, answer: str | No
                                        f"languages, not {language!r}", CHECKER)
     if language == PROLOG:  # a Prolog row re-derived by SymBa: the same rewriting, done here again
         try:
-            program = symba.from_prolog(program)
+            program = from_prolog(program)
         except ProgramError as err:
             raise CertificateError(f"the Prolog program cannot be read as a SymBa program: {err}") from None
     if cert.get("format") != FORMAT or cert.get("version") != VERSION:
         return Verdict("unverifiable", f"certificate format {cert.get('format')!r} version {cert.get('version')!r} unknown "
                                        f"(this checker: {FORMAT!r} version {VERSION})", CHECKER)
     try:
-        parsed = symba.parse(program)
+        parsed = parse(program)
     except ProgramError as err:
         raise CertificateError(f"the program does not parse, so it has no answer: {err}") from None
     claimed = cert.get("answer")
@@ -857,48 +403,59 @@ def check(cert: dict[str, Any], *, language: str, program: str, answer: str | No
     if claimed != answer:
         raise CertificateError(f"the certificate proves {claimed!r}, the row answers {answer!r}")
     _check_query(cert, parsed.goal)
-    budget = _Budget(limits.timeout_s)
+    budget = Deadline(limits.timeout_s, every=1024)
     try:
         reason = _check_proof(cert, parsed, budget) if claimed == "True" else _check_closure(cert, parsed, budget)
-    except _Unverifiable as exc:
+    except Unverifiable as exc:
         return Verdict("unverifiable", str(exc), CHECKER, round(time.perf_counter() - t0, 6))
+    except TimeoutError:
+        return Verdict("unverifiable", f"the bottom-up model did not close within {limits.timeout_s:g} s (arithmetic may "
+                                       "generate values without end)", CHECKER, round(time.perf_counter() - t0, 6))
     return Verdict("verified", reason, CHECKER, round(time.perf_counter() - t0, 6))
 
 
-def _check_query(cert: dict[str, Any], goal: symba.Goal) -> None:
+def _check_query(cert: dict[str, Any], goal: Goal) -> None:
     stated = _field(cert, "query", dict, "the certificate")
-    written = symba.format_goal(goal)
+    written = format_goal(goal)
     if stated.get("goal") != written or stated.get("line") != (goal.source_line or None):
         raise CertificateError(f"the certificate's query {stated.get('goal')!r} (line {stated.get('line')!r}) is not the "
                                f"program's, `{written}` (line {goal.source_line})")
 
 
-def _check_proof(cert: dict[str, Any], program: symba.Program, budget: _Budget) -> str:
+def _check_proof(cert: dict[str, Any], program: Program, budget: Deadline) -> str:
     tree = _field(cert, "tree", dict, "the certificate")
     _check_root(tree, program.goal)
     walk = _TreeCheck(program)
     walk.run(tree)
-    if not walk.negations:
+    if not walk.negations and not program.denials:
         return f"{walk.nodes} clause node(s) checked"
-    model = Model(program, [atom for _, atom in walk.negations], walk.values, budget)
+    targets = [atom for _, atom in walk.negations] + ([INCONSISTENT_TARGET] if program.denials else [])
+    model = Model(program, targets, walk.values, budget)
+    if program.denials and model.violated() is not None:
+        denial = program.denials[model.violated()]
+        raise CertificateError(f"the program is inconsistent: `{format_clause(denial)}` (line {denial.source_line}) is "
+                               "violated in the bottom-up model, so no query holds and the answer is not True")
     for path, atom in walk.negations:
         if model.holds(atom):
-            raise CertificateError(f"{path}: `{symba.format_atom(atom)}` is derivable (the bottom-up model has an "
-                                   f"instance of it), so `not {symba.format_atom(atom)}` does not hold")
+            raise CertificateError(f"{path}: `{format_atom(atom)}` is derivable (the bottom-up model has an "
+                                   f"instance of it), so `not {format_atom(atom)}` does not hold")
     return (f"{walk.nodes} clause node(s) checked; {len(walk.negations)} negation leaf/leaves decided on a bottom-up "
             f"model of {model.size} atom(s)")
 
 
-def _check_closure(cert: dict[str, Any], program: symba.Program, budget: _Budget) -> str:
+def _check_closure(cert: dict[str, Any], program: Program, budget: Deadline) -> str:
     closure = _field(cert, "closure", dict, "the certificate")
-    if closure.get("method") != CLOSURE_METHOD:
-        raise CertificateError(f"closure.method must be {CLOSURE_METHOD!r}, got {closure.get('method')!r}")
+    if closure.get("method") not in (CLOSURE_METHOD, INCONSISTENT_METHOD):
+        raise CertificateError(f"closure.method must be {CLOSURE_METHOD!r} or {INCONSISTENT_METHOD!r}, "
+                               f"got {closure.get('method')!r}")
     goal = program.goal
-    if closure.get("searched") != symba.format_goal(goal):
-        raise CertificateError(f"the closure searched {closure.get('searched')!r}, the query is `{symba.format_goal(goal)}`")
+    if closure.get("searched") != format_goal(goal):
+        raise CertificateError(f"the closure searched {closure.get('searched')!r}, the query is `{format_goal(goal)}`")
+    if closure["method"] == INCONSISTENT_METHOD:
+        return _check_inconsistent(closure, program, budget)
     model = Model(program, [goal.atom], (), budget)
     derivable = model.holds(goal.atom)
-    atom = symba.format_atom(goal.atom)
+    atom = format_atom(goal.atom)
     if goal.negated and not derivable:
         raise CertificateError(f"`{atom}` is not derivable (no instance in the bottom-up model), so `not {atom}` holds: "
                                "the answer is True, not False")
@@ -906,6 +463,23 @@ def _check_closure(cert: dict[str, Any], program: symba.Program, budget: _Budget
         raise CertificateError(f"`{atom}` is derivable (the bottom-up model has an instance of it), so the answer is "
                                "True, not False")
     return f"decided on a bottom-up model of {model.size} atom(s)"
+
+
+def _check_inconsistent(closure: dict[str, Any], program: Program, budget: Deadline) -> str:
+    """The cited denial is the program's, and the bottom-up model violates it."""
+    cited = _field(closure, "denial", dict, "the closure")
+    line, text = cited.get("line"), cited.get("statement")
+    index = next((k for k, d in enumerate(program.denials)
+                  if d.source_line == line and format_clause(d) == text), None)
+    if index is None:
+        there = "; ".join(f"`{format_clause(d)}` (line {d.source_line})" for d in program.denials) or "none"
+        raise CertificateError(f"the closure cites the denial {text!r} on line {line!r}; the program's denials: {there}")
+    denial = program.denials[index]
+    model = Model(Program(program.clauses, program.goal, (denial,)), [INCONSISTENT_TARGET], (), budget)
+    if model.violated() is None:
+        raise CertificateError(f"`{text}` (line {line}) is not violated: no instance of its body and atom holds in the "
+                               "bottom-up model, so the program is not inconsistent there")
+    return f"the denial on line {line} is violated in a bottom-up model of {model.size} atom(s): no query holds"
 
 
 # --------------------------------------------------------------------------- explaining
@@ -923,7 +497,11 @@ def explain_lines(cert: dict[str, Any]) -> list[str]:
     closure = cert.get("closure")
     if isinstance(closure, dict):
         searched = str(closure.get("searched"))
-        if searched.startswith("not "):
+        denial = closure.get("denial")
+        if closure.get("method") == INCONSISTENT_METHOD and isinstance(denial, dict):
+            lines.append(f"the program is inconsistent: the denial `{denial.get('statement')}` (line {denial.get('line')}) "
+                         f"is violated, so no query holds, {searched} included")
+        elif searched.startswith("not "):
             lines.append(f"{searched.removeprefix('not ')} has a proof, so `{searched}` fails ({closure.get('method')})")
         else:
             lines.append(f"the search for {searched} was complete and found no proof "

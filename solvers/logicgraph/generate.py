@@ -31,7 +31,6 @@ True
 
 from __future__ import annotations
 
-import json
 import random
 import re
 import statistics
@@ -40,12 +39,13 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
+from symbolkg.solvers.logicgraph.dualize import reference_supports
 from symbolkg.solvers.logicgraph.instances import DERIVED, Instance, Premise, Proof, Step, StepPremise
+from symbolkg.solvers.logicgraph.proofs import families, matching_rules, prove
+from symbolkg.solvers.logicgraph.wording import THEMES, Proposition, instantiate, propositions, rename, verbalize
 from symbolkg.solvers.logicgraph.propositional import (
-    And,
     Atom,
     Formula,
-    Iff,
     Implies,
     Not,
     Or,
@@ -73,7 +73,6 @@ __all__ = [
     "generate_instance",
     "skeleton_proofs",
     "tier_statistics",
-    "verbalize",
 ]
 
 TextMode = Literal["template"]
@@ -96,6 +95,9 @@ class TierConfig:
         max_proofs: most reference proofs (None: no upper bound, the paper's Large is ``n >= 8``).
         planned_proofs: range the number of constructed chains is drawn from (uniformly); the
             enumerated count usually equals it, and an instance outside ``min/max_proofs`` is redrawn.
+        tail_p: probability that the number of chains is drawn from ``tail_proofs`` instead (the
+            paper's Large tier: 5% of instances have 15 or more proofs); 0 draws nothing extra.
+        tail_proofs: the range of that tail.
         new_family_p: probability that a chain after the first is a new chain to ``G`` (a new
             family) rather than a branch; 0.4 gives the dataset's families per instance
             (Small 1.7, Medium 3.05).
@@ -124,6 +126,8 @@ class TierConfig:
     distractors: int = 0
     max_attempts: int = 50
     support_budget_s: float | None = 30.0
+    tail_p: float = 0.0
+    tail_proofs: tuple[int, int] = (15, 19)
 
     def __post_init__(self) -> None:
         if not re.fullmatch(r"[a-z][a-z0-9_]*", self.name):
@@ -136,11 +140,12 @@ class TierConfig:
             ("planned_proofs", self.planned_proofs, 1),
             ("core_steps", self.core_steps, 1),
             ("branch_steps", self.branch_steps, 1),
+            ("tail_proofs", self.tail_proofs, 1),
         ):
             if lo < least or hi < lo:
                 raise ValueError(f"TierConfig.{label}={(lo, hi)}: need {least} <= low <= high")
-        if not 0.0 <= self.new_family_p <= 1.0 or not 0.0 <= self.negative_literal_p <= 1.0:
-            raise ValueError("TierConfig.new_family_p and negative_literal_p are probabilities in [0, 1]")
+        if not all(0.0 <= p <= 1.0 for p in (self.new_family_p, self.negative_literal_p, self.tail_p)):
+            raise ValueError("TierConfig.new_family_p, negative_literal_p and tail_p are probabilities in [0, 1]")
         if self.max_formula_size < 5:
             raise ValueError(f"TierConfig.max_formula_size={self.max_formula_size}: CD/DE need at least 5 nodes")
         if self.distractors < 0 or self.max_attempts < 1:
@@ -153,17 +158,27 @@ class TierConfig:
         """The tier as the record id spells it (``Small``)."""
         return self.name.capitalize()
 
+    def planned(self, rng: random.Random) -> int:
+        """The number of chains to construct (one draw; two when the tier has a tail)."""
+        if self.tail_p > 0 and rng.random() < self.tail_p:
+            return rng.randint(*self.tail_proofs)
+        return rng.randint(*self.planned_proofs)
+
     def accepts(self, proofs: int) -> bool:
         """Whether an instance with this many reference proofs belongs to the tier."""
         return proofs >= self.min_proofs and (self.max_proofs is None or proofs <= self.max_proofs)
 
 
-#: the paper's tiers (section 4.4): Small 2-4 proofs, Medium 5-7, Large 8 or more (ours: 8-12
-#: planned, so the enumerator's cost stays bounded; the paper's instances have up to 19).
+#: the paper's tiers (section 4.4): Small 2-4 proofs, Medium 5-7, Large 8 or more. ``large`` has the
+#: held-back Large tier's shape: 10.3 proofs on average, 5% of instances with 15 or more, up to 19,
+#: and 65 premises on average (up to 143), which chains of 3-10 steps give. ``large_8_12`` and
+#: ``large_15_19`` fix the number of proofs to one part of that range (for measurements).
 TIERS: dict[str, TierConfig] = {
     "small": TierConfig("small", 2, 4, (2, 4)),
     "medium": TierConfig("medium", 5, 7, (5, 7)),
-    "large": TierConfig("large", 8, None, (8, 12)),
+    "large": TierConfig("large", 8, 19, (8, 12), core_steps=(3, 10), tail_p=0.05, tail_proofs=(15, 19)),
+    "large_8_12": TierConfig("large_8_12", 8, 12, (8, 12), core_steps=(3, 10)),
+    "large_15_19": TierConfig("large_15_19", 15, 19, (15, 19), core_steps=(3, 10)),
 }
 
 
@@ -354,7 +369,7 @@ def construct(rng: random.Random, config: TierConfig, planned: int | None = None
     """
     goal = Atom("G")
     fresh = _Fresh(rng, config.negative_literal_p)
-    n = planned if planned is not None else rng.randint(*config.planned_proofs)
+    n = planned if planned is not None else config.planned(rng)
     paths: list[Path] = []
 
     def new_path(as_branch: bool) -> tuple[list[Inference], int | None, int | None]:
@@ -398,14 +413,6 @@ def construct(rng: random.Random, config: TierConfig, planned: int | None = None
     return Skeleton(goal, tuple(paths), tuple(premises + distractors), tuple(distractors))
 
 
-def _rename(formula: Formula, names: Mapping[str, str]) -> Formula:
-    if isinstance(formula, Atom):
-        return Atom(names.get(formula.name, formula.name))
-    if isinstance(formula, Not):
-        return Not(_rename(formula.arg, names))
-    return type(formula)(_rename(formula.left, names), _rename(formula.right, names))
-
-
 def rename_atoms(skeleton: Skeleton, rng: random.Random) -> Skeleton:
     """Name the fresh atoms ``A1..An`` in a random order.
 
@@ -419,13 +426,13 @@ def rename_atoms(skeleton: Skeleton, rng: random.Random) -> Skeleton:
     names = {a: f"A{k}" for a, k in zip(fresh, numbers)}
 
     def step(s: Inference) -> Inference:
-        return Inference(s.rule, tuple(_rename(p, names) for p in s.premises), _rename(s.conclusion, names), s.derived)
+        return Inference(s.rule, tuple(rename(p, names) for p in s.premises), rename(s.conclusion, names), s.derived)
 
     return Skeleton(
         skeleton.goal,
         tuple(Path(tuple(step(s) for s in p.steps), p.own, p.parent, p.branch_from) for p in skeleton.paths),
-        tuple(_rename(f, names) for f in skeleton.premises),
-        tuple(_rename(f, names) for f in skeleton.distractors),
+        tuple(rename(f, names) for f in skeleton.premises),
+        tuple(rename(f, names) for f in skeleton.distractors),
     )
 
 
@@ -525,8 +532,6 @@ def check_filters(premises: Mapping[str, Formula], goal: Formula, proofs: Sequen
     Returns:
         The report; ``ok`` when all three hold.
     """
-    from symbolkg.solvers.logicgraph.proofs import matching_rules
-
     problems: list[str] = []
     stepwise = True
     conclusions: set[Formula] = set()
@@ -565,153 +570,6 @@ def check_filters(premises: Mapping[str, Formula], goal: Formula, proofs: Sequen
             derivable = False
             problems.append(f"the premises do not entail {to_prover9(target)}")
     return FilterReport(stepwise, derivable, consistent, tuple(problems))
-
-
-# ----------------------------------------------------------------------------- natural language
-
-#: Template vocabulary: per theme, subjects ``(Constant, noun phrase)`` and predicates in the base
-#: form (``"be approved"``, ``"pass the inspection"``); a proposition is one subject with one
-#: predicate. Six themes x 5 subjects x 20 predicates = 100 propositions per theme; beyond that a
-#: numbered fallback keeps very large instances renderable.
-THEMES: dict[str, tuple[tuple[tuple[str, str], ...], tuple[str, ...]]] = {
-    "Archaeological Research": (
-        (("ResearchTeam", "the research team"), ("FieldDirector", "the field director"), ("Museum", "the museum"),
-         ("SurveyCrew", "the survey crew"), ("Conservator", "the conservator")),
-        ("find an ancient relic", "have a government grant", "preserve the excavation site", "document the findings",
-         "halt the excavation", "identify ceramic fragments", "identify metal objects", "finish within the season",
-         "publish a report", "be granted a permit", "date the samples", "map the trench", "be visited by inspectors",
-         "request more funding", "catalogue the artifacts", "consult the archive", "hire local guides",
-         "be delayed by rain", "store the finds safely", "present at the conference"),
-    ),
-    "Hospital Operations": (
-        (("Clinic", "the clinic"), ("HeadNurse", "the head nurse"), ("Surgeon", "the surgeon"),
-         ("Pharmacy", "the pharmacy"), ("Patient", "the patient")),
-        ("pass the inspection", "be fully staffed", "admit new patients", "order more supplies", "schedule the surgery",
-         "be on call", "receive the lab results", "update the records", "follow the protocol", "be discharged",
-         "need a second opinion", "approve the treatment", "report an incident", "be short of beds",
-         "renew the license", "train the interns", "delay the appointment", "be audited", "stock the vaccine",
-         "call the specialist"),
-    ),
-    "Software Release": (
-        (("BuildServer", "the build server"), ("QATeam", "the QA team"), ("ReleaseManager", "the release manager"),
-         ("Library", "the library"), ("MobileApp", "the mobile app")),
-        ("pass the test suite", "be deployed", "be rolled back", "have a critical bug", "be code reviewed",
-         "meet the deadline", "be approved for release", "raise an alert", "update the documentation",
-         "be flagged by the scanner", "freeze the branch", "be backward compatible", "ship a patch",
-         "be signed", "exceed the memory limit", "be merged", "lose the cache", "be benchmarked",
-         "notify the users", "be archived"),
-    ),
-    "Urban Transit": (
-        (("MetroLine", "the metro line"), ("BusDepot", "the bus depot"), ("CityCouncil", "the city council"),
-         ("Operator", "the operator"), ("Station", "the station")),
-        ("run on schedule", "be closed for repairs", "add extra trains", "raise the fares", "be overcrowded",
-         "receive a subsidy", "pass the safety review", "extend the service hours", "be inspected", "hire new drivers",
-         "issue a delay warning", "open a new stop", "be electrified", "lose its permit", "publish the timetable",
-         "reroute the buses", "be accessible", "meet the ridership target", "cut the night service",
-         "upgrade the signals"),
-    ),
-    "Environmental Monitoring": (
-        (("RiverAgency", "the river agency"), ("Sensor", "the sensor"), ("Wetland", "the wetland"),
-         ("Laboratory", "the laboratory"), ("Ranger", "the ranger")),
-        ("detect pollution", "be flooded", "issue a warning", "collect water samples", "be calibrated",
-         "record a heat wave", "restore the habitat", "be protected", "report to the ministry", "lose power",
-         "count the birds", "close the trail", "measure high nitrate", "be replanted", "fine the factory",
-         "be dry this year", "request a new survey", "track the wolves", "be certified", "publish the data"),
-    ),
-    "Manufacturing Quality": (
-        (("Factory", "the factory"), ("AssemblyLine", "the assembly line"), ("Supplier", "the supplier"),
-         ("Inspector", "the inspector"), ("Batch", "the batch")),
-        ("meet the tolerance", "be recalled", "pass the audit", "stop production", "use the new alloy",
-         "be shipped", "report a defect", "be certified", "replace the tooling", "miss the quota",
-         "be reworked", "receive the raw materials", "run a night shift", "be sampled", "sign the contract",
-         "overheat", "be rejected", "train the operators", "cut costs", "be labelled"),
-    ),
-}
-
-
-def _third_person(verb_phrase: str) -> str:
-    verb, _, rest = verb_phrase.partition(" ")
-    if verb == "be":
-        verb = "is"
-    elif verb == "have":
-        verb = "has"
-    elif verb.endswith(("s", "sh", "ch", "x", "z", "o")):
-        verb += "es"
-    elif verb.endswith("y") and verb[-2:-1] not in ("a", "e", "i", "o", "u"):
-        verb = verb[:-1] + "ies"
-    else:
-        verb += "s"
-    return f"{verb} {rest}".strip()
-
-
-def _negative(verb_phrase: str) -> str:
-    verb, _, rest = verb_phrase.partition(" ")
-    if verb == "be":
-        return f"is not {rest}".strip()
-    return f"does not {verb_phrase}"
-
-
-@dataclass(frozen=True)
-class Proposition:
-    """An atom's reading: English both ways and a first-order Prover9 atom."""
-
-    positive: str
-    negative: str
-    prover9: str
-
-
-def _propositions(rng: random.Random, theme: str, count: int) -> list[Proposition]:
-    subjects, predicates = THEMES[theme]
-    pairs = [(s, p) for s in subjects for p in predicates]
-    rng.shuffle(pairs)
-    out: list[Proposition] = []
-    for (constant, noun), predicate in pairs[:count]:
-        name = "_".join(w for w in re.sub(r"[^a-z ]", "", predicate).split() if w not in ("the", "a", "an", "be", "its"))
-        out.append(Proposition(f"{noun} {_third_person(predicate)}", f"{noun} {_negative(predicate)}", f"{name}({constant})"))
-    for k in range(len(out), count):  # more atoms than the theme has propositions
-        out.append(Proposition(f"condition {k + 1} holds", f"condition {k + 1} does not hold", f"holds(Condition{k + 1})"))
-    return out
-
-
-def verbalize(formula: Formula, readings: Mapping[str, Proposition]) -> str:
-    """English for a formula: literals from ``readings``, connectives from fixed templates.
-
-    Nested compound sub-formulas are put in parentheses so that the sentence has one reading
-    (templates cannot rephrase the way the dataset's LLM-written sentences do).
-
-    >>> r = {"A": Proposition("a holds", "a fails", "a"), "B": Proposition("b holds", "b fails", "b")}
-    >>> verbalize(Implies(Not(Atom("A")), Or(Atom("A"), Atom("B"))), r)
-    'If a fails, then (either a holds or b holds)'
-    """
-
-    def inner(f: Formula) -> str:
-        # a negation reads as a prefix ("it is not the case that (...)"), which needs no brackets
-        text = say(f)
-        return text if isinstance(f, (Atom, Not)) else f"({text})"
-
-    def say(f: Formula) -> str:
-        if isinstance(f, Atom):
-            return readings[f.name].positive
-        if isinstance(f, Not):
-            if isinstance(f.arg, Atom):
-                return readings[f.arg.name].negative
-            return f"it is not the case that {inner(f.arg)}"
-        if isinstance(f, Implies):
-            return f"if {inner(f.left)}, then {inner(f.right)}"
-        if isinstance(f, Or):
-            return f"either {inner(f.left)} or {inner(f.right)}"
-        if isinstance(f, And):
-            return f"both {inner(f.left)} and {inner(f.right)}"
-        if isinstance(f, Iff):
-            return f"{inner(f.left)} if and only if {inner(f.right)}"
-        raise TypeError(f"not a formula: {f!r}")
-
-    text = say(formula)
-    return text[0].upper() + text[1:]
-
-
-def _instantiate(formula: Formula, readings: Mapping[str, Proposition]) -> Formula:
-    return _rename(formula, {name: r.prover9 for name, r in readings.items()})
 
 
 # ----------------------------------------------------------------------------- generation
@@ -776,10 +634,7 @@ def _ground_truth(
     :func:`~symbolkg.solvers.logicgraph.proofs.families` in construction order (a chain before
     its branches), then are numbered as the dataset numbers them: cores first, then branches.
     """
-    from symbolkg.solvers.logicgraph.proofs import families, prove
-    from symbolkg.solvers.logicgraph.minimal_support import minimal_supports
-
-    result = minimal_supports(premises, goal, budget_s=budget_s)
+    result = reference_supports(premises, goal, budget_s=budget_s)
     if not result.complete:
         return None, "enumeration incomplete", 0
     wanted = {frozenset(s) for s in result.supports}
@@ -820,7 +675,7 @@ def _attempt(rng: random.Random, config: TierConfig, index: int, seed: int) -> _
 
     theme = rng.choice(sorted(THEMES))
     names = sorted({a for f in ids.values() for a in atoms(f)} - {"G"}, key=lambda a: int(a[1:]))
-    readings = dict(zip(["G", *names], _propositions(rng, theme, len(names) + 1)))
+    readings = dict(zip(["G", *names], propositions(rng, theme, len(names) + 1)))
     instance = _worded(f"{config.label}/gen_s{seed}_{index + 1}", ids, skeleton.goal, proofs, readings)
     generator = {"tier": config.name, "seed": seed, "index": index, "constructed_paths": len(skeleton.paths),
                  "proofs_from_search": proved, "text": "template"}
@@ -831,7 +686,7 @@ def _attempt(rng: random.Random, config: TierConfig, index: int, seed: int) -> _
 def _worded(iid: str, ids: Mapping[str, Formula], goal: Formula, proofs: Sequence[Proof],
             readings: Mapping[str, Proposition]) -> Instance:
     """The instance with every English text (premises, step conclusions, goal) from ``readings``."""
-    kb = {i: Premise(i, f, verbalize(f, readings), to_prover9(_instantiate(f, readings))) for i, f in ids.items()}
+    kb = {i: Premise(i, f, verbalize(f, readings), to_prover9(instantiate(f, readings))) for i, f in ids.items()}
     texts = [
         replace(p, steps=tuple(replace(s, natural=verbalize(s.conclusion, readings)) for s in p.steps)) for p in proofs
     ]
@@ -852,9 +707,9 @@ def _record(
     for proof, raw_proof in zip(instance.proofs, record["solutions"]["solutions"]):
         for step, raw_step in zip(proof.steps, raw_proof["steps"]):
             for cited, raw in zip(step.premises, raw_step["premises_used"]):
-                raw["prover9_expression"] = to_prover9(_instantiate(cited.formula, readings))
+                raw["prover9_expression"] = to_prover9(instantiate(cited.formula, readings))
                 raw["natural"] = verbalize(cited.formula, readings)
-    record["target"]["prover9_expression"] = to_prover9(_instantiate(instance.goal, readings))
+    record["target"]["prover9_expression"] = to_prover9(instantiate(instance.goal, readings))
     record["translations"] = {
         "domain_theme": theme,
         "atomic_facts": {name: r.prover9 for name, r in readings.items()},
@@ -978,87 +833,6 @@ def tier_statistics(instances: Iterable[Instance]) -> dict[str, Any]:
 
 
 # ----------------------------------------------------------------------------- English from an LLM
-
-#: part of the completion cache key of the readings request: bump when it changes.
-READINGS_PROMPT_VERSION = "logicgraph-readings-1"
-
-_READINGS_SYSTEM = """You write short English statements for the atoms of a logic puzzle.
-
-For each atom you get, write one plain statement about the theme (a present-tense clause about a \
-person, team, object or place of that theme, with no "if", "or", "not" of its own, no final period) \
-and its negation. Every atom gets a different statement. Answer with one JSON object mapping each \
-atom to {"positive": ..., "negative": ...}.
-
-Example. Theme: Farming. Atoms: A1, A2
-{"A1": {"positive": "the farmer harvests the wheat", "negative": "the farmer does not harvest the wheat"}, \
-"A2": {"positive": "the tractor is repaired", "negative": "the tractor is not repaired"}}"""
-
-_BAD_IN_READING = re.compile(r"[{}\[\]\n\r]|\b(if|then|or|either|unless)\b", re.IGNORECASE)
-
-
-def readings_request(theme: str, atom_names: Sequence[str]) -> tuple[list[dict[str, str]], dict[str, Any]]:
-    """Chat messages and JSON schema asking a model for the English of ``atom_names``.
-
-    The logical structure never goes to the model: only what each atom *means* is asked for; the
-    connectives stay in the templates (:func:`verbalize`), so the model's wording cannot change
-    what a premise says.
-    """
-    statement = {"type": "string", "minLength": 3, "maxLength": 100}
-    reading = {"type": "object", "properties": {"positive": statement, "negative": statement},
-               "required": ["positive", "negative"], "additionalProperties": False}
-    schema = {"type": "object", "properties": {a: reading for a in atom_names}, "required": list(atom_names),
-              "additionalProperties": False}
-    user = f"Theme: {theme}. Atoms: {', '.join(atom_names)}"
-    return [{"role": "system", "content": _READINGS_SYSTEM}, {"role": "user", "content": user}], schema
-
-
-def parse_readings(text: str, template: Mapping[str, Proposition]) -> tuple[dict[str, Proposition], list[str]]:
-    """The model's readings, checked; an atom whose reading fails a check keeps its template reading.
-
-    Checks per atom: both statements present, at most 100 characters, no brackets or line breaks,
-    no connective words of their own (``if``, ``or``, ...: they would make the verbalized premise
-    ambiguous), the two polarities different, and every statement different from every other
-    atom's (two atoms that read the same would merge in English what the logic keeps apart).
-
-    Returns:
-        ``(readings for every atom of template, problems)``; the first-order atoms stay the
-        template's. Never raises for bad model output.
-    """
-    problems: list[str] = []
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        return dict(template), [f"not JSON: {exc.msg}"]
-    if not isinstance(data, dict):
-        return dict(template), ["not a JSON object"]
-    out: dict[str, Proposition] = {}
-    seen: set[str] = set()
-    for name, fallback in template.items():
-        raw = data.get(name)
-        pos = raw.get("positive") if isinstance(raw, dict) else None
-        neg = raw.get("negative") if isinstance(raw, dict) else None
-        if not isinstance(pos, str) or not isinstance(neg, str):
-            problems.append(f"{name}: missing")
-            out[name] = fallback
-            continue
-        pos, neg = pos.strip().rstrip("."), neg.strip().rstrip(".")
-        keys = {pos.lower(), neg.lower()}
-        why = ("empty" if not pos or not neg else
-               "too long" if max(len(pos), len(neg)) > 100 else
-               "a connective or bracket inside" if _BAD_IN_READING.search(pos) or _BAD_IN_READING.search(neg) else
-               "both polarities read the same" if len(keys) < 2 else
-               "the same words as another atom" if keys & seen else "")
-        if why:
-            problems.append(f"{name}: {why}")
-            out[name] = fallback
-            continue
-        seen |= keys
-        out[name] = Proposition(pos[0].lower() + pos[1:] if pos[:2] != pos[:2].upper() else pos,
-                                neg[0].lower() + neg[1:] if neg[:2] != neg[:2].upper() else neg, fallback.prover9)
-    for name in template:  # a template reading kept for one atom must not clash with the model's
-        if out[name] is template[name]:
-            seen |= {template[name].positive.lower(), template[name].negative.lower()}
-    return out, problems
 
 
 def reword(generated: GeneratedInstance, readings: Mapping[str, Proposition], *, text: str = "llm",

@@ -193,83 +193,17 @@ class Instance:
         rid = record.get("id") if isinstance(record, Mapping) else None
         if not isinstance(rid, str) or not rid:
             raise InstanceError(f"LogicGraph record without a string 'id': {str(record)[:80]!r}")
-
-        def fail(where: str, why: str) -> InstanceError:
-            return InstanceError(f"{rid}: {where}: {why}")
-
-        def formula(text: Any, where: str) -> Formula:
-            if not isinstance(text, str):
-                raise fail(where, f"expected a formula string, got {type(text).__name__}")
-            try:
-                return parse(text)
-            except FormulaSyntaxError as exc:
-                raise fail(where, str(exc)) from None
-
-        kb = record.get("knowledge_base")
-        if not isinstance(kb, Mapping):
-            raise fail("knowledge_base", "missing or not an object")
-        premises: dict[str, Premise] = {}
-        for group in ("rules", "facts"):
-            items = kb.get(group)
-            if not isinstance(items, list):
-                raise fail(f"knowledge_base.{group}", "missing or not a list")
-            for k, item in enumerate(items):
-                where = f"knowledge_base.{group}[{k}]"
-                if not isinstance(item, Mapping) or not isinstance(item.get("id"), str):
-                    raise fail(where, "expected an object with a string 'id'")
-                if item["id"] in premises:
-                    raise fail(where, f"duplicate id {item['id']!r}")
-                premises[item["id"]] = Premise(
-                    item["id"],
-                    formula(item.get("formal"), f"{where}.formal"),
-                    str(item.get("natural", "")),
-                    str(item.get("prover9_expression", "")),
-                )
+        reader = _Reader(rid)
+        premises = reader.premises(record.get("knowledge_base"))
         target = record.get("target")
         if not isinstance(target, Mapping):
-            raise fail("target", "missing or not an object")
-        goal = formula(target.get("formal", target.get("prover9")), "target.formal")
-
-        proofs: list[Proof] = []
+            raise reader.fail("target", "missing or not an object")
+        goal = reader.formula(target.get("formal", target.get("prover9")), "target.formal")
         solutions = record.get("solutions", {})
         raw_proofs = solutions.get("solutions", []) if isinstance(solutions, Mapping) else solutions
         if not isinstance(raw_proofs, list):
-            raise fail("solutions.solutions", "not a list")
-        for k, raw in enumerate(raw_proofs):
-            where = f"solutions.solutions[{k}]"
-            if not isinstance(raw, Mapping) or not isinstance(raw.get("steps"), list):
-                raise fail(where, "expected an object with a 'steps' list")
-            steps: list[Step] = []
-            for j, raw_step in enumerate(raw["steps"]):
-                swhere = f"{where}.steps[{j}]"
-                if not isinstance(raw_step, Mapping):
-                    raise fail(swhere, "not an object")
-                cited = raw_step.get("premises_used")
-                if not isinstance(cited, list):
-                    raise fail(f"{swhere}.premises_used", "missing or not a list")
-                step_premises: list[StepPremise] = []
-                for i, c in enumerate(cited):
-                    if not isinstance(c, Mapping):
-                        raise fail(f"{swhere}.premises_used[{i}]", "not an object")
-                    step_premises.append(StepPremise(str(c.get("id")), formula(c.get("prover9"), f"{swhere}.premises_used[{i}].prover9")))
-                steps.append(
-                    Step(
-                        int(raw_step.get("step_number", j + 1)),
-                        str(raw_step.get("rule_applied", "")),
-                        tuple(step_premises),
-                        formula(raw_step.get("conclusion"), f"{swhere}.conclusion"),
-                        str(raw_step.get("natural", "")),
-                    )
-                )
-            proofs.append(
-                Proof(
-                    int(raw.get("id", k + 1)),
-                    tuple(steps),
-                    raw.get("family_id"),
-                    raw.get("path_type"),
-                    raw.get("branch_from"),
-                )
-            )
+            raise reader.fail("solutions.solutions", "not a list")
+        proofs = [reader.proof(raw, k) for k, raw in enumerate(raw_proofs)]
         question = record.get("question", {})
         goal_natural = question.get("question", "") if isinstance(question, Mapping) else ""
         return cls(rid, premises, goal, goal_natural or str(target.get("natural", "")), tuple(proofs), record)
@@ -307,6 +241,72 @@ class Instance:
             "target": {"formal": to_unicode(self.goal), "prover9": to_prover9(self.goal), "prover9_expression": to_prover9(self.goal), "natural": self.goal_natural},
             "metadata": {"num_solutions": len(self.proofs), "family_stats": families},
         }
+
+
+class _Reader:
+    """The field readers of :meth:`Instance.from_record` for one record (errors name it and the field)."""
+
+    def __init__(self, rid: str) -> None:
+        self.rid = rid
+
+    def fail(self, where: str, why: str) -> InstanceError:
+        return InstanceError(f"{self.rid}: {where}: {why}")
+
+    def formula(self, text: Any, where: str) -> Formula:
+        if not isinstance(text, str):
+            raise self.fail(where, f"expected a formula string, got {type(text).__name__}")
+        try:
+            return parse(text)
+        except FormulaSyntaxError as exc:
+            raise self.fail(where, str(exc)) from None
+
+    def premises(self, kb: Any) -> dict[str, Premise]:
+        if not isinstance(kb, Mapping):
+            raise self.fail("knowledge_base", "missing or not an object")
+        premises: dict[str, Premise] = {}
+        for group in ("rules", "facts"):
+            items = kb.get(group)
+            if not isinstance(items, list):
+                raise self.fail(f"knowledge_base.{group}", "missing or not a list")
+            for k, item in enumerate(items):
+                where = f"knowledge_base.{group}[{k}]"
+                if not isinstance(item, Mapping) or not isinstance(item.get("id"), str):
+                    raise self.fail(where, "expected an object with a string 'id'")
+                if item["id"] in premises:
+                    raise self.fail(where, f"duplicate id {item['id']!r}")
+                premises[item["id"]] = Premise(
+                    item["id"],
+                    self.formula(item.get("formal"), f"{where}.formal"),
+                    str(item.get("natural", "")),
+                    str(item.get("prover9_expression", "")),
+                )
+        return premises
+
+    def step(self, raw_step: Any, j: int, swhere: str) -> Step:
+        if not isinstance(raw_step, Mapping):
+            raise self.fail(swhere, "not an object")
+        cited = raw_step.get("premises_used")
+        if not isinstance(cited, list):
+            raise self.fail(f"{swhere}.premises_used", "missing or not a list")
+        step_premises: list[StepPremise] = []
+        for i, c in enumerate(cited):
+            if not isinstance(c, Mapping):
+                raise self.fail(f"{swhere}.premises_used[{i}]", "not an object")
+            step_premises.append(StepPremise(str(c.get("id")), self.formula(c.get("prover9"), f"{swhere}.premises_used[{i}].prover9")))
+        return Step(
+            int(raw_step.get("step_number", j + 1)),
+            str(raw_step.get("rule_applied", "")),
+            tuple(step_premises),
+            self.formula(raw_step.get("conclusion"), f"{swhere}.conclusion"),
+            str(raw_step.get("natural", "")),
+        )
+
+    def proof(self, raw: Any, k: int) -> Proof:
+        where = f"solutions.solutions[{k}]"
+        if not isinstance(raw, Mapping) or not isinstance(raw.get("steps"), list):
+            raise self.fail(where, "expected an object with a 'steps' list")
+        steps = [self.step(raw_step, j, f"{where}.steps[{j}]") for j, raw_step in enumerate(raw["steps"])]
+        return Proof(int(raw.get("id", k + 1)), tuple(steps), raw.get("family_id"), raw.get("path_type"), raw.get("branch_from"))
 
 
 def load_instances(path: str | Path, *, limit: int | None = None, ids: Sequence[str] | None = None) -> Iterator[Instance]:

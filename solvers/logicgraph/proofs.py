@@ -44,7 +44,7 @@ import heapq
 import itertools
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from symbolkg.solvers.logicgraph.instances import DERIVED, RULES, Instance, Premise, Proof, Step, StepPremise
@@ -455,6 +455,142 @@ def _formula_of(raw: Mapping[str, Any]) -> tuple[Formula | None, str | None]:
     return None, None
 
 
+def _cited_premises(raw_step: Mapping[str, Any], kb: Mapping[str, Premise], notes: list[str]) -> list[_Cited]:
+    """The cited premises of one step as written (a knowledge-base id without a formula takes the KB's)."""
+    cited: list[_Cited] = []
+    cited_raw = raw_step.get("premises_used")
+    if not isinstance(cited_raw, list):
+        notes.append("'premises_used' is missing or not a list")
+        cited_raw = []
+    for item in cited_raw:
+        if isinstance(item, str):  # a bare id, the common shorthand (a bare formula is no id: hallucinated)
+            item = {"id": item}
+        if not isinstance(item, Mapping):
+            cited.append(_Cited("", None, "a cited premise is not an object"))
+            continue
+        pid = _kb_id(item.get("id"), kb)
+        formula, parse_note = _formula_of(item)
+        if formula is None and parse_note is None and pid in kb:
+            formula = kb[pid].formula
+        if formula is None:
+            cited.append(_Cited(pid, None, parse_note or f"the cited premise {pid!r} has no formula"))
+        else:
+            cited.append(_Cited(pid, formula))
+    return cited
+
+
+def _conclusion_of(raw_step: Mapping[str, Any], notes: list[str]) -> Formula | None:
+    conclusion_text = raw_step.get("conclusion")
+    if isinstance(conclusion_text, str) and conclusion_text.strip():
+        try:
+            return _parse(conclusion_text)
+        except FormulaSyntaxError as exc:
+            notes.append(f"the conclusion {conclusion_text!r} does not parse ({exc})")
+            return None
+    notes.append("the step has no conclusion")
+    return None
+
+
+def _hallucinations(
+    cited: Sequence[_Cited],
+    conclusion: Formula | None,
+    instance: Instance,
+    concluded: Sequence[tuple[Formula | None, bool]],
+    premise_ids: set[str],
+    notes: list[str],
+) -> list[str]:
+    """Step 1 of :func:`check_path`: the Fact Hallucination label (at most once); adds cited KB ids."""
+    kb = instance.premises
+    labels: list[str] = []
+    for c in cited:
+        if c.id == DERIVED:
+            if c.formula is not None and not any(f is not None and f == _norm(c.formula) for f, _ in concluded):
+                labels.append(FACT_HALLUCINATION)
+                notes.append(f"Derived {to_prover9(c.formula)} is not the conclusion of an earlier step")
+        elif c.id not in kb:
+            labels.append(FACT_HALLUCINATION)
+            notes.append(f"{c.id!r} is not in the knowledge base" if c.id else "a cited premise has no id")
+        else:
+            premise_ids.add(c.id)
+            if c.formula is not None and not same(c.formula, kb[c.id].formula):
+                labels.append(FACT_HALLUCINATION)
+                notes.append(f"{c.id} is {to_prover9(kb[c.id].formula)}, not {to_prover9(c.formula)}")
+    stray: set[str] = set()
+    for f in [c.formula for c in cited] + [conclusion]:
+        if f is not None:
+            stray |= atoms(f) - instance.atoms()
+    if stray:
+        labels.append(FACT_HALLUCINATION)
+        notes.append(f"atoms not in the instance: {', '.join(sorted(stray))}")
+    return list(dict.fromkeys(labels))  # one Fact Hallucination label per step
+
+
+def _judge(
+    number: int,
+    rule: str,
+    cited: Sequence[_Cited],
+    conclusion: Formula,
+    kb: Mapping[str, Premise],
+    concluded: Sequence[tuple[Formula | None, bool]],
+    labels: list[str],
+    notes: list[str],
+    allow_contraposition: bool,
+) -> StepCheck:
+    """Steps 2 and 3 of :func:`check_path` for a well-formed step: local validity, then the rule's shape."""
+    formulas = [c.formula for c in cited if c.formula is not None]
+    base = check_step(rule, formulas, conclusion, allow_contraposition=allow_contraposition)
+    missing: tuple[str, ...] = ()
+    if not base.locally_valid:
+        missing = _missing_premises(formulas, conclusion, kb, concluded)
+        if missing:
+            labels.append(INSUFFICIENT_PREMISE)
+            notes.append("the conclusion follows only with " + ", ".join(missing) + " added")
+        else:
+            labels.append(INVALID_DEDUCTION)
+            notes.append("the conclusion does not follow from the cited premises, nor with the rest of the knowledge base")
+    else:
+        labels.extend(base.labels)
+        notes.extend(base.notes)
+    return StepCheck(number, rule, base.locally_valid, base.rule_match, base.matches, tuple(labels), tuple(notes),
+                     missing, conclusion)
+
+
+@dataclass
+class _PathState:
+    """What checking the steps of one path accumulates."""
+
+    checks: list[StepCheck] = field(default_factory=list)
+    # per step: (normalised conclusion or None, sound?) for Derived lookups and Insufficient Premise
+    concluded: list[tuple[Formula | None, bool]] = field(default_factory=list)
+    cited_ids_per_step: list[list[tuple[str, Formula | None]]] = field(default_factory=list)
+    premise_ids: set[str] = field(default_factory=set)
+
+
+def _check_one_step(instance: Instance, raw_step: Any, number: int, state: _PathState, allow_contraposition: bool) -> None:
+    if not isinstance(raw_step, Mapping):
+        state.checks.append(StepCheck(number, "", False, False, (), (MALFORMED,), ("the step is not an object",)))
+        state.concluded.append((None, False))
+        state.cited_ids_per_step.append([])
+        return
+    rule = str(raw_step.get("rule_applied", raw_step.get("rule", "")) or "")
+    notes: list[str] = []
+    conclusion = _conclusion_of(raw_step, notes)
+    cited = _cited_premises(raw_step, instance.premises, notes)
+    malformed = conclusion is None or any(c.formula is None for c in cited) or not isinstance(raw_step.get("premises_used"), list)
+    notes.extend(c.note for c in cited if c.note)
+    labels = _hallucinations(cited, conclusion, instance, state.concluded, state.premise_ids, notes)
+    state.cited_ids_per_step.append([(c.id, None if c.formula is None else _norm(c.formula)) for c in cited])
+    if malformed:
+        state.checks.append(StepCheck(number, rule, False, False, (), tuple(labels) + (MALFORMED,), tuple(notes), (), conclusion))
+        state.concluded.append((None if conclusion is None else _norm(conclusion), False))
+        return
+    assert conclusion is not None
+    check = _judge(number, rule, cited, conclusion, instance.premises, state.concluded, labels, notes, allow_contraposition)
+    state.checks.append(check)
+    sound = check.locally_valid and all(lab == RULE_MISAPPLICATION for lab in check.labels)
+    state.concluded.append((_norm(conclusion), sound))
+
+
 def check_path(
     instance: Instance,
     raw: Any,
@@ -503,150 +639,23 @@ def check_path(
     if not isinstance(steps_raw, list) or not steps_raw:
         why = "no steps" if isinstance(steps_raw, list) else "expected an object with a 'steps' list"
         return PathCheck(index, (), why, False, False, False, frozenset(), frozenset(), False)
-
-    kb = instance.premises
-    instance_atoms = instance.atoms()
-    checks: list[StepCheck] = []
-    # per step: (normalised conclusion or None, sound?) for Derived lookups and Insufficient Premise
-    concluded: list[tuple[Formula | None, bool]] = []
-    cited_ids_per_step: list[list[tuple[str, Formula | None]]] = []
-    premise_ids: set[str] = set()
-
+    state = _PathState()
     for number, raw_step in enumerate(steps_raw, 1):
-        if not isinstance(raw_step, Mapping):
-            checks.append(StepCheck(number, "", False, False, (), (MALFORMED,), ("the step is not an object",)))
-            concluded.append((None, False))
-            cited_ids_per_step.append([])
-            continue
-        rule = str(raw_step.get("rule_applied", raw_step.get("rule", "")) or "")
-        labels: list[str] = []
-        notes: list[str] = []
-        conclusion: Formula | None = None
-        conclusion_text = raw_step.get("conclusion")
-        if isinstance(conclusion_text, str) and conclusion_text.strip():
-            try:
-                conclusion = _parse(conclusion_text)
-            except FormulaSyntaxError as exc:
-                notes.append(f"the conclusion {conclusion_text!r} does not parse ({exc})")
-        else:
-            notes.append("the step has no conclusion")
-
-        cited: list[_Cited] = []
-        cited_raw = raw_step.get("premises_used")
-        if not isinstance(cited_raw, list):
-            notes.append("'premises_used' is missing or not a list")
-            cited_raw = []
-        for item in cited_raw:
-            if isinstance(item, str):  # a bare id, the common shorthand (a bare formula is no id: hallucinated)
-                item = {"id": item}
-            if not isinstance(item, Mapping):
-                cited.append(_Cited("", None, "a cited premise is not an object"))
-                continue
-            pid = _kb_id(item.get("id"), kb)
-            formula, parse_note = _formula_of(item)
-            if formula is None and parse_note is None and pid in kb:
-                formula = kb[pid].formula
-            if formula is None:
-                cited.append(_Cited(pid, None, parse_note or f"the cited premise {pid!r} has no formula"))
-            else:
-                cited.append(_Cited(pid, formula))
-
-        malformed = (
-            conclusion is None
-            or any(c.formula is None for c in cited)
-            or not isinstance(raw_step.get("premises_used"), list)
-        )
-        notes.extend(c.note for c in cited if c.note)
-
-        # 1. Fact Hallucination
-        for c in cited:
-            if c.id == DERIVED:
-                if c.formula is not None and not any(f is not None and f == _norm(c.formula) for f, _ in concluded):
-                    labels.append(FACT_HALLUCINATION)
-                    notes.append(f"Derived {to_prover9(c.formula)} is not the conclusion of an earlier step")
-            elif c.id not in kb:
-                labels.append(FACT_HALLUCINATION)
-                notes.append(f"{c.id!r} is not in the knowledge base" if c.id else "a cited premise has no id")
-            else:
-                premise_ids.add(c.id)
-                if c.formula is not None and not same(c.formula, kb[c.id].formula):
-                    labels.append(FACT_HALLUCINATION)
-                    notes.append(f"{c.id} is {to_prover9(kb[c.id].formula)}, not {to_prover9(c.formula)}")
-        stray = set()
-        for f in [c.formula for c in cited] + [conclusion]:
-            if f is not None:
-                stray |= atoms(f) - instance_atoms
-        if stray:
-            labels.append(FACT_HALLUCINATION)
-            notes.append(f"atoms not in the instance: {', '.join(sorted(stray))}")
-        labels = list(dict.fromkeys(labels))  # one Fact Hallucination label per step
-
-        cited_ids_per_step.append([(c.id, None if c.formula is None else _norm(c.formula)) for c in cited])
-        if malformed:
-            checks.append(
-                StepCheck(number, rule, False, False, (), tuple(labels) + (MALFORMED,), tuple(notes), (), conclusion)
-            )
-            concluded.append((None if conclusion is None else _norm(conclusion), False))
-            continue
-
-        assert conclusion is not None
-        formulas = [c.formula for c in cited if c.formula is not None]
-        base = check_step(rule, formulas, conclusion, allow_contraposition=allow_contraposition)
-        missing: tuple[str, ...] = ()
-        if not base.locally_valid:
-            missing = _missing_premises(formulas, conclusion, kb, concluded)
-            if missing:
-                labels.append(INSUFFICIENT_PREMISE)
-                notes.append("the conclusion follows only with " + ", ".join(missing) + " added")
-            else:
-                labels.append(INVALID_DEDUCTION)
-                notes.append(
-                    "the conclusion does not follow from the cited premises, nor with the rest of the knowledge base"
-                )
-        else:
-            labels.extend(base.labels)
-            notes.extend(base.notes)
-        check = StepCheck(
-            number,
-            rule,
-            base.locally_valid,
-            base.rule_match,
-            base.matches,
-            tuple(labels),
-            tuple(notes),
-            missing,
-            conclusion,
-        )
-        checks.append(check)
-        sound = base.locally_valid and all(lab == RULE_MISAPPLICATION for lab in labels)
-        concluded.append((_norm(conclusion), sound))
-
+        _check_one_step(instance, raw_step, number, state, allow_contraposition)
+    checks, concluded = state.checks, state.concluded
     last = concluded[-1][0]
     reaches_goal = last is not None and last == _norm(instance.goal)
     allowed = set() if strict_rules else {RULE_MISAPPLICATION}
-    all_ok = all(set(c.labels) <= allowed for c in checks)
-    sound_ok = all(set(c.labels) <= {RULE_MISAPPLICATION} for c in checks)
-    valid = all_ok and reaches_goal
-    sound = sound_ok and reaches_goal
-    used = _used_ids(cited_ids_per_step, concluded) if sound else frozenset(premise_ids)
-    entails_goal = _entails(tuple(kb[i].formula for i in sorted(premise_ids)), instance.goal)
+    valid = all(set(c.labels) <= allowed for c in checks) and reaches_goal
+    sound = all(set(c.labels) <= {RULE_MISAPPLICATION} for c in checks) and reaches_goal
+    used = _used_ids(state.cited_ids_per_step, concluded) if sound else frozenset(state.premise_ids)
+    kb = instance.premises
+    entails_goal = _entails(tuple(kb[i].formula for i in sorted(state.premise_ids)), instance.goal)
     refs = instance.reference_supports() if reference_supports is None else list(reference_supports)
     supports = tuple(s for s in refs if s <= used) if valid else ()
     minimal = valid and used in refs
-    return PathCheck(
-        index,
-        tuple(checks),
-        None,
-        reaches_goal,
-        valid,
-        sound,
-        frozenset(premise_ids),
-        used,
-        entails_goal,
-        supports,
-        minimal,
-        len(checks),
-    )
+    return PathCheck(index, tuple(checks), None, reaches_goal, valid, sound, frozenset(state.premise_ids), used,
+                     entails_goal, supports, minimal, len(checks))
 
 
 def _missing_premises(
@@ -764,6 +773,11 @@ def prove(
     if target in given:  # nothing to derive: a one-premise "proof" has no steps
         return Proof(0, ())
 
+    return _shortest_hyperpath(given, target, max_formulas)
+
+
+def _shortest_hyperpath(given: Mapping[Formula, str], target: Formula, max_formulas: int) -> Proof | None:
+    """The search of :func:`prove`: formulas settled cheapest first from the ``given`` ones."""
     best: dict[Formula, int] = {}
     how: dict[Formula, _Derivation] = {}
     settled: dict[Formula, int] = {}

@@ -49,6 +49,7 @@ __all__ = [
     "evaluate",
     "negate",
     "parse",
+    "require_formulas",
     "satisfiable",
     "strip_double_negation",
     "to_prover9",
@@ -339,12 +340,33 @@ def _cnf(nnf: Formula) -> list[frozenset[Literal]]:
     return [a | b for a in left for b in right]
 
 
+def _one_clause(formula: Formula, positive: bool, out: set[Literal]) -> bool:
+    """Add the literals of ``formula`` (negated when not ``positive``) to ``out`` if it is one
+    disjunction; False when it is not (then :func:`clauses` does the general CNF)."""
+    if isinstance(formula, Atom):
+        out.add((formula.name, positive))
+        return True
+    if isinstance(formula, Not):
+        return _one_clause(formula.arg, not positive, out)
+    if isinstance(formula, Or) and positive or isinstance(formula, And) and not positive:
+        return _one_clause(formula.left, positive, out) and _one_clause(formula.right, positive, out)
+    if isinstance(formula, Implies) and positive:
+        return _one_clause(formula.left, False, out) and _one_clause(formula.right, True, out)
+    return False
+
+
 def clauses(formula: Formula) -> frozenset[Clause]:
     """The formula's clauses (CNF by distribution; tautologies dropped, subsumed ones kept out).
 
     Distribution is exponential in the worst case and fine for the short premises of
     LogicGraph and of ground theories; use a Tseitin encoding (e.g. :func:`to_z3`) for big ones.
+    Most LogicGraph premises are one disjunction (``A -> B``, ``(A | -B)``): those take a fast path.
     """
+    lits: set[Literal] = set()
+    if _one_clause(formula, True, lits):
+        if any((name, not sign) in lits for name, sign in lits):
+            return frozenset()  # a tautology
+        return frozenset((frozenset(lits),))
     out: set[Clause] = set()
     for clause in _cnf(_nnf(formula, True)):
         if any((name, not sign) in clause for name, sign in clause):
@@ -382,6 +404,16 @@ def to_z3(formula: Formula, ctx: Any = None, cache: dict[str, Any] | None = None
         return left == right
 
     return go(formula)
+
+
+def require_formulas(premises: Mapping[str, Any], goal: Any) -> None:
+    """Raise ``TypeError`` naming the first premise (or the goal) that is not a :data:`Formula`."""
+    kinds = (Atom, Not, And, Or, Implies, Iff)
+    for pid, formula in premises.items():
+        if not isinstance(formula, kinds):
+            raise TypeError(f"premise {pid!r}: expected a propositional Formula, got {type(formula).__name__}")
+    if not isinstance(goal, kinds):
+        raise TypeError(f"goal: expected a propositional Formula, got {type(goal).__name__}")
 
 
 def parse_all(texts: Iterable[str]) -> Iterator[Formula]:

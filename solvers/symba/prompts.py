@@ -1,7 +1,7 @@
 """Prompts of the SymBa method, and the parsers of their output.
 
 SymBa (Lee & Hwang, 2025) asks the LLM for one reasoning step only when the backward chainer
-(:mod:`symbolkg.solvers.symba.language`) meets a subgoal that no clause can prove. One step is four
+(:mod:`symbolkg.solvers.symba.engine`) meets a subgoal that no clause can prove. One step is four
 calls, each a module of its own:
 
 * **fact search**: the context and the subgoal -> the sentences that state it, or the
@@ -110,8 +110,9 @@ SEARCH_REGEX = {
     "rule": rf"({_literal(NO_RULE)}|[^\n]{{1,300}}(\n[^\n]{{1,300}}){{0,{MAX_SENTENCES - 1}}})",
 }
 TRANSLATE_REGEX = {
-    "fact": rf"({_literal(NO_STATEMENT)}|-?[a-z][A-Za-z0-9_]*(\([^\n:]{{1,200}}\))?\.)",  # no ":-" in a fact
-    "rule": rf"({_literal(NO_STATEMENT)}|-?[a-z][A-Za-z0-9_]*(\([^\n]{{1,200}}\))? :- [^\n]{{1,400}}\.)",
+    # no ":-" in a fact (a ':' only inside a quoted string); `not p(a).` states that p(a) is false
+    "fact": rf"({_literal(NO_STATEMENT)}|(not )?-?[a-z][A-Za-z0-9_]*(\((\"[^\"\n]{{0,300}}\"|[^\n:\"]){{1,400}}\))?\.)",
+    "rule": rf"({_literal(NO_STATEMENT)}|(not )?-?[a-z][A-Za-z0-9_]*(\([^\n]{{1,200}}\))? :- [^\n]{{1,400}}\.)",
 }
 
 

@@ -9,8 +9,9 @@ import pytest
 
 ray = pytest.importorskip("ray")
 
-from symbolkg.actors.solver_pool import RaySolverPool  # noqa: E402
+from symbolkg.actors.solver_pool import RaySolverPool, make_solver_pool  # noqa: E402
 from symbolkg.solvers.outcomes import SolveRequest, Status  # noqa: E402
+from symbolkg.solvers.runtime.local_pool import LocalSolverPool  # noqa: E402
 from tests.conftest import lp_problem  # noqa: E402
 from tests.actors.ray_wait import kill_and_wait_until_dead
 
@@ -63,3 +64,14 @@ def test_killing_a_worker_process_mid_run_loses_no_problem(ray_local):
             if i == 5:
                 os.kill(ray.get(pool.actors[0].worker_pid.remote()), signal.SIGKILL)
     check_complete(results, 30)
+
+
+def test_make_solver_pool_picks_the_executor_the_flag_names(ray_local):
+    with make_solver_pool("local", 1, memory_mb=1024) as local:
+        assert isinstance(local, LocalSolverPool) and local.workers == 1
+        check_complete(list(local.imap_unordered(requests(4))), 4)
+    with make_solver_pool("ray", 1, memory_mb=1024, cpus_per_worker=0.5) as remote:
+        assert isinstance(remote, RaySolverPool) and remote.workers == 1
+        check_complete(list(remote.imap_unordered(requests(4))), 4)
+    with pytest.raises(ValueError, match="unknown executor 'dask'"):
+        make_solver_pool("dask", 1)

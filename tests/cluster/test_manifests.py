@@ -18,7 +18,7 @@ import yaml
 
 from symbolkg.actors.llm_actor import LLMActorConfig
 from symbolkg.jobs.cli import build_parser
-from symbolkg.jobs.datasets import dataset_names
+from symbolkg.jobs.datasets.registry import dataset_names
 
 REPO = Path(__file__).resolve().parents[2]
 CLUSTER = REPO / "cluster"

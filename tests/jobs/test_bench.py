@@ -23,10 +23,10 @@ from symbolkg.jobs.bench import (
     ProgramResponder,
     SimulatedSolverPool,
     _count_duplicates,
-    add_bench_parser,
     run_bench,
     synthetic_problems,
 )
+from symbolkg.jobs.commands import bench as bench_command
 from symbolkg.jobs.pipeline.store import read_run
 from symbolkg.solvers import prompts
 from symbolkg.solvers.outcomes import SolveRequest
@@ -37,7 +37,7 @@ SMALL = dict(problems=200, engines=2, latency=replace(LLAMA_3_3_70B_4XH100, max_
 
 def cli(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="symbolkg")
-    add_bench_parser(parser.add_subparsers(dest="command", required=True))
+    bench_command.add_parser(parser.add_subparsers(dest="command", required=True))
     args = parser.parse_args(argv)
     return args.func(args)
 

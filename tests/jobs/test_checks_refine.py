@@ -59,20 +59,36 @@ def test_check_error_is_sent_back_and_round_two_fixes_the_polarity(pool):
 
 
 def test_a_repair_that_makes_things_worse_does_not_replace_the_better_round(pool):
-    # Round 1 runs (with a check error); the repair comes back unparseable: round 1 is kept.
+    # Round 1 runs (with a check error); the repair comes back unparseable: round 1 is kept, and
+    # the correction the text resolves is applied to it, as the direct path applies it.
     engine = ScriptedEngine(lambda request: FLIPPED if request.purpose == "formulate" else "Facts:\nSour(Max, ")
     row = asyncio.run(run_problem(problem(), MethodConfig("logiclm", max_refine_rounds=1), engine, pool))
     log = json.loads(row.attempts_log)
     assert row.rounds == 2 and log[1]["outcome"]["status"] == "parse_error"
-    assert row.program == FLIPPED and row.success_round == 1 and row.status in ("proved", "disproved")
-    assert [f["check"] for f in json.loads(row.trace)["checks"]] == ["query_polarity"]
+    assert log[2]["purpose"] == "correct" and log[2]["round"] == 1 and log[2]["checks"] == []
+    assert row.program == RIGHT and row.success_round == 1 and row.status in ("proved", "disproved")
+    assert row.correct and row.predicted == "B"
+    trace = json.loads(row.trace)
+    assert [f["check"] for f in trace["checks"]] == ["query_polarity"]  # what the model's program had
+    assert (trace["corrected"], trace["corrections"], trace["original_program"]) == (True, ["query_polarity"], FLIPPED)
 
 
-def test_without_rounds_left_the_findings_are_recorded_in_the_row(pool):
+def test_without_rounds_left_the_text_resolved_correction_is_applied(pool):
     engine = ScriptedEngine(lambda request: FLIPPED)
     row = asyncio.run(run_problem(problem(), MethodConfig("logiclm", max_refine_rounds=0), engine, pool))
-    assert row.rounds == 1 and not row.correct  # the LLM path never corrects by itself
+    assert row.rounds == 1 and row.correct and row.program == RIGHT
     assert [f["check"] for f in json.loads(row.trace)["checks"]] == ["query_polarity"]
+
+
+def test_a_program_from_a_model_and_from_a_file_get_one_answer_and_one_trace(tmp_path, pool):
+    """One path for corrections: the method's row and the direct solve's row of one program agree."""
+    engine = ScriptedEngine(lambda request: FLIPPED)  # never repairs
+    method = asyncio.run(run_problem(problem("flipped"), MethodConfig("logiclm"), engine, pool))
+    out = tmp_path / "direct.parquet"
+    run_solve([problem("flipped").with_program(Program("logiclm-lp", FLIPPED))], ResultStore(out), pool, progress=False)
+    [direct] = read_run(out)[0].to_pylist()
+    assert (method.predicted, method.correct, method.program) == (direct["predicted"], direct["correct"], direct["program"])
+    assert json.loads(method.trace) == json.loads(direct["trace"])
 
 
 @pytest.mark.parametrize("corrections", [True, False])

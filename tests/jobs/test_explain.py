@@ -46,7 +46,7 @@ def test_provenance_matches_among_the_sentences_the_knowledge_graph_selected():
     assert (free.sentence_index, free.lkg) == (1, False)
     (via,) = provenance(program, [2], CONTEXT, selected=[2, 0, 99])  # out-of-range indices are ignored
     assert (via.sentence_index, via.lkg) == (0, True)
-    from symbolkg.solvers.lp import language as lp
+    from symbolkg.solvers.lp import engine as lp
     from symbolkg.solvers.outcomes import Limits
 
     program = ("Predicates:\nJompus($x, bool)\nYumpus($x, bool)\nFacts:\nJompus(Max, True)\n"

@@ -19,7 +19,7 @@ import json
 import pytest
 
 from symbolkg.jobs.cli import main
-from symbolkg.jobs.datasets import load_dataset
+from symbolkg.jobs.datasets.registry import load_dataset
 from symbolkg.retrieval.lkg.canonical import collapse_whitespace
 from symbolkg.retrieval.lkg.store import LKGStore
 from tests.conftest import data_or_skip, openai_engine_args, requires_vllm

@@ -10,7 +10,7 @@ import pytest
 from symbolkg.actors.engines.base import EngineError
 from symbolkg.actors.engines.scripted import ScriptedEngine
 from symbolkg.jobs.cli import main
-from symbolkg.jobs.datasets import load_dataset
+from symbolkg.jobs.datasets.registry import load_dataset
 from symbolkg.jobs.multihop import (PassageRetriever, answer_questions, build_pool, clean_prediction, entity_name,
                            evaluate_retrieval, exact_match, f1_score, passage_graph, passage_key, recall_at,
                            split_paragraphs, summarize)
@@ -143,7 +143,7 @@ def test_cli_json(capsys, tmp_path):
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["--dataset", "folio"], "not a multi-hop QA set"),
+    (["--dataset", str(FIXTURES / "custom_problems.jsonl")], "not a multi-hop QA set"),  # a problem file of ours
     (["--dataset", "nosuchset"], "unknown dataset"),
     (["--dataset", "hotpotqa", "--limit", "0"], "--limit must be >= 1"),
     (["--dataset", "hotpotqa", "--threads", "0"], "threads must be >= 1"),

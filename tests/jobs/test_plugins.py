@@ -1,4 +1,4 @@
-"""Methods are plug-ins: the registry, a toy method through `symbolkg solve`, and no import cycles in jobs/."""
+"""Methods are plug-ins: the registry, a toy method through `symbolkg solve`, and bare-name imports nowhere."""
 
 from __future__ import annotations
 
@@ -123,73 +123,7 @@ def test_run_problem_needs_the_pool_a_method_asks_for(toy):
 
 
 # --------------------------------------------------------------------------- import hygiene of jobs/
-
-
-def _module_graph() -> dict[str, set[str]]:
-    """Every import between modules of jobs/ (module level, inside functions, and TYPE_CHECKING blocks)."""
-    root = REPO / "jobs"
-    files = {}
-    for path in root.rglob("*.py"):
-        parts = [p for p in path.relative_to(root).with_suffix("").parts if p != "__init__"]
-        files[".".join(["symbolkg", "jobs", *parts])] = path
-    graph: dict[str, set[str]] = {}
-    for mod, path in files.items():
-        deps: set[str] = set()
-        for node in ast.walk(ast.parse(path.read_text(), str(path))):
-            if isinstance(node, ast.ImportFrom) and node.module:
-                names = [node.module, *(f"{node.module}.{a.name}" for a in node.names)]
-            elif isinstance(node, ast.Import):
-                names = [a.name for a in node.names]
-            else:
-                continue
-            deps.update(n for n in names if n in files and n != mod)
-        graph[mod] = deps
-    return graph
-
-
-def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
-    """Strongly connected components with more than one module (Tarjan)."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on_stack: set[str] = set()
-    found: list[list[str]] = []
-
-    def visit(v: str) -> None:
-        index[v] = low[v] = len(index)
-        stack.append(v)
-        on_stack.add(v)
-        for w in sorted(graph[v]):
-            if w not in index:
-                visit(w)
-                low[v] = min(low[v], low[w])
-            elif w in on_stack:
-                low[v] = min(low[v], index[w])
-        if low[v] == index[v]:
-            component = []
-            while True:
-                w = stack.pop()
-                on_stack.discard(w)
-                component.append(w)
-                if w == v:
-                    break
-            if len(component) > 1:
-                found.append(sorted(component))
-
-    for v in sorted(graph):
-        if v not in index:
-            visit(v)
-    return found
-
-
-def test_no_import_cycles_between_modules_of_jobs():
-    graph = _module_graph()
-    assert "symbolkg.jobs.cli" in graph and "symbolkg.jobs.methods.logiclm" in graph
-    assert _cycles(graph) == []
-
-
-def test_the_cycle_check_finds_a_cycle():
-    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+# (import cycles, in jobs/ and everywhere else: tests/test_layering.py)
 
 
 def test_no_module_imports_the_bare_folder_names():

@@ -18,7 +18,8 @@ import pyarrow.parquet as pq
 import pytest
 from symbolkg.actors.engines.pararule_template import PararuleTemplateEngine
 from symbolkg.actors.engines.scripted import ScriptedEngine
-from symbolkg.jobs.datasets import TRUE_FALSE_OPTIONS, load_dataset
+from symbolkg.jobs.datasets.records import TRUE_FALSE_OPTIONS
+from symbolkg.jobs.datasets.registry import load_dataset
 from symbolkg.jobs.methods import MethodConfig
 from symbolkg.jobs.methods.prolog_agent import PrologAgent, PrologAgentConfig
 from symbolkg.jobs.pipeline.runner import run_method_job

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from symbolkg.jobs.cli import main
-from symbolkg.jobs.datasets import load_dataset
+from symbolkg.jobs.datasets.registry import load_dataset
 from symbolkg.jobs.router_eval import ROUTER_GROUND_TRUTH, evaluate_router, graph_counts, mixed_stream
 from symbolkg.retrieval.lkg.schema import Constraint, ContextRecord, Edge, Entity, Graph, Rule
 from symbolkg.retrieval.lkg.store import LKGStore

@@ -22,12 +22,13 @@ from symbolkg.jobs.cli import main
 from symbolkg.jobs.methods import MethodConfig, run_problem
 from symbolkg.jobs.methods.symba import SymBa, SymBaConfig
 from symbolkg.jobs.pipeline.rows import Problem
-from symbolkg.solvers.symba import language as symba
+from symbolkg.solvers.symba import syntax as symba
+from symbolkg.solvers.symba.engine import head_unifies
 from symbolkg.solvers.symba import prompts as P
 from symbolkg.solvers.runtime.local_pool import LocalSolverPool
 from symbolkg.solvers.outcomes import Status
 
-from tests.conftest import DATA
+from tests.conftest import DATA, FIXTURES
 
 TF = ("A) True", "B) False")
 
@@ -267,7 +268,7 @@ def test_symba_with_the_gold_engine_through_the_cli(tmp_path, capsys):
 @pytest.mark.parametrize("folder, records", [("proofwriter_dep5", 300), ("birdselectricity", 300), ("pararules", 300),
                                              ("clutrr", 100)])
 def test_gold_engine_on_whole_sets_matches_every_label(folder, records, tmp_path):
-    """As the solver on the gold programs (tests/solvers/test_symba_solver.py): every record right.
+    """As the solver on the gold programs (tests/solvers/symba/test_symba_solver.py): every record right.
 
     Each statement entered the database because a subgoal asked for it, and records with an empty
     gold program (closed-world negatives) are answered after the engine found nothing applicable.
@@ -307,7 +308,7 @@ def test_any_text_from_the_engine_ends_as_a_row_with_a_status(pool):
         trace = json.loads(row.trace)
         assert row.status in {s.value for s in Status} and trace["stop"]
         for statement in trace["statements"]:
-            assert symba.head_unifies(symba.parse_clause(statement["statement"])[0],
+            assert head_unifies(symba.parse_clause(statement["statement"])[0],
                                       symba.parse_goal(statement["subgoal"]))
         accepted += len(trace["statements"])
         rejected += len(trace["rejected"])
@@ -338,3 +339,33 @@ def test_the_prompts_examples_are_the_language_and_the_regexes_admit_them():
             expected = text in good
             assert bool(re.fullmatch(regex, text)) == expected, (module, text)
             assert testing._is_grammar_accept_string(grammar, text) == expected, (module, text)
+
+
+def test_gold_engine_on_a_constructed_set_of_the_whole_clause_language(tmp_path):
+    """A SymBa-format folder the code names nowhere (tests/fixtures/symba/fair_trial: string ids,
+    statements without a description, two world rule sets, quoted-sentence goals, a body disjunction,
+    #count, pooling, `is`, date strings compared, denials, a numeric answer): every record right with
+    the gold engine, and every answer's certificate verified."""
+    import shutil
+
+    from symbolkg.solvers.certificates import check
+
+    (tmp_path / "symba").mkdir()
+    shutil.copytree(FIXTURES / "symba" / "fair_trial", tmp_path / "symba" / "fair_trial")
+    out = tmp_path / "fair_trial.parquet"
+    assert main(["solve", "--method", "symba", "--engine", "gold", "--dataset", "symba/fair_trial",
+                 "--data-dir", str(tmp_path), "--out", str(out), "--executor", "local", "--workers", "2",
+                 "--no-progress"]) == 0
+    rows = pq.read_table(out).to_pylist()
+    assert len(rows) == 7 and [r["problem_id"] for r in rows if not r["correct"]] == []
+    for row in rows:
+        verdict = check(json.loads(row["certificate"]), language=row["language"], program=row["program"],
+                        answer=row["answer"])
+        assert verdict.status == "verified", (row["problem_id"], verdict)
+    by_id = {r["problem_id"]: r for r in rows}
+    trace = json.loads(by_id["fair_trial_001-100003"]["trace"])
+    assert 'not checkIf("The hearing was held in public.", complied).' in [s["statement"] for s in trace["statements"]]
+    assert json.loads(by_id["fair_trial_001-100003"]["proof"])["kind"] == "inconsistent"
+    assert by_id["fair_trial_001-100006"]["predicted"] == "3.5"
+    asked = json.loads(by_id["fair_trial_001-100001"]["trace"])["asked"]
+    assert 'checkIf("The hearing was held in public.", A)' in asked and "counsel(A)" in asked

@@ -472,17 +472,17 @@ def test_cli_rejects_bad_symbolkg_flags(tmp_path, capsys):
 def test_a_comma_list_of_datasets_is_a_mixed_stream_of_limit_each():
     import argparse
 
-    from symbolkg.jobs.cli import _load_input
+    from symbolkg.jobs.commands.common import load_input
     from tests.conftest import data_or_skip
 
     args = argparse.Namespace(dataset="folio,prontoqa,logicaldeduction", programs=None, data_dir=str(data_or_skip()),
                               skip_bad=False, limit=2)
-    loaded = _load_input(args)
+    loaded = load_input(args)
     assert [p.dataset for p in loaded.problems] == ["logiclm/folio", "logiclm/prontoqa", "logiclm/logicaldeduction"] * 2
     assert args.dataset == "logiclm/folio,logiclm/prontoqa,logiclm/logicaldeduction"
     twice = argparse.Namespace(dataset="folio,logiclm/folio", programs=None, data_dir=str(data_or_skip()),
                                skip_bad=False, limit=1)
-    assert _load_input(twice) is None  # named twice: an error, printed
+    assert load_input(twice) is None  # named twice: an error, printed
 
 
 def test_every_walkthrough_answer_has_a_certificate_that_verify_accepts_and_explain_maps_to_the_lkg(walked):

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from symbolkg.jobs.pipeline.answers import interpret
 from symbolkg.jobs.pipeline.rows import Problem
-from symbolkg.solvers.csp import language as csp
-from symbolkg.solvers.fol import language as fol
-from symbolkg.solvers.lp import language as lp
+from symbolkg.solvers.csp import engine as csp
+from symbolkg.solvers.fol import engine as fol_engine
+from symbolkg.solvers.fol import syntax as fol
+from symbolkg.solvers.lp import engine as lp
 from symbolkg.solvers.checks import Finding, check_program, correct_program, refine_message
 from symbolkg.solvers.outcomes import Limits
 
@@ -236,7 +237,7 @@ def test_fol_positive_conclusion_for_a_negative_statement_gets_the_negation():
                       ("A) True", "B) False", "C) Uncertain"), "B")
     [finding] = checks_named(check_program("logiclm-fol", text, problem), "query_polarity")
     assert fol.parse(finding.correction).conclusion.formula == fol.Not(fol.Atom("Perform", (fol.Const("bonnie"),)))
-    assert fol.solve(finding.correction, Limits()).answer == "False"
+    assert fol_engine.solve(finding.correction, Limits()).answer == "False"
 
 
 # --------------------------------------------------------------------------- option_modality
@@ -260,7 +261,7 @@ def lsat_problem(question: str, gold: str = "A") -> Problem:
 
 
 def test_could_be_question_checked_with_is_valid_is_rewritten_to_is_sat():
-    from symbolkg.solvers.smt import lsat
+    from symbolkg.solvers.smt import lsat_engine as lsat
 
     question = "Which one of the following could be the order, from first to last?"
     text = SMT.format(question=question, check="is_valid")
@@ -273,7 +274,7 @@ def test_could_be_question_checked_with_is_valid_is_rewritten_to_is_sat():
 
 
 def test_modality_left_alone_when_it_matches_or_the_clause_is_unclear():
-    from symbolkg.solvers.smt import lsat
+    from symbolkg.solvers.smt import lsat_engine as lsat
 
     for question, check in [("Which one of the following could be the order?", "is_sat"),
                             ("Which one of the following must be true?", "is_valid"),
@@ -291,7 +292,7 @@ def test_modality_left_alone_when_it_matches_or_the_clause_is_unclear():
 
 
 def test_except_questions_ask_for_the_exception_of_the_positive_check():
-    from symbolkg.solvers.smt import lsat
+    from symbolkg.solvers.smt import lsat_engine as lsat
 
     question = "Each of the following must be true EXCEPT:"
     text = SMT.format(question=question, check="is_exception(is_sat").replace(")) ::: (", "))) ::: (")
@@ -303,7 +304,7 @@ def test_except_questions_ask_for_the_exception_of_the_positive_check():
 
 
 def test_list_questions_are_left_alone():
-    from symbolkg.solvers.smt import lsat
+    from symbolkg.solvers.smt import lsat_engine as lsat
 
     question = "Which one of the following could be a complete and accurate list?"
     text = SMT.format(question=question, check="is_accurate_list([").replace(")) ::: (", "))]) ::: (")

@@ -12,7 +12,7 @@ from typing import Iterator
 
 import pytest
 
-from symbolkg.solvers.lp import language as lp
+from symbolkg.solvers.lp import swipl as lp
 from symbolkg.solvers.prolog import language as prolog
 from symbolkg.solvers.outcomes import ErrorKind, Limits, ProgramError, Status
 

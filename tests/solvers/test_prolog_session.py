@@ -14,7 +14,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from symbolkg.solvers.prolog.session import PrologSession, PrologToolError, SessionLimits, SessionRegistry
+from symbolkg.solvers.prolog.session import PrologSession, PrologToolError, SessionLimits
+from symbolkg.solvers.prolog.session_registry import SessionRegistry
 
 pytestmark = pytest.mark.skipif(
     shutil.which(os.environ.get("SYMBOLKG_SWIPL") or "swipl") is None, reason="SWI-Prolog not installed"

@@ -54,7 +54,7 @@ def test_every_logiclm_language_has_prompts_and_examples():
 
 
 def test_language_for_dataset_names_real_datasets():
-    from symbolkg.jobs.datasets import dataset_names
+    from symbolkg.jobs.datasets.registry import dataset_names
 
     assert set(LANGUAGE_FOR_DATASET) <= set(dataset_names())
 

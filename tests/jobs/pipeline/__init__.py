@@ -1,0 +1,1 @@
+"""Tests of jobs/pipeline/ (the pipeline parts)."""

@@ -1,0 +1,1 @@
+"""The subcommands of ``symbolkg``, one module each (see :mod:`symbolkg.jobs` for the layout rule)."""

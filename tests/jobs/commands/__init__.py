@@ -1,0 +1,1 @@
+"""Tests of jobs/commands/ (the command line)."""
