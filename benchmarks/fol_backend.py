@@ -1,7 +1,7 @@
 """The FOL backend per program and per step: every recorded FOLIO program solved in-process.
 
 Each program goes through what the solve stage does to it (the formalization checks' correction,
-:func:`symbolkg.jobs.pipeline.solve.checked_program`) and then
+:func:`symbolkg.solvers.checks.correct_program`, as the solve stage's worker does) and then
 :func:`symbolkg.solvers.registry.run` in this process, with the steps of the ``logiclm-fol`` engine
 timed by wrapping its functions (the real ones: nothing is replaced, only timed):
 
@@ -28,7 +28,9 @@ compared with an earlier run's.
     python benchmarks/fol_backend.py [--only FOLIO_dev_120] [--skip FOLIO_dev_120] [--verify]
         [--compare benchmarks/out/fol_backend_before.json] [--name fol_backend] [--timeout-s 10]
 
-Writes benchmarks/out/<name>.json.
+Writes benchmarks/out/<name>.json. ``fol_backend_before.json`` was made by this script on the code
+before issue 29's changes (that ``solvers/`` copied aside and imported in place of the package's),
+``fol_backend.json`` on the code after; benchmarks/RESULTS.md has both.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ import importlib
 import json
 import os
 import platform
+import resource
 import statistics
 import threading
 import time
@@ -47,7 +50,7 @@ from pathlib import Path
 from typing import Any
 
 from symbolkg.jobs.datasets.registry import load_problems
-from symbolkg.jobs.pipeline.solve import checked_program
+from symbolkg.solvers.checks import correct_program
 from symbolkg.solvers import registry
 from symbolkg.solvers.certificates import check as check_certificate
 from symbolkg.solvers.outcomes import Limits, SolveRequest
@@ -120,7 +123,8 @@ class StepClock:
             with self._lock:
                 for side in ("goal_side", "negation_side"):
                     r = getattr(result, side)
-                    self.sides.append((side, r.seconds, r.exit_reason))
+                    if r.exit_reason != "skipped":
+                        self.sides.append((side, r.seconds, r.exit_reason))
             return result
         return recorded
 
@@ -152,12 +156,13 @@ def solve_all(problems: list, limits: Limits, clock: StepClock, verify: bool) ->
     for i, problem in enumerate(problems):
         clock.reset()
         t0 = time.perf_counter()
-        checked, _ = checked_program(problem)
+        program = correct_program(problem.program.language, problem.program.text, problem).text
         checks_s = time.perf_counter() - t0
-        program = (checked.program or problem.program).text
+        cpu0 = _cpu()
         t1 = time.perf_counter()
         outcome = registry.run(SolveRequest(problem.id, "logiclm-fol", program, limits))
         solve_s = time.perf_counter() - t1
+        cpu1 = _cpu()
         steps = {"checks": checks_s, **{k: v for k, v in clock.totals.items()}}
         steps["readings"] = max(0.0, solve_s - sum(v for k, v in clock.totals.items()))
         cert = outcome.certificate or {}
@@ -166,7 +171,8 @@ def solve_all(problems: list, limits: Limits, clock: StepClock, verify: bool) ->
                "claim": cert.get("claim"), "producer": cert.get("producer"),
                "countermodels": sum(1 for side in ("goal_false", "goal_true")
                                     if (cert.get("countermodels") or {}).get(side) is not None),
-               "solve_s": round(solve_s, 6), "steps": {k: round(v, 6) for k, v in steps.items()},
+               "solve_s": round(solve_s, 6), "cpu_self_s": round(cpu1[0] - cpu0[0], 6),
+               "cpu_children_s": round(cpu1[1] - cpu0[1], 6), "steps": {k: round(v, 6) for k, v in steps.items()},
                "prover9_sides": [[s, round(t, 6), r] for s, t, r in clock.sides]}
         if verify and outcome.certificate is not None:
             verdict = check_certificate(outcome.certificate, language="logiclm-fol", program=program,
@@ -176,6 +182,12 @@ def solve_all(problems: list, limits: Limits, clock: StepClock, verify: bool) ->
         if (i + 1) % 25 == 0:
             print(f"  {i + 1}/{len(problems)}", flush=True)
     return rows
+
+
+def _cpu() -> tuple[float, float]:
+    """CPU seconds (user + system) of this process and of its reaped children (the Prover9 runs)."""
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime, children.ru_utime + children.ru_stime
 
 
 def _quantiles(values: list[float]) -> dict[str, float]:
@@ -199,7 +211,8 @@ def summarize(rows: list[dict]) -> dict[str, Any]:
     for r in rows:
         if "verdict" in r:
             verdicts[r["verdict"]] += 1
-    return {"programs": len(rows), "solve": _quantiles([r["solve_s"] for r in rows]), "steps": steps,
+    cpu = {"self_s": round(sum(r["cpu_self_s"] for r in rows), 3), "children_s": round(sum(r["cpu_children_s"] for r in rows), 3)}
+    return {"programs": len(rows), "solve": _quantiles([r["solve_s"] for r in rows]), "cpu": cpu, "steps": steps,
             "prover9_sides": {k: _quantiles(v) for k, v in sides.items()}, "answers": dict(by_answer),
             "backends": dict(_count(r["backend"] for r in rows)), "verdicts": dict(verdicts),
             "checks_plus_solve_s": round(sum(r["solve_s"] + r["steps"].get("checks", 0.0) for r in rows), 3)}
@@ -229,7 +242,8 @@ def compare(rows: list[dict], old_path: Path) -> list[str]:
 def report(summary: dict[str, Any], title: str) -> None:
     print(f"\n{title}: {summary['programs']} programs, solve total {summary['solve']['total_s']:.2f} s, "
           f"p50 {summary['solve']['p50_s'] * 1000:.1f} ms, p95 {summary['solve']['p95_s'] * 1000:.1f} ms, "
-          f"max {summary['solve']['max_s']:.2f} s")
+          f"max {summary['solve']['max_s']:.2f} s; CPU {summary['cpu']['self_s']:.2f} s here + "
+          f"{summary['cpu']['children_s']:.2f} s in Prover9 processes")
     print(f"  {'step':14s} {'total s':>9s} {'p50 ms':>8s} {'p95 ms':>8s} {'max ms':>9s}")
     for step, q in summary["steps"].items():
         print(f"  {step:14s} {q['total_s']:9.3f} {q['p50_s'] * 1000:8.2f} {q['p95_s'] * 1000:8.2f} {q['max_s'] * 1000:9.1f}")

@@ -1,32 +1,32 @@
-"""Any stdio MCP server for Prolog, driven by the MCP SDK's client: speed and the bad inputs.
+"""Prolog MCP servers side by side, driven by the MCP SDK's client: speed, and what each survives.
 
-    python benchmarks/mcp_server.py [--server-cmd "python -m symbolkg.jobs.cli mcp serve"]
-                                    [--queries 300] [--sessions 100]
+    python benchmarks/mcp_server.py [--server-cmd "CMD"]... [--runs 3] [--queries 300] [--sessions 100]
 
-The server is a command line (ours by default). The benchmark lists its tools and maps the
-ones it needs by name and input schema: a *load* tool (``consult_text``; or any tool named
-like consult / load / assert with a source-text argument), a *query* tool (``run_goal``; or
-query / goal / solve with a goal argument), and, when the server splits a query into
-several calls, its *next* and *close* tools (``query_next`` / ``query_close`` style).
-Ours is the reference mapping; a foreign server is driven as far as its tools allow, and
-what could not be measured is reported as such.
+Every ``--server-cmd`` is a stdio MCP server's command line (default: ours alone); with several,
+each run measures every server in turn (interleaved), so that they share the machine's load.
+The printed table holds only what was measured in this run; the issue's reference numbers appear
+as a labelled footnote.
 
-Measured:
+Honest measurement, whatever the server:
 
-* a simple query (``p(X)`` over a loaded fact): calls it needs, p50 / p95 ms over ``--queries``;
-* loading 1,000 facts: ms (median of 5), checked by counting them back;
-* ``--sessions`` sessions at once (each loads its own fact and queries it), wall time and
-  whether every answer was right and no fact leaked into another session;
-* the bad inputs, each ``survived`` or not: an infinite loop, then a normal query on the same
-  session; a refused ``shell/1`` goal, then a normal query on the same knowledge base; a
-  second command smuggled after a newline in the goal string (did it run?); the client killed
-  while a loop runs (is a ``swipl`` process left spinning?).
+* every call's ``isError`` and structured ``ok`` are checked; a step the server refused is
+  reported as refused, with its message, and never timed as if it had worked;
+* answers are read from the structured result (our ``answers``; the peer's ``solution`` text
+  ``[X=1]``), never from substrings of the text;
+* the tool mapping is discovered from the server's tool list and printed: the *session*
+  mapping (``consult_text`` / ``run_goal``, one call per query) or the *split* mapping
+  (``knowledge_base_assert_many`` in chunks the server accepts, or ``knowledge_base_load`` of
+  a file in its allowed folder; ``query_start`` / ``query_next`` / ``query_close``).
 
-Writes benchmarks/out/mcp_server.json and benchmarks/out/mcp_server.png and prints a table.
-Reference, measured on a public peer (a Node.js SWI-Prolog MCP server, v2.0.6): a simple
-query needs 3 calls, 2-7 ms p50; 1,000 facts load in 9-47 ms; after an infinite loop its
-session is unusable and its swipl process keeps spinning once the client has gone; a refused
-``shell`` goal kills its knowledge base; a newline in a query runs a second command.
+Measured per server: a simple query (calls, p50/p95 ms, right answers); loading 1,000 facts in one
+call (refused or ms) and in a way the server accepts; ``--sessions`` knowledge bases at once (ours:
+one connection; a server with one knowledge base per connection: that many connections); and bad
+inputs, each ``survived`` (the session still answers ``fact(X)`` with ``X = 1`` and the probe did
+no harm) or not: an infinite loop; the issue's five catch patterns; a refused ``shell/1``; a goal
+smuggled after a newline or a quote that would assert a marker fact (queried afterwards); a goal
+that writes 100 MB; a 1 GB list; the client killed during a loop (is a ``swipl`` left spinning?).
+
+Writes benchmarks/out/<name>.json and prints the table.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -52,111 +52,167 @@ from mcp import Client, StdioServerParameters
 
 OUT = Path(__file__).resolve().parent / "out"
 REPO = Path(__file__).resolve().parents[1]
-DEFAULT_SERVER = f"{sys.executable} -m symbolkg.jobs.cli mcp serve --max-sessions 128"
-PEER_REFERENCE = {
-    "server": "Node.js SWI-Prolog MCP server v2.0.6 (measured by the issue's author)",
-    "calls_per_simple_query": 3, "simple_query_p50_ms": [2, 7], "load_1000_facts_ms": [9, 47],
-    "survived": {"infinite_loop_then_query": False, "refused_shell_then_query": False,
-                 "newline_smuggled_command": False, "client_killed_during_loop": False},
-}
-CALL_TIMEOUT_S = 20.0  # a call that hangs longer than this counts as not survived
+OURS = f"{sys.executable} -m symbolkg.jobs.cli mcp serve --max-sessions 128"
+CALL_TIMEOUT_S = 30.0  # a call that hangs longer counts as not survived
+GOAL_LIMIT_S = 2.0
+PROBE_TIMEOUT_S = 15.0  # a bad goal's call that has not returned by then is abandoned
+ISSUE_REFERENCE = (
+    "Reference (issue 30, not measured here; noisy 2-core machine, 4 interleaved runs): simple query 1 call "
+    "(ours) vs 3 (peer), p50 4.9-12.0 ms vs 3.2-6.4 ms; 1,000 facts 33-206 ms (consult_text) vs 19 ms (peer file "
+    "load) or 159 ms (assert_many); 100 sessions 3.6-7.4 s vs 32 s and 7.9 GB (74 of 100 peer connections failed)."
+)
+BASE = "fact(1).\nloop :- repeat, fail.\nr :- r0.\nr0 :- repeat, fail.\nl :- l2.\nl2 :- l.\n"
+CATCH_PATTERNS = ["catch(r, _, r)", "repeat, catch(l, _, true), fail", "setup_call_cleanup(true, r, r)",
+                  "catch(call_with_time_limit(100, r), _, true)", "catch(r, _, true)"]
+SMUGGLED = ["fact(X).\nassertz(marker(1))", "fact(X)\n. assertz(marker(1))",
+            "fact('a'), X = 1.\nassertz(marker(1)). %'"]
 
 
-# ------------------------------------------------------------------------------------- tool mapping
+class Refused(Exception):
+    """The server answered with isError or ok: false."""
 
 
 @dataclass
-class ToolMap:
-    """Which of the server's tools the benchmark uses, and with which argument names."""
-
-    load: str | None = None
-    load_arg: str | None = None
-    query: str | None = None
-    query_arg: str | None = None
-    next: str | None = None
-    close: str | None = None
-    session_arg: str | None = None  # e.g. load_id: the query tool takes the id the load tool returned
-    time_arg: str | None = None  # e.g. time_limit
-    notes: list[str] = field(default_factory=list)
-
-    @classmethod
-    def discover(cls, tools: list[Any]) -> ToolMap:
-        by_name = {t.name: t for t in tools}
-        m = cls()
-
-        def string_props(tool: Any) -> list[str]:
-            props = (tool.input_schema or {}).get("properties", {})
-            return [k for k, v in props.items() if v.get("type") == "string"]
-
-        def pick(name_re: str, arg_re: str, prefer: str) -> tuple[str | None, str | None]:
-            names = [prefer] if prefer in by_name else []
-            names += sorted(n for n in by_name if re.search(name_re, n, re.IGNORECASE) and n != prefer)
-            for n in names:
-                args = [a for a in string_props(by_name[n]) if re.search(arg_re, a, re.IGNORECASE)]
-                if args:
-                    return n, args[0]
-            return None, None
-
-        m.load, m.load_arg = pick(r"consult|load|assert", r"source|text|program|content|clause|fact|code", "consult_text")
-        m.query, m.query_arg = pick(r"run_goal|query|goal|solve", r"goal|query", "run_goal")
-        if m.query and m.query != "run_goal":
-            m.next = next((n for n in by_name if re.search(r"next", n, re.IGNORECASE)), None)
-            m.close = next((n for n in by_name if re.search(r"query.*(close|end|stop)|(close|end)_query", n, re.IGNORECASE)), None)
-        if m.query:
-            props = (by_name[m.query].input_schema or {}).get("properties", {})
-            m.session_arg = next((a for a in ("load_id", "session_id", "session") if a in props), None)
-            m.time_arg = next((a for a in ("time_limit", "timeout", "timeout_s") if a in props), None)
-        if m.load is None:
-            m.notes.append("no tool to load source text")
-        if m.query is None:
-            m.notes.append("no tool to run a query")
-        return m
-
-    @property
-    def calls_per_query(self) -> int:
-        return 1 + (self.next is not None) + (self.close is not None)
+class Reply:
+    ok: bool
+    data: dict[str, Any]
+    text: str
 
 
-class Driver:
-    """Loads and queries through the mapped tools; counts calls."""
+def reply_of(result: Any) -> Reply:
+    data = result.structured_content if isinstance(result.structured_content, dict) else {}
+    text = " ".join(getattr(c, "text", "") for c in result.content)
+    return Reply(not result.is_error and data.get("ok", True) is not False, data, text)
 
-    def __init__(self, client: Client, tools: ToolMap, names: set[str]) -> None:
-        self.client, self.map, self.names = client, tools, names
-        self.calls = 0
 
-    async def _call(self, name: str, args: dict[str, Any], timeout_s: float = CALL_TIMEOUT_S) -> Any:
+def peer_bindings(solution: Any) -> dict[str, str]:
+    """``"[X=1,Y=a]"`` -> ``{"X": "1", "Y": "a"}`` (top-level ``Name=Value`` pairs)."""
+    if not isinstance(solution, str) or not solution.startswith("["):
+        return {}
+    out, depth, cur = {}, 0, ""
+    for ch in solution[1:-1] + ",":
+        if ch == "," and depth == 0:
+            if "=" in cur:
+                k, v = cur.split("=", 1)
+                out[k.strip()] = v.strip()
+            cur = ""
+            continue
+        depth += ch in "([{" and 1 or 0
+        depth -= ch in ")]}" and 1 or 0
+        cur += ch
+    return out
+
+
+class Server:
+    """One connection to a server through the mapped tools; counts calls."""
+
+    def __init__(self, client: Client, tools: list[Any], home: str) -> None:
+        self.client, self.calls, self.home = client, 0, home
+        names = {t.name for t in tools}
+        if {"consult_text", "run_goal"} <= names:
+            self.mapping = "session: consult_text / run_goal (1 call per query) / close_session"
+            self.split = False
+        elif {"query_start", "query_next", "query_close"} <= names and "knowledge_base_assert_many" in names:
+            self.mapping = ("split: knowledge_base_assert_many (chunks under its size limit) or knowledge_base_load "
+                            "(a file in its allowed folder); query_start / query_next / query_close")
+            self.split = True
+        else:
+            raise RuntimeError(f"no known tool mapping for tools {sorted(names)}")
+        self.names = names
+
+    async def call(self, name: str, args: dict[str, Any], timeout_s: float = CALL_TIMEOUT_S) -> Reply:
         self.calls += 1
-        return await asyncio.wait_for(self.client.call_tool(name, args), timeout_s)
+        return reply_of(await asyncio.wait_for(self.client.call_tool(name, args), timeout_s))
 
-    async def load(self, text: str) -> tuple[str | None, Any]:
-        """Load ``text``; returns (session id or None, raw result)."""
-        result = await self._call(self.map.load, {self.map.load_arg: text})  # type: ignore[arg-type, dict-item]
-        data = result.structured_content or {}
-        sid = data.get(self.map.session_arg) if self.map.session_arg else None
-        return sid, result
+    async def load(self, text: str) -> str | None:
+        """Load ``text`` (a new knowledge base); returns our load_id (None for the peer). Raises Refused."""
+        if not self.split:
+            r = await self.call("consult_text", {"source_text": text})
+            if not r.ok or any(m.get("severity") == "error" for m in r.data.get("messages", [])):
+                raise Refused(r.text[:300])
+            return r.data["load_id"]
+        await self.call("knowledge_base_clear", {})
+        await self.assert_chunks(clauses_of(text))
+        return None
 
-    async def query(self, sid: str | None, goal: str, *, time_limit: float | None = None,
-                    timeout_s: float = CALL_TIMEOUT_S) -> tuple[bool, str, Any]:
-        """Run ``goal`` (all the calls the server needs); returns (no error, all text, the first result)."""
-        args: dict[str, Any] = {self.map.query_arg: goal}  # type: ignore[dict-item]
-        if self.map.session_arg and sid is not None:
-            args[self.map.session_arg] = sid
-        if self.map.time_arg and time_limit is not None:
-            args[self.map.time_arg] = time_limit
-        first = await self._call(self.map.query, args, timeout_s)  # type: ignore[arg-type]
-        results = [first]
-        if self.map.next:
-            results.append(await self._call(self.map.next, {}, timeout_s))
-        if self.map.close:
-            results.append(await self._call(self.map.close, {}, timeout_s))
-        ok = not any(r.is_error for r in results) and (first.structured_content or {}).get("ok", True) is not False
-        return ok, " ".join(text_of(r) for r in results), first
+    async def load_one_call(self, text: str) -> str | None:
+        """Load ``text`` in one call (the peer: one assert of the whole text, as a foreign client would try)."""
+        if not self.split:
+            return await self.load(text)
+        await self.call("knowledge_base_clear", {})
+        r = await self.call("knowledge_base_assert", {"fact": text})
+        if not r.ok or r.data.get("result", "ok") != "ok":
+            raise Refused(r.text[:300])
+        return None
+
+    async def assert_chunks(self, clauses: list[str], limit: int = 4500) -> None:
+        chunk: list[str] = []
+        for clause in [*clauses, None]:
+            if clause is None or sum(len(c) + 4 for c in chunk) + len(clause) > limit:
+                if chunk:
+                    r = await self.call("knowledge_base_assert_many", {"facts": chunk})
+                    if not r.ok or r.data.get("success") != len(chunk):
+                        raise Refused(r.text[:300])
+                chunk = []
+            if clause is not None:
+                chunk.append(clause)
+
+    async def load_file(self, text: str) -> None:
+        """The peer's file load: the text in a file under its allowed folder ($HOME/.swipl-mcp-server/)."""
+        folder = Path(self.home) / ".swipl-mcp-server"
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / "bench_facts.pl"
+        path.write_text(text)
+        await self.call("knowledge_base_clear", {})
+        r = await self.call("knowledge_base_load", {"filename": str(path)})
+        if not r.ok:
+            raise Refused(r.text[:300])
+
+    async def query(self, sid: str | None, goal: str, *, max_answers: int = 1, time_limit: float = GOAL_LIMIT_S,
+                    timeout_s: float = CALL_TIMEOUT_S) -> list[dict[str, Any]]:
+        """Answers of ``goal`` as {var: value} (values as JSON (ours) or text (peer)). Raises Refused."""
+        if not self.split:
+            r = await self.call("run_goal", {"load_id": sid, "goal": goal, "max_answers": max_answers,
+                                             "time_limit": time_limit}, timeout_s)
+            if not r.ok:
+                raise Refused(r.text[:300])
+            if r.data.get("outcome") not in ("success", "failure"):
+                raise Refused(f"outcome {r.data.get('outcome')}")
+            return list(r.data.get("answers", []))
+        r = await self.call("query_start", {"query": goal}, timeout_s)
+        if not r.ok:
+            await self.call("query_close", {})
+            raise Refused(r.text[:300])
+        answers = []
+        try:
+            for _ in range(max_answers):
+                n = await self.call("query_next", {}, timeout_s)
+                if not n.ok:
+                    raise Refused(n.text[:300])
+                if n.data.get("solution") is None:
+                    break
+                answers.append(peer_bindings(n.data["solution"]))
+                if not n.data.get("more_solutions"):
+                    break
+        finally:
+            await self.call("query_close", {}, timeout_s)
+        return answers
+
+    async def fact_is_one(self, sid: str | None) -> bool:
+        """The survival check: ``fact(X)`` answers ``X = 1``."""
+        try:
+            answers = await self.query(sid, "fact(X)", timeout_s=10)
+        except (Refused, TimeoutError, Exception):  # noqa: BLE001 - a broken server is a result here
+            return False
+        return bool(answers) and str(answers[0].get("X")) == "1"
+
+    async def close(self, sid: str | None) -> None:
+        if sid is not None and "close_session" in self.names:
+            await self.call("close_session", {"load_id": sid})
 
 
-def text_of(result: Any) -> str:
-    if result.structured_content is not None:
-        return json.dumps(result.structured_content)
-    return " ".join(getattr(c, "text", "") for c in result.content)
+def clauses_of(text: str) -> list[str]:
+    return [c.strip().rstrip(".") for c in text.splitlines() if c.strip()]
 
 
 def quantile(values: list[float], q: float) -> float:
@@ -169,125 +225,179 @@ def params_for(cmd: str) -> StdioServerParameters:
     return StdioServerParameters(command=argv[0], args=argv[1:], cwd=str(REPO))
 
 
+def home_of(cmd: str) -> str:
+    m = re.search(r"\bHOME=(\S+)", cmd)
+    return m.group(1) if m else os.path.expanduser("~")
+
+
 # ------------------------------------------------------------------------------------------ measures
 
 
-async def measure_speed(d: Driver, queries: int) -> dict[str, Any]:
-    sid, _ = await d.load("p(hello_bench).\n")
-    for _ in range(10):  # warm-up
-        await d.query(sid, "p(X)")
+async def measure_speed(s: Server, queries: int) -> dict[str, Any]:
+    sid = await s.load("fact(1).\n")
+    for _ in range(10):
+        await s.query(sid, "fact(X)")
     ms, right = [], 0
-    calls0 = d.calls
+    calls0 = s.calls
     for _ in range(queries):
         t0 = time.perf_counter()
-        ok, text, _ = await d.query(sid, "p(X)")
+        answers = await s.query(sid, "fact(X)")
         ms.append((time.perf_counter() - t0) * 1000)
-        right += ok and "hello_bench" in text
-    calls = (d.calls - calls0) / queries
-    facts = "".join(f"fact({i}, name_{i}).\n" for i in range(1000))
-    load_ms, counted = [], None
-    for _ in range(5):
-        t0 = time.perf_counter()
-        fsid, _ = await d.load(facts)
-        load_ms.append((time.perf_counter() - t0) * 1000)
-        ok, text, _ = await d.query(fsid, "aggregate_all(count, fact(_, _), N)")
-        counted = "1000" in text if ok else False
-        await close(d, fsid)
-    await close(d, sid)
-    return {"calls_per_simple_query": calls, "simple_query_p50_ms": round(quantile(ms, 0.5), 3),
-            "simple_query_p95_ms": round(quantile(ms, 0.95), 3), "simple_query_correct": f"{right}/{queries}",
-            "simple_query_ms": [round(x, 3) for x in ms],
-            "load_1000_facts_ms": round(statistics.median(load_ms), 2), "load_1000_facts_runs_ms": load_ms,
-            "load_1000_facts_counted_back": counted}
-
-
-async def close(d: Driver, sid: str | None) -> None:
-    if sid is not None and "close_session" in d.names:
-        await d.client.call_tool("close_session", {"load_id": sid})
-
-
-async def measure_sessions(d: Driver, n: int) -> dict[str, Any]:
-    if d.map.session_arg is None:
-        return {"sessions": n, "measured": False, "why": "the server has no per-session id on its query tool"}
-
-    async def one(i: int) -> tuple[bool, bool, str | None]:
-        sid, _ = await d.load(f"mine({i}).\nsecret_{i}(yes).\n")
-        ok, text, _ = await d.query(sid, "mine(X)")
-        leak_ok, leak_text, _ = await d.query(sid, f"catch(secret_{(i + 1) % n}(Y), _, fail)")
-        isolated = not leak_ok or '"failure"' in leak_text
-        return ok and str(i) in text, isolated, sid
-
-    t0 = time.perf_counter()
-    rows = await asyncio.gather(*(one(i) for i in range(n)))
-    wall = time.perf_counter() - t0
-    await asyncio.gather(*(close(d, sid) for _, _, sid in rows))
-    return {"sessions": n, "measured": True, "wall_s": round(wall, 3), "correct": sum(r[0] for r in rows),
-            "isolated": sum(r[1] for r in rows)}
-
-
-async def bad_inputs(d: Driver) -> dict[str, dict[str, Any]]:
-    out: dict[str, dict[str, Any]] = {}
-    base = "fact(1).\nloop :- repeat, fail.\n"
-
-    async def normal(sid: str | None) -> bool:
-        try:
-            ok, text, _ = await d.query(sid, "fact(X)", time_limit=5.0)
-            return ok and "1" in text
-        except (TimeoutError, Exception):  # noqa: BLE001 - a broken server is a result here
-            return False
-
-    # 1. an infinite loop, then a normal query on the same session
-    sid, _ = await d.load(base)
-    t0 = time.perf_counter()
-    try:
-        ok, text, _ = await d.query(sid, "loop", time_limit=2.0, timeout_s=CALL_TIMEOUT_S)
-        loop_result = text[:200]
-    except (TimeoutError, Exception) as exc:  # noqa: BLE001
-        loop_result = f"{type(exc).__name__}: {exc}"
-    loop_s = time.perf_counter() - t0
-    out["infinite_loop_then_query"] = {"survived": await normal(sid), "loop_call_s": round(loop_s, 2),
-                                       "loop_result": loop_result}
-    # 2. a refused shell goal, then a normal query on the same knowledge base
-    with tempfile.TemporaryDirectory() as tmp:
-        target = Path(tmp) / "shell_ran"
-        try:
-            ok, text, _ = await d.query(sid, f"shell('touch {target}')", time_limit=5.0)
-            refused = not ok
-        except (TimeoutError, Exception):  # noqa: BLE001
-            refused, text = True, "(call failed)"
-        out["refused_shell_then_query"] = {"survived": refused and not target.exists() and await normal(sid),
-                                           "refused": refused, "shell_ran": target.exists(), "reply": text[:200]}
-        # 3. a second command smuggled after a newline
-        target = Path(tmp) / "smuggled_ran"
-        goal = f"fact(X).\nopen('{target}', write, S), close(S)"
-        try:
-            ok, text, _ = await d.query(sid, goal, time_limit=5.0)
-        except (TimeoutError, Exception) as exc:  # noqa: BLE001
-            text = f"{type(exc).__name__}"
-        ran = target.exists()
-        out["newline_smuggled_command"] = {"survived": not ran and await normal(sid), "second_command_ran": ran,
-                                           "reply": text[:200]}
-    await close(d, sid)
+        right += bool(answers) and str(answers[0].get("X")) == "1"
+    out = {"calls_per_simple_query": (s.calls - calls0) / queries, "p50_ms": round(quantile(ms, 0.5), 3),
+           "p95_ms": round(quantile(ms, 0.95), 3), "right": f"{right}/{queries}"}
+    await s.close(sid)
     return out
 
 
-def client_killed_during_loop(server_cmd: str, tools: ToolMap) -> dict[str, Any]:
-    """Start a client in a child process, let it start an endless goal, SIGKILL it: swipl left spinning?"""
+async def timed_load(s: Server, how: str, text: str) -> dict[str, Any]:
+    """Median of 3 loads of ``text`` (or refused), each counted back."""
+    runs, counted = [], []
+    for _ in range(3):
+        t0 = time.perf_counter()
+        try:
+            if how == "one_call":
+                sid = await s.load_one_call(text)
+            elif how == "file":
+                sid = None
+                await s.load_file(text)
+            else:
+                sid = await s.load(text)
+        except Refused as exc:
+            return {"refused": True, "message": str(exc)[:200]}
+        runs.append((time.perf_counter() - t0) * 1000)
+        answers = await s.query(sid, "findall(x, f(_, _), L), length(L, N)")
+        counted.append(str(answers[0].get("N")) if answers else None)
+        await s.close(sid)
+    return {"refused": False, "ms": round(statistics.median(runs), 1), "counted_back": counted}
+
+
+async def measure_load(s: Server) -> dict[str, Any]:
+    text = "".join(f"f({i}, name_{i}).\n" for i in range(1000))
+    out = {"chars": len(text), "one_call": await timed_load(s, "one_call", text)}
+    if s.split:
+        out["assert_many_chunks"] = await timed_load(s, "chunks", text)
+        out["file_load"] = await timed_load(s, "file", text)
+    return out
+
+
+async def measure_sessions(cmd: str, n: int) -> dict[str, Any]:
+    """``n`` knowledge bases at once, each loads mine(i) and queries it; peak memory of the server's processes."""
     import psutil
 
-    child = subprocess.Popen([sys.executable, __file__, "--server-cmd", server_cmd, "--child-loop"],
+    async def one(s: Server, i: int) -> bool:
+        try:
+            sid = await s.load(f"mine({i}).\n")
+            answers = await s.query(sid, "mine(X)")
+            await s.close(sid)
+            return bool(answers) and str(answers[0].get("X")) == str(i)
+        except Exception:  # noqa: BLE001 - counted as a failure
+            return False
+
+    peak = [0]
+    stop = asyncio.Event()
+
+    async def sample() -> None:
+        me = psutil.Process()
+        while not stop.is_set():
+            total = 0
+            for p in me.children(recursive=True):
+                try:
+                    total += p.memory_info().rss
+                except psutil.Error:
+                    pass
+            peak[0] = max(peak[0], total)
+            await asyncio.sleep(0.2)
+
+    sampler = asyncio.create_task(sample())
+    t0 = time.perf_counter()
+    async with Client(params_for(cmd)) as client:
+        s = Server(client, (await client.list_tools()).tools, home_of(cmd))
+        if not s.split:
+            rows = await asyncio.gather(*(one(s, i) for i in range(n)))
+            connections = 1
+        else:
+            async def connect(i: int) -> bool:
+                try:
+                    async with Client(params_for(cmd)) as c:
+                        return await one(Server(c, (await c.list_tools()).tools, home_of(cmd)), i)
+                except Exception:  # noqa: BLE001 - a connection that failed to start
+                    return False
+            rows = await asyncio.gather(*(connect(i) for i in range(n)))
+            connections = n
+    wall = time.perf_counter() - t0
+    stop.set()
+    await sampler
+    return {"sessions": n, "connections": connections, "wall_s": round(wall, 2), "right": sum(rows),
+            "peak_rss_mb": round(peak[0] / 2**20)}
+
+
+async def probe(cmd: str, goal: str, *, marker: bool = False) -> dict[str, Any]:
+    """Run a bad goal on a fresh connection and knowledge base.
+
+    Survived: ``fact(X)`` still answers ``X = 1`` afterwards on the same knowledge base (and, for
+    a smuggling probe, no ``marker/1`` fact was asserted). A fresh connection per probe keeps a
+    server that one probe wedged from failing the next ones.
+    """
+    out: dict[str, Any] = {"survived": False}
+    try:
+        async with Client(params_for(cmd)) as client:
+            s = Server(client, (await client.list_tools()).tools, home_of(cmd))
+            sid = await s.load(BASE + (":- dynamic marker/1.\n" if marker and not s.split else ""))
+            t0 = time.perf_counter()
+            try:
+                await s.query(sid, goal, time_limit=GOAL_LIMIT_S, timeout_s=PROBE_TIMEOUT_S)
+                result = "answered"
+            except Refused as exc:
+                result = f"refused: {str(exc)[:120]}"
+            except TimeoutError:
+                result = f"no reply in {PROBE_TIMEOUT_S:g} s"
+            out["call_s"] = round(time.perf_counter() - t0, 2)
+            out["result"] = result
+            if marker:
+                try:
+                    out["marker_asserted"] = bool(await s.query(sid, "catch(marker(X), _, fail)", timeout_s=10))
+                except (Refused, TimeoutError):
+                    out["marker_asserted"] = False
+            out["survived"] = await s.fact_is_one(sid) and not out.get("marker_asserted", False)
+            await s.close(sid)
+    except Exception as exc:  # noqa: BLE001 - a server that broke is a result here
+        out.setdefault("result", f"{type(exc).__name__}: {exc}"[:160])
+    return out
+
+
+async def bad_inputs(cmd: str) -> dict[str, dict[str, Any]]:
+    out = {"infinite_loop": await probe(cmd, "loop")}
+    for i, goal in enumerate(CATCH_PATTERNS, 1):
+        out[f"catch_{i}: {goal}"] = await probe(cmd, goal)
+    with tempfile.TemporaryDirectory() as tmp:
+        target = Path(tmp) / "shell_ran"
+        r = await probe(cmd, f"shell('touch {target}')")
+        r["survived"] = r["survived"] and not target.exists()
+        out["refused_shell"] = r
+    for i, goal in enumerate(SMUGGLED, 1):
+        out[f"smuggled_{i}"] = await probe(cmd, goal, marker=True)
+    out["write_100MB"] = await probe(cmd, "forall(between(1, 1000000, _), write('" + "x" * 100 + "'))")
+    out["list_1GB"] = await probe(cmd, "length(L, 50000000), maplist(=(a), L)")
+    return out
+
+
+def client_killed_during_loop(cmd: str) -> dict[str, Any]:
+    """A client in a child process starts an endless goal and is SIGKILLed: is a swipl left spinning?"""
+    import psutil
+
+    child = subprocess.Popen([sys.executable, __file__, "--server-cmd", cmd, "--child-loop"],
                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, cwd=REPO)
     try:
-        line = child.stdout.readline() if child.stdout else ""  # "looping" once the goal runs
+        line = child.stdout.readline() if child.stdout else ""
         time.sleep(1.5)
         swipls = [p for p in psutil.Process(child.pid).children(recursive=True) if "swipl" in p.name()]
     finally:
         child.send_signal(signal.SIGKILL)
         child.wait()
     if not line.startswith("looping"):
-        return {"survived": False, "why": f"the child client never started the loop: {line.strip()!r}"}
-    deadline = time.monotonic() + 10
-    spinning: list[int] = []
+        return {"survived": False, "result": f"the child client never started the loop: {line.strip()!r}"}
+    deadline, spinning = time.monotonic() + 10, []
     while time.monotonic() < deadline:
         spinning = []
         for p in swipls:
@@ -304,119 +414,122 @@ def client_killed_during_loop(server_cmd: str, tools: ToolMap) -> dict[str, Any]
             os.kill(pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
-    return {"survived": bool(swipls) and not spinning, "swipl_processes_seen": len(swipls),
-            "left_spinning_after_10s": len(spinning)}
+    return {"survived": bool(swipls) and not spinning, "result": f"{len(swipls)} swipl seen, {len(spinning)} spinning after 10 s"}
 
 
-async def child_loop(server_cmd: str) -> None:
-    """(--child-loop) Connect, load a loop, say "looping", run it forever: the parent kills us."""
-    async with Client(params_for(server_cmd)) as client:
-        tools = (await client.list_tools()).tools
-        d = Driver(client, ToolMap.discover(tools), {t.name for t in tools})
-        sid, _ = await d.load("loop :- repeat, fail.\n")
-        task = asyncio.create_task(d.query(sid, "loop", time_limit=600.0, timeout_s=3600))
+async def child_loop(cmd: str) -> None:
+    """(--child-loop) Connect, load a loop, say "looping", run it for long: the parent kills us."""
+    async with Client(params_for(cmd)) as client:
+        s = Server(client, (await client.list_tools()).tools, home_of(cmd))
+        sid = await s.load("loop :- repeat, fail.\n")
+        task = asyncio.create_task(s.query(sid, "loop", time_limit=600.0, timeout_s=3600))
         await asyncio.sleep(0.5)
         print("looping", flush=True)
         await task
 
 
+async def guarded(label: str, doc: dict[str, Any], coro: Any) -> None:
+    """``doc[label] = await coro``, or the server's failure recorded there (a crashed server is a result)."""
+    try:
+        doc[label] = await coro
+    except Exception as exc:  # noqa: BLE001
+        doc[label] = {"failed": f"{type(exc).__name__}: {exc}"[:300]}
+
+
+async def measure(cmd: str, args: argparse.Namespace) -> dict[str, Any]:
+    doc: dict[str, Any] = {"mapping": "?"}
+    try:
+        async with Client(params_for(cmd)) as client:
+            s = Server(client, (await client.list_tools()).tools, home_of(cmd))
+            doc["mapping"] = s.mapping
+            await guarded("speed", doc, measure_speed(s, args.queries))
+            await guarded("load_1000", doc, measure_load(s))
+    except Exception as exc:  # noqa: BLE001 - the connection itself failed
+        doc["connection"] = f"{type(exc).__name__}: {exc}"[:300]
+    if not args.skip_bad:
+        await guarded("bad_inputs", doc, bad_inputs(cmd))
+    await guarded("sessions", doc, measure_sessions(cmd, args.sessions))
+    if not args.skip_bad and "failed" not in doc["bad_inputs"]:
+        doc["bad_inputs"]["client_killed_during_loop"] = client_killed_during_loop(cmd)
+    return doc
+
+
 # ------------------------------------------------------------------------------------------ reporting
 
 
-def plot(doc: dict[str, Any], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, (ax1, ax2, ax3) = plt.subplots(1, 3, figsize=(15, 4.5))
-    speed = doc["speed"]
-    ms = sorted(speed["simple_query_ms"])
-    ax1.plot(ms, [(i + 1) / len(ms) for i in range(len(ms))], label=f"this server ({speed['calls_per_simple_query']:.0f} call/query)")
-    lo, hi = PEER_REFERENCE["simple_query_p50_ms"]
-    ax1.axvspan(lo, hi, color="red", alpha=0.15, label="peer p50 range (3 calls/query)")
-    ax1.set_xlim(0, max(ms[-1], hi) * 1.1)
-    ax1.set_xlabel("ms per simple query (all the calls it needs)")
-    ax1.set_ylabel("fraction of queries")
-    ax1.set_title("Simple query latency")
-    ax1.legend(fontsize=8)
-    ax2.bar(["this server"], [speed["load_1000_facts_ms"]], color="tab:blue")
-    lo, hi = PEER_REFERENCE["load_1000_facts_ms"]
-    ax2.axhspan(lo, hi, color="red", alpha=0.15, label="peer range")
-    ax2.set_ylabel("ms to load 1,000 facts (median of 5)")
-    ax2.set_title(f"Load 1,000 facts; {doc['sessions']['sessions']} sessions at once: "
-                  f"{doc['sessions'].get('wall_s', 'n/a')} s")
-    ax2.legend(fontsize=8)
-    names = list(doc["bad_inputs"])
-    cells = [[n.replace("_", " "), "survived" if doc["bad_inputs"][n]["survived"] else "FAILED",
-              "survived" if PEER_REFERENCE["survived"].get(n) else "failed"] for n in names]
-    ax3.axis("off")
-    table = ax3.table(cellText=cells, colLabels=["bad input", "this server", "peer v2.0.6"], loc="center",
-                      colWidths=[0.56, 0.22, 0.22],
-                      cellLoc="left")
-    table.auto_set_font_size(False)
-    table.set_fontsize(9)
-    table.scale(1, 1.6)
-    for (row, col), cell in table.get_celld().items():
-        if row > 0 and col > 0:
-            cell.set_facecolor("#d8f0d8" if cell.get_text().get_text() == "survived" else "#f6d0d0")
-    ax3.set_title("Bad inputs")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
+def load_cell(r: dict[str, Any]) -> str:
+    if r.get("refused"):
+        return "refused"
+    return f"{r['ms']:.0f} ms ({'/'.join(sorted(set(map(str, r['counted_back']))))})"
 
 
-async def run(args: argparse.Namespace) -> dict[str, Any]:
-    async with Client(params_for(args.server_cmd)) as client:
-        tools = (await client.list_tools()).tools
-        m = ToolMap.discover(tools)
-        doc: dict[str, Any] = {"tools": sorted(t.name for t in tools), "mapping": asdict(m)}
-        if m.load is None or m.query is None:
-            doc["error"] = "cannot drive this server: " + "; ".join(m.notes)
-            return doc
-        d = Driver(client, m, {t.name for t in tools})
-        doc["speed"] = await measure_speed(d, args.queries)
-        doc["sessions"] = await measure_sessions(d, args.sessions)
-        doc["bad_inputs"] = await bad_inputs(d)
-    doc["bad_inputs"]["client_killed_during_loop"] = client_killed_during_loop(args.server_cmd, m)
-    return doc
+def table(servers: list[str], runs: list[dict[str, dict[str, Any]]]) -> str:
+    labels = [f"[{i + 1}]" for i in range(len(servers))]
+    rows: list[tuple[str, list[str]]] = []
+    for k, run in enumerate(runs, 1):
+        load = f"load avg {run['_load'][0]:.1f}/{run['_load'][1]:.1f}"
+        rows.append((f"run {k} ({load})", ["" for _ in servers]))
+        docs = [run[s] for s in servers]
+
+        def cell(d: dict[str, Any], part: str, fmt: Any) -> str:
+            got = d.get(part)
+            if not isinstance(got, dict) or "failed" in got:
+                return "server failed"
+            try:
+                return fmt(got)
+            except (KeyError, TypeError):
+                return "-"
+
+        rows.append(("  calls per simple query", [cell(d, "speed", lambda x: f"{x['calls_per_simple_query']:.0f}") for d in docs]))
+        rows.append(("  simple query p50 / p95 ms", [cell(d, "speed", lambda x: f"{x['p50_ms']:.2f} / {x['p95_ms']:.2f}") for d in docs]))
+        rows.append(("  simple query right answers", [cell(d, "speed", lambda x: x["right"]) for d in docs]))
+        rows.append(("  1,000 facts in one call", [cell(d, "load_1000", lambda x: load_cell(x["one_call"])) for d in docs]))
+        rows.append(("  1,000 facts, assert_many chunks", [cell(d, "load_1000", lambda x: load_cell(x["assert_many_chunks"])) for d in docs]))
+        rows.append(("  1,000 facts, file load", [cell(d, "load_1000", lambda x: load_cell(x["file_load"])) for d in docs]))
+        n = next((d["sessions"]["sessions"] for d in docs if "sessions" in d.get("sessions", {})), "?")
+        rows.append((f"  {n} sessions: wall s / right / MB", [cell(d, "sessions", lambda x: f"{x['wall_s']} / {x['right']} / {x['peak_rss_mb']}") for d in docs]))
+        names = next((list(d["bad_inputs"]) for d in docs if "failed" not in d.get("bad_inputs", {"failed": 1})), [])
+        for name in names:
+            rows.append((f"  {name}"[:46], [cell(d, "bad_inputs", lambda x, k=name: "survived" if x[k]["survived"] else "FAILED") for d in docs]))
+    width = max(len(r[0]) for r in rows) + 2
+    col = max(16, *(len(c) + 2 for _, cells in rows for c in cells))
+    lines = [f"{'':{width}s}" + "".join(f"{lab:>{col}s}" for lab in labels)]
+    lines += [f"{name:{width}s}" + "".join(f"{c:>{col}s}" for c in cells) for name, cells in rows]
+    return "\n".join(lines)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--server-cmd", default=DEFAULT_SERVER, help="the stdio MCP server's command line")
+    ap.add_argument("--server-cmd", action="append", help="a stdio MCP server's command line (repeatable; default: ours)")
+    ap.add_argument("--runs", type=int, default=1, help="interleaved runs over all servers")
     ap.add_argument("--queries", type=int, default=300, help="simple queries timed")
-    ap.add_argument("--sessions", type=int, default=100, help="sessions opened at once")
+    ap.add_argument("--sessions", type=int, default=100, help="knowledge bases at once")
+    ap.add_argument("--skip-bad", action="store_true", help="speed only (no bad inputs)")
     ap.add_argument("--name", default="mcp_server", help="output file stem under benchmarks/out/")
     ap.add_argument("--child-loop", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    servers = args.server_cmd or [OURS]
     if args.child_loop:
-        asyncio.run(child_loop(args.server_cmd))
+        asyncio.run(child_loop(servers[0]))
         return
     t0 = time.monotonic()
-    doc = asyncio.run(run(args))
-    doc = {"benchmark": "mcp_server", "date": time.strftime("%Y-%m-%d"), "machine": platform.platform(),
-           "cpus": os.cpu_count(), "python": platform.python_version(), "server_cmd": args.server_cmd,
-           "total_s": round(time.monotonic() - t0, 1), "peer_reference": PEER_REFERENCE, **doc}
+    runs = []
+    for _ in range(args.runs):
+        run: dict[str, Any] = {"_load": os.getloadavg()}
+        for cmd in servers:
+            run[cmd] = asyncio.run(measure(cmd, args))
+        runs.append(run)
+    doc = {"benchmark": "mcp_server", "date": time.strftime("%Y-%m-%d %H:%M"), "machine": platform.platform(),
+           "cpus": os.cpu_count(), "servers": servers, "runs": runs, "total_s": round(time.monotonic() - t0, 1),
+           "issue_reference": ISSUE_REFERENCE}
     OUT.mkdir(exist_ok=True)
-    (OUT / f"{args.name}.json").write_text(json.dumps(doc, indent=1))
-    if "error" in doc:
-        print(doc["error"])
-        return
-    s, ss = doc["speed"], doc["sessions"]
-    print(f"\nserver: {args.server_cmd}\ntools mapped: load={doc['mapping']['load']} query={doc['mapping']['query']} "
-          f"next={doc['mapping']['next']} close={doc['mapping']['close']}")
-    print(f"\n{'measure':34s} {'this server':>16s} {'peer (v2.0.6)':>16s}")
-    print(f"{'calls per simple query':34s} {s['calls_per_simple_query']:16.0f} {3:16d}")
-    print(f"{'simple query p50 / p95 ms':34s} {s['simple_query_p50_ms']:7.2f} /{s['simple_query_p95_ms']:7.2f} {'2-7 (p50)':>16s}")
-    print(f"{'load 1,000 facts ms':34s} {s['load_1000_facts_ms']:16.1f} {'9-47':>16s}")
-    if ss.get("measured"):
-        print(f"{'sessions at once: wall s':34s} {ss['wall_s']:16.2f} {'':>16s}")
-        print(f"{'  correct / isolated':34s} {ss['correct']:>7d} /{ss['isolated']:>7d} {'':>16s}")
-    for name, r in doc["bad_inputs"].items():
-        peer = "survived" if PEER_REFERENCE["survived"][name] else "failed"
-        print(f"{name:34s} {'survived' if r['survived'] else 'FAILED':>16s} {peer:>16s}")
-    plot(doc, OUT / f"{args.name}.png")
-    print(f"\nwrote {OUT / (args.name + '.json')} and {OUT / (args.name + '.png')}  ({doc['total_s']} s)")
+    (OUT / f"{args.name}.json").write_text(json.dumps(doc, indent=1, default=str))
+    for i, cmd in enumerate(servers, 1):
+        print(f"[{i}] {cmd}\n    mapping: {runs[0][cmd]['mapping']}")
+    print()
+    print(table(servers, runs))
+    print(f"\nFootnote. {ISSUE_REFERENCE}")
+    print(f"\nwrote {OUT / (args.name + '.json')}  ({doc['total_s']} s)")
 
 
 if __name__ == "__main__":

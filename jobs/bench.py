@@ -51,17 +51,21 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import random
+import resource
 import time
+from array import array
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from itertools import islice
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
+import numpy as np
 import pyarrow.parquet as pq
 
 from symbolkg.actors.engines.balanced import BalancedEngine
 from symbolkg.actors.engines.base import ChatRequest
-from symbolkg.actors.engines.metered import MeteredEngine, write_request_log
+from symbolkg.actors.engines.metered import MeteredEngine
 from symbolkg.actors.engines.simulated import (
     CHARS_PER_TOKEN,
     LLAMA_3_3_70B_4XH100,
@@ -76,7 +80,8 @@ from symbolkg.actors.engines.simulated import (
 from symbolkg.jobs.methods import MethodConfig
 from symbolkg.jobs.pipeline.runner import run_method_job
 from symbolkg.jobs.pipeline.rows import Problem, ResultRow
-from symbolkg.jobs.pipeline.store import ResultStore, read_run
+from symbolkg.jobs.pipeline.ids import Shard, id_hashes
+from symbolkg.jobs.pipeline.store import ResultStore, run_exists, shard_path
 from symbolkg.solvers.runtime.local_pool import PoolResult
 from symbolkg.solvers.outcomes import ErrorKind, Outcome, SolveRequest, Status
 
@@ -94,32 +99,51 @@ def _stable_seed(*parts: object) -> int:
 
 
 def synthetic_problems(n: int, seed: int = 0) -> list[Problem]:
-    """``n`` ProntoQA-style problems ``sim-00000``.., gold answer A (True).
+    """``n`` ProntoQA-style problems ``sim-00000``.., gold answer A (True): :func:`iter_synthetic_problems` as a list.
+
+    Raises:
+        ValueError: ``n`` < 1.
+    """
+    return list(iter_synthetic_problems(n, seed))
+
+
+def iter_synthetic_problems(n: int, seed: int = 0) -> Iterator[Problem]:
+    """``n`` ProntoQA-style problems ``sim-00000``.., gold answer A (True), made one at a time.
 
     Args:
         n: how many, >= 1.
         seed: varies the contexts' words and lengths.
 
     Raises:
-        ValueError: ``n`` < 1.
+        ValueError: ``n`` < 1 (at once, not at the first ``next``).
     """
     if n < 1:
         raise ValueError(f"the number of problems must be >= 1, got {n}")
-    width = max(5, len(str(n - 1)))
-    problems = []
-    for i in range(n):
-        pid = f"sim-{i:0{width}d}"
-        rng = random.Random(_stable_seed(seed, "context", pid))
-        sentences, words, target = [], 0, rng.randint(60, 180)
-        while words < target:
-            a, b = rng.sample(_WORDS, 2)
-            sentences.append(f"Every {a} is a {b}.")
-            words += 5
-        name = f"Obj{i}"
-        sentences.append(f"{name} is a {rng.choice(_WORDS)}.")
-        problems.append(Problem(pid, DATASET, " ".join(sentences), f"Is the following statement true? {name} is a "
-                                f"{rng.choice(_WORDS)}.", ("A) True", "B) False"), "A"))
-    return problems
+    return (_synthetic_problem(i, n, seed) for i in range(n))
+
+
+def synthetic_id(i: int, n: int) -> str:
+    """The id of synthetic problem ``i`` of ``n``: ``sim-`` and ``i`` with as many digits as ``n - 1`` (at least 5)."""
+    return f"sim-{i:0{max(5, len(str(n - 1)))}d}"
+
+
+def _synthetic_problem(i: int, n: int, seed: int) -> Problem:
+    pid = synthetic_id(i, n)
+    rng = random.Random(_stable_seed(seed, "context", pid))
+    sentences, words, target = [], 0, rng.randint(60, 180)
+    while words < target:
+        a, b = rng.sample(_WORDS, 2)
+        sentences.append(f"Every {a} is a {b}.")
+        words += 5
+    name = f"Obj{i}"
+    sentences.append(f"{name} is a {rng.choice(_WORDS)}.")
+    return Problem(pid, DATASET, " ".join(sentences), f"Is the following statement true? {name} is a "
+                   f"{rng.choice(_WORDS)}.", ("A) True", "B) False"), "A")
+
+
+def problem_index(problem_id: str) -> int:
+    """The number of a synthetic problem (``sim-00042`` -> 42)."""
+    return int(problem_id.removeprefix("sim-"))
 
 
 class ProgramResponder:
@@ -205,7 +229,7 @@ class SimulatedSolverPool:
         self.calls = 0
         self._clock = clock
         self._slots = asyncio.Semaphore(workers)
-        self._runs: Counter[str] = Counter()
+        self._runs: Counter[str] = Counter()  # programs run so far, of the problems still in flight
 
     def failures_for(self, problem_id: str) -> int:
         """How many programs of ``problem_id`` fail before one is proved (deterministic)."""
@@ -221,9 +245,13 @@ class SimulatedSolverPool:
         async with self._slots:
             await self._clock.sleep(self.solve_s)
         run = self._runs[request.problem_id]
-        self._runs[request.problem_id] += 1
         self.calls += 1
-        if run < self.failures_for(request.problem_id):
+        failures = self.failures_for(request.problem_id)
+        if run < failures and run + 1 < self.max_failures:
+            self._runs[request.problem_id] += 1
+        else:  # its last program (proved, or the last the method may write): forget it, keep memory flat
+            self._runs.pop(request.problem_id, None)
+        if run < failures:
             outcome = Outcome.error(Status.PARSE_ERROR, ErrorKind.SYNTAX, "simulated: expected ':::' after a rule",
                                     line=2, seconds=self.solve_s, backend="simulated")
         else:
@@ -242,18 +270,95 @@ class SimulatedSolverPool:
         """Nothing to release (no processes)."""
 
 
-class _TimedStore(ResultStore):
-    """A ResultStore that also counts rows per problem and notes when each arrived (simulated s)."""
+BIN_S = 10.0
+"""Simulated seconds per bin of the time series a run keeps (rows finished, engine occupancy)."""
 
-    def __init__(self, path: Path, clock: SimClock) -> None:
-        super().__init__(path, run_info={"bench": "pipeline-simulated"})
-        self.appends: Counter[str] = Counter()
-        self.finished_at_s: list[float] = []
+
+@dataclass
+class RequestTotals:
+    """The engines' per-request stats, folded in as requests finish: constant space per request.
+
+    Attributes:
+        requests: requests served; ``uncached``: of them, with no prompt token from the prefix cache.
+        prompt_tokens, cached_prompt_tokens, completion_tokens: summed.
+        queue_s, service_s, late_s: summed simulated seconds (see
+            :class:`~symbolkg.actors.engines.simulated.RequestStats`).
+        max_batch_at_start: the largest batch a request entered.
+        occupancy: engine name -> sequence-seconds in service in each :data:`BIN_S` bin of the run.
+        t0: the run's start on the simulated clock (bins count from it).
+    """
+
+    requests: int = 0
+    uncached: int = 0
+    prompt_tokens: int = 0
+    cached_prompt_tokens: int = 0
+    completion_tokens: int = 0
+    queue_s: float = 0.0
+    service_s: float = 0.0
+    late_s: float = 0.0
+    max_batch_at_start: int = 0
+    occupancy: dict[str, array] = field(default_factory=dict)
+    t0: float = 0.0
+
+    def add(self, r: RequestStats) -> None:
+        """Fold in one request."""
+        self.requests += 1
+        self.uncached += r.cached_prompt_tokens == 0
+        self.prompt_tokens += r.prompt_tokens
+        self.cached_prompt_tokens += r.cached_prompt_tokens
+        self.completion_tokens += r.completion_tokens
+        self.queue_s += r.queue_s
+        self.service_s += r.service_s
+        self.late_s += r.late_s
+        self.max_batch_at_start = max(self.max_batch_at_start, r.batch_at_start)
+        slots = self.occupancy.setdefault(r.engine, array("d"))
+        t, end = r.started_at_s - self.t0, r.finished_at_s - self.t0
+        while t < end:
+            i = int(t // BIN_S)
+            if i >= len(slots):
+                slots.extend([0.0] * (i + 1 - len(slots)))
+            stop = min(end, (i + 1) * BIN_S)
+            slots[i] += stop - t
+            t = stop
+
+    def drain(self, engines: Iterable[SimulatedEngine]) -> None:
+        """Fold in and drop every request stat the engines hold (they keep one per finished request)."""
+        for engine in engines:
+            for r in engine.stats:
+                self.add(r)
+            engine.stats.clear()
+
+
+class _TimedStore(ResultStore):
+    """A ResultStore that also counts rows per synthetic problem (one byte each) and when they arrived.
+
+    Every 256 rows it folds the engines' request stats into ``totals``, so that nothing the run
+    keeps grows with its requests but one byte per problem and a few numbers per :data:`BIN_S`.
+    """
+
+    def __init__(self, path: Path, clock: SimClock, problems: int, totals: RequestTotals,
+                 engines: list[SimulatedEngine], shard: Shard | None = None) -> None:
+        super().__init__(path, run_info={"bench": "pipeline-simulated"}, shard=shard)
+        self.appends = np.zeros(problems, dtype=np.uint8)  # rows appended per problem (saturating)
+        self.finished = array("q")  # rows finished per BIN_S bin
+        self.last_finished_s = 0.0
+        self.rows = 0
         self._clock = clock
+        self._totals = totals
+        self._engines = engines
 
     def append(self, row: ResultRow) -> None:
-        self.appends[row.problem_id] += 1
-        self.finished_at_s.append(self._clock.now())
+        i = problem_index(row.problem_id)
+        self.appends[i] = min(int(self.appends[i]) + 1, 255)
+        t = self._clock.now() - self._totals.t0
+        b = int(t // BIN_S)
+        if b >= len(self.finished):
+            self.finished.extend([0] * (b + 1 - len(self.finished)))
+        self.finished[b] += 1
+        self.last_finished_s = max(self.last_finished_s, t)
+        self.rows += 1
+        if self.rows % 256 == 0:
+            self._totals.drain(self._engines)
         super().append(row)
 
 
@@ -331,7 +436,7 @@ class PipelineRun:
     """What one run of the pipeline did (rates per simulated second).
 
     Attributes:
-        problems: problems given; ``max_in_flight``: problems in flight.
+        problems: problems given (of the run's shard, when it has one); ``max_in_flight``: problems in flight.
         engines, max_batch: the engine replicas and sequences per engine.
         sim_seconds: simulated seconds from the job's start to its end (finalize included);
             ``wall_seconds`` / ``cpu_seconds``: real and process-CPU seconds of the same.
@@ -341,11 +446,14 @@ class PipelineRun:
         lost: problems without a row; ``duplicated``: problems with more than one row
             (appended more than once, or present more than once in the file).
         rounds: programs per problem -> problems.
-        requests: per-request stats of every engine.
+        totals: the engines' requests, summed (:class:`RequestTotals`).
         engine_names, slot_seconds, busy_seconds, requests_per_engine: per engine.
-        finished_at_s: simulated time of every row, in order.
+        finished: rows finished in each :data:`BIN_S` bin of simulated time; ``last_row_s``: when
+            the last one did.
         latency: the latency model of the engines.
         prefix_cache: the engines' prefix cache.
+        peak_rss_mb: the process's peak resident memory when the run ended (MiB; the peak of the
+            process so far, as ``/usr/bin/time -v`` reports it at exit).
     """
 
     problems: int
@@ -359,15 +467,17 @@ class PipelineRun:
     lost: int
     duplicated: int
     rounds: dict[int, int]
-    requests: list[RequestStats]
+    totals: RequestTotals
     engine_names: list[str]
     slot_seconds: list[float]
     busy_seconds: list[float]
     requests_per_engine: list[int]
-    finished_at_s: list[float]
+    finished: list[int]
+    last_row_s: float
     latency: LatencyModel
     results: str = ""
     prefix_cache: PrefixCacheConfig = NO_PREFIX_CACHE
+    peak_rss_mb: float = 0.0
 
     @property
     def problems_per_second(self) -> float:
@@ -383,19 +493,19 @@ class PipelineRun:
         (the prefill the engine did, i.e. of the tokens the prefix cache did not hold, +
         completion tokens x the full-batch decode step), averaged over problems.
         """
-        total = sum(self.latency.service_s(r.prompt_tokens - r.cached_prompt_tokens, r.completion_tokens,
-                                           self.max_batch) for r in self.requests)
+        t = self.totals
+        total = self.latency.service_s(t.prompt_tokens - t.cached_prompt_tokens, t.completion_tokens, self.max_batch)
         return total / self.problems
 
     @property
     def prompt_tokens(self) -> int:
         """Prompt tokens of all requests."""
-        return sum(r.prompt_tokens for r in self.requests)
+        return self.totals.prompt_tokens
 
     @property
     def cached_prompt_tokens(self) -> int:
         """Prompt tokens of all requests that the prefix caches held (not prefilled)."""
-        return sum(r.cached_prompt_tokens for r in self.requests)
+        return self.totals.cached_prompt_tokens
 
     @property
     def prefix_cache_hit_rate(self) -> float:
@@ -435,9 +545,8 @@ class PipelineRun:
 
     def summary(self) -> dict[str, Any]:
         """The run's numbers as a JSON-ready dict (no per-request lists)."""
-        queue = [r.queue_s for r in self.requests]
-        service = [r.service_s for r in self.requests]
-        late = [r.late_s for r in self.requests]
+        t = self.totals
+        n = t.requests
         return {
             "problems": self.problems,
             "max_in_flight": self.max_in_flight,
@@ -448,7 +557,7 @@ class PipelineRun:
             "prefill_seconds_saved": round(self.prefill_seconds_saved, 2),
             # Of the service the requests would have had without the cache (their service + the saving).
             "prefill_saved_share_of_service": round(
-                self.prefill_seconds_saved / (sum(service) + self.prefill_seconds_saved), 5) if service else 0.0,
+                self.prefill_seconds_saved / (t.service_s + self.prefill_seconds_saved), 5) if n else 0.0,
             "prompt_tokens": self.prompt_tokens,
             "cached_prompt_tokens": self.cached_prompt_tokens,
             "engine_capacity_without_prefix_cache_problems_per_second": round(
@@ -457,15 +566,17 @@ class PipelineRun:
             "duplicated": self.duplicated,
             "rows": self.rows,
             "simulated_seconds": round(self.sim_seconds, 2),
-            "last_row_simulated_s": round(max(self.finished_at_s, default=0.0), 2),
+            "last_row_simulated_s": round(self.last_row_s, 2),
             "wall_seconds": round(self.wall_seconds, 2),
             "cpu_seconds": round(self.cpu_seconds, 2),
-            "llm_calls": len(self.requests),
+            "cpu_ms_per_problem": round(1000 * self.cpu_seconds / self.problems, 3),
+            "peak_rss_mb": round(self.peak_rss_mb, 1),
+            "llm_calls": n,
             "rounds_histogram": {str(k): v for k, v in sorted(self.rounds.items())},
-            "mean_queue_wait_s": round(sum(queue) / len(queue), 3) if queue else 0.0,
-            "mean_service_s": round(sum(service) / len(service), 3) if service else 0.0,
-            "mean_late_s": round(sum(late) / len(late), 4) if late else 0.0,
-            "late_share_of_service": round(sum(late) / sum(service), 4) if service else 0.0,
+            "mean_queue_wait_s": round(t.queue_s / n, 3) if n else 0.0,
+            "mean_service_s": round(t.service_s / n, 3) if n else 0.0,
+            "mean_late_s": round(t.late_s / n, 4) if n else 0.0,
+            "late_share_of_service": round(t.late_s / t.service_s, 4) if t.service_s else 0.0,
             "full_batch_service_s_per_problem": round(self.full_batch_service_s_per_problem, 3),
             "engine_utilization": [round(u, 4) for u in self.utilization()],
             "engine_busy_fraction": [round(b / self.sim_seconds, 4) for b in self.busy_seconds],
@@ -474,14 +585,31 @@ class PipelineRun:
         }
 
 
-def _count_duplicates(path: Path, appends: Counter[str]) -> int:
-    """Problems appended more than once, or in the finished file more than once (read raw)."""
-    in_file = Counter(pq.read_table(path, columns=["problem_id"]).column("problem_id").to_pylist())
-    return len({pid for pid, n in appends.items() if n > 1} | {pid for pid, n in in_file.items() if n > 1})
+def _count_duplicates(appends: np.ndarray, in_file: np.ndarray) -> int:
+    """Problems appended more than once, or in the finished file more than once (counts per problem)."""
+    return int(np.count_nonzero((appends > 1) | (in_file > 1)))
 
 
-async def _run_async(problems: list[Problem], cfg: BenchConfig, max_in_flight: int, out: Path,
-                     progress: bool) -> PipelineRun:
+def _read_back(path: Path, problems: int) -> tuple[np.ndarray, Counter[int], int]:
+    """Rows per problem in the finished file (read raw, in batches), programs per problem -> problems, rows."""
+    in_file = np.zeros(problems, dtype=np.uint8)
+    rounds: Counter[int] = Counter()
+    rows = 0
+    for batch in pq.ParquetFile(path).iter_batches(batch_size=65_536, columns=["problem_id", "rounds"]):
+        idx = np.fromiter((problem_index(p) for p in batch.column(0).to_pylist()), dtype=np.int64)
+        np.add.at(in_file, idx, 1)
+        rounds.update(batch.column(1).to_pylist())
+        rows += batch.num_rows
+    return in_file, rounds, rows
+
+
+def _peak_rss_mb() -> float:
+    """This process's peak resident memory so far, MiB (Linux reports ``ru_maxrss`` in KiB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+async def _run_async(cfg: BenchConfig, n_problems: int, max_in_flight: int, out: Path, progress: bool,
+                     shard: Shard | None) -> PipelineRun:
     clock = SimClock(cfg.time_scale)
     responder = ProgramResponder(cfg.seed, cfg.completion_tokens)
     engines = [SimulatedEngine(responder, cfg.latency, clock, name=f"sim-{i}", model="simulated-llm",
@@ -490,49 +618,56 @@ async def _run_async(problems: list[Problem], cfg: BenchConfig, max_in_flight: i
     pool = SimulatedSolverPool(clock, workers=cfg.solver_workers, solve_s=cfg.solve_s,
                                refine_fraction=cfg.refine_fraction, max_failures=cfg.max_refine_rounds + 1,
                                seed=cfg.seed)
-    store = _TimedStore(out, clock)
+    totals = RequestTotals(t0=clock.now())
+    store = _TimedStore(out, clock, n_problems, totals, engines, shard)
     method = MethodConfig(method="logiclm", max_refine_rounds=cfg.max_refine_rounds)
     t_sim, t_wall, t_cpu = clock.now(), time.perf_counter(), time.process_time()
-    metered = MeteredEngine(balanced)  # the request log `symbolkg profile` reads
+    metered = MeteredEngine(balanced, log_to=store.path)  # the request log `symbolkg profile` reads, streamed
     try:
-        await run_method_job(problems, store, method, metered, pool, max_in_flight=max_in_flight, progress=progress)
+        await run_method_job(islice(iter_synthetic_problems(cfg.problems, cfg.seed), n_problems), store, method,
+                             metered, pool, max_in_flight=max_in_flight, progress=progress)
     finally:
         await balanced.close()
         pool.close()
-        write_request_log(out, metered.records)
+        metered.flush_log()
     sim_seconds = clock.now() - t_sim
     wall_seconds, cpu_seconds = time.perf_counter() - t_wall, time.process_time() - t_cpu
-    table, _ = read_run(out)
-    ids = set(table.column("problem_id").to_pylist())
-    rounds = Counter(table.column("rounds").to_pylist())
+    totals.drain(engines)
+    in_file, rounds, rows = _read_back(store.path, n_problems)
+    mine = (np.ones(n_problems, dtype=bool) if shard is None else
+            id_hashes(synthetic_id(i, cfg.problems) for i in range(n_problems))
+            % np.uint64(shard.count) == np.uint64(shard.index))
     return PipelineRun(
-        problems=len(problems), max_in_flight=max_in_flight, engines=cfg.engines, max_batch=cfg.latency.max_batch,
-        sim_seconds=sim_seconds, wall_seconds=wall_seconds, cpu_seconds=cpu_seconds, rows=table.num_rows,
-        lost=sum(1 for p in problems if p.id not in ids), duplicated=_count_duplicates(out, store.appends),
-        rounds=dict(rounds), requests=[r for e in engines for r in e.stats], engine_names=[e.name for e in engines],
-        slot_seconds=[e.slot_seconds for e in engines], busy_seconds=[e.busy_seconds for e in engines],
-        requests_per_engine=list(balanced.requests_per_engine), finished_at_s=[t - t_sim for t in store.finished_at_s],
-        latency=cfg.latency, results=str(out), prefix_cache=cfg.prefix_cache,
+        problems=int(mine.sum()), max_in_flight=max_in_flight, engines=cfg.engines, max_batch=cfg.latency.max_batch,
+        sim_seconds=sim_seconds, wall_seconds=wall_seconds, cpu_seconds=cpu_seconds, rows=rows,
+        lost=int(np.count_nonzero(mine & (in_file == 0))) + int(np.count_nonzero(~mine & (in_file > 0))),
+        duplicated=_count_duplicates(store.appends, in_file), rounds=dict(rounds), totals=totals,
+        engine_names=[e.name for e in engines], slot_seconds=[e.slot_seconds for e in engines],
+        busy_seconds=[e.busy_seconds for e in engines], requests_per_engine=list(balanced.requests_per_engine),
+        finished=list(store.finished), last_row_s=store.last_finished_s, latency=cfg.latency, results=str(store.path),
+        prefix_cache=cfg.prefix_cache, peak_rss_mb=_peak_rss_mb(),
     )
 
 
-def run_pipeline(problems: list[Problem], cfg: BenchConfig, *, max_in_flight: int, out: Path,
-                 progress: bool = False) -> PipelineRun:
+def run_pipeline(cfg: BenchConfig, *, problems: int, max_in_flight: int, out: Path, progress: bool = False,
+                 shard: Shard | None = None) -> PipelineRun:
     """One measured run of the real job over simulated backends (a fresh clock, engines and pool).
 
     Args:
-        problems: the problems.
-        cfg: engines, latency model, time scale, workload.
+        cfg: engines, latency model, time scale, workload (``cfg.problems`` names the problems:
+            ``sim-00000``.. with as many digits as it needs).
+        problems: how many of them, from the first (made one at a time as the job reads them).
         max_in_flight: problems in flight (1: one at a time).
         out: the results Parquet file (must not exist: a benchmark does not resume).
         progress: progress bar on stderr.
+        shard: run only this shard of the problems (``out`` then gets the shard's files).
 
     Raises:
-        FileExistsError: ``out`` (or its parts folder) exists already.
+        FileExistsError: results exist at ``out`` (or its parts, or a shard's) already.
     """
-    if out.exists() or out.with_name(out.name + ".parts").exists():
+    if run_exists(out):
         raise FileExistsError(f"results already exist at {out}; give an empty --out folder")
-    return asyncio.run(_run_async(problems, cfg, max_in_flight, out, progress))
+    return asyncio.run(_run_async(cfg, problems, max_in_flight, out, progress, shard))
 
 
 @dataclass
@@ -569,27 +704,31 @@ class BenchResult:
         }
 
 
-def run_bench(cfg: BenchConfig, out_dir: Path, *, progress: bool = False) -> BenchResult:
+def run_bench(cfg: BenchConfig, out_dir: Path, *, progress: bool = False, shard: Shard | None = None) -> BenchResult:
     """The whole benchmark: the concurrent run, then the one-at-a-time run on the first problems.
 
     Args:
         cfg: the benchmark.
         out_dir: where ``pipeline_concurrent.parquet`` and ``pipeline_sequential.parquet`` go.
         progress: progress bars on stderr.
+        shard: both runs take only this shard's problems and write its files
+            (``pipeline_concurrent.shard-i-of-n.parquet``): ``n`` such benchmarks, one per shard,
+            share one ``out_dir`` and together make the whole run.
 
     Raises:
-        FileExistsError: results exist in ``out_dir`` already.
+        FileExistsError: results (of this shard) exist in ``out_dir`` already.
     """
     paths = (out_dir / "pipeline_concurrent.parquet", out_dir / "pipeline_sequential.parquet")
     for path in paths:  # both checked before hours of simulated time are spent on the first
-        if path.exists() or path.with_name(path.name + ".parts").exists():
+        if run_exists(path) if shard is None else run_exists(shard_path(path, shard)):
             raise FileExistsError(f"results already exist at {path}; give an empty --out folder")
     out_dir.mkdir(parents=True, exist_ok=True)
-    problems = synthetic_problems(cfg.problems, cfg.seed)
-    concurrent = run_pipeline(problems, cfg, max_in_flight=cfg.in_flight, out=paths[0], progress=progress)
+    concurrent = run_pipeline(cfg, problems=cfg.problems, max_in_flight=cfg.in_flight, out=paths[0],
+                              progress=progress, shard=shard)
     sequential = None
     if cfg.n_sequential:
-        sequential = run_pipeline(problems[: cfg.n_sequential], cfg, max_in_flight=1, out=paths[1], progress=progress)
+        sequential = run_pipeline(cfg, problems=cfg.n_sequential, max_in_flight=1, out=paths[1], progress=progress,
+                                  shard=shard)
     return BenchResult(cfg, concurrent, sequential)
 
 
@@ -621,6 +760,8 @@ def format_report(report: dict[str, Any]) -> str:
         line("engine utilization", report["engine_utilization"]),
         line("simulated s / wall s (time scale)",
              f"{report['simulated_seconds']} / {report['wall_seconds']} ({report['time_scale']})"),
+        line("driver CPU ms per problem", report["cpu_ms_per_problem"]),
+        line("driver peak RSS MiB", report["peak_rss_mb"]),
         line("results", report["results"]),
     ]
     return "\n".join(lines)

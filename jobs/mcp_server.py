@@ -149,7 +149,7 @@ MESSAGE_SCHEMA: dict[str, Any] = {
 _MESSAGES = {"type": "array", "items": MESSAGE_SCHEMA}
 _ANSWERS = {"type": "array", "items": {"type": "object"},
             "description": "one object per answer: variable name -> value as typed JSON"}
-_OUTCOME = {"type": "string", "enum": ["success", "failure", "timeout", "depth_exceeded", "cancelled"]}
+_OUTCOME = {"type": "string", "enum": ["success", "failure", "timeout", "depth_exceeded", "inference_limit", "cancelled"]}
 _LOAD_ID = {"type": "string", "description": "the session id returned by consult_text"}
 _GOAL = {"type": "string", "description": "a Prolog goal, without the terminating full stop (one is accepted)"}
 _NODE = {
@@ -642,7 +642,7 @@ class PrologMCPServer:
         return {**_pick(result.outcome.to_dict(), self._specs["solve_program"].result), "language": a["language"]}
 
     def _solver_pool(self) -> LocalSolverPool:
-        from symbolkg.solvers.runtime.local_pool import LocalSolverPool
+        from symbolkg.solvers.runtime.local_pool import LocalSolverPool  # lazy: the worker pool starts with the first solve_program call, not with every server
 
         with self._pool_lock:
             if self._closed:

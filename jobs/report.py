@@ -11,7 +11,7 @@ from typing import Any
 import pyarrow as pa
 
 from symbolkg.actors.engines.metered import prefix_cache_summary, read_request_log
-from symbolkg.jobs.pipeline.store import read_run
+from symbolkg.jobs.pipeline.store import read_run, run_members
 from symbolkg.jobs.verify import read_verdict_counts
 
 
@@ -222,11 +222,14 @@ def default_plot_path(run: str | os.PathLike[str]) -> Path:
 
 
 def report(path: str | os.PathLike[str], *, as_json: bool = False, plot: str | os.PathLike[str] | None = None) -> str:
-    """The report of a run; with ``plot``, also the stage plot there (runs with stage timings only)."""
+    """The report of a run (the union of its shards, if shards wrote it); with ``plot``, also the stage plot
+    there (runs with stage timings only)."""
     table, meta = read_run(path)
     s = summarize(table, meta)
     s["certified"] = sum(r is not None for r in table.column("certificate").to_pylist())
-    records = read_request_log(path)
+    records = [r for member in run_members(path) for r in read_request_log(member)]  # every shard's log
+    if "shards" in meta:
+        s["shards"] = meta["shards"]
     if records:
         cache = prefix_cache_summary(records)
         s["prefix_cache_hit_rate"] = cache["prefix_cache_hit_rate"]

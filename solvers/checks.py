@@ -228,6 +228,19 @@ def correct_program(language: str, program_text: str, problem: ProblemText, *, m
     return Corrected(text, tuple(first), tuple(applied), tuple(findings))
 
 
+def checked_solve_entries(program_text: str, corrected: Corrected, *, corrections: bool) -> dict:
+    """The trace entries of a program that went through :func:`correct_program` before it was solved
+    (what :attr:`symbolkg.solvers.outcomes.Outcome.checks` holds and a result row's ``trace`` keeps):
+    ``checks`` (the findings on the program as given), ``corrected``, and when ``corrections`` and a
+    check corrected it, ``corrections`` (the checks applied), ``original_program`` (as given) and
+    ``program`` (what is solved)."""
+    entries: dict = {"checks": [f.to_dict() for f in corrected.findings], "corrected": corrections and corrected.corrected}
+    if entries["corrected"]:
+        entries.update(corrections=[f.check for f in corrected.applied], original_program=program_text,
+                       program=corrected.text)
+    return entries
+
+
 def refine_message(findings: list[Finding] | tuple[Finding, ...]) -> str:
     """The error findings as one message for the refine prompt (what the solver error slot holds)."""
     errors = [f for f in findings if f.severity == "error"]

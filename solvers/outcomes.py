@@ -112,6 +112,27 @@ class Program:
 
 
 @dataclass(frozen=True)
+class CheckSpec:
+    """Ask the worker to run the formalization checks (:mod:`symbolkg.solvers.checks`: parse only)
+    on a request's program before solving it, against the problem's text.
+
+    The checks run where the program is solved, never in the orchestrator: they parse LLM-written
+    text, and on a batch they cost more than many solves (a parse per check).
+
+    Attributes:
+        question: the problem's question (the checks compare the program's query with it).
+        options: the problem's answer options, ``"A) ..."``.
+        corrections: solve the program as the checks corrected it (query polarity, option position,
+            option modality, one name: what the text resolves); False solves it as written (the
+            findings are still returned).
+    """
+
+    question: str
+    options: tuple[str, ...] = ()
+    corrections: bool = True
+
+
+@dataclass(frozen=True)
 class SolveRequest:
     """One program to run.
 
@@ -120,19 +141,28 @@ class SolveRequest:
         language: a name from :data:`symbolkg.solvers.registry.LANGUAGES`.
         text: the program, exactly as written (by the LLM or a user).
         limits: resource limits of this call.
+        checks: run the formalization checks on ``text`` first, in the worker (see
+            :class:`CheckSpec`); None solves ``text`` as given.
     """
 
     problem_id: str
     language: str
     text: str
     limits: Limits = field(default_factory=Limits)
+    checks: CheckSpec | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"problem_id": self.problem_id, "language": self.language, "text": self.text, "limits": asdict(self.limits)}
+        d = {"problem_id": self.problem_id, "language": self.language, "text": self.text, "limits": asdict(self.limits)}
+        if self.checks is not None:
+            d["checks"] = {"question": self.checks.question, "options": list(self.checks.options),
+                           "corrections": self.checks.corrections}
+        return d
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "SolveRequest":
-        return cls(problem_id=d["problem_id"], language=d["language"], text=d["text"], limits=Limits(**d["limits"]))
+        checks = d.get("checks")
+        return cls(problem_id=d["problem_id"], language=d["language"], text=d["text"], limits=Limits(**d["limits"]),
+                   checks=CheckSpec(checks["question"], tuple(checks["options"]), checks["corrections"]) if checks else None)
 
 
 @dataclass(frozen=True)
@@ -152,6 +182,10 @@ class Outcome:
             ``forward-chainer``, ...).
         certificate: a JSON-serialisable object another engine can re-check the answer
             with (:mod:`symbolkg.solvers.certificates`), or None when the backend gives none.
+        checks: when the request carried a :class:`CheckSpec`: the checks' trace entries
+            (``checks``: the findings on the program as given; ``corrected``; when corrected,
+            ``corrections``, the checks applied, ``original_program``, the text as given, and
+            ``program``, the text that was solved); else None.
     """
 
     status: Status
@@ -163,6 +197,7 @@ class Outcome:
     seconds: float = 0.0
     backend: str = ""
     certificate: dict[str, Any] | None = None
+    checks: dict[str, Any] | None = None
 
     def __post_init__(self) -> None:
         # Accept plain strings (e.g. from JSON) but store the enum.

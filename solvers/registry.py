@@ -12,10 +12,12 @@ Modules are imported lazily so that a worker only pays for the solvers it uses.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import traceback
 from typing import Any, Callable
 
+from symbolkg.solvers import checks
 from symbolkg.solvers.outcomes import ErrorKind, Limits, Outcome, SolveRequest, Status
 
 #: language name -> (module, what it is)
@@ -56,6 +58,10 @@ def parse(language: str, text: str) -> Any:
 def run(request: SolveRequest) -> Outcome:
     """Run one program in this process. Never raises for a bad program.
 
+    With ``request.checks``, the formalization checks run first (parse only) and the program is
+    solved as they corrected it (when the spec asks for corrections); the outcome's ``checks``
+    holds their trace entries (:func:`symbolkg.solvers.checks.checked_solve_entries`).
+
     This is what a solver worker process calls; the orchestrator never calls it
     on LLM-written programs (it goes through :mod:`symbolkg.solvers.runtime.worker`).
     """
@@ -63,7 +69,12 @@ def run(request: SolveRequest) -> Outcome:
         return Outcome.error(Status.PARSE_ERROR, ErrorKind.UNSUPPORTED, f"unknown program language {request.language!r}")
     try:
         solve: Callable[[str, Limits], Outcome] = language_module(request.language).solve
-        return solve(request.text, request.limits)
+        if request.checks is None:
+            return solve(request.text, request.limits)
+        corrected = checks.correct_program(request.language, request.text, request.checks)
+        entries = checks.checked_solve_entries(request.text, corrected, corrections=request.checks.corrections)
+        outcome = solve(entries.get("program", request.text), request.limits)
+        return dataclasses.replace(outcome, checks=entries)
     except MemoryError:
         return Outcome.error(Status.MEMORY, ErrorKind.MEMORY, "out of memory (worker memory limit reached)")
     except RecursionError:

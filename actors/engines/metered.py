@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -72,18 +72,39 @@ REQUEST_LOG_SCHEMA = pa.schema([
 ])
 
 
+REQUEST_LOG_FLUSH_RECORDS = 4096
+"""Records a :class:`MeteredEngine` with a run to log to holds before it writes them out."""
+
+
 class MeteredEngine:
     """An engine that records every request it passes on (see the module docstring).
 
     Args:
         engine: the engine doing the work; ``model`` and ``supports_structured`` are its own.
+        log_to: the run (results path) whose request-log folder (:func:`request_log_dir`) receives
+            the records as they come, in files of ``flush_records`` (the rest at :meth:`flush_log`),
+            so a job of any length holds at most that many; None: every record stays in
+            :attr:`records`.
+        flush_records: records held before they are written (with ``log_to``), >= 1.
+
+    Attributes:
+        records: without ``log_to``, every record; with it, those not written yet.
+        logged: records written to the request log so far.
     """
 
-    def __init__(self, engine: LLMEngine) -> None:
+    def __init__(self, engine: LLMEngine, *, log_to: str | os.PathLike[str] | None = None,
+                 flush_records: int = REQUEST_LOG_FLUSH_RECORDS) -> None:
+        if flush_records < 1:
+            raise ValueError(f"flush_records must be >= 1, got {flush_records}")
         self.engine = engine
         self.model = engine.model
         self.supports_structured = engine.supports_structured
         self.records: list[RequestRecord] = []
+        self.logged = 0
+        self._log_to = Path(log_to) if log_to is not None else None
+        self._flush_records = flush_records
+        self._file_stem = f"session-{int(time.time() * 1000)}-{os.getpid()}"
+        self._files = 0
 
     async def generate(self, requests: Sequence[ChatRequest]) -> list[Completion]:
         submitted = time.time()
@@ -93,13 +114,32 @@ class MeteredEngine:
             finished = time.time()
             self.records.extend(RequestRecord(r.request_id, r.problem_id, r.purpose, submitted, finished,
                                               error=f"{type(exc).__name__}: {exc}"[:500]) for r in requests)
+            self._maybe_flush()
             raise
         finished = time.time()
         self.records.extend(RequestRecord(r.request_id, r.problem_id, r.purpose, submitted, finished,
                                           c.prompt_tokens, c.completion_tokens, c.cached,
                                           cached_prompt_tokens=None if c.cached else c.cached_prompt_tokens)
                             for r, c in zip(requests, completions))
+        self._maybe_flush()
         return completions
+
+    def _maybe_flush(self) -> None:
+        if self._log_to is not None and len(self.records) >= self._flush_records:
+            self.flush_log()
+
+    def flush_log(self) -> Path | None:
+        """Write the records held to the next file of this session's log (with ``log_to``; else None)."""
+        if self._log_to is None or not self.records:
+            return None
+        folder = request_log_dir(self._log_to)
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / f"{self._file_stem}-{self._files:06d}.parquet"
+        _write_records(self.records, path)
+        self._files += 1
+        self.logged += len(self.records)
+        self.records = []
+        return path
 
     async def close(self) -> None:
         await self.engine.close()
@@ -138,10 +178,16 @@ def write_request_log(run: str | os.PathLike[str], records: Sequence[RequestReco
     folder = request_log_dir(run)
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"session-{int(time.time() * 1000)}-{os.getpid()}.parquet"
-    tmp = path.with_name(path.name + ".tmp")
-    pq.write_table(pa.Table.from_pylist([asdict(r) for r in records], schema=REQUEST_LOG_SCHEMA), tmp)
-    os.replace(tmp, path)
+    _write_records(records, path)
     return path
+
+
+def _write_records(records: Sequence[RequestRecord], path: Path) -> None:
+    """The records as one Parquet file of :data:`REQUEST_LOG_SCHEMA`, renamed into place."""
+    columns = {name: [getattr(r, name) for r in records] for name in REQUEST_LOG_SCHEMA.names}
+    tmp = path.with_name(path.name + ".tmp")
+    pq.write_table(pa.table(columns, schema=REQUEST_LOG_SCHEMA), tmp)
+    os.replace(tmp, path)
 
 
 def read_request_log(run: str | os.PathLike[str]) -> list[RequestRecord]:

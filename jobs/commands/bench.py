@@ -17,6 +17,7 @@ from symbolkg.actors.engines.simulated import (
     PrefixCacheConfig,
 )
 from symbolkg.jobs.bench import BenchConfig, format_report, run_bench
+from symbolkg.jobs.pipeline.ids import Shard
 
 PROG = "symbolkg bench pipeline"
 
@@ -51,6 +52,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                             "sized from its KV cache; 0 turns it off)")
     cache.add_argument("--no-prefix-cache", action="store_true",
                        help="no prefix caching: every prompt is prefilled in full")
+    p.add_argument("--shard", metavar="I/N",
+                   help="run only shard I of N of the problems (by a stable hash of the id), writing that shard's "
+                        "files in --out: N such commands with one --out make the whole run")
     p.add_argument("--out", help="folder for the results Parquet files (default: a temporary folder)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
@@ -78,15 +82,16 @@ def run(args: argparse.Namespace) -> int:
         return 2
     try:
         cfg = _config(args)
+        shard = Shard.parse(args.shard) if args.shard else None
     except ValueError as exc:
         print(f"{PROG}: {exc}", file=sys.stderr)
         return 2
     try:
         if args.out:
-            result = run_bench(cfg, Path(args.out), progress=not args.no_progress)
+            result = run_bench(cfg, Path(args.out), progress=not args.no_progress, shard=shard)
         else:
             with tempfile.TemporaryDirectory(prefix="symbolkg-bench-") as tmp:
-                result = run_bench(cfg, Path(tmp), progress=not args.no_progress)
+                result = run_bench(cfg, Path(tmp), progress=not args.no_progress, shard=shard)
     except FileExistsError as exc:
         print(f"{PROG}: {exc}", file=sys.stderr)
         return 2

@@ -7,17 +7,20 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
-import shutil
 import sys
 import warnings
 from itertools import zip_longest
 from pathlib import Path
-from typing import TYPE_CHECKING, Awaitable, Callable, TypeVar
+from typing import TYPE_CHECKING, Awaitable, Callable, Iterator, TypeVar
 
 from symbolkg.actors.engines.factory import EngineOptions, make_engine
 from symbolkg.jobs.datasets.records import InputError, LoadResult
 from symbolkg.jobs.datasets.registry import load_dataset, load_problems, resolve_name
+from symbolkg.jobs.pipeline.ids import Shard
+from symbolkg.jobs.pipeline.reaper import start_reaper, stop_reaper
+from symbolkg.jobs.pipeline.store import remove_run
 
 if TYPE_CHECKING:
     from symbolkg.actors.engines.base import LLMEngine
@@ -85,15 +88,49 @@ def _print_notes(loaded: LoadResult) -> None:
 
 
 def prepare_out(args: argparse.Namespace) -> Path | None:
-    """``--out`` (emptied first with ``--overwrite``); None, printed, when ``--limit`` is below 1."""
+    """``--out`` (emptied first with ``--overwrite``: the whole run, or with ``--shard`` that shard's files);
+    None, printed, when ``--limit`` is below 1 or ``--shard`` is malformed."""
     out = Path(args.out)
+    try:
+        shard = shard_of(args)
+    except ValueError as exc:
+        print(f"symbolkg solve: --shard: {exc}", file=sys.stderr)
+        return None
     if args.overwrite:
-        out.unlink(missing_ok=True)
-        shutil.rmtree(out.with_name(out.name + ".parts"), ignore_errors=True)
+        remove_run(out, shard)
     if args.limit is not None and args.limit < 1:
         print("symbolkg solve: --limit must be >= 1", file=sys.stderr)
         return None
     return out
+
+
+# --------------------------------------------------------------------------- shards and the reaper
+
+
+def add_shard_option(p: argparse.ArgumentParser) -> None:
+    """``--shard I/N``: this driver runs one shard of the job (see :mod:`symbolkg.jobs.pipeline.store`)."""
+    p.add_argument("--shard", metavar="I/N",
+                   help="run only shard I of N (0 <= I < N) of the problems, by a stable hash of the id, writing "
+                        "OUT's shard files (OUT.shard-I-of-N.parquet): N drivers, one per shard, split the job; "
+                        "each resumes on its own; report/verify/view read the union")
+
+
+def shard_of(args: argparse.Namespace) -> Shard | None:
+    """The ``--shard`` of the command (None without one). Raises ValueError on a malformed value."""
+    text = getattr(args, "shard", None)
+    return Shard.parse(text) if text else None
+
+
+@contextlib.contextmanager
+def reaped() -> Iterator[None]:
+    """Run a long job's body with a reaper (:mod:`symbolkg.jobs.pipeline.reaper`): if this process is killed
+    outright, every process it started (Ray's, solver workers, provers) is killed too; a clean end
+    (return or exception) touches nothing."""
+    proc = start_reaper()
+    try:
+        yield
+    finally:
+        stop_reaper(proc)
 
 
 # --------------------------------------------------------------------------- the LLM engine

@@ -14,9 +14,10 @@ from typing import Any
 
 from symbolkg.actors.engines.base import EngineDeadError, LLMEngine, SamplingParams
 from symbolkg.actors.engines.factory import ENGINES, EngineOptions
-from symbolkg.actors.engines.metered import MeteredEngine, write_request_log
+from symbolkg.actors.engines.metered import MeteredEngine
 from symbolkg.jobs import methods
-from symbolkg.jobs.commands.common import DATA_DIR_HELP, load_input, prepare_out, run_with_engine
+from symbolkg.jobs.commands.common import (DATA_DIR_HELP, add_shard_option, load_input, prepare_out, reaped,
+                                          run_with_engine, shard_of)
 from symbolkg.jobs.datasets.files import default_data_dir
 from symbolkg.jobs.datasets.records import LoadResult
 from symbolkg.jobs.methods import Method, MethodConfig
@@ -70,6 +71,7 @@ def _add_job_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-corrections", action="store_true",
                    help="solve recorded programs as given: the formalization checks (solvers/checks.py) still run "
                         "and are recorded in each row's trace, but their corrections are not applied")
+    add_shard_option(p)
 
 
 def _add_llm_options(g: argparse._ArgumentGroup) -> None:
@@ -124,10 +126,11 @@ def _add_serving_options(g: argparse._ArgumentGroup) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Recorded programs unless ``--method``/``--engine`` ask for an LLM method."""
-    if args.method != "recorded" or args.engine:
-        return run_llm(args)
-    return run_recorded(args)
+    """Recorded programs unless ``--method``/``--engine`` ask for an LLM method; a killed driver leaves no process."""
+    with reaped():
+        if args.method != "recorded" or args.engine:
+            return run_llm(args)
+        return run_recorded(args)
 
 
 def _solver_pool(args: argparse.Namespace) -> SolverPool:
@@ -160,7 +163,7 @@ def run_recorded(args: argparse.Namespace) -> int:
         return 2
     limits = Limits(timeout_s=args.timeout_s, memory_mb=args.memory_mb)
     store = ResultStore(out, run_info={"source": args.programs or args.dataset, "workers": args.workers,
-                                       "executor": args.executor, "timeout_s": args.timeout_s})
+                                       "executor": args.executor, "timeout_s": args.timeout_s}, shard=shard_of(args))
     pool = _solver_pool(args)
     try:
         summary = run_solve(problems, store, pool, limits=limits, progress=not args.no_progress,
@@ -231,9 +234,9 @@ def run_llm(args: argparse.Namespace) -> int:
         return 2
     pool = None
     try:
-        store = ResultStore(out, run_info=_run_info(args, opts, cfg, stage_limits, method))
+        store = ResultStore(out, run_info=_run_info(args, opts, cfg, stage_limits, method), shard=shard_of(args))
         pool = _solver_pool(args) if method.needs_solver or method.wants_solver else None
-        summary = run_with_engine(opts, lambda engine: _job(args, loaded.problems, out, store, cfg, engine, pool,
+        summary = run_with_engine(opts, lambda engine: _job(args, loaded.problems, store, cfg, engine, pool,
                                                             method, stage_limits))
     except EngineDeadError as exc:
         print(f"symbolkg solve: the LLM engine died: {exc}; finished rows are saved, rerun to resume", file=sys.stderr)
@@ -246,16 +249,16 @@ def run_llm(args: argparse.Namespace) -> int:
     return 0
 
 
-async def _job(args: argparse.Namespace, problems: list[Problem], out: Path, store: ResultStore, cfg: MethodConfig,
+async def _job(args: argparse.Namespace, problems: list[Problem], store: ResultStore, cfg: MethodConfig,
                engine: LLMEngine, pool: SolverPool | None, method: Method, stage_limits: StageLimits) -> SolveSummary:
-    """The method job on ``engine``, metered: the request log `symbolkg profile` reads goes beside ``out``."""
-    metered = MeteredEngine(engine)
+    """The method job on ``engine``, metered: the request log `symbolkg profile` reads streams beside the store's file."""
+    metered = MeteredEngine(engine, log_to=store.path)
     try:
         return await run_method_job(problems, store, cfg, metered, pool, max_in_flight=args.max_in_flight,
                                     progress=not args.no_progress, method=method, stage_limits=stage_limits,
                                     group_contexts=not args.no_group_contexts)
     finally:
-        write_request_log(out, metered.records)
+        metered.flush_log()
 
 
 def _print_summary(summary: SolveSummary, out: Path) -> None:

@@ -8,6 +8,7 @@ import sys
 import time
 from pathlib import Path
 
+from symbolkg.jobs.pipeline.store import run_exists
 from symbolkg.jobs.verify import SUMMARY_KEYS, format_summary, verify_run, write_verdicts
 from symbolkg.solvers.outcomes import Limits
 
@@ -34,7 +35,7 @@ def run(args: argparse.Namespace) -> int:
     from symbolkg.actors.solver_pool import make_solver_pool
 
     run_path = Path(args.run)
-    if not run_path.exists() and not run_path.with_name(run_path.name + ".parts").exists():
+    if not run_exists(run_path):  # a finished file, parts, or shards (verify reads their union)
         print(f"symbolkg verify: no results at {run_path}", file=sys.stderr)
         return 2
     t0 = time.monotonic()

@@ -5,11 +5,13 @@ Subcommands, one module each (each module has ``add_arguments(parser)`` and ``ru
 * ``supports`` (:mod:`.supports`): every minimal premise set that entails the goal, with a
   completeness proof, checked against the reference proofs;
 * ``verify`` (:mod:`.verify`): step-by-step verification of answer proofs and the paper's metrics;
-* ``solve`` (:mod:`.solve`): an LLM writes proofs, then they are verified (batch job, resumable);
+* ``solve`` (:mod:`.solve`): an LLM writes proofs, then they are verified: an alias of the
+  ``multipath`` method job (``symbolkg solve --method multipath``, resumable) that also writes the
+  answers file and the paper's metrics;
 * ``generate`` (:mod:`.generate`): new instances in the dataset's format, ground truth by enumeration.
 
 The logic lives in ``symbolkg.solvers`` (:mod:`~symbolkg.solvers.logicgraph.instances` records,
-:mod:`~symbolkg.solvers.logicgraph.minimal_support`, :mod:`~symbolkg.solvers.logicgraph.proofs`); these
+:mod:`~symbolkg.solvers.logicgraph.elimination`, :mod:`~symbolkg.solvers.logicgraph.proofs`); these
 modules are the batch jobs around it.
 """
 
@@ -22,7 +24,8 @@ import importlib
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "supports": ("supports", "every minimal premise set entailing the goal, complete by proof, checked against the reference"),
     "verify": ("verify", "verify answer proofs step by step; Success/Precision/Shortest/Diversity/Versatility/Originality"),
-    "solve": ("solve", "ask an LLM for as many independent proofs as it can, then verify them (batch, resumable)"),
+    "solve": ("solve", "ask an LLM for as many independent proofs as it can, then verify them: the multipath "
+              "method job (symbolkg solve --method multipath; resumable) with the paper's metrics"),
     "generate": ("generate", "generate new instances in the dataset's format; ground truth from the enumerator"),
 }
 

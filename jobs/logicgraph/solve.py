@@ -1,36 +1,52 @@
-"""``symbolkg logicgraph solve``: an LLM writes as many independent proofs as it can; then they are verified.
+"""``symbolkg logicgraph solve``: the ``multipath`` method job, then LogicGraph's answers file and metrics.
 
-A batch job like the others: every instance is one request (many in flight through one engine,
-which batches them), structured-decoded to the instance's own schema
-(:func:`~symbolkg.solvers.logicgraph.prompts.answer_schema`: the seven rule names, the instance's
-premise ids and atoms). Each answer is appended to ``RUN/answers.jsonl`` as soon as it arrives,
-in the format ``symbolkg logicgraph verify --answers`` reads, with its token counts and raw text.
-A rerun skips the ids already answered (and a line cut off by a kill is dropped first), so it
-resumes and never writes an instance twice; ``--cache DIR`` keeps the completions themselves,
-so a rerun into a fresh ``--out`` costs no tokens. When all are answered the run is verified
-(:mod:`.verify`) and the metrics go to ``RUN/report.json`` and the terminal, beside the paper's
-best model.
+An alias of ``symbolkg solve --method multipath --dataset logicgraph/<tier>``: the method
+(:mod:`symbolkg.jobs.methods.multipath`) asks the model for as many independent proofs as it can,
+structured-decoded to the instance's own schema, and verifies each one step by step; the job
+(:func:`~symbolkg.jobs.pipeline.runner.run_method_job`) keeps many instances in flight through one
+engine, behind its stage gates. This module only adapts: its flags onto the method's and the job's,
+and the rows onto what the paper's metrics need. In the run folder ``--out``:
+
+* ``results.parquet``: the job's results, one row per instance, streamed as answers arrive (with
+  the job's gate and request logs beside it, for ``symbolkg profile``). A rerun skips the
+  instances recorded and never writes one twice (a kill loses at most the rows not yet flushed);
+  ``--cache DIR`` keeps the completions themselves, so a rerun into a fresh ``--out`` costs no
+  tokens. An engine error is recorded in its row like any failure: the instance stays unanswered
+  in this folder (a rerun into a fresh ``--out`` asks it again, the others from the cache).
+* ``answers.jsonl``: derived from the rows after every run (rewritten whole), one line per answered
+  instance in the format ``symbolkg logicgraph verify --answers`` reads: the proofs parsed from the
+  row's raw completion (:func:`~symbolkg.solvers.logicgraph.prompts.parse_answer`), token counts,
+  how the completion came back, and the raw text.
+* ``report.json``: the paper's metrics (:func:`~symbolkg.jobs.logicgraph.verify.verify_run`), also
+  printed on the terminal beside the paper's best model.
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import os
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from symbolkg.actors.engines.base import ChatRequest, EngineDeadError, EngineError, Message, SamplingParams, StructuredOutput
-from symbolkg.actors.engines.factory import ENGINES, EngineOptions, make_engine
-from symbolkg.jobs.datasets.registry import dataset_path
+from symbolkg.actors.engines.base import EngineDeadError, LLMEngine, SamplingParams
+from symbolkg.actors.engines.factory import ENGINES, EngineOptions
+from symbolkg.actors.engines.metered import MeteredEngine, write_request_log
+from symbolkg.jobs.commands.common import DATA_DIR_HELP, run_with_engine
+from symbolkg.jobs.datasets.records import InputError
+from symbolkg.jobs.datasets.registry import load_dataset
 from symbolkg.jobs.logicgraph.verify import format_report, verify_run
-from symbolkg.jobs.pipeline.concurrency import for_each_in_flight
-from symbolkg.solvers.logicgraph.instances import InstanceError, load_instances
-from symbolkg.solvers.logicgraph.prompts import PROMPT_VERSION, SHOW_CHOICES, answer_schema, messages, parse_answer
+from symbolkg.jobs.methods import MethodConfig
+from symbolkg.jobs.methods.multipath import Multipath, instance_of
+from symbolkg.jobs.pipeline.rows import Problem
+from symbolkg.jobs.pipeline.runner import run_method_job
+from symbolkg.jobs.pipeline.store import ResultStore, read_run
+from symbolkg.solvers.logicgraph.instances import Instance, InstanceError
+from symbolkg.solvers.logicgraph.prompts import parse_answer
+from symbolkg.solvers.outcomes import ErrorKind
 
 #: LogicGraph paper, Table 4: the best model's averages over Small/Medium/Large (and its Small column).
 PAPER_BEST = {
@@ -43,13 +59,17 @@ PAPER_BEST = {
                "versatility": 79.99, "originality": 30.3},
 }
 
+#: the files of a run folder
+RESULTS, ANSWERS, REPORT = "results.parquet", "answers.jsonl", "report.json"
+
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dataset", default="logicgraph/small", help="logicgraph/<tier> (default logicgraph/small)")
-    p.add_argument("--data-dir", help="data root (default: $SYMBOLKG_DATA, else ../shared/data)")
+    p.add_argument("--data-dir", help=DATA_DIR_HELP)
     p.add_argument("--limit", type=int, help="only the first N instances")
     p.add_argument("--ids", nargs="+", help="only these instance ids")
-    p.add_argument("--out", required=True, help="run folder: answers.jsonl (resumable) and report.json")
+    p.add_argument("--out", required=True,
+                   help="run folder: results.parquet (resumable), answers.jsonl and report.json")
     p.add_argument("--engine", choices=ENGINES, default="vllm",
                    help="LLM backend (default vllm with the embedded SmolLM2-135M-Instruct)")
     p.add_argument("--model", help="model name or path (see `symbolkg solve --help`)")
@@ -57,225 +77,225 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--cache", help="completion cache dir (written through; read by --engine replay)")
     p.add_argument("--max-model-len", type=int, help="vLLM context length")
     p.add_argument("--max-tokens", type=int, default=1024, help="most generated tokens per instance (default 1024)")
-    p.add_argument("--max-proofs", type=int, default=8, help="most proofs the schema allows in one answer (default 8)")
-    p.add_argument("--max-steps", type=int, default=16, help="most steps per proof the schema allows (default 16)")
+    # the method's own flags (--show, --max-proofs, --max-steps): `symbolkg solve`'s --multipath-*
+    Multipath.add_arguments(p, prefix="--")
     p.add_argument("--max-in-flight", type=int, default=32, help="instances asked concurrently (default 32)")
-    p.add_argument("--show", choices=SHOW_CHOICES, default="both",
-                   help="premises as formulas and English (default), formulas only, or English only (the paper's setting)")
     p.add_argument("--no-structured", action="store_true", help="plain-text decoding instead of the JSON schema")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--json", action="store_true", help="print the report as one JSON object")
 
 
-@dataclass(frozen=True)
-class SolveConfig:
-    """What one request looks like.
+@dataclass
+class SolveRun:
+    """One run folder of ``symbolkg logicgraph solve``: the method job into it, and what is derived from its rows.
 
     Attributes:
-        max_tokens: generated-token budget per instance.
-        max_proofs, max_steps: the schema's bounds.
-        show: how premises are shown (see :func:`~symbolkg.solvers.logicgraph.prompts.messages`).
-        structured: structured decoding to the instance's schema.
+        dataset: the ``logicgraph/<tier>`` name (reported).
+        problems: the instances as problems of the dataset (unique ids).
+        out: the run folder.
+        method: the ``multipath`` method with its settings.
+        config: the job's shared settings (``method="multipath"``; token budget, structured decoding).
+        max_in_flight, progress: as :func:`~symbolkg.jobs.pipeline.runner.run_method_job` takes them.
+        run_info: what the results' metadata records of this job.
+        instances: the LogicGraph instance of each problem (built on creation).
+
+    Raises:
+        InstanceError: a problem is no LogicGraph instance (another dataset).
     """
 
-    max_tokens: int = 1024
-    max_proofs: int = 8
-    max_steps: int = 16
-    show: str = "both"
-    structured: bool = True
+    dataset: str
+    problems: list[Problem]
+    out: Path
+    method: Multipath = field(default_factory=Multipath)
+    config: MethodConfig = field(default_factory=lambda: MethodConfig(method=Multipath.name))
+    max_in_flight: int = 32
+    progress: bool = True
+    run_info: dict[str, Any] = field(default_factory=dict)
+    instances: list[Instance] = field(init=False)
 
     def __post_init__(self) -> None:
-        for name in ("max_tokens", "max_proofs", "max_steps"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(self, name)}")
+        self.out = Path(self.out)
+        self.instances = [instance_of(p) for p in self.problems]
 
+    @property
+    def results(self) -> Path:
+        return self.out / RESULTS
 
-class AnswerLog:
-    """``answers.jsonl``: one line per answered instance, appended and flushed as each arrives.
+    def store(self) -> ResultStore:
+        return ResultStore(self.results, run_info=self.run_info)
 
-    Opening it drops a last line cut off by a kill (everything before it is kept), so a rerun
-    resumes from exactly the instances whose answers were written in full.
-    """
+    def pending(self) -> list[str]:
+        """Ids of the instances the results do not hold yet."""
+        done = self.store().done_ids()
+        return [p.id for p in self.problems if p.id not in done]
 
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self.done: dict[str, dict[str, Any]] = {}
-        if path.exists():
-            good_bytes = 0
-            with open(path, "rb") as fh:
-                for raw in fh:
-                    try:
-                        row = json.loads(raw)
-                    except json.JSONDecodeError:
-                        break
-                    if not raw.endswith(b"\n"):
-                        break
-                    self.done[row["id"]] = row
-                    good_bytes += len(raw)
-            if good_bytes != path.stat().st_size:
-                with open(path, "r+b") as fh:
-                    fh.truncate(good_bytes)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self._fh = open(path, "a", encoding="utf-8")  # noqa: SIM115 - held for the job, closed by close()
+    async def answer(self, engine: LLMEngine) -> dict[str, Any]:
+        """Run the method job on ``engine`` for every instance not yet recorded; this call's counts.
 
-    def write(self, row: dict[str, Any]) -> None:
-        if row["id"] in self.done:  # never twice, even if asked twice
-            return
-        self._fh.write(json.dumps(row, ensure_ascii=False) + "\n")
-        self._fh.flush()
-        os.fsync(self._fh.fileno())
-        self.done[row["id"]] = row
-
-    def close(self) -> None:
-        self._fh.close()
-
-
-async def answer_instances(instances, engine, cfg: SolveConfig, log: AnswerLog, *, max_in_flight: int = 32,
-                           progress: bool = True) -> dict[str, Any]:
-    """Ask ``engine`` about every instance not yet in ``log``; append each answer as it arrives.
-
-    Returns:
-        counts of this call: asked, answered, engine errors (those ids stay unanswered, so a
-        rerun asks again), tokens and seconds.
-    """
-    todo = [inst for inst in instances if inst.id not in log.done]
-    stats = {"asked": len(todo), "answered": 0, "engine_errors": 0, "prompt_tokens": 0, "completion_tokens": 0}
-    errors: dict[str, str] = {}
-    bar = None
-    if progress and todo:
-        from tqdm import tqdm  # optional third-party progress bar, imported only when shown
-
-        bar = tqdm(total=len(todo), unit="instance", dynamic_ncols=True, file=sys.stderr)
-    t0 = time.monotonic()
-    structured_ok = cfg.structured and engine.supports_structured
-
-    async def one(inst) -> None:
-        request = ChatRequest(
-            messages=tuple(Message(m["role"], m["content"]) for m in messages(inst, show=cfg.show)),
-            params=SamplingParams(max_tokens=cfg.max_tokens),
-            structured=StructuredOutput(json_schema=answer_schema(inst, max_proofs=cfg.max_proofs,
-                                                                  max_steps=cfg.max_steps)) if structured_ok else None,
-            problem_id=inst.id,
-            purpose="logicgraph_proofs",
-            request_id=f"{inst.id}:proofs",
-        )
+        Raises:
+            EngineDeadError: the engine died; the rows finished so far are saved (a rerun resumes).
+        """
+        asked = set(self.pending())
+        store, metered = self.store(), MeteredEngine(engine)
+        t0 = time.monotonic()
         try:
-            (completion,) = await engine.generate([request])
-        except EngineDeadError:
-            raise
-        except EngineError as exc:
-            stats["engine_errors"] += 1
-            errors[inst.id] = str(exc)
-        else:
-            parsed = parse_answer(completion.text, inst)
-            log.write({
-                "id": inst.id,
-                "solutions": parsed.solutions,
-                "tokens": completion.prompt_tokens + completion.completion_tokens,
-                "prompt_tokens": completion.prompt_tokens,
-                "completion_tokens": completion.completion_tokens,
-                "finish_reason": completion.finish_reason,
-                "structured": completion.structured,
-                "cached": completion.cached,
-                "parse_errors": parsed.errors,
-                "truncated": parsed.truncated,
-                "model": completion.model or engine.model,
-                "prompt_version": PROMPT_VERSION,
-                "raw": completion.text,
-            })
-            stats["answered"] += 1
-            stats["prompt_tokens"] += completion.prompt_tokens
-            stats["completion_tokens"] += completion.completion_tokens
-        if bar is not None:
-            bar.update(1)
+            await run_method_job(self.problems, store, self.config, metered, None, max_in_flight=self.max_in_flight,
+                                 progress=self.progress, method=self.method)
+        finally:
+            write_request_log(self.results, metered.records)
+        return _counts([row for pid, row in self.rows().items() if pid in asked], len(asked),
+                       time.monotonic() - t0)
 
+    def nothing_to_ask(self) -> dict[str, Any]:
+        """This call's counts when every instance is recorded (no engine is started); merges a killed run's parts."""
+        store = self.store()
+        if store.parts_dir.is_dir():
+            store.finalize()
+        return _counts([], 0, 0.0)
+
+    def rows(self) -> dict[str, dict[str, Any]]:
+        """The recorded rows (merged or not), by instance id; empty before the first row."""
+        try:
+            table, _ = read_run(self.results)
+        except FileNotFoundError:
+            return {}
+        return {row["problem_id"]: row for row in table.to_pylist()}
+
+    def answers(self) -> list[dict[str, Any]]:
+        """Every answered instance as an answers-file object, in the dataset's order; rewrites ``answers.jsonl``."""
+        rows = self.rows()
+        answers = [_answer(rows[inst.id], inst) for inst in self.instances
+                   if inst.id in rows and rows[inst.id]["program"] is not None]
+        self.out.mkdir(parents=True, exist_ok=True)
+        _write_atomically(self.out / ANSWERS, "".join(json.dumps(a, ensure_ascii=False) + "\n" for a in answers))
+        return answers
+
+    def finish(self, this_call: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
+        """Write ``answers.jsonl`` and ``report.json`` from the rows; the summary (what ``report.json`` holds)."""
+        answers = self.answers()
+        rows = self.rows()
+        engine_errors = sum(rows[p.id]["error_kind"] == ErrorKind.LLM.value for p in self.problems if p.id in rows)
+        summary = {
+            "dataset": self.dataset,
+            "instances": len(self.instances),
+            "answered": len(answers),
+            "engine_errors": engine_errors,
+            "this_call": this_call,
+            "config": config,
+            "truncated": sum(bool(a["truncated"]) for a in answers),
+            "unparsed": sum(not a["solutions"] for a in answers),
+            "report": verify_run(self.instances, answers),
+            "paper_best": PAPER_BEST,
+            "results": str(self.results),
+        }
+        _write_atomically(self.out / REPORT, json.dumps(summary, indent=2) + "\n")
+        return summary
+
+
+def _counts(rows: list[dict[str, Any]], asked: int, seconds: float) -> dict[str, Any]:
+    """This call's counts from the rows it wrote: asked, answered, engine errors (id -> message), tokens."""
+    errors = {row["problem_id"]: row["error_message"] for row in rows if row["error_kind"] == ErrorKind.LLM.value}
+    return {"asked": asked, "answered": sum(row["program"] is not None for row in rows),
+            "engine_errors": len(errors), "prompt_tokens": sum(row["prompt_tokens"] for row in rows),
+            "completion_tokens": sum(row["completion_tokens"] for row in rows), "seconds": round(seconds, 3),
+            "errors": errors}
+
+
+def _answer(row: dict[str, Any], instance: Instance) -> dict[str, Any]:
+    """The answers-file object of one answered row: the proofs parsed from its raw completion, and its accounting."""
+    parsed = parse_answer(row["program"], instance)
+    attempt = (json.loads(row["attempts_log"] or "[]") or [{}])[0]
+    return {
+        "id": instance.id,
+        "solutions": parsed.solutions,
+        "tokens": row["prompt_tokens"] + row["completion_tokens"],
+        "prompt_tokens": row["prompt_tokens"],
+        "completion_tokens": row["completion_tokens"],
+        "finish_reason": attempt.get("finish_reason"),
+        "structured": attempt.get("structured"),
+        "cached": row["cached_calls"] > 0,
+        "parse_errors": parsed.errors,
+        "truncated": parsed.truncated,
+        "model": row["model"],
+        "prompt_version": attempt.get("prompt_version"),
+        "raw": row["program"],
+    }
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+# --------------------------------------------------------------------------- the command
+
+
+def _problems(args: argparse.Namespace) -> list[Problem]:
+    """The instances ``--dataset``, ``--ids`` and ``--limit`` name, as problems. Raises ValueError on a bad choice."""
+    loaded = load_dataset(args.dataset, args.data_dir, limit=None if args.ids else args.limit)
+    if not args.ids:
+        return list(loaded.problems)
+    wanted = set(args.ids)
+    problems = [p for p in loaded.problems if p.id in wanted]
+    missing = sorted(wanted - {p.id for p in problems})
+    if missing:
+        raise ValueError(f"no instance {', '.join(missing)} in {args.dataset}")
+    return problems[:args.limit]
+
+
+def _solve_run(args: argparse.Namespace) -> tuple[SolveRun, EngineOptions]:
+    """The run and the engine the flags describe.
+
+    Raises:
+        ValueError, InstanceError, InputError, FileNotFoundError: a bad flag or dataset (the message says which).
+    """
+    for flag, value in (("--limit", args.limit), ("--max-in-flight", args.max_in_flight),
+                        ("--max-tokens", args.max_tokens)):
+        if value is not None and value < 1:
+            raise ValueError(f"{flag} must be >= 1, got {value}")
     try:
-        await for_each_in_flight(todo, one, max_in_flight)
-    finally:
-        if bar is not None:
-            bar.close()
-    stats["seconds"] = round(time.monotonic() - t0, 3)
-    stats["errors"] = errors
-    return stats
+        method = Multipath.from_args(args)
+    except ValueError as exc:  # the method names its `symbolkg solve` flags; here they have no prefix
+        raise ValueError(str(exc).replace("--multipath-", "--")) from None
+    opts = EngineOptions(kind=args.engine, model=args.model, cache_dir=args.cache, openai_url=args.openai_url,
+                         max_model_len=args.max_model_len)
+    config = MethodConfig(method=Multipath.name, formulate_params=SamplingParams(max_tokens=args.max_tokens),
+                          structured=not args.no_structured)
+    run_info = {"source": args.dataset, "method": Multipath.name, "engine": opts.kind, "model": args.model,
+                "max_tokens": args.max_tokens, "command": "logicgraph solve", Multipath.name: method.run_info()}
+    solve_run = SolveRun(args.dataset, _problems(args), Path(args.out), method, config,
+                         max_in_flight=args.max_in_flight, progress=not args.no_progress, run_info=run_info)
+    return solve_run, opts
 
 
 def run(args: argparse.Namespace) -> int:
-    def fail(message: str) -> int:
-        print(f"symbolkg logicgraph solve: {message}", file=sys.stderr)
+    try:
+        solve_run, opts = _solve_run(args)
+    except (ValueError, InstanceError, InputError, FileNotFoundError) as exc:
+        print(f"symbolkg logicgraph solve: {exc}", file=sys.stderr)
         return 2
-
-    if args.limit is not None and args.limit < 1:
-        return fail("--limit must be >= 1")
-    if args.max_in_flight < 1:
-        return fail("--max-in-flight must be >= 1")
-    try:
-        path = dataset_path(args.dataset, args.data_dir)
-        cfg = SolveConfig(max_tokens=args.max_tokens, max_proofs=args.max_proofs, max_steps=args.max_steps,
-                          show=args.show, structured=not args.no_structured)
-        opts = EngineOptions(kind=args.engine, model=args.model, cache_dir=args.cache, openai_url=args.openai_url,
-                             max_model_len=args.max_model_len)
-    except ValueError as exc:
-        return fail(str(exc))
-    if not path.is_file():
-        return fail(f"dataset {args.dataset!r}: no file {str(path)!r}")
-    try:
-        instances = list(load_instances(path, limit=args.limit, ids=args.ids))
-    except InstanceError as exc:
-        return fail(str(exc))
-    if args.ids:
-        missing = sorted(set(args.ids) - {i.id for i in instances})
-        if missing:
-            return fail(f"no instance {', '.join(missing)} in {path}")
-    out = Path(args.out)
-    log = AnswerLog(out / "answers.jsonl")
-    os.environ.setdefault("VLLM_LOGGING_LEVEL", "ERROR")
-
-    async def main_async() -> dict[str, Any]:
-        if all(inst.id in log.done for inst in instances):  # nothing to ask: never load a model
-            return {"asked": 0, "answered": 0, "engine_errors": 0, "prompt_tokens": 0, "completion_tokens": 0,
-                    "seconds": 0.0, "errors": {}}
-        engine = make_engine(opts)
-        try:
-            return await answer_instances(instances, engine, cfg, log, max_in_flight=args.max_in_flight,
-                                          progress=not args.no_progress)
-        finally:
-            await engine.close()
-
-    try:
-        stats = asyncio.run(main_async())
+    try:  # nothing to ask: never load a model
+        this_call = run_with_engine(opts, solve_run.answer) if solve_run.pending() else solve_run.nothing_to_ask()
     except EngineDeadError as exc:
-        print(f"symbolkg logicgraph solve: the LLM engine died: {exc}; answers so far are in {log.path}, "
-              "rerun to resume", file=sys.stderr)
+        solve_run.answers()
+        print(f"symbolkg logicgraph solve: the LLM engine died: {exc}; answers so far are in {solve_run.results} "
+              f"(and {solve_run.out / ANSWERS}), rerun to resume", file=sys.stderr)
         return 1
-    finally:
-        log.close()
-    answered = [log.done[i.id] for i in instances if i.id in log.done]
-    _report(args, instances, answered, stats, cfg, opts, log, out)
-    return 0 if len(answered) == len(instances) else 1
-
-
-def _report(args: argparse.Namespace, instances: list, answered: list, stats: dict[str, Any], cfg: SolveConfig,
-            opts: EngineOptions, log: AnswerLog, out: Path) -> None:
-    """Verify the answers, write ``report.json`` and print the report."""
-    report = verify_run(instances, answered)
-    summary = {
-        "dataset": args.dataset,
-        "instances": len(instances),
-        "answered": len(answered),
-        "this_call": stats,
-        "config": {"engine": args.engine, "model": opts.model, "max_tokens": cfg.max_tokens, "show": cfg.show,
-                   "structured": cfg.structured},
-        "truncated": sum(bool(a.get("truncated")) for a in answered),
-        "unparsed": sum(not a["solutions"] for a in answered),
-        "report": report,
-        "paper_best": PAPER_BEST,
-    }
-    (out / "report.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    config = {"engine": opts.kind, "model": opts.model, "max_tokens": args.max_tokens, "show": solve_run.method.show,
+              "structured": solve_run.config.structured}
+    summary = solve_run.finish(this_call, config)
     if args.json:
         print(json.dumps(summary))
     else:
-        print(f"{args.dataset}: {len(answered)}/{len(instances)} instances answered "
-              f"({stats['answered']} now, {stats['engine_errors']} engine errors); "
-              f"{summary['unparsed']} answers without a readable proof, {summary['truncated']} cut off at the token limit")
-        print(format_report(report, paper=PAPER_BEST))
-        print(f"answers: {log.path}\nreport:  {out / 'report.json'}")
+        _print_report(summary, solve_run.out)
+    return 0 if summary["answered"] == summary["instances"] else 1
+
+
+def _print_report(summary: dict[str, Any], out: Path) -> None:
+    now = summary["this_call"]
+    print(f"{summary['dataset']}: {summary['answered']}/{summary['instances']} instances answered "
+          f"({now['answered']} now, {now['engine_errors']} engine errors); "
+          f"{summary['unparsed']} answers without a readable proof, {summary['truncated']} cut off at the token limit")
+    print(format_report(summary["report"], paper=PAPER_BEST))
+    print(f"results: {summary['results']}\nanswers: {out / ANSWERS}\nreport:  {out / REPORT}")

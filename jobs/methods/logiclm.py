@@ -68,7 +68,7 @@ class Formalized:
     original_program: str | None = None
 
     def trace(self) -> dict:
-        """The row's ``trace`` entries of the checks, with the keys the direct path writes (``checked_program``)."""
+        """The row's ``trace`` entries of the checks, with the keys the direct path writes (:func:`symbolkg.solvers.checks.checked_solve_entries`)."""
         entries: dict = {"checks": self.checks, "corrected": bool(self.corrections)}
         if self.corrections:
             entries["corrections"] = self.corrections
@@ -180,7 +180,7 @@ async def _correct_kept_round(problem: Problem, ctx: MethodContext, out: Formali
 
     When the model's repairs did not fix a finding that the text resolves (query polarity, option
     position, option modality, one name; :func:`symbolkg.solvers.checks.correct_program`), the
-    program is corrected exactly as :func:`symbolkg.jobs.pipeline.solve.checked_program` corrects a
+    program is corrected exactly as the solve stage's worker corrects a
     program read from a file, so a program gets the same answer on both paths. The corrected
     program, its outcome and the corrections become what ``out`` holds; ``out.checks`` stays the
     findings on the program as the model wrote it, and the step is one more entry of ``attempts``.

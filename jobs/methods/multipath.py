@@ -11,8 +11,10 @@ proofs cover. The row's answer is ``A`` (the goal is derivable) when at least on
 its trace holds the per-proof verdicts and the supports matched.
 
 The job (``symbolkg solve --method multipath``) brings resumability, gates, the results store and
-the report, as for every method; ``symbolkg logicgraph solve`` is the same request and verification
-as a standalone job that also writes the paper's metrics.
+the report, as for every method. ``symbolkg logicgraph solve`` (:mod:`symbolkg.jobs.logicgraph.solve`)
+is an alias of that job that also writes the answers file and the paper's metrics, from the rows:
+the row's ``program`` is the model's raw completion, and its one ``attempts_log`` entry records how
+the completion came back (finish reason, structured, cached, prompt version).
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import json
 import time
 from typing import Any
 
-from symbolkg.actors.engines.base import EngineDeadError, EngineError, SamplingParams
+from symbolkg.actors.engines.base import Completion, EngineDeadError, EngineError, SamplingParams
 from symbolkg.jobs.logicgraph.verify import Answer, verify_instance
 from symbolkg.jobs.methods.base import Method, MethodContext
 from symbolkg.jobs.pipeline.rows import Problem, ResultRow
@@ -32,7 +34,16 @@ from symbolkg.solvers.logicgraph.instances import Instance, InstanceError
 from symbolkg.solvers.logicgraph.prompts import PROMPT_VERSION, SHOW_CHOICES, answer_schema, messages, parse_answer
 from symbolkg.solvers.outcomes import CertificateError, ErrorKind, Outcome, Status
 
-__all__ = ["Multipath", "instance_of"]
+__all__ = ["FLAGS", "Multipath", "instance_of"]
+
+#: The method's own flags: name -> argparse keywords. ``symbolkg solve`` takes them as
+#: ``--multipath-NAME``, ``symbolkg logicgraph solve`` as ``--NAME``; both store ``multipath_NAME``.
+FLAGS: dict[str, dict[str, Any]] = {
+    "show": {"choices": SHOW_CHOICES, "default": "both",
+             "help": "premises as formulas and English (default), formulas only, or English only (the paper's setting)"},
+    "max-proofs": {"type": int, "default": 8, "help": "most proofs the schema allows in one answer (default 8)"},
+    "max-steps": {"type": int, "default": 16, "help": "most steps per proof the schema allows (default 16)"},
+}
 
 
 def instance_of(problem: Problem) -> Instance:
@@ -71,16 +82,16 @@ class Multipath(Method):
         self.max_steps = max_steps
 
     @classmethod
-    def add_arguments(cls, group: argparse._ArgumentGroup) -> None:
-        group.add_argument("--multipath-show", choices=SHOW_CHOICES, default="both",
-                           help="premises as formulas and English (default), formulas only, or English only")
-        group.add_argument("--multipath-max-proofs", type=int, default=8, help="most proofs in one answer (default 8)")
-        group.add_argument("--multipath-max-steps", type=int, default=16, help="most steps per proof (default 16)")
+    def add_arguments(cls, group: argparse._ArgumentGroup, *, prefix: str = "--multipath-") -> None:
+        """The :data:`FLAGS`, each as ``prefix + name`` (``symbolkg logicgraph solve`` passes ``"--"``)."""
+        for name, kwargs in FLAGS.items():
+            metavar = {} if "choices" in kwargs else {"metavar": name.replace("-", "_").upper()}
+            group.add_argument(prefix + name, dest=_dest(name), **metavar, **kwargs)
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> Method:
-        return cls(show=getattr(args, "multipath_show", "both"), max_proofs=getattr(args, "multipath_max_proofs", 8),
-                   max_steps=getattr(args, "multipath_max_steps", 16))
+        value = {name: getattr(args, _dest(name), kw["default"]) for name, kw in FLAGS.items()}
+        return cls(show=value["show"], max_proofs=value["max-proofs"], max_steps=value["max-steps"])
 
     def run_info(self) -> dict[str, Any]:
         return {"show": self.show, "max_proofs": self.max_proofs, "max_steps": self.max_steps, "prompt_version": PROMPT_VERSION}
@@ -106,10 +117,10 @@ class Multipath(Method):
             outcome = Outcome.error(Status.RUNTIME_ERROR, ErrorKind.LLM, str(exc), backend="llm")
             return ctx.row(problem, outcome, predicted=None, latency_s=time.monotonic() - t0)
         parsed = parse_answer(completion.text, instance)
-        return self._verified_row(problem, ctx, instance, parsed, completion.text, t0)
+        return self._verified_row(problem, ctx, instance, parsed, completion, t0)
 
-    def _verified_row(self, problem: Problem, ctx: MethodContext, instance: Instance, parsed: Any, text: str,
-                      t0: float) -> ResultRow:
+    def _verified_row(self, problem: Problem, ctx: MethodContext, instance: Instance, parsed: Any,
+                      completion: Completion, t0: float) -> ResultRow:
         """Verify the parsed proofs and match them against the certified minimal supports."""
         t_verify = time.monotonic()
         result = verify_instance(instance, Answer(instance.id, tuple(parsed.solutions)))
@@ -138,7 +149,15 @@ class Multipath(Method):
             why = "no proof in the answer" if not result.paths else "no proof in the answer is valid step by step"
             outcome = Outcome(Status.UNKNOWN, proof=None, error_message=why, backend="logicgraph-verify",
                               seconds=time.monotonic() - t_verify)
-        attempts = [{"round": 1, "purpose": "logicgraph_proofs", "completion": text, "parse_errors": list(parsed.errors)}]
+        attempts = [{"round": 1, "purpose": "logicgraph_proofs", "completion": completion.text,
+                     "parse_errors": list(parsed.errors), "finish_reason": completion.finish_reason,
+                     "structured": completion.structured, "cached": completion.cached,
+                     "prompt_version": PROMPT_VERSION}]
         return ctx.row(problem, outcome, predicted="A" if valid else None, language="logicgraph-proofs",
-                       program=text, attempts=attempts, latency_s=time.monotonic() - t0, trace=trace,
+                       program=completion.text, attempts=attempts, latency_s=time.monotonic() - t0, trace=trace,
                        stage_seconds={"verify": time.monotonic() - t_verify})
+
+
+def _dest(flag: str) -> str:
+    """Where argparse stores the method's flag ``flag`` (``max-proofs`` -> ``multipath_max_proofs``)."""
+    return "multipath_" + flag.replace("-", "_")

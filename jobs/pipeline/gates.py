@@ -48,6 +48,7 @@ import asyncio
 import contextlib
 import math
 import os
+import random
 import time
 from array import array
 from collections import deque
@@ -215,21 +216,61 @@ GATE_LOG_SCHEMA = pa.schema([
 ])
 
 
-class GateLog:
-    """The events of the gates that write to it, kept in typed columns (about 30 bytes an event).
+GATE_LOG_FLUSH_EVENTS = 65_536
+"""Events a :class:`GateLog` with a run to spill to holds before it writes them out (~2.3 MB)."""
 
-    Gates register under their name; each change of a gate's queue appends one event.
+
+class GateLog:
+    """The events of the gates that write to it, kept in typed columns (about 35 bytes an event).
+
+    Gates register under their name; each change of a gate's queue appends one event. With
+    ``spill_to`` (the run's results path) the log writes its events beside the run
+    (:func:`gate_log_dir`) every ``flush_events`` events and on :meth:`close`, so a job of any
+    length holds at most ``flush_events`` of them; without it, every event stays in memory
+    (:func:`write_gate_log` writes them at once).
+
+    Args:
+        spill_to: the run whose gate-log folder receives this session's files, or None.
+        flush_events: events held before a spill (>= 1).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, spill_to: str | os.PathLike[str] | None = None, *,
+                 flush_events: int = GATE_LOG_FLUSH_EVENTS) -> None:
+        if flush_events < 1:
+            raise ValueError(f"flush_events must be >= 1, got {flush_events}")
         self._stages: list[str] = []
         self._limits: list[int | None] = []
+        self._spill_to = Path(spill_to) if spill_to is not None else None
+        self._flush_events = flush_events
+        self._file_stem = f"session-{int(time.time() * 1000)}-{os.getpid()}"
+        self._files = 0
+        self.written = 0  # events already written out
+        self._reset()
+
+    def _reset(self) -> None:
         self._time = array("d")
         self._stage = array("H")
         self._event = array("B")
         self._waiting = array("q")
         self._running = array("q")
         self._wait = array("d")  # NaN: not an enter event
+
+    def spill(self) -> Path | None:
+        """Write the events held to the next file of this session (None: nothing held, or no run)."""
+        if self._spill_to is None or not len(self):
+            return None
+        folder = gate_log_dir(self._spill_to)
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / f"{self._file_stem}-{self._files:06d}.parquet"
+        _write_atomically(self.to_table(), path)
+        self._files += 1
+        self.written += len(self)
+        self._reset()
+        return path
+
+    def close(self) -> None:
+        """Write what is held (with ``spill_to``); the log stays usable."""
+        self.spill()
 
     def register(self, stage: str, limit: int | None) -> int:
         """The code under which a gate records (called by :class:`StageGate`).
@@ -251,8 +292,11 @@ class GateLog:
         self._waiting.append(waiting)
         self._running.append(running)
         self._wait.append(wait_s)
+        if self._spill_to is not None and len(self._time) >= self._flush_events:
+            self.spill()
 
     def __len__(self) -> int:
+        """Events held now (those written out by a spill are in :attr:`written`)."""
         return len(self._time)
 
     def to_table(self) -> pa.Table:
@@ -310,7 +354,7 @@ class StageGate:
         self._peak_waiting = 0
         self._peak_running = 0
         self._cancelled = 0
-        self._waits = array("d")  # one per pass: 8 bytes, enough for millions of passes
+        self._waits = _Sample()  # the waits, for the p95: exact up to 65,536 passes, then a uniform sample
         self._total_wait = 0.0
         self._max_wait = 0.0
 
@@ -413,15 +457,36 @@ class StageGate:
             self.release(taken)
 
     def stats(self) -> GateStats:
-        """The counters now (p95 sorts the waits: call it at the end, not per event)."""
-        passes = len(self._waits)
+        """The counters now (p95 sorts the waits: call it at the end, not per event; beyond 65,536
+        passes it is the p95 of a uniform sample of 65,536 of them)."""
+        passes = self._waits.count
         return GateStats(
             stage=self.name, limit=self.limit, waiting=len(self._queue), running=self._running,
             peak_waiting=self._peak_waiting, peak_running=self._peak_running, passes=passes,
             cancelled=self._cancelled, total_wait_s=round(self._total_wait, 6),
             mean_wait_s=round(self._total_wait / passes, 6) if passes else 0.0,
-            p95_wait_s=round(_quantile(sorted(self._waits), 0.95), 6), max_wait_s=round(self._max_wait, 6),
+            p95_wait_s=round(_quantile(sorted(self._waits.values), 0.95), 6), max_wait_s=round(self._max_wait, 6),
         )
+
+
+class _Sample:
+    """Values seen, for quantiles in constant space: all of them up to ``size``, then a uniform
+    sample of ``size`` (Vitter's algorithm R, seeded: the same waits give the same sample)."""
+
+    def __init__(self, size: int = 65_536) -> None:
+        self.size = size
+        self.count = 0
+        self.values = array("d")
+        self._rng = random.Random(0)
+
+    def append(self, value: float) -> None:
+        self.count += 1
+        if len(self.values) < self.size:
+            self.values.append(value)
+        else:
+            j = self._rng.randrange(self.count)
+            if j < self.size:
+                self.values[j] = value
 
 
 def _quantile(s: Sequence[float], p: float) -> float:
@@ -501,16 +566,20 @@ def gate_log_dir(run: str | os.PathLike[str]) -> Path:
 
 
 def write_gate_log(run: str | os.PathLike[str], log: GateLog) -> Path | None:
-    """Write one session's gate log beside the run; None when there is nothing to write."""
+    """Write one session's in-memory gate log beside the run at once; None when there is nothing to write."""
     if not len(log):
         return None
     folder = gate_log_dir(run)
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"session-{int(time.time() * 1000)}-{os.getpid()}.parquet"
-    tmp = path.with_name(path.name + ".tmp")
-    pq.write_table(log.to_table(), tmp)
-    os.replace(tmp, path)
+    _write_atomically(log.to_table(), path)
     return path
+
+
+def _write_atomically(table: pa.Table, path: Path) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    pq.write_table(table, tmp)
+    os.replace(tmp, path)
 
 
 def read_gate_log(run: str | os.PathLike[str]) -> list[GateEvent]:

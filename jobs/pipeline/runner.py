@@ -21,7 +21,12 @@ through the file).
 
 Rows stream into the resumable :class:`symbolkg.jobs.pipeline.store.ResultStore` as problems finish; a
 rerun skips the problems already recorded (and with the replay cache on, a rerun of
-finished LLM calls costs no tokens).
+finished LLM calls costs no tokens). A store with a shard (``--shard i/n``) runs only that
+shard's problems, so ``n`` drivers split one job (:mod:`symbolkg.jobs.pipeline.store`).
+
+The driver's memory follows the problems in flight, not the size of the job: the input is read
+lazily (grouping looks ahead a bounded window), and nothing is kept per finished problem but the
+store's 8-byte hash of its id (see ``run_method_job``).
 """
 
 from __future__ import annotations
@@ -29,11 +34,12 @@ from __future__ import annotations
 import sys
 import time
 from dataclasses import dataclass
-from typing import Any, Iterable
+from itertools import islice
+from typing import Any, Iterable, Iterator, Sized
 
 from symbolkg.actors.engines.base import EngineDeadError, LLMEngine
 from symbolkg.jobs.pipeline.concurrency import for_each_in_flight
-from symbolkg.jobs.pipeline.gates import GatedEngine, GatedSolver, GateLog, StageGate, StageLimits, write_gate_log
+from symbolkg.jobs.pipeline.gates import GatedEngine, GatedSolver, GateLog, StageGate, StageLimits
 from symbolkg.jobs import methods
 from symbolkg.jobs.methods import Method, MethodConfig, run_problem
 from symbolkg.jobs.pipeline.rows import Problem, ResultRow
@@ -56,11 +62,17 @@ async def run_method_job(
     gate_log: bool = True,
     group_contexts: bool = True,
 ) -> SolveSummary:
-    """Run ``cfg.method`` on every problem not yet in ``store``.
+    """Run ``cfg.method`` on every problem not yet in ``store`` (of ``store.shard``, when it has one).
+
+    Memory follows the problems in flight, not the job: ``problems`` is read lazily (a generator
+    of 10^7 problems is fine), rows go to the store as they finish, the gate log streams to its
+    files, and what the job keeps per finished problem is the store's 8-byte hash of its id. A
+    resumed job also holds the exact set of the problems already done (~25 bytes each).
 
     Args:
-        problems: the problems (ids must be unique).
-        store: results store; finalized when every problem has a row.
+        problems: the problems (ids must be unique), consumed once, lazily.
+        store: results store; finalized when every problem has a row. With a shard
+            (:class:`~symbolkg.jobs.pipeline.ids.Shard`), only the problems of that shard run.
         cfg: the method's name and the settings every method shares.
         engine: the LLM backend (used concurrently).
         solver: the solver pool (needed by methods whose ``needs_solver`` is set).
@@ -71,10 +83,11 @@ async def run_method_job(
             Closed when the job ends, however it ends.
         stage_limits: slots of the ``llm`` and ``solve`` gates (:class:`symbolkg.jobs.pipeline.gates.StageLimits`);
             None = the defaults (LLM unlimited, solver calls at most twice the pool's workers).
-        gate_log: write the gates' events beside the run (``RUN.parquet.gates/``, one file per
-            session, however the job ends) for ``symbolkg profile``.
-        group_contexts: take problems that share a context next to each other (:func:`group_by_context`);
-            False = the input order.
+        gate_log: write the gates' events beside the run (``RUN.parquet.gates/``, in files of
+            :data:`~symbolkg.jobs.pipeline.gates.GATE_LOG_FLUSH_EVENTS` events as they come, the
+            rest however the job ends) for ``symbolkg profile``.
+        group_contexts: take problems that share a context next to each other, within windows of
+            :data:`GROUP_WINDOW` problems (:func:`group_by_context`); False = the input order.
 
     Returns:
         What this session did; ``gates`` holds the stats of the ``llm`` gate (and the ``solve``
@@ -82,28 +95,34 @@ async def run_method_job(
 
     Raises:
         EngineDeadError: the engine died; rows finished so far are flushed, a rerun resumes.
-        ValueError: duplicate problem ids, ``max_in_flight`` < 1, an unknown method, or a method
-            that needs a solver pool without one.
+        ValueError: ``max_in_flight`` < 1, an unknown method, a method that needs a solver pool
+            without one, or a problem id met a second time while its first copy is in flight or
+            recorded by this session (the input is read lazily: raised when the copy comes up; rows
+            finished before are kept, as after a kill).
     """
     if max_in_flight < 1:
         raise ValueError(f"max_in_flight must be >= 1, got {max_in_flight}")
     t0 = time.monotonic()
-    problems = list(problems)
-    ids = [p.id for p in problems]
-    if len(set(ids)) != len(ids):
-        raise ValueError("duplicate problem ids in the input")
     method = _resolve_method(cfg, solver, method)
-    done = store.done_ids()
-    todo = [p for p in problems if p.id not in done]
+    total = len(problems) if isinstance(problems, Sized) and store.shard is None else None  # a shard's share: unknown
+    bar = _progress_bar(total) if progress else None
+    intake = _Intake(store, bar)
+    todo = intake.todo(problems)
     if group_contexts:
-        todo = group_by_context(todo)
-    skipped = sum(1 for p in problems if p.id in done)
-    log = GateLog() if gate_log else None
+        todo = _grouped(todo, GROUP_WINDOW)
+    log = GateLog(spill_to=store.path) if gate_log else None
     gates, gated_engine, gated_solver = _gated(engine, solver, (stage_limits or StageLimits()).resolve(solver), log)
-    tally = _Tally(_progress_bar(len(problems), skipped) if progress else None, t0)
+    tally = _Tally(bar, t0)
+    in_flight: set[str] = set()
 
     async def solve(problem: Problem) -> None:
-        row = await run_problem(problem, cfg, gated_engine, gated_solver, method)
+        if problem.id in in_flight or store.recorded(problem.id):
+            raise ValueError(f"duplicate problem id {problem.id!r} in the input")
+        in_flight.add(problem.id)
+        try:
+            row = await run_problem(problem, cfg, gated_engine, gated_solver, method)
+        finally:
+            in_flight.discard(problem.id)
         store.append(row)
         tally.wrote(row)
 
@@ -116,9 +135,40 @@ async def run_method_job(
         if tally.bar is not None:
             tally.bar.close()
         if log is not None:
-            write_gate_log(store.path, log)
-    return SolveSummary(total=len(problems), skipped_done=skipped, solved=tally.solved, wall_seconds=time.monotonic() - t0,
-                        gates=tuple(g.stats() for g in gates))
+            log.close()
+    return SolveSummary(total=intake.seen, skipped_done=intake.skipped, solved=tally.solved,
+                        wall_seconds=time.monotonic() - t0, gates=tuple(g.stats() for g in gates))
+
+
+GROUP_WINDOW = 4096
+"""Problems read ahead to group by context (:func:`group_by_context`): a bounded lookahead, so a
+job of any size holds at most this many problems beyond those in flight."""
+
+
+class _Intake:
+    """The job's input, read lazily: problems of the store's shard not yet done, counted as they pass.
+
+    The exact set of the problems already recorded (:meth:`ResultStore.done_index`) is read once.
+    """
+
+    def __init__(self, store: ResultStore, bar: Any) -> None:
+        self.done = store.done_index()
+        self.shard = store.shard
+        self.seen = 0  # problems (of this shard) read so far
+        self.skipped = 0  # ... of them already done
+        self.bar = bar
+
+    def todo(self, problems: Iterable[Problem]) -> Iterator[Problem]:
+        for p in problems:
+            if self.shard is not None and not self.shard.takes(p.id):
+                continue
+            self.seen += 1
+            if p.id in self.done:
+                self.skipped += 1
+                if self.bar is not None:
+                    self.bar.update(1)
+                continue
+            yield p
 
 
 @dataclass
@@ -142,10 +192,10 @@ class _Tally:
             self.bar.update(1)
 
 
-def _progress_bar(total: int, skipped: int) -> Any:
+def _progress_bar(total: int | None) -> Any:
     from tqdm import tqdm
 
-    return tqdm(total=total, initial=skipped, unit="problem", dynamic_ncols=True, file=sys.stderr)
+    return tqdm(total=total, unit="problem", dynamic_ncols=True, file=sys.stderr)
 
 
 def _resolve_method(cfg: MethodConfig, solver: SolverPool | None, method: Method | None) -> Method:
@@ -182,6 +232,13 @@ def group_by_context(problems: Iterable[Problem]) -> list[Problem]:
     for p in problems:
         groups.setdefault(p.context, []).append(p)
     return [p for group in groups.values() for p in group]
+
+
+def _grouped(problems: Iterable[Problem], window: int) -> Iterator[Problem]:
+    """:func:`group_by_context` over consecutive windows of ``window`` problems, lazily."""
+    it = iter(problems)
+    while chunk := list(islice(it, window)):
+        yield from group_by_context(chunk)
 
 
 __all__ = ["run_method_job", "group_by_context", "EngineDeadError"]

@@ -9,14 +9,13 @@ from __future__ import annotations
 import json
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Iterable, Iterator
 
 from symbolkg.jobs.pipeline.answers import interpret, is_correct
 from symbolkg.jobs.pipeline.rows import Problem, Program, ResultRow, certificate_json
 from symbolkg.jobs.pipeline.store import ResultStore
-from symbolkg.solvers.checks import correct_program
-from symbolkg.solvers.outcomes import ErrorKind, Limits, Outcome, SolveRequest, Status
+from symbolkg.solvers.outcomes import CheckSpec, ErrorKind, Limits, Outcome, SolveRequest, Status
 from symbolkg.solvers.runtime.local_pool import PoolResult, SolverPool
 
 if TYPE_CHECKING:
@@ -84,26 +83,6 @@ def result_row(problem: Problem, outcome: Outcome, *, method: str, worker: str, 
     )
 
 
-def checked_program(problem: Problem, *, corrections: bool = True) -> tuple[Problem, dict]:
-    """Run the formalization checks (:mod:`symbolkg.solvers.checks`) on a problem's program.
-
-    Returns:
-        The problem with the program to solve (the corrected one when ``corrections`` and a check
-        corrected it) and the trace entries: ``checks`` (the findings on the given program),
-        ``corrected`` (bool), and when corrected ``corrections`` (the checks applied) and
-        ``original_program``.
-    """
-    if problem.program is None:
-        return problem, {}
-    result = correct_program(problem.program.language, problem.program.text, problem)
-    trace: dict = {"checks": [f.to_dict() for f in result.findings], "corrected": corrections and result.corrected}
-    if corrections and result.corrected:
-        trace["corrections"] = [f.check for f in result.applied]
-        trace["original_program"] = problem.program.text
-        problem = problem.with_program(Program(language=problem.program.language, text=result.text))
-    return problem, trace
-
-
 def _by_id(problems: list[Problem]) -> dict[str, Problem]:
     """Problems by id. Raises ValueError when two share an id (results would be ambiguous)."""
     by_id: dict[str, Problem] = {}
@@ -114,15 +93,27 @@ def _by_id(problems: list[Problem]) -> dict[str, Problem]:
     return by_id
 
 
+def _check_spec(problem: Problem, corrections: bool) -> CheckSpec:
+    """The formalization checks the worker runs on ``problem``'s program before solving it."""
+    return CheckSpec(problem.question, tuple(problem.options), corrections)
+
+
 def _cross_check_outcomes(todo: list[Problem], pool: SolverPool, limits: Limits,
                           corrections: bool) -> dict[str, Outcome]:
-    """``--cross-check``: problem id -> the second prover's outcome, for every program of a :data:`CROSS_CHECK` language."""
-    requests = []
-    for p in todo:
-        if p.program is not None and p.program.language in CROSS_CHECK:
-            program = (checked_program(p, corrections=corrections)[0].program or p.program)
-            requests.append(SolveRequest(p.id, CROSS_CHECK[p.program.language][0], program.text, limits))
+    """``--cross-check``: problem id -> the second prover's outcome, for every program of a :data:`CROSS_CHECK` language
+    (the same checks and corrections first, so both provers solve the same program)."""
+    requests = [SolveRequest(p.id, CROSS_CHECK[p.program.language][0], p.program.text, limits, _check_spec(p, corrections))
+                for p in todo if p.program is not None and p.program.language in CROSS_CHECK]
     return {result.request.problem_id: result.outcome for result in pool.imap_unordered(requests)}
+
+
+def _checked_row_parts(problem: Problem, outcome: Outcome) -> tuple[Problem, Outcome, dict]:
+    """The problem with the program the worker solved, the outcome, and the checks' trace entries."""
+    entries = dict(outcome.checks or {})
+    solved = entries.pop("program", None)
+    if solved is not None and problem.program is not None:
+        problem = problem.with_program(Program(language=problem.program.language, text=solved))
+    return problem, replace(outcome, checks=None), entries
 
 
 @dataclass
@@ -179,14 +170,17 @@ def run_solve(
     Args:
         problems: problems with programs (``program=None`` is recorded as
             ``no_program``, unexecuted).
-        store: the results store; problems it already holds are skipped.
+        store: the results store; problems it already holds are skipped; with a shard
+            (``store.shard``), only that shard's problems run.
         pool: where programs run (never in this process).
         limits: per-call limits.
         method: value of the ``method`` column.
         progress: show a progress bar on stderr.
         corrections: solve the program as the formalization checks corrected it (the row's
             ``trace`` keeps the findings and the original program); False: solve it as given
-            (the checks still run and are recorded).
+            (the checks still run and are recorded). The checks run in the worker with the
+            solve (:class:`~symbolkg.solvers.outcomes.CheckSpec`): they parse the program, which
+            the orchestrator never does.
         cross_check: first solve every program of a language in :data:`CROSS_CHECK` with the
             second prover too (a pass of its own through ``pool``); each such row's ``trace``
             gets ``cross_check`` (:func:`cross_check_entry`) and the summary counts disagreements.
@@ -198,14 +192,13 @@ def run_solve(
         ValueError: when two input problems share an id (results would be ambiguous).
     """
     t0 = time.monotonic()
-    problems = list(problems)
+    problems = [p for p in problems if store.shard is None or store.shard.takes(p.id)]  # a shard: its problems only
     by_id = _by_id(problems)
     done = store.done_ids()
     todo = [p for p in problems if p.id not in done]
     tally = _Tally(_progress(len(problems), progress))
     if tally.bar is not None:
         tally.bar.update(len(problems) - len(todo))
-    traces: dict[str, dict] = {}  # problem id -> the checks' trace entries
     second = _cross_check_outcomes(todo, pool, limits, corrections) if cross_check else {}
 
     def requests() -> Iterator[SolveRequest]:
@@ -216,18 +209,14 @@ def run_solve(
                 store.append(result_row(p, outcome, method=method, worker="-", attempts=0, latency_s=0.0))
                 tally.wrote(None)
                 continue
-            checked, traces[p.id] = checked_program(p, corrections=corrections)
-            by_id[p.id] = checked
-            yield SolveRequest(p.id, p.program.language, (checked.program or p.program).text, limits)
+            yield SolveRequest(p.id, p.program.language, p.program.text, limits, _check_spec(p, corrections))
 
     try:
-        result: PoolResult
         for result in pool.imap_unordered(requests()):
-            problem = by_id[result.request.problem_id]
-            trace = traces.pop(problem.id, None)
+            problem, outcome, trace = _checked_row_parts(by_id.pop(result.request.problem_id), result.outcome)
             if problem.id in second:
                 trace = tally.cross_checked(trace, result, second.pop(problem.id))
-            row = result_row(problem, result.outcome, method=method, worker=result.worker,
+            row = result_row(problem, outcome, method=method, worker=result.worker,
                              attempts=result.attempts, latency_s=result.latency_s, trace=trace)
             store.append(row)
             tally.wrote(row)

@@ -1,4 +1,4 @@
-"""Results store: streams result rows to Parquet, survives a kill, resumes without duplicates.
+"""Results store: streams result rows to Parquet, survives a kill, resumes without duplicates, shards.
 
 Layout while a run is in progress (``RUN.parquet`` is the user's ``--out``)::
 
@@ -14,6 +14,25 @@ keeps the first row per problem, writes ``RUN.parquet`` atomically and only
 then removes the parts (a kill between the two is harmless: the rows are
 deduplicated again next time).
 
+Shards (``--shard i/n``, :class:`~symbolkg.jobs.pipeline.ids.Shard`): a job split over ``n``
+drivers, each running the problems of its shard, writes into the same run under names of its
+own, so concurrent shards never touch one another's files::
+
+    RUN.shard-<i>-of-<n>.parquet.parts/part-<session>-<seq>.parquet
+    RUN.shard-<i>-of-<n>.parquet                     # shard i's finalize(): its rows
+
+Each shard resumes and finalizes on its own. The run is the union of its members (``RUN.parquet``
+and every ``RUN.shard-*-of-*.parquet``, finished or still in parts): :func:`run_files` lists them,
+and :func:`read_run` (so ``report``, ``verify``, ``explain``, ``profile``) reads them as one table,
+first row per problem. A session skips every problem the run holds in any member.
+
+Memory: nothing here grows with the rows already written. The buffer holds at most
+``flush_rows`` rows; the ids appended in this session are kept as 8-byte hashes
+(:class:`~symbolkg.jobs.pipeline.ids.IdHashes`, checked exactly against the files on a hit);
+``finalize()`` streams the files into ``RUN.parquet`` a few thousand rows at a time, with one
+8-byte hash per row while it runs to find ids present twice. :meth:`ResultStore.done_index` is
+the exact, compact set of the problems a resumed session skips.
+
 Run-level facts (wall time of each session, sessions, command) travel in the
 Parquet key-value metadata under ``b"symbolkg"``; the wall time of a killed
 session is kept too because every part records its session's elapsed time.
@@ -23,67 +42,162 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shutil
 import time
 import uuid
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from symbolkg.jobs.pipeline.ids import DoneIds, IdHashes, Shard, id_hash, id_hashes
 from symbolkg.jobs.pipeline.rows import RESULT_SCHEMA, ResultRow, conform_results, result_table
 
 _META_KEY = b"symbolkg"
+_MERGE_ROWS = 8192  # rows per row group of a finalized file (and most rows finalize holds at once)
+_MERGE_BYTES = 32 << 20  # ... or fewer, when they are this big
+
+
+def shard_path(run: str | os.PathLike[str], shard: Shard | None) -> Path:
+    """The file a shard of ``run`` finalizes into (``run`` itself without a shard)."""
+    run = Path(run)
+    return run if shard is None else run.with_name(f"{run.stem}.{shard.name}.parquet")
+
+
+def _parts_dir(path: Path) -> Path:
+    return path.with_name(path.name + ".parts")
+
+
+def run_members(run: str | os.PathLike[str]) -> list[Path]:
+    """The final paths of the run's members that exist as a file or as parts: ``RUN.parquet``, then its shards."""
+    run = Path(run)
+    members = [run] if run.exists() or _parts_dir(run).is_dir() else []
+    pattern = re.compile(re.escape(run.stem) + r"\.shard-(\d+)-of-(\d+)\.parquet(\.parts)?")
+    shards: dict[tuple[int, int], Path] = {}
+    if run.parent.is_dir():
+        for p in run.parent.iterdir():
+            m = pattern.fullmatch(p.name)
+            if m:
+                key = (int(m.group(2)), int(m.group(1)))
+                shards[key] = p.with_name(p.name.removesuffix(".parts"))
+    return members + [shards[k] for k in sorted(shards)]
+
+
+def _member_files(path: Path) -> list[Path]:
+    files = [path] if path.exists() else []
+    parts = _parts_dir(path)
+    if parts.is_dir():
+        files += sorted(parts.glob("part-*.parquet"))
+    return files
+
+
+def run_files(run: str | os.PathLike[str]) -> list[Path]:
+    """Every results file of the run, union of its members: each member's final file, then its parts."""
+    return [f for member in run_members(run) for f in _member_files(member)]
+
+
+def run_exists(run: str | os.PathLike[str]) -> bool:
+    """Whether the run has any results (a finished file, parts, or a shard's)."""
+    return bool(run_members(run))
+
+
+def remove_run(run: str | os.PathLike[str], shard: Shard | None = None) -> None:
+    """Delete the run's results (``--overwrite``): all members, or with ``shard`` that shard's files only."""
+    members = [shard_path(run, shard)] if shard is not None else run_members(run)
+    for member in members:
+        member.unlink(missing_ok=True)
+        shutil.rmtree(_parts_dir(member), ignore_errors=True)
 
 
 class ResultStore:
-    """Append-only, resumable Parquet results of one run.
+    """Append-only, resumable Parquet results of one run (or of one shard of it).
 
     Args:
-        path: the final Parquet file (``--out``).
+        path: the run's Parquet file (``--out``).
         flush_rows: flush after this many buffered rows.
         flush_seconds: ... or when the oldest buffered row is this old.
         run_info: JSON-serialisable facts stored with the run (command, workers, ...).
+        shard: write as this shard of the run (its own files; see the module docstring).
+
+    Attributes:
+        path: the file :meth:`finalize` writes: ``RUN.parquet``, or the shard's.
+        run_path: the run's file (``--out``).
     """
 
     def __init__(self, path: str | os.PathLike[str], *, flush_rows: int = 64, flush_seconds: float = 5.0,
-                 run_info: dict[str, Any] | None = None) -> None:
+                 run_info: dict[str, Any] | None = None, shard: Shard | None = None) -> None:
         if flush_rows < 1 or flush_seconds <= 0:
             raise ValueError("flush_rows must be >= 1 and flush_seconds > 0")
-        self.path = Path(path)
-        if self.path.suffix != ".parquet":
-            raise ValueError(f"results path must end in .parquet, got {self.path}")
-        self.parts_dir = self.path.with_name(self.path.name + ".parts")
+        self.run_path = Path(path)
+        if self.run_path.suffix != ".parquet":
+            raise ValueError(f"results path must end in .parquet, got {self.run_path}")
+        self.shard = shard
+        self.path = shard_path(self.run_path, shard)
+        self.parts_dir = _parts_dir(self.path)
         self.flush_rows = flush_rows
         self.flush_seconds = flush_seconds
-        self.run_info = run_info or {}
+        self.run_info = {**(run_info or {}), **({"shard": shard.name} if shard else {})}
         self.session = f"{int(time.time())}-{uuid.uuid4().hex[:8]}"
         self._t0 = time.monotonic()
         self._buffer: list[ResultRow] = []
         self._buffer_since: float | None = None
         self._seq = 0
-        self._seen: set[str] = set()
+        self._seen = IdHashes()  # ids appended in this session (their rows are in the buffer or our parts)
 
     # -- reading ---------------------------------------------------------
     def _files(self) -> list[Path]:
-        files = [self.path] if self.path.exists() else []
-        if self.parts_dir.is_dir():
-            files += sorted(self.parts_dir.glob("part-*.parquet"))
-        return files
+        """This store's own files (its final file, then its parts)."""
+        return _member_files(self.path)
+
+    def _recorded_ids(self) -> Iterator[pa.Array]:
+        """The ``problem_id`` columns of every file of the run (all members), this shard's ids only."""
+        for f in run_files(self.run_path):
+            ids = pq.read_table(f, columns=["problem_id"]).column("problem_id").combine_chunks()
+            if self.shard is not None and len(ids):
+                keep = id_hashes(ids.to_pylist()) % np.uint64(self.shard.count) == np.uint64(self.shard.index)
+                ids = ids.filter(pa.array(keep))
+            yield ids
 
     def done_ids(self) -> set[str]:
-        """Problem ids already recorded (finished file and parts of earlier sessions)."""
+        """Problem ids already recorded: in any file of the run (of this shard) or appended in this session.
+
+        A Python set (~100 bytes an id): for tests and small runs; a job uses :meth:`done_index`.
+        """
         done: set[str] = set()
-        for f in self._files():
-            done.update(pq.read_table(f, columns=["problem_id"]).column("problem_id").to_pylist())
-        return done | self._seen
+        for ids in self._recorded_ids():
+            done.update(ids.to_pylist())
+        return done | {r.problem_id for r in self._buffer}
+
+    def done_index(self) -> DoneIds:
+        """:meth:`done_ids` as an exact, compact set (~20-25 bytes an id): what a resumed job skips."""
+        parts = [DoneIds.build(ids) for ids in self._recorded_ids()]
+        if self._buffer:
+            parts.append(DoneIds.build([r.problem_id for r in self._buffer]))
+        return DoneIds.concat(parts)
+
+    def recorded(self, problem_id: str) -> bool:
+        """Whether this session appended a row for ``problem_id`` (exact; cheap unless it did)."""
+        return problem_id in self._seen and self._recorded_exactly(problem_id)
+
+    def _recorded_exactly(self, problem_id: str) -> bool:
+        """The exact check behind a hash hit: the buffer, then this session's part files."""
+        if any(r.problem_id == problem_id for r in self._buffer):
+            return True
+        for f in sorted(self.parts_dir.glob(f"part-{self.session}-*.parquet")) if self.parts_dir.is_dir() else ():
+            ids = pq.read_table(f, columns=["problem_id"]).column("problem_id")
+            if pc.any(pc.equal(ids, problem_id)).as_py():
+                return True
+        return False
 
     # -- writing ---------------------------------------------------------
     def append(self, row: ResultRow) -> None:
         """Buffer one row; a second row for the same problem in this session is a bug and raises."""
-        if row.problem_id in self._seen:
+        if self._seen.add(row.problem_id) and self._recorded_exactly(row.problem_id):
             raise ValueError(f"duplicate result for problem {row.problem_id!r}")
-        self._seen.add(row.problem_id)
         self._buffer.append(row)
         if self._buffer_since is None:
             self._buffer_since = time.monotonic()
@@ -109,32 +223,91 @@ class ResultStore:
         self._buffer = []
         self._buffer_since = None
 
-    def finalize(self) -> pa.Table:
-        """Merge everything into ``path`` (one row per problem) and remove the parts."""
+    def finalize(self) -> int:
+        """Merge this store's files into :attr:`path` (first row per problem), remove its parts; the rows written.
+
+        Streams: a few thousand rows at a time, plus one 8-byte hash per row while it runs.
+        """
         self.flush()
-        tables, sessions = [], {}
-        for f in self._files():
-            t = pq.read_table(f)
-            meta = _read_meta(t.schema)
-            if f == self.path:
-                sessions.update(meta.get("sessions", {}))
-            elif "session" in meta:
-                s = meta["session"]
-                sessions[s] = max(sessions.get(s, 0.0), float(meta.get("session_elapsed_s", 0.0)))
-            tables.append(conform_results(t).replace_schema_metadata(None))
-        merged = pa.concat_tables(tables) if tables else RESULT_SCHEMA.empty_table()
-        merged = _first_per_problem(merged)
+        files = self._files()
+        sessions: dict[str, float] = {}
+        hashes = []
+        for f in files:
+            pf = pq.ParquetFile(f)
+            _merge_sessions(sessions, _read_meta(pf.schema_arrow), final=f == self.path)
+            hashes.append(id_hashes(pf.read(columns=["problem_id"]).column("problem_id").to_pylist()))
+        twice = _repeated(hashes)
+        del hashes
         meta = {"sessions": sessions, "wall_seconds": sum(sessions.values()), **self.run_info}
-        merged = merged.replace_schema_metadata({_META_KEY: json.dumps(meta).encode()})
+        schema = RESULT_SCHEMA.with_metadata({_META_KEY: json.dumps(meta).encode()})
         self.path.parent.mkdir(parents=True, exist_ok=True)
         tmp = self.path.with_name(self.path.name + ".tmp")
-        pq.write_table(merged, tmp)
+        rows = 0
+        with pq.ParquetWriter(tmp, schema) as writer:
+            for table in _batched(_first_rows(files, twice)):
+                writer.write_table(table.replace_schema_metadata(schema.metadata))
+                rows += table.num_rows
         os.replace(tmp, self.path)
         if self.parts_dir.is_dir():
             for p in self.parts_dir.iterdir():
                 p.unlink()
             self.parts_dir.rmdir()
-        return merged
+        self._seen = IdHashes()  # every row is in the final file now
+        return rows
+
+
+def _repeated(hashes: list[np.ndarray]) -> set[int]:
+    """The hashes that occur more than once in ``hashes`` (an id in two files, or two ids with one hash)."""
+    if not hashes:
+        return set()
+    flat = np.concatenate(hashes)
+    flat.sort()
+    return set(flat[1:][flat[1:] == flat[:-1]].tolist())
+
+
+def _first_rows(files: list[Path], twice: set[int]) -> Iterator[pa.Table]:
+    """The files' rows (conformed), each row group at a time, without a second row of a problem (exact)."""
+    seen: set[str] = set()  # only ids whose hash occurs twice: almost always none
+    for f in files:
+        pf = pq.ParquetFile(f)
+        for g in range(pf.num_row_groups):
+            table = conform_results(pf.read_row_group(g)).replace_schema_metadata(None)
+            if twice:
+                keep = []
+                for pid in table.column("problem_id").to_pylist():
+                    if id_hash(pid) not in twice:
+                        keep.append(True)
+                    else:
+                        keep.append(pid not in seen)
+                        seen.add(pid)
+                table = table.filter(pa.array(keep))
+            yield table
+
+
+def _batched(tables: Iterable[pa.Table]) -> Iterator[pa.Table]:
+    """``tables`` regrouped into tables of about :data:`_MERGE_ROWS` rows (or :data:`_MERGE_BYTES`)."""
+    held: list[pa.Table] = []
+    rows = size = 0
+    for t in tables:
+        if not t.num_rows:
+            continue
+        held.append(t)
+        rows += t.num_rows
+        size += t.nbytes
+        if rows >= _MERGE_ROWS or size >= _MERGE_BYTES:
+            yield pa.concat_tables(held)
+            held, rows, size = [], 0, 0
+    if held:
+        yield pa.concat_tables(held)
+
+
+def _merge_sessions(sessions: dict[str, float], meta: dict[str, Any], *, final: bool) -> None:
+    """Add one file's sessions: a finished file lists them; a part names its own and its elapsed time."""
+    if final:
+        sessions.update(meta.get("sessions", {}))
+    elif "session" in meta:
+        s = meta["session"]
+        sessions[s] = max(sessions.get(s, 0.0), float(meta.get("session_elapsed_s", 0.0)))
 
 
 def _first_per_problem(table: pa.Table) -> pa.Table:
@@ -152,22 +325,45 @@ def _read_meta(schema: pa.Schema) -> dict[str, Any]:
     return json.loads(raw) if raw else {}
 
 
+def _finished(members: list[Path], run: Path) -> bool:
+    """Every member finalized (no parts left), and for each shard count n seen, all n shards present."""
+    if not members or any(not m.exists() or _parts_dir(m).is_dir() for m in members):
+        return False
+    counts: dict[int, set[int]] = {}
+    for m in members:
+        if m != run:
+            i, n = (int(x) for x in re.findall(r"\.shard-(\d+)-of-(\d+)\.parquet$", m.name)[0])
+            counts.setdefault(n, set()).add(i)
+    return all(found == set(range(n)) for n, found in counts.items())
+
+
 def read_run(path: str | os.PathLike[str]) -> tuple[pa.Table, dict[str, Any]]:
-    """A finished run: its table and run metadata. Includes unmerged parts of an unfinished run."""
-    store = ResultStore(path)
-    files = store._files()
-    if not files:
-        raise FileNotFoundError(f"no results at {path} (nor {store.parts_dir})")
+    """A run: the union of its members as one table (first row per problem) and its metadata.
+
+    Includes the unmerged parts of an unfinished run (or shard). ``meta["finished"]``: every
+    member is finalized and, if shards wrote it, every shard of their count did; ``meta["shards"]``
+    names the shards read (absent without shards); ``wall_seconds`` sums the sessions (driver-seconds:
+    shards that ran at once count each).
+
+    Raises:
+        FileNotFoundError: the run has no results.
+    """
+    run = Path(path)
+    members = run_members(run)
+    if not members:
+        raise FileNotFoundError(f"no results at {path} (nor {_parts_dir(run)}, nor shards {run.stem}.shard-*)")
     tables, meta, sessions = [], {}, {}
-    for f in files:
-        t = pq.read_table(f)
-        m = _read_meta(t.schema)
-        if f == store.path:
-            meta = m
-            sessions.update(m.get("sessions", {}))
-        elif "session" in m:
-            sessions[m["session"]] = max(sessions.get(m["session"], 0.0), float(m.get("session_elapsed_s", 0.0)))
-        tables.append(conform_results(t).replace_schema_metadata(None))
-    table = _first_per_problem(pa.concat_tables(tables))
-    meta = {**meta, "sessions": sessions, "wall_seconds": sum(sessions.values()), "finished": store.path.exists() and len(files) == 1}
+    for member in members:
+        for f in _member_files(member):
+            t = pq.read_table(f)
+            m = _read_meta(t.schema)
+            if f == member and (not meta or member == run):
+                meta = {k: v for k, v in m.items() if k != "shard"}
+            _merge_sessions(sessions, m, final=f == member)
+            tables.append(conform_results(t).replace_schema_metadata(None))
+    table = _first_per_problem(pa.concat_tables(tables)) if tables else RESULT_SCHEMA.empty_table()
+    meta = {**meta, "sessions": sessions, "wall_seconds": sum(sessions.values()), "finished": _finished(members, run)}
+    shards = [m.name for m in members if m != run]
+    if shards:
+        meta["shards"] = shards
     return table, meta

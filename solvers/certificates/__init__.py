@@ -68,6 +68,17 @@ class Verdict:
             raise ValueError(f"Verdict.status must be one of {VERDICTS}, got {self.status!r}")
 
 
+def field_of(obj: dict[str, Any], key: str, types: type | tuple[type, ...], where: str) -> Any:
+    """``obj[key]``, checked to be of ``types`` (a bool is not an int); raises :class:`CertificateError`
+    naming ``where`` otherwise. How every checker reads a certificate's JSON."""
+    if key not in obj:
+        raise CertificateError(f"{where} has no {key!r}")
+    value = obj[key]
+    if not isinstance(value, types) or (isinstance(value, bool) and types is int):
+        raise CertificateError(f"{where}.{key} has the wrong type ({type(value).__name__})")
+    return value
+
+
 def check(certificate: dict[str, Any] | None, *, language: str, program: str, answer: str | None,
           limits: Limits | None = None) -> Verdict:
     """Re-check ``certificate`` of ``program`` (in ``language``) answering ``answer``.

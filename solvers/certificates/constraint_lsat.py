@@ -8,7 +8,6 @@ constraints state. The producer helpers (:func:`dsl_line_text`, :func:`dsl_bound
 
 from __future__ import annotations
 
-import functools
 import itertools
 import math
 from collections.abc import Callable, Iterable, Sequence
@@ -19,7 +18,7 @@ from symbolkg.solvers.certificates.constraint_search import (INF, TOP, Iv, Probl
                                                              neg, need, negate, reparse, total)
 from symbolkg.solvers.outcomes import CertificateError
 from symbolkg.solvers.smt.lsat_formula_syntax import Apply, Lit, MemberRef, Op, Scoped, VarRef
-from symbolkg.solvers.smt.lsat_syntax import parse
+from symbolkg.solvers.smt.lsat_syntax import Program, parse
 
 #: The model key of applications to arguments outside the parameter sorts (``f(b + 1)`` at the last ``b``):
 #: ``[[function, [args], value], ...]``. The declaration restricts only member arguments; Z3 gives the others
@@ -35,16 +34,26 @@ def dsl_line_text(program: str, line: int) -> str:
     return lines[line - 1].split(":::", 1)[0].split("#", 1)[0].strip()
 
 
-@functools.lru_cache(maxsize=4)
-def _producer_reader(program: str) -> DslReader:
-    # One parse per program for the producer helpers below (each model asks again).
-    return DslReader(program)
+_READERS: dict[str, DslReader] = {}  # the producer helpers' readers of the last few programs
 
 
-def dsl_bounding_lines(program: str) -> list[int]:
+def _producer_reader(program: str, parsed: Program | None) -> DslReader:
+    # One parse per program for the producer helpers below (each model asks again); a producer that parsed
+    # the program with the same parser hands its parse over. The checker always parses for itself.
+    reader = _READERS.get(program)
+    if reader is None:
+        reader = DslReader(program, parsed)
+        while len(_READERS) >= 4:
+            _READERS.pop(next(iter(_READERS)))
+        _READERS[program] = reader
+    return reader
+
+
+def dsl_bounding_lines(program: str, parsed: Program | None = None) -> list[int]:
     """The constraint lines of a DSL program that give some integer-valued function application a finite
-    domain in the checker's sense (a producer cites them as a core's ``bounds``)."""
-    reader = _producer_reader(program)
+    domain in the checker's sense (a producer cites them as a core's ``bounds``). ``parsed``: the program
+    as :func:`~symbolkg.solvers.smt.lsat_syntax.parse` read it, if the caller has it."""
+    reader = _producer_reader(program, parsed)
     if all(f.result != "int" for f in reader.program.functions.values()):
         return []
     found = []
@@ -57,11 +66,13 @@ def dsl_bounding_lines(program: str) -> list[int]:
     return found
 
 
-def dsl_outside_cells(program: str, model: dict[str, Any], lookup: Callable[[str, tuple], Any]) -> list[list[Any]]:
+def dsl_outside_cells(program: str, model: dict[str, Any], lookup: Callable[[str, tuple], Any],
+                      parsed: Program | None = None) -> list[list[Any]]:
     """The ``@outside`` entries a DSL model needs: the applications outside the parameter sorts that evaluating
     every constraint and every option formula reads, each valued by ``lookup(function, args)`` (the producer's
-    model). The checker's evaluation of the same model reads no others (it evaluates the same formulas)."""
-    reader = _producer_reader(program)
+    model). The checker's evaluation of the same model reads no others (it evaluates the same formulas).
+    ``parsed``: as for :func:`dsl_bounding_lines`."""
+    reader = _producer_reader(program, parsed)
     table = reader.decode_model(model, "the model")
     found: dict[tuple, Any] = {}
 
@@ -84,9 +95,10 @@ def dsl_outside_cells(program: str, model: dict[str, Any], lookup: Callable[[str
 
 
 class DslReader(Reader):
-    def __init__(self, text: str) -> None:
+    def __init__(self, text: str, program: Program | None = None) -> None:
+        """Read ``text`` (the checker: always parsed here; a producer helper may pass its own parse)."""
         self.text = text
-        self.program = reparse(parse, text)
+        self.program = program if program is not None else reparse(parse, text)
         self.by_line = {c.line: c for c in self.program.constraints}
         self.by_letter = {o.letter: o for o in self.program.options}
 

@@ -67,7 +67,7 @@ import time
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from symbolkg.solvers.certificates import Verdict, symba_tree
+from symbolkg.solvers.certificates import Verdict, field_of, symba_tree
 from symbolkg.solvers.lp.syntax import parse
 from symbolkg.solvers.outcomes import CertificateError, Deadline, Limits, ProgramError
 
@@ -220,15 +220,6 @@ def least_fixpoint(program: Any, deadline: Deadline) -> set[GroundAtom]:
         atoms |= new
 
 
-def _field(obj: dict[str, Any], key: str, types: type | tuple[type, ...], where: str) -> Any:
-    if key not in obj:
-        raise CertificateError(f"{where} has no {key!r}")
-    value = obj[key]
-    if not isinstance(value, types) or (isinstance(value, bool) and types is int):
-        raise CertificateError(f"{where}.{key} has the wrong type ({type(value).__name__})")
-    return value
-
-
 def _check_step(step: Any, lines: list[str], rules_at: dict[int, list[Any]],
                 facts_at: dict[int, list[GroundAtom]], constants: set[str], proved: dict[Any, str]) -> None:
     """One step follows from the program and earlier steps (``proved``: id -> atom); raises CertificateError."""
@@ -238,11 +229,11 @@ def _check_step(step: Any, lines: list[str], rules_at: dict[int, list[Any]],
     where = f"step {sid!r}"
     if not isinstance(sid, (int, str)) or isinstance(sid, bool) or sid in proved:
         raise CertificateError(f"{where}: ids must be unique ints or strings")
-    atom = _field(step, "atom", str, where)
-    line = _field(step, "line", int, where)
-    text = _field(step, "rule_text", str, where)
-    binding = _field(step, "binding", dict, where)
-    body = _field(step, "body", list, where)
+    atom = field_of(step, "atom", str, where)
+    line = field_of(step, "line", int, where)
+    text = field_of(step, "rule_text", str, where)
+    binding = field_of(step, "binding", dict, where)
+    body = field_of(step, "body", list, where)
     rule_line = step.get("rule")
     if rule_line is None:  # a fact
         if not 1 <= line <= len(lines) or lines[line - 1].split(":::", 1)[0].strip() != text.strip():
@@ -323,7 +314,7 @@ def check(cert: dict[str, Any], *, language: str, program: str, answer: str | No
     q = parsed.query
     query: GroundAtom = (q.predicate, tuple(q.args), q.value)
     negation: GroundAtom = (q.predicate, tuple(q.args), not q.value)
-    stated = _field(cert, "query", dict, "the certificate")
+    stated = field_of(cert, "query", dict, "the certificate")
     if stated.get("atom") != format_atom(query) or stated.get("line") != q.line:
         raise CertificateError(f"the certificate's query {stated.get('atom')!r} (line {stated.get('line')!r}) is not the "
                                f"program's, {format_atom(query)} (line {q.line})")
@@ -355,7 +346,7 @@ def check(cert: dict[str, Any], *, language: str, program: str, answer: str | No
 
 def _check_proof(cert: dict[str, Any], program: Any, lines: list[str]) -> list[str]:
     """Check every step (module docstring); returns the atoms proved, in order."""
-    steps = _field(cert, "steps", list, "the certificate")
+    steps = field_of(cert, "steps", list, "the certificate")
     if not steps:
         raise CertificateError("the proof has no steps")
     rules_at: dict[int, list[Any]] = {}
@@ -373,10 +364,10 @@ def _check_proof(cert: dict[str, Any], program: Any, lines: list[str]) -> list[s
 
 def _check_closure(cert: dict[str, Any], program: Any, query: GroundAtom, negation: GroundAtom,
                    deadline: Deadline) -> str:
-    closure = _field(cert, "closure", dict, "the certificate")
+    closure = field_of(cert, "closure", dict, "the certificate")
     if closure.get("method") != CLOSURE_METHOD:
         raise CertificateError(f"closure.method must be {CLOSURE_METHOD!r}, got {closure.get('method')!r}")
-    count = _field(closure, "count", int, "closure")
+    count = field_of(closure, "count", int, "closure")
     if closure.get("atoms") is None:
         atoms = least_fixpoint(program, deadline)
         if len(atoms) != count:

@@ -1,7 +1,9 @@
 """Entailment certificates: why a first-order answer True / False / Unknown holds, and their checker.
 
 Produced by the Prover9 path (:func:`symbolkg.solvers.fol.prover9.entail`, used by the
-``logiclm-fol`` and ``prover9`` languages); checked by :func:`check` with Z3 and a plain Python
+``logiclm-fol`` and ``prover9`` languages; producer ``prover9``) and, for Unknown answers the
+finite-model search decided before or beside Prover9 (:mod:`symbolkg.solvers.fol.race`), by Z3
+(producer ``z3``, the same countermodels); checked by :func:`check` with Z3 and a plain Python
 evaluator, never with Prover9. The checker imports only syntax (:mod:`symbolkg.solvers.fol.syntax`,
 :mod:`symbolkg.solvers.fol.prover9_syntax`) and the independent Z3 evaluator
 (:mod:`symbolkg.solvers.fol.z3_eval`), never the engine whose answers it checks.

@@ -66,7 +66,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from symbolkg.solvers.certificates import Verdict
+from symbolkg.solvers.certificates import Verdict, field_of
 from symbolkg.solvers.outcomes import CertificateError, Deadline, Limits, ProgramError
 from symbolkg.solvers.symba.model_eval import (
     INCONSISTENT_TARGET,
@@ -185,15 +185,6 @@ def _instance(lit: Any, env: dict[Var, Any]) -> Any:
 # --------------------------------------------------------------------------- checking
 
 
-def _field(obj: dict[str, Any], key: str, types: type | tuple[type, ...], where: str) -> Any:
-    if key not in obj:
-        raise CertificateError(f"{where} has no {key!r}")
-    value = obj[key]
-    if not isinstance(value, types) or (isinstance(value, bool) and types is int):
-        raise CertificateError(f"{where}.{key} has the wrong type ({type(value).__name__})")
-    return value
-
-
 def _read_literal(text: Any, where: str) -> Any:
     if not isinstance(text, str):
         raise CertificateError(f"{where}: the goal must be a string, got {text!r}")
@@ -258,10 +249,10 @@ class _TreeCheck:
             raise Unverifiable(f"{path}: the prover did not write out this subtree (truncated), so it cannot be checked")
         if not isinstance(literal, Atom):
             raise CertificateError(f"{path}: a clause node proves an atom, not {node.get('goal')!r}")
-        line = _field(node, "line", int, path)
-        text = _field(node, "clause", str, path)
-        binding = _field(node, "binding", dict, path)
-        children = _field(node, "children", list, path)
+        line = field_of(node, "line", int, path)
+        text = field_of(node, "clause", str, path)
+        binding = field_of(node, "binding", dict, path)
+        children = field_of(node, "children", list, path)
         clause = self._cited(line, text, path)
         env = self._binding(clause, binding, path)
         where = f"{path} (`{text}`, line {line})"
@@ -415,7 +406,7 @@ def check(cert: dict[str, Any], *, language: str, program: str, answer: str | No
 
 
 def _check_query(cert: dict[str, Any], goal: Goal) -> None:
-    stated = _field(cert, "query", dict, "the certificate")
+    stated = field_of(cert, "query", dict, "the certificate")
     written = format_goal(goal)
     if stated.get("goal") != written or stated.get("line") != (goal.source_line or None):
         raise CertificateError(f"the certificate's query {stated.get('goal')!r} (line {stated.get('line')!r}) is not the "
@@ -423,7 +414,7 @@ def _check_query(cert: dict[str, Any], goal: Goal) -> None:
 
 
 def _check_proof(cert: dict[str, Any], program: Program, budget: Deadline) -> str:
-    tree = _field(cert, "tree", dict, "the certificate")
+    tree = field_of(cert, "tree", dict, "the certificate")
     _check_root(tree, program.goal)
     walk = _TreeCheck(program)
     walk.run(tree)
@@ -444,7 +435,7 @@ def _check_proof(cert: dict[str, Any], program: Program, budget: Deadline) -> st
 
 
 def _check_closure(cert: dict[str, Any], program: Program, budget: Deadline) -> str:
-    closure = _field(cert, "closure", dict, "the certificate")
+    closure = field_of(cert, "closure", dict, "the certificate")
     if closure.get("method") not in (CLOSURE_METHOD, INCONSISTENT_METHOD):
         raise CertificateError(f"closure.method must be {CLOSURE_METHOD!r} or {INCONSISTENT_METHOD!r}, "
                                f"got {closure.get('method')!r}")
@@ -467,7 +458,7 @@ def _check_closure(cert: dict[str, Any], program: Program, budget: Deadline) -> 
 
 def _check_inconsistent(closure: dict[str, Any], program: Program, budget: Deadline) -> str:
     """The cited denial is the program's, and the bottom-up model violates it."""
-    cited = _field(closure, "denial", dict, "the closure")
+    cited = field_of(closure, "denial", dict, "the closure")
     line, text = cited.get("line"), cited.get("statement")
     index = next((k for k, d in enumerate(program.denials)
                   if d.source_line == line and format_clause(d) == text), None)

@@ -37,6 +37,7 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 
@@ -187,7 +188,12 @@ class _Stop(Exception):
 
 
 class _Session:
-    """One solver over the program's constraints, checked option by option."""
+    """One solver over the program's constraints, checked option by option.
+
+    The domains are asserted; each constraint line ``c`` as ``guard_c -> c``, and every check assumes
+    the guards it needs (all of them, but for the certificate's deletion checks). So the unsat core of
+    an option's check is a set of constraint lines, and the certificate minimises it in the same solver.
+    """
 
     def __init__(self, program: CspProgram, ctx: z3.Context, dog: Z3Watchdog, deadline: float) -> None:
         self.program = program
@@ -196,33 +202,41 @@ class _Session:
         self.deadline = deadline
         self.solver = z3.Solver(ctx=ctx)
         self.solver.set("core.minimize", True)
-        self.trackers: dict[str, Constraint] = {}
+        self.guards: dict[int, z3.BoolRef] = {}  # constraint line -> its guard
+        self.line_of: dict[int, int] = {}  # AST id of a guard -> its constraint line
         self.model_: z3.ModelRef | None = None  # model of the last sat check
+        self.core_: list[int] = []  # constraint lines of the last unsat check's core
+        self.cores: dict[str, list[int]] = {}  # option letter -> core of its negation (when entailed)
+        self.option_terms = {o.letter: self.encoder.term(o.expr) for o in program.options}
+        self._values: dict[z3.ModelRef, list[int]] = {}  # a model -> its variable values
         for variable in program.variables:
             self.solver.add(self.encoder.domain(variable))
         for constraint in program.constraints:
-            tracker = z3.Bool(f"line_{constraint.line}", ctx)
-            self.trackers[str(tracker)] = constraint
-            self.solver.assert_and_track(self.encoder.term(constraint.expr), tracker)
+            guard = z3.Bool(f"line_{constraint.line}", ctx)
+            self.guards[constraint.line] = guard
+            self.line_of[guard.get_id()] = constraint.line
+            self.solver.add(z3.Implies(guard, self.encoder.term(constraint.expr)))
 
-    def check(self, *extra: z3.BoolRef) -> z3.CheckSatResult:
+    def check(self, extra: z3.BoolRef | None = None, lines: list[int] | None = None, *, model: bool = True,
+              core: bool = False) -> z3.CheckSatResult:
+        """Check the domains, the guarded ``lines`` (default: all) and ``extra``; keeps the model when
+        ``model``, and the unsat core when ``core`` (Z3 minimises it, which costs checks of its own)."""
         remaining = self.deadline - time.monotonic()
         if remaining <= 0:
             raise _Stop(_timeout_outcome())
         self.solver.set("timeout", max(1, int(remaining * 1000)))
+        guards = list(self.guards.values()) if lines is None else [self.guards[line] for line in lines]
         try:
             with self.dog.guard(self.deadline):
-                if extra:
+                if extra is None:
+                    result = self._check(guards, model, core)
+                else:
                     self.solver.push()
                     try:
-                        self.solver.add(*extra)
-                        result = self.solver.check()
-                        self.model_ = self.solver.model() if result == z3.sat else None
+                        self.solver.add(extra)
+                        result = self._check(guards, model, core)
                     finally:
                         self.solver.pop()
-                else:
-                    result = self.solver.check()
-                    self.model_ = self.solver.model() if result == z3.sat else None
         except z3.Z3Exception as exc:
             message = str(exc)
             if "memory" in message.lower():
@@ -231,27 +245,42 @@ class _Session:
             raise _Stop(Outcome.error(Status.RUNTIME_ERROR, ErrorKind.SOLVER, f"Z3 failed: {message}",
                                       backend=BACKEND)) from None
         if result == z3.unknown:
-            reason = self.solver.reason_unknown()
-            if "memory" in reason or "memout" in reason:
-                raise _Stop(Outcome.error(Status.MEMORY, ErrorKind.MEMORY, "out of memory in Z3", backend=BACKEND))
-            if "timeout" in reason or "canceled" in reason or time.monotonic() >= self.deadline:
-                raise _Stop(_timeout_outcome())
-            raise _Stop(Outcome.error(Status.UNKNOWN, ErrorKind.SOLVER, f"Z3 could not decide the constraints "
-                                      f"(reason: {reason}); avoid multiplying two variables", backend=BACKEND))
+            self._unknown()
         return result
 
+    def _check(self, guards: list[z3.BoolRef], model: bool, core: bool) -> z3.CheckSatResult:
+        result = self.solver.check(*guards)
+        self.model_ = self.solver.model() if model and result == z3.sat else None
+        self.core_ = (sorted(self.line_of[t.get_id()] for t in self.solver.unsat_core())
+                      if core and result == z3.unsat else [])
+        return result
+
+    def _unknown(self) -> None:
+        reason = self.solver.reason_unknown()
+        if "memory" in reason or "memout" in reason:
+            raise _Stop(Outcome.error(Status.MEMORY, ErrorKind.MEMORY, "out of memory in Z3", backend=BACKEND))
+        if "timeout" in reason or "canceled" in reason or time.monotonic() >= self.deadline:
+            raise _Stop(_timeout_outcome())
+        raise _Stop(Outcome.error(Status.UNKNOWN, ErrorKind.SOLVER, f"Z3 could not decide the constraints "
+                                  f"(reason: {reason}); avoid multiplying two variables", backend=BACKEND))
+
+    def values(self, model: z3.ModelRef) -> list[int]:
+        """The model's value of every variable, in declaration order (once per model)."""
+        found = self._values.get(model)
+        if found is None:
+            found = self._values[model] = [model.eval(self.encoder.vars[v.name], model_completion=True).as_long()
+                                           for v in self.program.variables]
+        return found
+
     def model_text(self, model: z3.ModelRef) -> str:
-        parts = []
-        for variable in self.program.variables:
-            value = model.eval(self.encoder.vars[variable.name], model_completion=True).as_long()
-            parts.append(f"{variable.name}={self.encoder.value_name(variable, value)}")
-        return ", ".join(parts)
+        return ", ".join(f"{v.name}={self.encoder.value_name(v, value)}"
+                         for v, value in zip(self.program.variables, self.values(model)))
 
     def holds(self, model: z3.ModelRef, option: Option) -> bool:
-        return z3.is_true(model.eval(self.encoder.term(option.expr), model_completion=True))
+        return z3.is_true(model.eval(self.option_terms[option.letter], model_completion=True))
 
     def run(self) -> Outcome:
-        if self.check() == z3.unsat:
+        if self.check(core=True) == z3.unsat:
             return self.contradiction()
         base = self.model_
         if base is None:  # sat always comes with a model; guard against a Z3 surprise
@@ -263,8 +292,9 @@ class _Session:
                 counter_models[option.letter] = base
                 continue
             # True in one solution; entailed iff no solution makes it false.
-            if self.check(z3.Not(self.encoder.term(option.expr))) == z3.unsat:
+            if self.check(z3.Not(self.option_terms[option.letter]), core=True) == z3.unsat:
                 entailed.append(option)
+                self.cores[option.letter] = self.core_
             elif self.model_ is not None:
                 counter_models[option.letter] = self.model_
         if len(entailed) == 1:
@@ -273,7 +303,7 @@ class _Session:
 
     def answer(self, option: Option, model: z3.ModelRef, counter_models: dict[str, z3.ModelRef]) -> Outcome:
         block = z3.Or([var != model.eval(var, model_completion=True) for var in self.encoder.vars.values()])
-        unique = self.check(block) == z3.unsat
+        unique = self.check(block, model=False) == z3.unsat
         proof = (f"option {option.letter} ({option.text}) holds in every solution: the constraints together with "
                  f"its negation are unsatisfiable.\n"
                  f"{'the only solution' if unique else 'one solution (there are several)'}: {self.model_text(model)}")
@@ -282,22 +312,19 @@ class _Session:
 
     def model_json(self, model: z3.ModelRef) -> dict[str, int | str]:
         inverse = {i: s for s, i in self.encoder.rank.items()}
-        values: dict[str, int | str] = {}
-        for variable in self.program.variables:
-            value = model.eval(self.encoder.vars[variable.name], model_completion=True).as_long()
-            values[variable.name] = inverse[value] if variable.type is Type.STR else value
-        return values
+        return {v.name: inverse[value] if v.type is Type.STR else value
+                for v, value in zip(self.program.variables, self.values(model))}
 
     def certificate(self, chosen: Option, model: z3.ModelRef,
                     counter_models: dict[str, z3.ModelRef]) -> dict | None:
         """The ``constraint`` certificate (:mod:`symbolkg.solvers.certificates.constraint`) of ``chosen``.
 
-        The chosen option's negation gets a minimised unsat core (its own solver, constraints guarded by
-        one literal per line); every other option a counter-model. None when Z3 cannot finish in time
-        (the answer stands; the row is then unverifiable).
+        The chosen option's negation gets the core of its entailment check, minimised by deletion in the
+        same solver; every other option a counter-model (a model the checks found). None when Z3 cannot
+        finish in time (the answer stands; the row is then unverifiable).
         """
         try:
-            core = self.minimal_core(z3.Not(self.encoder.term(chosen.expr)), cc.minimise)
+            core = self.minimal_core(z3.Not(self.option_terms[chosen.letter]), self.cores[chosen.letter])
         except _Stop:
             return None
         options = []
@@ -314,34 +341,21 @@ class _Session:
                 "model": self.model_json(model), "options": options}
         return cert if len(json.dumps(cert)) <= cc.MAX_CERTIFICATE_CHARS else None
 
-    def minimal_core(self, query: z3.BoolRef, minimise) -> list[int]:
-        """Constraint lines that with ``query`` are unsatisfiable, minimised by deletion."""
-        ctx = self.encoder.ctx
-        solver = z3.Solver(ctx=ctx)
-        for variable in self.program.variables:
-            solver.add(self.encoder.domain(variable))
-        solver.add(query)
-        guards: dict[int, z3.BoolRef] = {}
-        for constraint in self.program.constraints:
-            guard = z3.Bool(f"cert_line_{constraint.line}", ctx)
-            guards[constraint.line] = guard
-            solver.add(z3.Implies(guard, self.encoder.term(constraint.expr)))
+    def minimal_core(self, query: z3.BoolRef, core: list[int]) -> list[int]:
+        """``core`` (constraint lines that with ``query`` are unsatisfiable, from Z3) minimised by deletion.
 
+        Every line kept is shown needed by a check of ``query`` with the other kept lines (satisfiable);
+        a line whose removal leaves them unsatisfiable is dropped.
+        """
         def unsat(lines: list[int]) -> bool:
-            remaining = self.deadline - time.monotonic()
-            if remaining <= 0:
-                raise _Stop(_timeout_outcome())
-            solver.set("timeout", max(1, int(remaining * 1000)))
-            with self.dog.guard(self.deadline):
-                result = solver.check(*[guards[line] for line in lines])
-            if result == z3.unknown:
-                raise _Stop(_timeout_outcome())
-            return result == z3.unsat
+            return self.check(None, lines, model=False) == z3.unsat
 
-        if not unsat(list(guards)):
-            raise _Stop(_timeout_outcome())  # cannot happen: the option was found entailed
-        first = sorted({int(str(t)[len("cert_line_"):]) for t in solver.unsat_core()})
-        return minimise(first, unsat)
+        self.solver.push()
+        try:
+            self.solver.add(query)
+            return cc.minimise(core, unsat)
+        finally:
+            self.solver.pop()
 
     def no_unique_answer(self, entailed: list[Option], base: z3.ModelRef,
                          counter_models: dict[str, z3.ModelRef]) -> Outcome:
@@ -353,7 +367,7 @@ class _Session:
                 continue
             if self.holds(base, option) or any(self.holds(m, option) for m in witnesses):
                 possible.append(option.letter)
-            elif self.check(self.encoder.term(option.expr)) == z3.sat:
+            elif self.check(self.option_terms[option.letter]) == z3.sat:
                 possible.append(option.letter)
                 if self.model_ is not None:
                     witnesses.append(self.model_)
@@ -379,8 +393,8 @@ class _Session:
                        error_line=line, proof=f"one solution: {self.model_text(base)}", backend=BACKEND)
 
     def contradiction(self) -> Outcome:
-        core = sorted((self.trackers[str(t)] for t in self.solver.unsat_core() if str(t) in self.trackers),
-                      key=lambda c: c.line)
+        by_line = {c.line: c for c in self.program.constraints}
+        core = [by_line[line] for line in self.core_]
         if core:
             listed = "; ".join(f"line {c.line}: {c.text}" + (f" ({c.comment})" if c.comment else "") for c in core)
             message = (f"the constraints are contradictory (no assignment satisfies them). These conflict with each "
@@ -418,9 +432,7 @@ def solve(text: str, limits: Limits) -> Outcome:
             outcome = err.to_outcome(backend=BACKEND)
         else:
             outcome = _solve(program, deadline)
-    data = outcome.to_dict()
-    data["seconds"] = sw.seconds
-    return Outcome.from_dict(data)
+    return dataclasses.replace(outcome, seconds=sw.seconds)
 
 
 def _solve(program: CspProgram, deadline: float) -> Outcome:

@@ -5,6 +5,7 @@ and tokens), ``syntax`` (the ``logiclm-fol`` tree, parser and readings), ``prove
 notation: the ``prover9`` language's parser, input files, FOL to and from Prover9 formulas).
 Independent evaluator: ``z3_eval`` (FOL in Z3, finite models; shared with the certificate checker).
 Engines: ``prover9`` (the Prover9 backend and the ``prover9`` language), ``engine`` (``logiclm-fol``
-by Prover9), ``z3_engine`` (``logiclm-fol-z3``), and ``readings`` (how both FOL engines combine a
-program's readings).
+by Prover9), ``z3_engine`` (``logiclm-fol-z3``), ``race`` (the finite-model search: Unknown
+answers' countermodels, the pre-check before Prover9 and the race beside a slow Prover9), and
+``readings`` (how both FOL engines combine a program's readings).
 """

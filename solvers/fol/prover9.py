@@ -31,7 +31,11 @@ Three-valued entailment (:func:`entail`) runs two searches **in parallel**:
 
 Running both sides at once (rather than one after the other) means a runaway
 search on one side cannot eat the time the other side needs, and a call never
-takes much more than ``timeout_s``. The decision is:
+takes much more than ``timeout_s``. The caller may leave out a side a countermodel shows cannot
+succeed (``sides``; both run when the one left proves nothing), and may give a
+:class:`~symbolkg.solvers.fol.race.ModelRace` that joins a slow search: its two models answer
+Unknown and stop the provers. The wait wakes when a process exits (a pidfd per process), not on
+a polling timer. The decision is:
 
 ==========================================  =============================
 goal side proves                            PROVED, ``"True"``
@@ -58,9 +62,10 @@ Every assumption goes to Prover9 labelled ``symbolkg_a<i>``: Prover9 prints the 
 a proof used with their labels, so :func:`used_assumptions` reads which assumptions the deciding
 proof rests on. :func:`entail` with ``source_texts`` turns that into an ``entailment``
 certificate (:mod:`symbolkg.solvers.certificates.entailment`); the labels are removed from the
-proof text it returns. An Unknown answer's certificate gets its countermodels from
-:func:`with_countermodels` (Z3 over small finite domains; Prover9's wheel ships no Mace4), for
-the ``prover9`` language here and for ``logiclm-fol`` (:mod:`symbolkg.solvers.fol.engine`).
+proof text it returns: Prover9's proof is the certificate, at no extra cost. An Unknown answer's
+certificate gets its countermodels from :func:`with_countermodels` (Z3 over small finite domains,
+:mod:`symbolkg.solvers.fol.race`; Prover9's wheel ships no Mace4), for the ``prover9`` language
+here and for ``logiclm-fol`` (:mod:`symbolkg.solvers.fol.engine`).
 
 Example (needs the Prover9 binary)::
 
@@ -464,9 +469,10 @@ class Entailment:
     """Both searches of :func:`entailment`.
 
     Attributes:
-        goal_side: Prover9 run proving the goal.
+        goal_side: Prover9 run proving the goal (exit reason ``skipped`` when not run).
         negation_side: Prover9 run refuting the goal (the goal added as an assumption).
         seconds: wall time of the whole call.
+        race_decided: the model race found both models first: the answer is Unknown.
     """
 
     goal_side: ProverResult
@@ -475,43 +481,68 @@ class Entailment:
     race_decided: bool = False
 
 
+#: The two searches of :func:`entailment`, by name.
+SIDES = ("goal", "negation")
+
+#: The result recorded for a side :func:`entailment` was asked not to run.
+_SKIPPED = ProverResult(ProofStatus.TIMEOUT, "skipped", message="not run: a countermodel shows it cannot succeed")
+
+
 def entailment(assumptions: Sequence[str], goal: str, limits: Limits, *, options: Sequence[str] = (),
-               race: ModelRace | None = None) -> Entailment:
+               race: ModelRace | None = None, sides: Sequence[str] = SIDES) -> Entailment:
     """Run the goal side and the negation side in parallel (see the module docstring).
 
     Stops early as soon as the decision is known: the goal side proves, or the
     negation side proves, or ``race`` (a :class:`~symbolkg.solvers.fol.race.ModelRace`, started
     when the provers are slow) finds both models (``race_decided``: the answer is Unknown). A side
     stopped early reports exit reason ``stopped``; one stopped at the deadline reports ``killed``.
-    The caller owns ``race`` (and stops it).
+    The caller owns ``race`` (and stops it). ``sides``: the searches to run; one left out (a
+    countermodel shows it cannot succeed) is recorded with exit reason ``skipped``.
     """
     labelled_goal = f"{strip_period(goal)} # label({_GOAL_LABEL})"
     # Labels do not change the search; they let the proof say which assumptions it used.
     assumptions = [f"{strip_period(a)} # label({_ASSUMPTION_LABEL}{i})" for i, a in enumerate(assumptions)]
+    inputs = {"goal": input_text(assumptions, [goal], limits, options),
+              "negation": input_text([*assumptions, labelled_goal], [], limits, options)}
     binary = prover9_binary()
     with Stopwatch() as sw:
         deadline = time.perf_counter() + limits.timeout_s
-        runs: list[_Run] = []
+        runs: dict[str, _Run] = {}
         try:
-            runs.append(_Run(binary, input_text(assumptions, [goal], limits, options), limits, "goal"))
-            runs.append(_Run(binary, input_text([*assumptions, labelled_goal], [], limits, options), limits, "negation"))
-            goal_run, neg_run = runs
+            for side in SIDES:
+                if side in sides:
+                    runs[side] = _Run(binary, inputs[side], limits, side)
 
             def decided() -> bool:
-                g, n = goal_run.result, neg_run.result
-                if g is not None and (g.proved or g.status is ProofStatus.SYNTAX_ERROR):
-                    return True
-                if n is not None and (n.proved or n.status is ProofStatus.SYNTAX_ERROR):
+                if any(r.result is not None and (r.result.proved or r.result.status is ProofStatus.SYNTAX_ERROR)
+                       for r in runs.values()):
                     return True
                 return race is not None and race.decided()
 
-            _run_until(runs, deadline, decided, race)
-            results = [r.poll() or r.kill("stopped") for r in runs]
+            _run_until(list(runs.values()), deadline, decided, race)
+            results = {side: (r.poll() or r.kill("stopped")) for side, r in runs.items()}
         finally:
-            for run in runs:
+            for run in runs.values():
                 run.close()
-    raced = race is not None and race.decided() and not any(r.proved or r.status is ProofStatus.SYNTAX_ERROR for r in results)
-    return Entailment(goal_side=results[0], negation_side=results[1], seconds=sw.seconds, race_decided=raced)
+    raced = race is not None and race.decided() and not any(
+        r.proved or r.status is ProofStatus.SYNTAX_ERROR for r in results.values())
+    return Entailment(goal_side=results.get("goal", _SKIPPED), negation_side=results.get("negation", _SKIPPED),
+                      seconds=sw.seconds, race_decided=raced)
+
+
+def _entailment(assumptions: Sequence[str], goal: str, limits: Limits, options: Sequence[str],
+                race: ModelRace | None, sides: Sequence[str]) -> Entailment:
+    """:func:`entailment` on ``sides`` first; when that proves nothing, on both sides with the time left."""
+    first = entailment(assumptions, goal, limits, options=options, race=race, sides=sides)
+    if set(sides) == set(SIDES) or first.race_decided or any(
+            r.proved or r.status in (ProofStatus.SYNTAX_ERROR, ProofStatus.MEMORY, ProofStatus.ERROR)
+            for r in (first.goal_side, first.negation_side)):
+        return first
+    left = limits.timeout_s - first.seconds
+    if left <= 0:
+        return first
+    both = entailment(assumptions, goal, replace(limits, timeout_s=left), options=options, race=race)
+    return replace(both, seconds=first.seconds + both.seconds)
 
 
 def entail(
@@ -523,6 +554,7 @@ def entail(
     source_lines: Sequence[int | None] | None = None,
     source_texts: Sequence[str] | None = None,
     race: ModelRace | None = None,
+    sides: Sequence[str] = SIDES,
 ) -> Outcome:
     """Three-valued entailment: does ``assumptions`` entail ``goal``, its negation, or neither?
 
@@ -542,6 +574,8 @@ def entail(
         race: a finite-model search that joins when Prover9 is slow (:func:`entailment`); when it
             decides, the outcome is UNKNOWN with backend ``"z3"`` (:data:`RACE_PROOF`), and its
             certificate gets the race's models from :func:`with_countermodels`.
+        sides: the searches to start with (:data:`SIDES`); when they prove nothing, both run
+            with the time left. A caller leaves out a side a countermodel shows cannot succeed.
 
     Returns:
         An :class:`Outcome` with backend ``"prover9"``: PROVED/``"True"``,
@@ -554,7 +588,7 @@ def entail(
     Raises:
         Prover9NotFound: the binary is missing (an installation problem).
     """
-    result = entailment(assumptions, goal, limits, options=options, race=race)
+    result = _entailment(assumptions, goal, limits, options, race, sides)
     if result.race_decided:
         outcome = Outcome(Status.UNKNOWN, answer="Unknown", proof=RACE_PROOF, seconds=result.seconds, backend=model_race.BACKEND)
     else:
@@ -704,13 +738,6 @@ def with_countermodels(certificate: dict, premises: Sequence[Formula], goal: For
     budget = min(COUNTERMODEL_BUDGET_S, limits.timeout_s)
     found = race.result(budget) if race is not None else None
     goal_false, goal_true = found if found is not None else model_race.countermodels(premises, goal, budget)
-    reason = "; ".join(f"{side}: {s.reason}" for side, s in (("goal_false", goal_false), ("goal_true", goal_true))
-                       if s.model is None)
     g = certificate["goal"]
-    return entailment_certificate.unknown(
-        entailment_certificate.Cited(g["line"], g["text"], g["prover9"]),
-        producer=certificate["producer"],
-        goal_false=goal_false.model.to_json() if goal_false.model else None,
-        goal_true=goal_true.model.to_json() if goal_true.model else None,
-        reason=reason,
-    )
+    return model_race.models_certificate(entailment_certificate.Cited(g["line"], g["text"], g["prover9"]),
+                                         certificate["producer"], goal_false, goal_true)

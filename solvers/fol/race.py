@@ -28,12 +28,18 @@ import time
 from collections import OrderedDict, deque
 from collections.abc import Sequence
 
+from symbolkg.solvers.certificates import entailment as entailment_certificate
 from symbolkg.solvers.fol import z3_eval
 from symbolkg.solvers.fol.syntax import Formula, Not
 from symbolkg.solvers.fol.z3_eval import ModelSearch
 
 #: ``Outcome.backend`` of an answer the race decided.
 BACKEND = "z3"
+
+#: :func:`precheck`: the most individuals, and the seconds, of the search before any prover starts
+#: (FOLIO's models need 1-3 individuals; the search costs a few milliseconds when it succeeds).
+PRECHECK_MAX_SIZE = 3
+PRECHECK_BUDGET_S = 0.2
 
 #: Searches kept by :func:`countermodels`' cache (per process).
 CACHE_SIZE = 512
@@ -52,15 +58,16 @@ _cache_lock = threading.Lock()
 _recent: deque[float] = deque(maxlen=64)
 
 
-def countermodels(premises: Sequence[Formula], goal: Formula, budget_s: float, *,
+def countermodels(premises: Sequence[Formula], goal: Formula, budget_s: float, *, max_size: int = z3_eval.MAX_MODEL_SIZE,
                   within: z3_eval.Session | None = None) -> tuple[ModelSearch, ModelSearch]:
     """(model of premises ∧ ¬goal, model of premises ∧ goal), each None where none was found within ``budget_s``."""
-    key = (tuple(premises), goal)
+    key = (tuple(premises), goal, max_size)
     with _cache_lock:
         if key in _cache:
             _cache.move_to_end(key)
             return _cache[key]
-    sides = z3_eval.find_models(list(premises), {"goal_false": Not(goal), "goal_true": goal}, budget_s, within=within)
+    sides = z3_eval.find_models(list(premises), {"goal_false": Not(goal), "goal_true": goal}, budget_s,
+                                max_size=max_size, within=within)
     result = (sides["goal_false"], sides["goal_true"])
     if all(s.model is not None or s.reason.startswith("no model with at most") and "within" not in s.reason
            for s in result):
@@ -69,6 +76,37 @@ def countermodels(premises: Sequence[Formula], goal: Formula, budget_s: float, *
             while len(_cache) > CACHE_SIZE:
                 _cache.popitem(last=False)
     return result
+
+
+def precheck(premises: Sequence[Formula], goal: Formula, timeout_s: float) -> tuple[ModelSearch, ModelSearch]:
+    """:func:`countermodels` over at most :data:`PRECHECK_MAX_SIZE` individuals, within :data:`PRECHECK_BUDGET_S`.
+
+    What a program gets before any prover starts: two models answer Unknown outright, and one
+    model rules out the prover search it refutes (:func:`provable_sides`).
+    """
+    return countermodels(premises, goal, min(PRECHECK_BUDGET_S, timeout_s / 4), max_size=PRECHECK_MAX_SIZE)
+
+
+def provable_sides(goal_false: ModelSearch, goal_true: ModelSearch) -> tuple[str, ...]:
+    """The Prover9 searches a proof may still come from (names of :data:`symbolkg.solvers.fol.prover9.SIDES`).
+
+    A model of premises ∧ ¬goal shows the goal is not entailed (no ``goal`` side proof); one of
+    premises ∧ goal that its negation is not (no ``negation`` side proof). Either model also shows
+    the premises consistent, so neither side can succeed through an inconsistency.
+    """
+    return tuple(side for side, refuted in (("goal", goal_false.model), ("negation", goal_true.model)) if refuted is None)
+
+
+def models_certificate(goal: entailment_certificate.Cited, producer: str, goal_false: ModelSearch,
+                       goal_true: ModelSearch) -> dict:
+    """The ``entailment`` certificate of an Unknown answer with these models (a side without one says why)."""
+    reason = "; ".join(f"{side}: {s.reason}" for side, s in (("goal_false", goal_false), ("goal_true", goal_true))
+                       if s.model is None)
+    return entailment_certificate.unknown(
+        goal, producer=producer,
+        goal_false=goal_false.model.to_json() if goal_false.model else None,
+        goal_true=goal_true.model.to_json() if goal_true.model else None,
+        reason=reason)
 
 
 def patience() -> float:

@@ -145,6 +145,7 @@ class _Builder:
         self.preds: dict[str, z3.FuncDeclRef | z3.BoolRef] = {}
         self.funcs: dict[str, z3.FuncDeclRef] = {}
         self.consts: dict[str, z3.ExprRef] = {}
+        self._atoms: dict[tuple, z3.BoolRef] = {}
         self._fresh = itertools.count()
 
     def predicate(self, name: str, arity: int) -> z3.FuncDeclRef | z3.BoolRef:
@@ -170,32 +171,58 @@ class _Builder:
             return self.constant(t.name)
         return self.function(t.name, len(t.args))(*[self.term(a, env) for a in t.args])
 
+    def atom(self, f: Atom, env: dict[str, z3.ExprRef]) -> z3.BoolRef:
+        """``P(t1, ..., tk)``; made once per predicate and argument terms (a grounding repeats atoms)."""
+        p = self.predicate(f.predicate, len(f.args))
+        if not f.args:
+            return p  # type: ignore[return-value]
+        args = [self.term(a, env) for a in f.args]
+        key = (f.predicate, *(a.get_id() for a in args))
+        made = self._atoms.get(key)
+        if made is None:
+            made = self._atoms[key] = _app(self.ctx, p, args)  # type: ignore[arg-type]
+        return made
+
     def formula(self, f: Formula, env: dict[str, z3.ExprRef] | None = None) -> z3.BoolRef:
         env = env or {}
         if isinstance(f, Atom):
-            p = self.predicate(f.predicate, len(f.args))
-            return p if not f.args else p(*[self.term(a, env) for a in f.args])  # type: ignore[operator]
+            return self.atom(f, env)
         if isinstance(f, Equals):
             return self.term(f.left, env) == self.term(f.right, env)
         if isinstance(f, Not):
-            return z3.Not(self.formula(f.body, env), self.ctx)
+            return _bool(self.ctx, z3.Z3_mk_not(self.ctx.ref(), self.formula(f.body, env).as_ast()))
         if isinstance(f, Quantified):
             if self.elements is not None:
                 parts = [self.formula(f.body, {**env, f.var: e}) for e in self.elements]
-                return z3.And(parts) if f.quantifier is Quantifier.FORALL else z3.Or(parts)
+                return _nary(self.ctx, z3.Z3_mk_and if f.quantifier is Quantifier.FORALL else z3.Z3_mk_or, parts)
             x = z3.Const(f"{f.var}!{next(self._fresh)}", self.sort)
             body = self.formula(f.body, {**env, f.var: x})
             return z3.ForAll([x], body) if f.quantifier is Quantifier.FORALL else z3.Exists([x], body)
         left, right = self.formula(f.left, env), self.formula(f.right, env)
         if f.op is Connective.AND:
-            return z3.And(left, right)
+            return _nary(self.ctx, z3.Z3_mk_and, [left, right])
         if f.op is Connective.OR:
-            return z3.Or(left, right)
-        if f.op is Connective.XOR:
-            return z3.Xor(left, right)
-        if f.op is Connective.IMPLIES:
-            return z3.Implies(left, right)
-        return left == right
+            return _nary(self.ctx, z3.Z3_mk_or, [left, right])
+        make = {Connective.XOR: z3.Z3_mk_xor, Connective.IMPLIES: z3.Z3_mk_implies}.get(f.op, z3.Z3_mk_eq)
+        return _bool(self.ctx, make(self.ctx.ref(), left.as_ast(), right.as_ast()))
+
+
+# The Z3 C API directly for the connectives and applications a grounding makes by the thousand: the
+# Python wrappers re-check sorts on every call, which costs more than Z3's own work on FOLIO programs.
+
+
+def _bool(ctx: z3.Context, ast: Any) -> z3.BoolRef:
+    return z3.BoolRef(ast, ctx)
+
+
+def _nary(ctx: z3.Context, make: Any, parts: Sequence[z3.BoolRef]) -> z3.BoolRef:
+    array = (z3.Ast * len(parts))(*(p.as_ast() for p in parts))
+    return _bool(ctx, make(ctx.ref(), len(parts), array))
+
+
+def _app(ctx: z3.Context, decl: z3.FuncDeclRef, args: Sequence[z3.ExprRef]) -> z3.BoolRef:
+    array = (z3.Ast * len(args))(*(a.as_ast() for a in args))
+    return _bool(ctx, z3.Z3_mk_app(ctx.ref(), decl.ast, len(args), array))
 
 
 # --------------------------------------------------------------------------- checks

@@ -46,6 +46,7 @@ from symbolkg.solvers.logicgraph.supports_syntax import (
     EliminationStep,
     LabelledClause,
     SupportResult,
+    minimal_sets,
     set_bits,
     sort_key,
 )
@@ -167,11 +168,17 @@ class _Elimination:
 
     # -------------------------------------------------------------- elimination
 
-    def order(self) -> Iterator[int]:
-        """Atoms in the order they are eliminated: least (positive x negative) occurrences first,
-        re-scored as the clause set changes (a lazy heap; ties by index)."""
+    def order(self, first: Sequence[int] = ()) -> Iterator[int]:
+        """Atoms in the order they are eliminated: ``first`` (the goal's atoms when ``¬G`` is unit
+        clauses: resolving them away is unit propagation, and it keeps each route to ``G`` from
+        piling up as a unit clause ``G`` that every later resolvent is compared with), then least
+        (positive x negative) occurrences first, re-scored as the clause set changes (a lazy heap;
+        ties by index)."""
         heap: list[tuple[int, int]] = []
         done: set[int] = set()
+        for v in first:
+            done.add(v)
+            yield v
         while True:
             for v in self.dirty:
                 if v not in done:
@@ -248,9 +255,11 @@ def _run(premises: Mapping[str, Formula], goal: Formula, deadline: float | None)
             mask = sum(1 << li for li in lits)
             elim.add(mask, lits, 1 << bit, None, bit)
     ids = [pid for pid, _ in groups]
+    negated_goal = groups[-1][1]
+    first = sorted({var[a] for c in negated_goal for a, _ in c}) if all(len(c) == 1 for c in negated_goal) else []
     steps: list[EliminationStep] = []
     try:
-        for v in elim.order():
+        for v in elim.order(first):
             steps.append(elim.eliminate(v))
     except _Budget:
         return elim, steps, ids, False
@@ -317,7 +326,7 @@ def minimal_supports(
     found = {frozenset(_label_ids(lab & ~goal_bit, ids)) for lab in labels}
     if not complete:
         found = {_shrink(premises, goal, s) for s in found}
-    supports = tuple(sorted((s for s in found if not any(o < s for o in found)), key=sort_key))
+    supports = tuple(sorted(minimal_sets(found), key=sort_key))
     initial = sum(1 for p in elim.parents if p is None)
     certificate = _certificate(elim, steps, ids, initial) if complete else None
     if recheck:

@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from symbolkg.solvers.logicgraph.propositional import Formula, Not, clauses
-from symbolkg.solvers.logicgraph.supports_syntax import GOAL_LABEL, EliminationCertificate, EliminationStep, SupportResult, set_bits
+from symbolkg.solvers.logicgraph.supports_syntax import GOAL_LABEL, EliminationCertificate, EliminationStep, SupportResult, minimal_sets, set_bits
 from symbolkg.solvers.outcomes import CertificateError
 
 __all__ = ["EliminationCheck", "check_certificate"]
@@ -170,7 +170,7 @@ def check_certificate(premises: Mapping[str, Formula], goal: Formula, result: Su
     goal_bit = 1 << replay.bit[GOAL_LABEL]
     ids = list(replay.bit)
     found = {frozenset(ids[i] for i in set_bits(replay.label[k] & ~goal_bit)) for k in replay.live}
-    minimal = {s for s in found if not any(o < s for o in found)}
+    minimal = minimal_sets(found)
     claimed = set(result.supports)
     if claimed != minimal or len(claimed) != len(result.supports):
         missing = sorted(sorted(s) for s in minimal - claimed)

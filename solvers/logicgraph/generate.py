@@ -10,8 +10,9 @@ atoms (a *branch*: it reaches the same conclusion by another route and finishes 
 
 Because every new premise has fresh atoms, two chains share nothing but ``G`` and the re-derived
 nodes, which keeps unintended proofs rare, but the construction is *not* trusted for the ground
-truth: the reference list of a written instance is the enumerator's complete list of minimal
-supports (:func:`symbolkg.solvers.logicgraph.minimal_support.minimal_supports`), one stepwise proof each
+truth: the reference list of a written instance is the reference enumerator's complete list of
+minimal supports (:func:`symbolkg.solvers.logicgraph.dualize.reference_supports`, a different
+algorithm from the elimination that ``symbolkg logicgraph supports`` compares with it), one stepwise proof each
 (the construction's own proof when it cites exactly that support, else
 :func:`symbolkg.solvers.logicgraph.proofs.prove`), grouped into families by
 :func:`symbolkg.solvers.logicgraph.proofs.families`. An instance is written only when it passes

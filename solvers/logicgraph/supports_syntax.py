@@ -27,6 +27,7 @@ __all__ = [
     "RecheckError",
     "Status",
     "SupportResult",
+    "minimal_sets",
     "set_bits",
     "sort_key",
 ]
@@ -51,6 +52,22 @@ def set_bits(mask: int) -> list[int]:
         low = mask & -mask
         out.append(low.bit_length() - 1)
         mask ^= low
+    return out
+
+
+def minimal_sets(sets: set[frozenset[str]]) -> set[frozenset[str]]:
+    """The members of ``sets`` with no proper subset in ``sets`` (a subset is looked up through its
+    smallest element, so the cost follows the overlaps, not the square of the number of sets)."""
+    by_min: dict[str, list[frozenset[str]]] = {}
+    for s in sets:
+        by_min.setdefault(min(s) if s else "", []).append(s)
+    empty = frozenset() in sets
+    out = set()
+    for s in sets:
+        if s and empty:
+            continue
+        if not any(o < s for e in s for o in by_min.get(e, ())):
+            out.add(s)
     return out
 
 

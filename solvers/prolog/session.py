@@ -55,10 +55,14 @@ many threads): ``RLIMIT_AS`` (``memory_mb``, with ``--stack-limit`` at half of i
 input, removes its (empty) working directory and exits at once, also in the
 middle of a goal (a thread other than the one that runs goals reads the input).
 
-Time limits, cancellation and death: the harness enforces ``time_limit``
-(``call_with_time_limit``) and ``max_depth`` (``call_with_depth_limit``);
-an overrun is the outcome ``"timeout"`` / ``"depth_exceeded"`` and the session
-stays usable. :meth:`PrologSession.cancel` (from another thread) sends a cancel
+Time limits, cancellation and death: the harness enforces ``time_limit`` from its runner thread,
+which signals the goal's thread at the deadline (and every 0.1 s after it until the goal has
+stopped), and ``max_depth`` with ``call_with_depth_limit``; the session module's own ``catch/3``,
+cleanup predicates and ``call_with_depth_limit/3`` (``session_guard.pl``) keep both out of the
+goal's reach, so an overrun is the outcome ``"timeout"`` / ``"depth_exceeded"`` (or
+``"inference_limit"`` for a cleanup of a cut that runs too long with signals blocked) whatever the
+goal catches, and the session stays usable (docs/MCP.md, "The limit guarantee", says why this is
+complete). :meth:`PrologSession.cancel` (from another thread) sends a cancel
 line that the harness's reader thread turns into a signal to the goal's thread:
 outcome ``"cancelled"``. If no reply comes within ``time_limit + kill_grace_s``
 (or ``kill_grace_s`` after a cancel), the process is killed and the call raises
@@ -651,7 +655,7 @@ class PrologSession:
         Returns:
             ``{"outcome", "answers", "residuals", "output", "output_truncated", "truncated",
             "cursor", "depth_limited", "elapsed_s"}``: ``outcome`` is ``"success"``,
-            ``"failure"``, ``"timeout"``, ``"depth_exceeded"`` or ``"cancelled"``;
+            ``"failure"``, ``"timeout"``, ``"depth_exceeded"``, ``"inference_limit"`` or ``"cancelled"``;
             ``answers`` are ``{variable: typed JSON}`` (module docstring); ``truncated``
             is True when more answers may exist (``cursor`` then fetches them with
             :meth:`next_answers`, unless the run changed the knowledge base).

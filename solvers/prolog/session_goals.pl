@@ -58,7 +58,7 @@ run(M, Req, Reply) :-
     nb_setval(skg_depth_hit, false),
     Skip = Req.skip, Max = Req.max_answers, Depth = Req.max_depth, Id = Req.id, Limit = Req.time_limit,
     with_capture(Req.max_output_chars,
-                 catch(call_with_time_limit(Limit, collect(Id, M, Goal, Vs, Skip, Max, Depth)), E, true),
+                 client_call(Id, Limit, collect(M, Goal, Vs, Skip, Max, Depth), E),
                  Output, OutTrunc),
     findall(A, answer(A, _), Answers),
     findall(R, answer(_, R), Residuals),
@@ -74,10 +74,8 @@ run(M, Req, Reply) :-
         ;   Outcome = "failure"
         ),
         ( ( More == true ; DepthHit == true, NA > 0 ) -> Truncated = true ; Truncated = false )
-    ;   E == time_limit_exceeded
-    ->  Outcome = "timeout", Truncated = true
-    ;   E == skg_cancelled
-    ->  Outcome = "cancelled", Truncated = true
+    ;   stop_outcome(E, Outcome)
+    ->  Truncated = true
     ;   throw(E)
     ),
     kb_clauses(M, K),
@@ -85,11 +83,20 @@ run(M, Req, Reply) :-
               output_truncated:OutTrunc, truncated:Truncated, depth_limited:DepthHit,
               kb_modified:Modified, kb_clauses:K}.
 
+%!  stop_outcome(+Ball, -Outcome)
+%   The outcome of a goal stopped by one of the request's own stop balls.
+stop_outcome(skg_limit(time), "timeout").
+stop_outcome(skg_limit(inference), "inference_limit").
+stop_outcome(skg_cancelled, "cancelled").
+
 hidden_var(Name = _) :- sub_atom(Name, 0, _, _, '_').
 
-collect(Id, M, Goal, Vs, Skip, Max, Depth) :-
+collect(M, Goal, Vs, Skip, Max, Depth) :-
     Stop is Skip + Max,
-    cancellable_on(Id),
+    prolog_current_frame(F),
+    prolog_frame_attribute(F, level, Level),
+    Abs is Level + Depth,
+    nb_setval(skg_depth_abs, Abs),         % a nested call_with_depth_limit/3 is cut here too
     (   call_with_depth_limit(call_cleanup(M:Goal, Det = true), Depth, R),
         (   R == depth_limit_exceeded
         ->  nb_setval(skg_depth_hit, true), fail
@@ -101,8 +108,7 @@ collect(Id, M, Goal, Vs, Skip, Max, Depth) :-
         (   var(Det) -> nb_setval(skg_more, true) ; true )   % before the cut below binds Det
     ->  true
     ;   true
-    ),
-    cancellable_off.
+    ).
 
 % Stamp of the knowledge base: it changes when a goal asserts or retracts.
 kb_stamp(M, Max-Count) :-

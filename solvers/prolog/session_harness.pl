@@ -13,6 +13,7 @@
 :- use_module(library(pairs)).
 :- use_module(library(readutil)).
 :- use_module(library(process), [process_kill/2]).   % for client_gone/0 only; never visible to sessions
+:- use_module(session_guard, []).                    % imported by each session module (install_guards/1)
 
 % Output of goals goes to a per-request capture stream, so writing to the
 % current output is as harmless as writeln/1, which the sandbox allows.
@@ -118,18 +119,85 @@ cancel_signal :-
     ;   nb_setval(skg_cancel_pending, true)
     ).
 
-% Enter the part of a request that runs client code: a cancel that came
-% earlier takes effect now.
-cancellable_on(Id) :-
+% ---------------------------------------------------------------- limits
+%
+% The time limit of a request is enforced from outside its thread: the runner
+% (watch/4) signals the request's thread at the deadline with limit_signal/1,
+% which throws skg_limit(time), and signals it again every ?RESIGNAL_S seconds
+% until the thread leaves the client's code, so that a signal swallowed by
+% library code (which may catch anything) is followed by another. No client
+% catcher sees the ball (session_guard.pl: the session module's catch/3 and
+% cleanup predicates), so the goal stops within a signal round trip, or, when
+% it is inside the cleanup of a cut (signals blocked), within that cleanup's
+% inference budget. The depth limit is call_with_depth_limit/3 (a failure,
+% not an exception: nothing to catch; a nested call cannot lift it).
+
+resignal_s(0.1).
+
+%!  client_call(+Id, +TimeLimit, :Goal, -Ball)
+%   Runs Goal (client code) once, under the time limit and cancellation of
+%   request Id. Ball is unbound, or the exception that ended it (a stop ball:
+%   skg_limit(time), skg_limit(inference), skg_cancelled; or the goal's own).
+%   The flags that let limit_signal/1 and cancel_signal/0 throw are on only
+%   between the setup and the cleanup below, which SWI-Prolog runs with
+%   signals blocked: no stop ball is thrown into the harness's own code.
+client_call(Id, Limit, Goal, Ball) :-
+    nb_setval(skg_deferred, []),
+    catch(setup_call_cleanup(client_enter(Id, Limit),
+                             catch(once(Goal), E, ( skg_guard:run_deferred_unless_stop(E), throw(E) )),
+                             client_leave(Id)),
+          Ball, true).
+
+client_enter(Id, Limit) :-
     with_mutex(skg_exec,
         (   (   retract(pending_cancel(Id)) ; nb_current(skg_cancel_pending, true) )
         ->  Cancel = true
         ;   nb_setval(skg_cancellable, true)
         )),
-    (   Cancel == true -> throw(skg_cancelled) ; true ).
+    (   Cancel == true -> throw(skg_cancelled) ; true ),
+    flag(skg_arm_gen, Gen0, Gen0 + 1),
+    Gen is Gen0 + 1,
+    nb_setval(skg_armed, Gen),
+    get_time(Now),
+    Deadline is Now + Limit,
+    thread_send_message(skg_runner, skg_ev(Id, arm(Gen, Deadline))).
 
-cancellable_off :-
-    nb_setval(skg_cancellable, false).
+client_leave(Id) :-
+    nb_setval(skg_cancellable, false),
+    nb_setval(skg_armed, none),
+    thread_send_message(skg_runner, skg_ev(Id, disarm)).
+
+limit_signal(Gen) :-
+    (   nb_current(skg_armed, Gen), nb_current(skg_cancellable, true)
+    ->  throw(skg_limit(time))
+    ;   true
+    ).
+
+%!  watch(+Runner, +Id, +Tid, +State)
+%   The runner's side: waits for the request thread Tid to exit, signalling it
+%   when its armed deadline passes. State is idle or armed(Gen, Deadline).
+watch(Me, Id, Tid, State) :-
+    (   State = armed(_, Deadline)
+    ->  get_time(Now), Wait is max(0, Deadline - Now), Options = [timeout(Wait)]
+    ;   Options = []
+    ),
+    (   thread_get_message(Me, skg_ev(Id, Event), Options)
+    ->  (   Event == exited
+        ->  true
+        ;   Event = arm(Gen, D)
+        ->  watch(Me, Id, Tid, armed(Gen, D))
+        ;   watch(Me, Id, Tid, idle)
+        )
+    ;   State = armed(Gen, _),
+        catch(thread_signal(Tid, skg_session:limit_signal(Gen)), _, true),
+        get_time(Now2),
+        resignal_s(Every),
+        Next is Now2 + Every,
+        watch(Me, Id, Tid, armed(Gen, Next))
+    ).
+
+exec_exited(Runner, Id) :-
+    thread_send_message(Runner, skg_ev(Id, exited)).
 
 runner(Out) :-
     thread_self(Me),
@@ -147,10 +215,12 @@ serve(Me, Req, Reply) :-
     Id = Req.id,
     (   limit_flag(stack_limit, Bytes) -> true ; current_prolog_flag(stack_limit, Bytes) ),
     with_mutex(skg_exec,
-        (   thread_create(exec(Me, Req), Tid, [stack_limit(Bytes)]),
+        (   thread_create(exec(Me, Req), Tid, [stack_limit(Bytes), at_exit(exec_exited(Me, Id))]),
             assertz(current_exec(Id, Tid))
         )),
+    watch(Me, Id, Tid, idle),
     thread_join(Tid, Status),
+    forall(thread_get_message(Me, skg_ev(Id, _), [timeout(0)]), true),
     with_mutex(skg_exec,
         (   retractall(current_exec(Id, _)),
             retractall(pending_cancel(Id)),
@@ -202,6 +272,7 @@ op_reply(init, Req, _{ok:true, module:M}) :- !,
     ),
     set_module(M:class(user)),
     set_module(M:base(system)),
+    skg_guard:install_guards(M),           % catch/3 & co. that cannot swallow the request's limits
     % Prolog flags are per thread: every request thread gets these (serve/3, exec/2).
     (   get_dict(table_space, Req, TS), integer(TS), TS > 0 -> assertz(limit_flag(table_space, TS)) ; true ),
     (   get_dict(stack_limit, Req, SL), integer(SL), SL > 0 -> assertz(limit_flag(stack_limit, SL)) ; true ),

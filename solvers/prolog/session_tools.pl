@@ -22,7 +22,7 @@ inspect(M, Req, Reply) :-
     ;   catch('$find_library'(M, N, A, _, _), _, fail)
     ->  Reply = _{ok:true, found:true, type:"library", exported:true, clause_count:0, clauses:[], tabled:false, dynamic:false}
     ;   findall(S, ( local_pi(M, N2, A2), format(string(S), "~w/~w", [N2, A2]) ), Ps),
-        findall(S, ( between(0, 8, A2), A2 =\= A, functor(H2, N, A2),
+        findall(S, ( between(0, 8, A2), A2 =\= A, functor(_, N, A2),
                      ( current_predicate(system:N/A2) ; catch('$find_library'(M, N, A2, _, _), _, fail) ),
                      format(string(S), "~w/~w", [N, A2]) ), Same),
         Reply = _{ok:true, found:false, type:null, exported:false, clause_count:0, clauses:[], tabled:false, dynamic:false,
@@ -96,15 +96,10 @@ trace_request(M, Req, Reply) :-
     Ctx = ctx(M, Req.max_depth, Req.max_nodes),
     Id = Req.id, Limit = Req.time_limit,
     with_capture(Req.max_output_chars,
-                 catch(call_with_time_limit(Limit,
-                                            ( cancellable_on(Id),
-                                              ( mi(Ctx, Goal, 1, Nodes) -> Outcome = "success" ; Outcome = "failure" ),
-                                              cancellable_off )),
-                       E, true),
+                 client_call(Id, Limit, ( mi(Ctx, Goal, 1, Nodes) -> Outcome = "success" ; Outcome = "failure" ), E),
                  Output, _),
     (   var(E) -> true
-    ;   E == time_limit_exceeded -> Outcome = "timeout"
-    ;   E == skg_cancelled -> Outcome = "cancelled"
+    ;   stop_outcome(E, Outcome) -> true
     ;   throw(E)
     ),
     (   Outcome == "success"
@@ -203,28 +198,26 @@ tests_request(M, Req, Reply) :-
     Deadline is T0 + Req.time_limit,
     findall(U-Seq, test_case(U, Seq, _, _, _, _, _), Keys0),
     sort(2, @<, Keys0, Keys),
-    cancellable_on(Req.id),
-    catch(run_tests_(M, Keys, Deadline, Results), skg_cancelled, Results = []),
-    cancellable_off,
+    catch(run_tests_(M, Req.id, Keys, Deadline, Results), skg_cancelled, Results = []),
     kb_clauses(M, K),
     Reply = _{ok:true, results:Results, messages:Msgs, kb_clauses:K, kb_modified:true}.
 
-run_tests_(_, [], _, []).
-run_tests_(M, [U-Seq|T], Deadline, [R|Rs]) :-
+run_tests_(_, _, [], _, []).
+run_tests_(M, Id, [U-Seq|T], Deadline, [R|Rs]) :-
     (   test_case(U, Seq, Name, Opts, Body, Line, _)
     ->  format(string(NameS), "~w", [Name]),
         ( unit_options(U, UO0) -> options_list(UO0, UO) ; UO = [] ),
-        run_test(M, UO, Name, Opts, Body, Deadline, Status, Msg),
+        run_test(M, Id, UO, Opts, Body, Deadline, Status, Msg),
         atom_string(U, US),
         R = _{unit:US, test:NameS, status:Status, message:Msg, line:Line}
     ;   R = _{unit:"", test:"", status:"skipped", message:"removed", line:0}
     ),
-    run_tests_(M, T, Deadline, Rs).
+    run_tests_(M, Id, T, Deadline, Rs).
 
 options_list(O, L) :- is_list(O), !, L = O.
 options_list(O, [O]).
 
-run_test(M, UnitOpts, _, Opts0, Body, Deadline, Status, Msg) :-
+run_test(M, Id, UnitOpts, Opts0, Body, Deadline, Status, Msg) :-
     options_list(Opts0, Opts),
     get_time(Now),
     Left is Deadline - Now,
@@ -234,11 +227,13 @@ run_test(M, UnitOpts, _, Opts0, Body, Deadline, Status, Msg) :-
     ;   Left =< 0 -> Status = "skipped", Msg = "no time left (run_tests time_limit)"
     ;   catch(test_goals_safe(M, UnitOpts, Opts, Body), E, true), nonvar(E)
     ->  Status = "failed", error_message(E, Msg)
-    ;   ( member(condition(C), UnitOpts) ; member(condition(C), Opts) ), \+ catch(once(M:C), _, fail)
+    ;   ( member(condition(C), UnitOpts) ; member(condition(C), Opts) ),
+        client_call(Id, Left, \+ client_catch(once(M:C), _, fail), E0),
+        ( var(E0) -> true ; E0 == skg_cancelled -> throw(E0) ; true )
     ->  Status = "skipped", Msg = "condition is false"
     ;   member(timeout(TO), Opts), number(TO), TO < Left
-    ->  run_checked(M, Opts, Body, TO, Status, Msg)
-    ;   run_checked(M, Opts, Body, Left, Status, Msg)
+    ->  run_checked(M, Id, Opts, Body, TO, Status, Msg)
+    ;   run_checked(M, Id, Opts, Body, Left, Status, Msg)
     ).
 
 test_goals_safe(M, UnitOpts, Opts, Body) :-
@@ -261,16 +256,23 @@ option_goal(_, true).
 
 comparison(C) :- compound(C), compound_name_arity(C, N, 2), memberchk(N, [==, =, =@=, =:=, \==, \=, =\=, <, >, =<, >=, @<, @>, @=<, @>=]).
 
-run_checked(M, Opts, Body, Limit, Status, Msg) :-
+run_checked(M, Id, Opts, Body, Limit, Status, Msg) :-
     (   member(O, Opts), \+ known_option(O)
     ->  Status = "failed", format(string(Msg), "unsupported test option ~q", [O])
-    ;   catch(call_with_time_limit(Limit, run_expect(M, Opts, Body, Status, Msg)), E, true),
+    ;   client_call(Id, Limit, run_expect(M, Opts, Body, Status, Msg), E),
         (   var(E) -> true
-        ;   E == time_limit_exceeded -> Status = "failed", Msg = "time limit exceeded"
+        ;   E == skg_limit(time) -> Status = "failed", Msg = "time limit exceeded"
+        ;   E == skg_limit(inference) -> Status = "failed", Msg = "a cleanup ran out of its inference budget"
         ;   E == skg_cancelled -> throw(E)
         ;   Status = "failed", error_message(E, Msg0), string_concat("error: ", Msg0, Msg)
         )
     ).
+
+%!  client_catch(:Goal, ?Catcher, :Recovery)
+%   catch/3 around client code in the harness: the request's stop balls pass.
+:- meta_predicate client_catch(0, ?, 0).
+client_catch(G, C, R) :-
+    catch(G, E, ( skg_guard:stop_ball(E) -> throw(E) ; E = C -> call(R) ; throw(E) )).
 
 known_option(O) :- comparison(O), !.
 known_option(O) :- memberchk(O, [true, fail, false, nondet, det]), !.
@@ -280,10 +282,10 @@ known_option(O) :- compound(O), compound_name_arity(O, N, 1),
 run_expect(M, Opts, Body, Status, Msg) :-
     ( member(setup(S), Opts) -> Setup = S ; Setup = true ),
     ( member(cleanup(Cl), Opts) -> Cleanup = Cl ; Cleanup = true ),
-    (   catch(once(M:Setup), E, ( error_message(E, EM), format(string(SetupErr), "setup raised: ~w", [EM]) ))
+    (   client_catch(once(M:Setup), E, ( error_message(E, EM), format(string(SetupErr), "setup raised: ~w", [EM]) ))
     ->  (   nonvar(SetupErr) -> Status = "failed", Msg = SetupErr
-        ;   catch(expect(M, Opts, Body, Status, Msg), E2, ( catch(once(M:Cleanup), _, true), throw(E2) )),
-            catch(once(M:Cleanup), _, true)
+        ;   client_catch(expect(M, Opts, Body, Status, Msg), E2, ( client_catch(once(M:Cleanup), _, true), throw(E2) )),
+            client_catch(once(M:Cleanup), _, true)
         )
     ;   Status = "failed", Msg = "setup failed"
     ).
@@ -292,7 +294,7 @@ expect(M, Opts, Body, Status, Msg) :-
     (   ( memberchk(fail, Opts) ; memberchk(false, Opts) )
     ->  ( \+ M:Body -> pass(Status, Msg) ; fail_msg("the test succeeded, but it should fail", Status, Msg) )
     ;   ( member(throws(Exp), Opts) -> true ; member(error(F), Opts), Exp = error(F, _) )
-    ->  catch(( once(M:Body) -> Got = none ; Got = failed ), Ex, Got = thrown(Ex)),
+    ->  client_catch(( once(M:Body) -> Got = none ; Got = failed ), Ex, Got = thrown(Ex)),
         (   Got = thrown(Ex), subsumes_term(Exp, Ex) -> pass(Status, Msg)
         ;   Got = thrown(Ex) -> format(string(Msg), "wrong exception: expected ~q, got ~q", [Exp, Ex]), Status = "failed"
         ;   format(string(Msg), "no exception: expected ~q", [Exp]), Status = "failed"
@@ -302,12 +304,12 @@ expect(M, Opts, Body, Status, Msg) :-
         findall(Templ, M:Body, Got0),
         ( AllSet == set -> sort(Got0, Got) ; Got = Got0 ),
         G =.. [Cmp, Got, Expected],
-        (   catch(M:G, _, fail) -> pass(Status, Msg)
+        (   client_catch(M:G, _, fail) -> pass(Status, Msg)
         ;   format(string(Msg), "~w: got ~q, expected ~q", [AllSet, Got, Expected]), Status = "failed"
         )
     ;   (   once(M:Body)
         ->  findall(Cond, ( member(O, Opts), ( O = true(Cond) ; comparison(O), Cond = O ) ), Conds),
-            (   member(Cond, Conds), \+ catch(M:Cond, _, fail)
+            (   member(Cond, Conds), \+ client_catch(M:Cond, _, fail)
             ->  format(string(Msg), "the test succeeded but ~q does not hold", [Cond]), Status = "failed"
             ;   pass(Status, Msg)
             )

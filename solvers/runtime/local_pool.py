@@ -108,13 +108,7 @@ class LocalSolverPool:
             while (item := todo.get()) is not None:
                 request, t0 = item
                 try:
-                    attempts = 0
-                    while True:
-                        attempts += 1
-                        outcome = proc.solve(request)
-                        if not should_retry(outcome, attempts, self.max_attempts):
-                            break
-                    done.put(PoolResult(request, outcome, f"{proc.name}/{proc.last_pid}", attempts, time.monotonic() - t0))
+                    done.put(self._run(proc, request, t0))
                 except BaseException as exc:  # noqa: BLE001 - re-raised in the consumer thread
                     done.put(exc)
 
@@ -167,15 +161,18 @@ class LocalSolverPool:
         t0 = time.monotonic()
         proc = self._idle.get()
         try:
-            attempts = 0
-            while True:
-                attempts += 1
-                outcome = proc.solve(request)
-                if not should_retry(outcome, attempts, self.max_attempts):
-                    break
+            return self._run(proc, request, t0)
         finally:
             self._idle.put(proc)
-        return PoolResult(request, outcome, f"{proc.name}/{proc.last_pid}", attempts, time.monotonic() - t0)
+
+    def _run(self, proc: SolverProcess, request: SolveRequest, t0: float) -> PoolResult:
+        """``request`` on ``proc``, run again after a worker crash (at most ``max_attempts`` runs)."""
+        attempts = 0
+        while True:
+            attempts += 1
+            outcome = proc.solve(request)
+            if not should_retry(outcome, attempts, self.max_attempts):
+                return PoolResult(request, outcome, f"{proc.name}/{proc.last_pid}", attempts, time.monotonic() - t0)
 
     def close(self) -> None:
         for p in self._procs:

@@ -4,10 +4,16 @@ Not :class:`symbolkg.solvers.outcomes.Deadline` (a limit that a Python loop poll
 runs without returning to Python, so only ``Context.interrupt()`` from another thread ends it.
 Used by the SMT-LIB2 interpreter (:mod:`symbolkg.solvers.smt.smtlib`) and the CSP engine
 (:mod:`symbolkg.solvers.csp.engine`).
+
+One watchdog thread per process serves every :class:`Z3Watchdog` (started on first use, a daemon):
+starting and joining a thread per solver call cost a scheduler hand-off each, milliseconds of wall
+time per program on a loaded machine. The thread sleeps until the earliest armed deadline (or until
+something is armed), so an idle process pays nothing.
 """
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 
@@ -18,7 +24,7 @@ class Z3Watchdog:
     """Interrupts the running Z3 call of one context once a deadline passes.
 
     Z3's own ``timeout`` parameter is per check and is a process-global setting
-    in the SMT-LIB2 interpreter; this thread enforces a wall-clock budget for
+    in the SMT-LIB2 interpreter; the watchdog enforces a wall-clock budget for
     the whole call instead. It keeps interrupting (every ``poll_s``) while a
     guarded call is past its deadline, because an interrupt that lands just
     before Z3 starts a check is cleared when the check starts.
@@ -27,38 +33,22 @@ class Z3Watchdog:
 
     Args:
         ctx: the context to interrupt.
-        poll_s: how often the thread looks at the clock.
+        poll_s: how often the thread interrupts again while a guarded call is past its deadline.
     """
 
     def __init__(self, ctx: z3.Context, poll_s: float = 0.01) -> None:
         self._ctx = ctx
         self._poll_s = poll_s
-        self._lock = threading.Lock()
-        self._deadline: float | None = None
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="z3-watchdog", daemon=True)
 
     def __enter__(self) -> "Z3Watchdog":
-        self._thread.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join()
+        _THREAD.disarm(self)
 
     def guard(self, deadline: float) -> "_Guard":
         """Context manager around one Z3 call that must end by ``deadline`` (``time.monotonic()``)."""
         return _Guard(self, deadline)
-
-    def _set(self, deadline: float | None) -> None:
-        with self._lock:
-            self._deadline = deadline
-
-    def _run(self) -> None:
-        while not self._stop.wait(self._poll_s):
-            with self._lock:
-                if self._deadline is not None and time.monotonic() >= self._deadline:
-                    self._ctx.interrupt()
 
 
 class _Guard:
@@ -67,7 +57,56 @@ class _Guard:
         self._deadline = deadline
 
     def __enter__(self) -> None:
-        self._dog._set(self._deadline)
+        _THREAD.arm(self._dog, self._deadline)
 
     def __exit__(self, *exc: object) -> None:
-        self._dog._set(None)
+        _THREAD.disarm(self._dog)
+
+
+class _Thread:
+    """The process's watchdog thread and the guarded calls it watches (a watchdog -> its deadline)."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition(threading.Lock())
+        self._armed: dict[Z3Watchdog, float] = {}
+        self._wake_at: float | None = None  # when the sleeping thread wakes; None: not until notified
+        self._thread: threading.Thread | None = None
+
+    def arm(self, dog: Z3Watchdog, deadline: float) -> None:
+        with self._cond:
+            self._armed[dog] = deadline
+            if self._thread is None:  # first use
+                self._thread = threading.Thread(target=self._run, name="z3-watchdog", daemon=True)
+                self._wake_at = None
+                self._thread.start()
+            elif self._wake_at is None or deadline < self._wake_at:
+                self._cond.notify()
+
+    def disarm(self, dog: Z3Watchdog) -> None:
+        with self._cond:
+            self._armed.pop(dog, None)
+
+    def _run(self) -> None:
+        with self._cond:
+            while True:
+                now = time.monotonic()
+                wake: float | None = None
+                for dog, deadline in self._armed.items():
+                    if now >= deadline:
+                        dog._ctx.interrupt()
+                        deadline = now + dog._poll_s
+                    wake = deadline if wake is None else min(wake, deadline)
+                self._wake_at = wake
+                self._cond.wait(None if wake is None else max(0.0, wake - now))
+
+
+_THREAD = _Thread()
+
+
+def _after_fork_in_child() -> None:
+    # The child has no watchdog thread, and the parent's lock may have been held at the fork.
+    global _THREAD
+    _THREAD = _Thread()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)

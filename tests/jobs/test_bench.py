@@ -21,8 +21,11 @@ from symbolkg.jobs.bench import (
     BenchConfig,
     PipelineRun,
     ProgramResponder,
+    RequestTotals,
     SimulatedSolverPool,
     _count_duplicates,
+    _read_back,
+    iter_synthetic_problems,
     run_bench,
     synthetic_problems,
 )
@@ -61,9 +64,14 @@ def test_small_run_loses_nothing_and_each_problem_has_its_scripted_rounds(small_
     assert all(r["rounds"] == min(pool.failures_for(r["problem_id"]) + 1, 4) for r in rows)
     assert 0.65 < sum(r["rounds"] == 1 for r in rows) / 200 < 0.95  # ~80 % need no repair
     assert all(r["executed"] == (pool.failures_for(r["problem_id"]) < 4) for r in rows)
-    assert len(c.requests) == sum(r["llm_calls"] for r in rows) == sum(k * v for k, v in c.rounds.items())
-    assert sum(c.requests_per_engine) == len(c.requests)
-    assert min(c.requests_per_engine) > 0.4 * len(c.requests)  # the balancer used both engines
+    calls = c.totals.requests
+    assert calls == sum(r["llm_calls"] for r in rows) == sum(k * v for k, v in c.rounds.items())
+    assert sum(c.requests_per_engine) == calls
+    assert min(c.requests_per_engine) > 0.4 * calls  # the balancer used both engines
+    # The time series: every row in a bin, every engine's slot time in its occupancy bins.
+    assert sum(c.finished) == 200 and c.last_row_s <= c.sim_seconds
+    for name, slots in zip(c.engine_names, c.slot_seconds):
+        assert sum(c.totals.occupancy[name]) == pytest.approx(slots, rel=0.02)
 
 
 def test_small_run_efficiency_is_below_capacity_and_beats_one_at_a_time(small_run):
@@ -73,7 +81,7 @@ def test_small_run_efficiency_is_below_capacity_and_beats_one_at_a_time(small_ru
     assert all(0 < u <= 1.0 + 1e-9 for u in c.utilization())
     assert s is not None and s.problems == 20 and (s.lost, s.duplicated) == (0, 0)
     assert s.max_in_flight == 1
-    assert max(r.batch_at_start for r in s.requests) == 1  # truly one at a time
+    assert s.totals.max_batch_at_start == 1  # truly one at a time
     # Throughput is in simulated seconds, which at time_scale 0.01 count the orchestrator's real CPU
     # time 100-fold: a loaded machine lowers the concurrent run's rate more than the sequential one's.
     # Measured: 3.9-4.9x with the machine's load average at 8 (2 cores); the bound leaves 2x of that.
@@ -101,7 +109,7 @@ def test_the_default_prefix_cache_hits_the_shared_few_shot_prefix(small_run):
     # Every prompt starts with the same system message and few-shot examples (~550 of ~750 tokens);
     # each engine misses once, on its first request.
     assert 0.6 < c.prefix_cache_hit_rate < 0.95
-    assert sum(r.cached_prompt_tokens == 0 for r in c.requests) <= 2 * c.engines  # first (and same-instant) ones
+    assert c.totals.uncached <= 2 * c.engines  # first (and same-instant) ones
     assert c.prefill_seconds_saved == pytest.approx(c.cached_prompt_tokens / LLAMA_3_3_70B_4XH100.prefill_tokens_per_s)
     assert c.capacity_problems_per_second > c.capacity_without_prefix_cache_problems_per_second
     report = result.report()
@@ -112,36 +120,47 @@ def test_the_default_prefix_cache_hits_the_shared_few_shot_prefix(small_run):
 def test_capacity_and_efficiency_follow_their_definitions():
     lm = replace(LLAMA_3_3_70B_4XH100, max_batch=8)
 
-    def stats(problem: str, completion_tokens: int) -> RequestStats:
-        return RequestStats("sim-0", f"{problem}/r", problem, 1000, completion_tokens, 0.0, 0.0, 1.0, 1)
+    def stats(problem: str, completion_tokens: int, cached: int = 0) -> RequestStats:
+        return RequestStats("sim-0", f"{problem}/r", problem, 1000, completion_tokens, 0.0, 0.0, 1.0, 1,
+                            cached_prompt_tokens=cached)
 
-    requests = [stats("a", 300), stats("b", 300), stats("b", 100)]
-    run = PipelineRun(problems=2, max_in_flight=16, engines=2, max_batch=8, sim_seconds=100.0, wall_seconds=10.0,
-                      cpu_seconds=1.0, rows=2, lost=0, duplicated=0, rounds={1: 1, 2: 1}, requests=requests,
-                      engine_names=["sim-0", "sim-1"], slot_seconds=[400.0, 200.0], busy_seconds=[100.0, 50.0],
-                      requests_per_engine=[2, 1], finished_at_s=[50.0, 90.0], latency=lm)
+    def run_of(requests: list[RequestStats]) -> PipelineRun:
+        totals = RequestTotals()
+        for r in requests:
+            totals.add(r)
+        return PipelineRun(problems=2, max_in_flight=16, engines=2, max_batch=8, sim_seconds=100.0, wall_seconds=10.0,
+                           cpu_seconds=1.0, rows=2, lost=0, duplicated=0, rounds={1: 1, 2: 1}, totals=totals,
+                           engine_names=["sim-0", "sim-1"], slot_seconds=[400.0, 200.0], busy_seconds=[100.0, 50.0],
+                           requests_per_engine=[2, 1], finished=[0, 0, 0, 0, 0, 1, 0, 0, 0, 1], last_row_s=90.0,
+                           latency=lm)
+
+    run = run_of([stats("a", 300), stats("b", 300), stats("b", 100)])
     per_problem = (3 * 0.1 + 700 * lm.step_s(8)) / 2
     assert run.full_batch_service_s_per_problem == pytest.approx(per_problem)
     assert run.capacity_problems_per_second == pytest.approx(16 / per_problem)
     assert run.efficiency == pytest.approx(0.02 / (16 / per_problem))
     assert run.utilization() == pytest.approx([0.5, 0.25])
     assert (run.prefix_cache_hit_rate, run.prefill_seconds_saved) == (0.0, 0.0)
+    assert run.totals.occupancy["sim-0"] == pytest.approx([3.0])  # three requests in service for 1 s, bin 0
     # With a prefix cache, capacity counts only the prefill the engines did.
-    cached = replace(run, requests=[replace(r, cached_prompt_tokens=600) for r in requests])
+    cached = run_of([stats("a", 300, 600), stats("b", 300, 600), stats("b", 100, 600)])
     assert cached.full_batch_service_s_per_problem == pytest.approx(per_problem - 3 * 0.06 / 2)
     assert cached.prefix_cache_hit_rate == pytest.approx(0.6)
     assert cached.prefill_seconds_saved == pytest.approx(3 * 0.06)
     assert cached.capacity_without_prefix_cache_problems_per_second == pytest.approx(run.capacity_problems_per_second)
 
 
-def test_duplicates_are_counted_from_the_appends(tmp_path):
+def test_duplicates_are_counted_from_the_appends_and_the_file(tmp_path):
+    import numpy as np
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     path = tmp_path / "r.parquet"
-    pq.write_table(pa.table({"problem_id": ["a", "b", "b"]}), path)
-    assert _count_duplicates(path, Counter({"a": 1, "b": 1})) == 1  # in the file twice
-    assert _count_duplicates(path, Counter({"a": 2, "b": 1})) == 2  # appended twice
+    pq.write_table(pa.table({"problem_id": ["sim-00000", "sim-00001", "sim-00001"], "rounds": [1, 2, 2]}), path)
+    in_file, rounds, rows = _read_back(path, 3)
+    assert in_file.tolist() == [1, 2, 0] and rounds == Counter({2: 2, 1: 1}) and rows == 3
+    assert _count_duplicates(np.array([1, 1, 0], np.uint8), in_file) == 1  # in the file twice
+    assert _count_duplicates(np.array([2, 1, 0], np.uint8), in_file) == 2  # appended twice
 
 
 def test_the_responder_writes_programs_of_the_drawn_length_deterministically():
@@ -180,8 +199,12 @@ def test_synthetic_problems_are_unique_and_validated():
     problems = synthetic_problems(12, seed=1)
     assert len({p.id for p in problems}) == 12 and problems[0].id == "sim-00000"
     assert problems[3].context != synthetic_problems(12, seed=2)[3].context
+    assert list(iter_synthetic_problems(12, seed=1)) == problems  # the same, one at a time
+    assert next(iter_synthetic_problems(10**6)).id == "sim-000000"  # as many digits as the last id needs
     with pytest.raises(ValueError, match=">= 1"):
         synthetic_problems(0)
+    with pytest.raises(ValueError, match=">= 1"):
+        iter_synthetic_problems(0)
 
 
 def test_cli_json(tmp_path, capsys):

@@ -31,8 +31,10 @@ def test_cross_check_records_z3_answers_and_counts_disagreements(tmp_path, capsy
     printed = capsys.readouterr().out
     assert "cross-check (Z3): 3 FOL rows, 0 disagreements" in printed
     rows = {r["problem_id"]: r for r in pq.read_table(out).to_pylist()}
-    for pid, answer in (("FOLIO_dev_0", "True"), ("FOLIO_dev_1", "False"), ("FOLIO_dev_2", "Unknown")):
-        assert rows[pid]["answer"] == answer and rows[pid]["backend"] == "prover9"
+    # True and False are Prover9's proofs; Unknown is the finite-model search's two models (backend z3).
+    for pid, answer, backend in (("FOLIO_dev_0", "True", "prover9"), ("FOLIO_dev_1", "False", "prover9"),
+                                 ("FOLIO_dev_2", "Unknown", "z3")):
+        assert rows[pid]["answer"] == answer and rows[pid]["backend"] == backend
         assert json.loads(rows[pid]["trace"])["cross_check"] == {"backend": "z3", "answer": answer, "agrees": True}
 
 

@@ -29,8 +29,8 @@ def test_flushes_parts_atomically_and_finalizes(tmp_path):
     assert len(parts) == 2
     assert not list(store.parts_dir.glob("*.tmp"))
     assert store.done_ids() >= {f"p{i}" for i in range(6)}
-    table = store.finalize()
-    assert table.num_rows == 7
+    assert store.finalize() == 7
+    assert pq.read_table(out).num_rows == 7
     assert not store.parts_dir.exists()
     assert pq.read_schema(out).remove_metadata() == RESULT_SCHEMA
 
@@ -47,8 +47,8 @@ def test_killed_session_resumes_without_duplicates(tmp_path):
     for i in range(10):
         if f"p{i}" not in done:
             second.append(row(f"p{i}"))
-    table = second.finalize()
-    ids = table.column("problem_id").to_pylist()
+    second.finalize()
+    ids = pq.read_table(out).column("problem_id").to_pylist()
     assert sorted(ids) == sorted(f"p{i}" for i in range(10))
     _, meta = read_run(out)
     assert meta["finished"] and len(meta["sessions"]) == 2
@@ -68,10 +68,11 @@ def test_merge_keeps_first_row_when_a_crash_left_both_final_and_parts(tmp_path):
     s1.finalize()
     # a part file left behind with the same problem (kill between rename and cleanup)
     s2 = ResultStore(out, flush_rows=1)
-    s2._seen.clear()
     s2.append(row("a", correct=False))
-    table = ResultStore(out).finalize()
-    assert table.num_rows == 1 and table.column("correct").to_pylist() == [True]
+    s2.append(row("b"))
+    assert ResultStore(out).finalize() == 2
+    table = pq.read_table(out)
+    assert table.column("problem_id").to_pylist() == ["a", "b"] and table.column("correct").to_pylist() == [True, True]
 
 
 def test_readable_by_pandas_and_duckdb(tmp_path):
@@ -92,7 +93,8 @@ def test_a_run_written_before_the_symbolkg_columns_reads_and_resumes(tmp_path):
     out = tmp_path / "old.parquet"
     store = ResultStore(out)
     store.append(row("p0"))
-    table = store.finalize()
+    store.finalize()
+    table = pq.read_table(out)
     old = table.drop(["route", "trace", "stage_seconds", "certificate"])  # the schema of earlier versions
     pq.write_table(old.replace_schema_metadata(table.schema.metadata), out)
     read, _ = read_run(out)
@@ -100,4 +102,74 @@ def test_a_run_written_before_the_symbolkg_columns_reads_and_resumes(tmp_path):
     resumed = ResultStore(out)
     assert resumed.done_ids() == {"p0"}
     resumed.append(row("p1"))
-    assert resumed.finalize().num_rows == 2
+    assert resumed.finalize() == 2
+
+
+def test_a_duplicate_is_found_after_its_row_was_flushed(tmp_path):
+    store = ResultStore(tmp_path / "r.parquet", flush_rows=2)
+    store.extend(row(f"p{i}") for i in range(5))  # p0..p3 in two part files, p4 buffered
+    assert store.recorded("p1") and store.recorded("p4") and not store.recorded("p9")
+    with pytest.raises(ValueError, match="duplicate result for problem 'p1'"):
+        store.append(row("p1"))
+
+
+def test_finalize_streams_many_parts_into_row_groups(tmp_path, monkeypatch):
+    from symbolkg.jobs.pipeline import store as store_module
+
+    monkeypatch.setattr(store_module, "_MERGE_ROWS", 10)
+    out = tmp_path / "run.parquet"
+    store = ResultStore(out, flush_rows=3)
+    store.extend(row(f"p{i:02d}") for i in range(25))
+    assert store.finalize() == 25
+    pf = pq.ParquetFile(out)
+    assert [pf.metadata.row_group(g).num_rows for g in range(pf.num_row_groups)] == [12, 12, 1]
+    assert pf.read().column("problem_id").to_pylist() == [f"p{i:02d}" for i in range(25)]
+
+
+def test_done_index_is_exact_and_matches_done_ids(tmp_path):
+    out = tmp_path / "run.parquet"
+    first = ResultStore(out, flush_rows=4)
+    first.extend(row(f"p{i}") for i in range(10))
+    first.flush()
+    second = ResultStore(out)
+    second.append(row("q"))
+    index = second.done_index()
+    assert {f"p{i}" for i in range(10)} | {"q"} == second.done_ids()
+    assert all(pid in index for pid in second.done_ids()) and len(index) == 11
+    assert "p10" not in index and "x" not in index
+
+
+def test_shards_write_their_own_files_and_the_run_reads_the_union(tmp_path):
+    from symbolkg.jobs.pipeline.ids import Shard
+    from symbolkg.jobs.pipeline.store import remove_run, run_exists, run_members
+
+    out = tmp_path / "run.parquet"
+    ids = [f"p{i}" for i in range(40)]
+    shards = [Shard(i, 3) for i in range(3)]
+    stores = [ResultStore(out, flush_rows=5, shard=s) for s in shards]
+    assert [s.path.name for s in stores] == [f"run.shard-{i}-of-3.parquet" for i in range(3)]
+    for store in stores:  # each shard takes its own problems (a stable split: every id in exactly one)
+        store.extend(row(pid) for pid in ids if store.shard.takes(pid))
+    assert sum(sum(s.shard.takes(pid) for s in stores) for pid in ids) == 40
+    stores[0].finalize()
+    stores[1].flush()  # shard 1 is still running (parts only); shard 2 was killed with rows buffered
+    table, meta = read_run(out)
+    third = [pid for pid in ids if shards[2].takes(pid)]
+    flushed = third[:5 * (len(third) // 5)]  # the rest was in shard 2's buffer
+    assert sorted(table.column("problem_id").to_pylist()) == sorted(
+        [pid for pid in ids if not shards[2].takes(pid)] + flushed)
+    assert not meta["finished"] and meta["shards"] == [f"run.shard-{i}-of-3.parquet" for i in range(3)]
+    # A resumed shard skips what the run holds, of its own shard only.
+    assert ResultStore(out, shard=shards[1]).done_ids() == {pid for pid in ids if shards[1].takes(pid)}
+    assert ResultStore(out, shard=shards[2]).done_ids() == set(flushed)
+    stores[1].finalize()
+    stores[2].finalize()
+    table, meta = read_run(out)
+    assert sorted(table.column("problem_id").to_pylist()) == sorted(ids) and meta["finished"]
+    assert len(meta["sessions"]) == 3
+    assert [m.name for m in run_members(out)] == [f"run.shard-{i}-of-3.parquet" for i in range(3)]
+    remove_run(out, shards[0])
+    assert [m.name for m in run_members(out)] == [f"run.shard-{i}-of-3.parquet" for i in (1, 2)]
+    assert not read_run(out)[1]["finished"]  # shard 0 of 3 is missing
+    remove_run(out)
+    assert not run_exists(out)
