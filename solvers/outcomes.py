@@ -186,6 +186,9 @@ class Outcome:
             (``checks``: the findings on the program as given; ``corrected``; when corrected,
             ``corrections``, the checks applied, ``original_program``, the text as given, and
             ``program``, the text that was solved); else None.
+        readings: what the parser read into text that a strict grammar refuses but that has one
+            meaning (e.g. an unbound name as "there is some x of sort s"), one line each; a
+            result row keeps them in its ``trace``. None when there were none.
     """
 
     status: Status
@@ -198,6 +201,7 @@ class Outcome:
     backend: str = ""
     certificate: dict[str, Any] | None = None
     checks: dict[str, Any] | None = None
+    readings: list[str] | None = None
 
     def __post_init__(self) -> None:
         # Accept plain strings (e.g. from JSON) but store the enum.

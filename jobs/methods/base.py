@@ -166,7 +166,8 @@ class MethodContext:
             prompt_tokens=ledger.prompt_tokens, completion_tokens=ledger.completion_tokens, llm_calls=ledger.calls,
             cached_calls=ledger.cached, llm_seconds=round(ledger.seconds, 4), rounds=rounds,
             success_round=success_round, attempts_log=json.dumps(attempts or [], ensure_ascii=False), route=route,
-            trace=json.dumps(trace or {}, ensure_ascii=False),
+            trace=json.dumps({**(trace or {}), **({"readings": outcome.readings} if outcome.readings else {})},
+                             ensure_ascii=False),
             stage_seconds=json.dumps({k: round(v, 4) for k, v in (stage_seconds or {}).items()}),
             certificate=certificate_json(outcome.certificate),
         )

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import sys
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from itertools import islice
 from typing import Any, Iterable, Iterator, Sized
@@ -64,13 +65,10 @@ async def run_method_job(
 ) -> SolveSummary:
     """Run ``cfg.method`` on every problem not yet in ``store`` (of ``store.shard``, when it has one).
 
-    Memory follows the problems in flight, not the job: ``problems`` is read lazily (a generator
-    of 10^7 problems is fine), rows go to the store as they finish, the gate log streams to its
-    files, and what the job keeps per finished problem is the store's 8-byte hash of its id. A
-    resumed job also holds the exact set of the problems already done (~25 bytes each).
-
     Args:
-        problems: the problems (ids must be unique), consumed once, lazily.
+        problems: the problems (ids must be unique), consumed once, lazily (a generator of 10^7 is
+            fine: memory follows the problems in flight; a resumed job also holds the exact set of
+            the problems already done, ~25 bytes each).
         store: results store; finalized when every problem has a row. With a shard
             (:class:`~symbolkg.jobs.pipeline.ids.Shard`), only the problems of that shard run.
         cfg: the method's name and the settings every method shares.
@@ -83,9 +81,8 @@ async def run_method_job(
             Closed when the job ends, however it ends.
         stage_limits: slots of the ``llm`` and ``solve`` gates (:class:`symbolkg.jobs.pipeline.gates.StageLimits`);
             None = the defaults (LLM unlimited, solver calls at most twice the pool's workers).
-        gate_log: write the gates' events beside the run (``RUN.parquet.gates/``, in files of
-            :data:`~symbolkg.jobs.pipeline.gates.GATE_LOG_FLUSH_EVENTS` events as they come, the
-            rest however the job ends) for ``symbolkg profile``.
+        gate_log: stream the gates' events beside the run (``RUN.parquet.gates/``, the last ones
+            however the job ends) for ``symbolkg profile``.
         group_contexts: take problems that share a context next to each other, within windows of
             :data:`GROUP_WINDOW` problems (:func:`group_by_context`); False = the input order.
 
@@ -113,16 +110,11 @@ async def run_method_job(
     log = GateLog(spill_to=store.path) if gate_log else None
     gates, gated_engine, gated_solver = _gated(engine, solver, (stage_limits or StageLimits()).resolve(solver), log)
     tally = _Tally(bar, t0)
-    in_flight: set[str] = set()
+    unique = _Unique(store)
 
     async def solve(problem: Problem) -> None:
-        if problem.id in in_flight or store.recorded(problem.id):
-            raise ValueError(f"duplicate problem id {problem.id!r} in the input")
-        in_flight.add(problem.id)
-        try:
+        with unique.running(problem.id):
             row = await run_problem(problem, cfg, gated_engine, gated_solver, method)
-        finally:
-            in_flight.discard(problem.id)
         store.append(row)
         tally.wrote(row)
 
@@ -132,8 +124,7 @@ async def run_method_job(
     finally:
         store.flush()
         method.close()
-        if tally.bar is not None:
-            tally.bar.close()
+        tally.close()
         if log is not None:
             log.close()
     return SolveSummary(total=intake.seen, skipped_done=intake.skipped, solved=tally.solved,
@@ -143,6 +134,24 @@ async def run_method_job(
 GROUP_WINDOW = 4096
 """Problems read ahead to group by context (:func:`group_by_context`): a bounded lookahead, so a
 job of any size holds at most this many problems beyond those in flight."""
+
+
+class _Unique:
+    """Refuses a problem id met again while its first copy is in flight or recorded by this session (exact)."""
+
+    def __init__(self, store: ResultStore) -> None:
+        self.store = store
+        self.in_flight: set[str] = set()
+
+    @contextmanager
+    def running(self, problem_id: str) -> Iterator[None]:
+        if problem_id in self.in_flight or self.store.recorded(problem_id):
+            raise ValueError(f"duplicate problem id {problem_id!r} in the input")
+        self.in_flight.add(problem_id)
+        try:
+            yield
+        finally:
+            self.in_flight.discard(problem_id)
 
 
 class _Intake:
@@ -180,6 +189,10 @@ class _Tally:
     solved: int = 0
     correct: int = 0
     tokens: int = 0
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
 
     def wrote(self, row: ResultRow) -> None:
         self.solved += 1

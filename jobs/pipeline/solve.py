@@ -52,7 +52,8 @@ def cross_check_entry(outcome: Outcome, second: Outcome, backend: str = "z3") ->
 
 def result_row(problem: Problem, outcome: Outcome, *, method: str, worker: str, attempts: int, latency_s: float,
                trace: dict | None = None) -> ResultRow:
-    """Interpret an outcome for a problem and build its result row (``trace``: the row's trace object)."""
+    """Interpret an outcome for a problem and build its result row (``trace``: the row's trace object, to which
+    the parser's ``readings`` of the program are added when it made any)."""
     predicted = interpret(problem, outcome.answer) if outcome.executed else None
     return ResultRow(
         problem_id=problem.id,
@@ -79,7 +80,8 @@ def result_row(problem: Problem, outcome: Outcome, *, method: str, worker: str, 
         rounds=1 if problem.program else 0,
         success_round=1 if outcome.executed else None,
         certificate=certificate_json(outcome.certificate),
-        trace=json.dumps(trace or {}, ensure_ascii=False),
+        trace=json.dumps({**(trace or {}), **({"readings": outcome.readings} if outcome.readings else {})},
+                         ensure_ascii=False),
     )
 
 

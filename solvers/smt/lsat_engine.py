@@ -2,8 +2,10 @@
 
 The language, its semantics and the answer selection are specified in :mod:`symbolkg.solvers.smt.lsat_syntax`.
 :func:`solve` compiles the typed program into Z3 terms in a fresh ``z3.Context`` (quantifiers over
-finite sorts expanded), checks every option, and writes the ``constraint`` certificate of a selected
-answer (:mod:`symbolkg.solvers.certificates.constraint`).
+finite sorts expanded; each term built once, through the C API where the operands' types already
+agree), checks every option in one solver (:class:`_Session`), and writes the ``constraint``
+certificate of a selected answer (:mod:`symbolkg.solvers.certificates.constraint`) from the answers
+those checks found, minimising their unsat cores in the same solver.
 """
 
 from __future__ import annotations
@@ -447,7 +449,8 @@ def _solve(text: str, limits: Limits, deadline: float) -> Outcome:
         return outcome
     # What the parser read into the program heads its proof (the row's record of how it was read).
     said = "\n".join(f"reading: {r}" for r in program.readings)
-    return dataclasses.replace(outcome, proof=f"{said}\n{outcome.proof}" if outcome.proof else said)
+    return dataclasses.replace(outcome, proof=f"{said}\n{outcome.proof}" if outcome.proof else said,
+                               readings=list(program.readings))
 
 
 def _run(text: str, program: Program, limits: Limits, deadline: float) -> Outcome:

@@ -225,3 +225,4 @@ def test_a_free_name_in_an_option_is_refused():
     with pytest.raises(ProgramError) as info:
         lsat.parse(text)
     assert info.value.line == 18 and info.value.kind is ErrorKind.UNDECLARED
+
