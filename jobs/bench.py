@@ -343,6 +343,8 @@ class _TimedStore(ResultStore):
         self.finished = array("q")  # rows finished per BIN_S bin
         self.last_finished_s = 0.0
         self.rows = 0
+        self.rss_samples: list[tuple[int, float]] = []  # (rows, resident MiB) at every 5% of the problems
+        self._sample_every = max(problems // 20, 1)
         self._clock = clock
         self._totals = totals
         self._engines = engines
@@ -359,6 +361,8 @@ class _TimedStore(ResultStore):
         self.rows += 1
         if self.rows % 256 == 0:
             self._totals.drain(self._engines)
+        if self.rows % self._sample_every == 0:
+            self.rss_samples.append((self.rows, round(_rss_mb(), 1)))
         super().append(row)
 
 
@@ -454,6 +458,8 @@ class PipelineRun:
         prefix_cache: the engines' prefix cache.
         peak_rss_mb: the process's peak resident memory when the run ended (MiB; the peak of the
             process so far, as ``/usr/bin/time -v`` reports it at exit).
+        rss_samples: (rows finished, resident MiB then) at every 5% of the problems: how memory
+            follows the job.
     """
 
     problems: int
@@ -478,6 +484,7 @@ class PipelineRun:
     results: str = ""
     prefix_cache: PrefixCacheConfig = NO_PREFIX_CACHE
     peak_rss_mb: float = 0.0
+    rss_samples: list[tuple[int, float]] = field(default_factory=list)
 
     @property
     def problems_per_second(self) -> float:
@@ -571,6 +578,7 @@ class PipelineRun:
             "cpu_seconds": round(self.cpu_seconds, 2),
             "cpu_ms_per_problem": round(1000 * self.cpu_seconds / self.problems, 3),
             "peak_rss_mb": round(self.peak_rss_mb, 1),
+            "rss_mb_by_rows": [list(x) for x in self.rss_samples],
             "llm_calls": n,
             "rounds_histogram": {str(k): v for k, v in sorted(self.rounds.items())},
             "mean_queue_wait_s": round(t.queue_s / n, 3) if n else 0.0,
@@ -601,6 +609,15 @@ def _read_back(path: Path, problems: int) -> tuple[np.ndarray, Counter[int], int
         rounds.update(batch.column(1).to_pylist())
         rows += batch.num_rows
     return in_file, rounds, rows
+
+
+def _rss_mb() -> float:
+    """This process's resident memory now, MiB (``/proc/self/statm``; 0.0 where there is none)."""
+    try:
+        pages = int(Path("/proc/self/statm").read_text().split()[1])
+    except OSError:
+        return 0.0
+    return pages * resource.getpagesize() / 2**20
 
 
 def _peak_rss_mb() -> float:
@@ -645,7 +662,7 @@ async def _run_async(cfg: BenchConfig, n_problems: int, max_in_flight: int, out:
         engine_names=[e.name for e in engines], slot_seconds=[e.slot_seconds for e in engines],
         busy_seconds=[e.busy_seconds for e in engines], requests_per_engine=list(balanced.requests_per_engine),
         finished=list(store.finished), last_row_s=store.last_finished_s, latency=cfg.latency, results=str(store.path),
-        prefix_cache=cfg.prefix_cache, peak_rss_mb=_peak_rss_mb(),
+        prefix_cache=cfg.prefix_cache, peak_rss_mb=_peak_rss_mb(), rss_samples=store.rss_samples,
     )
 
 

@@ -2,7 +2,7 @@
 
     .venv/bin/python tests/load_check.py                     # tests/solvers tests/jobs, -m "not slow"
     .venv/bin/python tests/load_check.py --all               # slow tests too
-    .venv/bin/python tests/load_check.py tests/solvers/test_fol.py --repeat 3 --json /tmp/load.json
+    .venv/bin/python tests/load_check.py tests/solvers/fol/test_fol.py --repeat 3 --json /tmp/load.json
 
 Each repeat is a pair of pytest runs over the same tests: first on the machine as it is (meant to be
 idle: start it when nothing else runs; the load average at the start of each run is printed), then

@@ -58,8 +58,8 @@ from symbolkg.jobs.pipeline.ids import DoneIds, IdHashes, Shard, id_hash, id_has
 from symbolkg.jobs.pipeline.rows import RESULT_SCHEMA, ResultRow, conform_results, result_table
 
 _META_KEY = b"symbolkg"
-_MERGE_ROWS = 8192  # rows per row group of a finalized file (and most rows finalize holds at once)
-_MERGE_BYTES = 32 << 20  # ... or fewer, when they are this big
+_MERGE_ROWS = 4096  # rows per row group of a finalized file (and most rows finalize holds at once)
+_MERGE_BYTES = 8 << 20  # ... or fewer, when they are this big
 
 
 def shard_path(run: str | os.PathLike[str], shard: Shard | None) -> Path:

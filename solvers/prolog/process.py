@@ -24,6 +24,7 @@ from __future__ import annotations
 import atexit
 import hashlib
 import os
+import select
 import selectors
 import shutil
 import signal
@@ -192,6 +193,46 @@ class SwiplProcess:
         finally:
             with self._lock:
                 self._reading = False
+        line, _, self._buffer = self._buffer.partition(b"\n")
+        return line
+
+    def output_fd(self) -> int:
+        """The descriptor of the process's output, for an event loop to wait on (see :meth:`poll_line`)."""
+        assert self.proc.stdout is not None
+        return self.proc.stdout.fileno()
+
+    def hold_output(self, held: bool) -> None:
+        """Say that a reader uses the output between reads (``True``) or no longer does (``False``).
+
+        While it is held, :meth:`kill` leaves the output open: a reader waiting for it to become
+        readable (an event loop) then sees the end of file, never a closed or reused descriptor.
+        """
+        with self._lock:
+            self._reading = held
+
+    def poll_line(self) -> bytes | None:
+        """The next line of output if it has come, else None; never blocks (reads at most once).
+
+        For a reader that waits for :meth:`output_fd` to become readable itself (an event loop)
+        instead of blocking a thread in :meth:`read_line`.
+
+        Raises:
+            ProcessEnded: the output ended.
+        """
+        if b"\n" not in self._buffer:
+            fd = self.output_fd()
+            poller = select.poll()
+            poller.register(fd, select.POLLIN)
+            if poller.poll(0):
+                try:
+                    chunk = os.read(fd, 1 << 20)
+                except OSError:
+                    chunk = b""
+                if not chunk:
+                    raise ProcessEnded(self.exit_code())
+                self._buffer += chunk
+            if b"\n" not in self._buffer:
+                return None
         line, _, self._buffer = self._buffer.partition(b"\n")
         return line
 

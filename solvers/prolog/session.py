@@ -118,6 +118,7 @@ from symbolkg.solvers.runtime.sandbox import ChildLimits
 __all__ = [
     "ERROR_KINDS",
     "SEVERITIES",
+    "PendingRun",
     "PrologSession",
     "PrologToolError",
     "SessionLimits",
@@ -241,7 +242,7 @@ class _Process:
         self._next_id = 0
         self._io_lock = threading.RLock()  # guards the in-flight id
         self._inflight: int | None = None
-        self._inflight_thread: int | None = None  # threading.get_ident() of the caller in flight
+        self._inflight_owner: object = None  # who waits for the reply (a thread ident, or a token)
         self._cancel_deadline: float | None = None
         try:
             self.swipl = SwiplProcess(args, child_limits, swipl=swipl, cwd=self.dir, env=child_env(self.dir))
@@ -253,7 +254,7 @@ class _Process:
         # A process whose owner forgot to close it dies with it (not only when Python exits).
         self._finalizer = weakref.finalize(self, kill_quietly, self.proc, self.dir)
         try:
-            hello = self._read_reply(time.monotonic() + STARTUP_TIMEOUT_S)
+            hello = self._parse(self._read_line(time.monotonic() + STARTUP_TIMEOUT_S))
         except PrologToolError:
             self.kill()
             raise
@@ -271,6 +272,19 @@ class _Process:
         Raises:
             PrologToolError: ``session_lost`` if the process died or did not answer
                 within ``wait_s`` (it is then killed).
+        """
+        rid = self.send(header, raw)
+        return self.receive(rid, time.monotonic() + wait_s)
+
+    def send(self, header: dict[str, Any], raw: dict[str, str] | None, owner: object = None) -> int:
+        """Send one request without waiting for its reply; returns its id (the caller serialises calls).
+
+        Args:
+            owner: who waits for the reply, for :meth:`cancel` (default: this thread's ident).
+
+        Raises:
+            PrologToolError: ``session_lost`` if the process died; ``bad_argument`` for text
+                that is not valid Unicode.
         """
         if not self.alive():
             raise PrologToolError("session_lost", f"the SWI-Prolog process died (exit status {self.proc.returncode})")
@@ -293,17 +307,65 @@ class _Process:
                 self.kill()
                 raise PrologToolError("session_lost", "the SWI-Prolog process died (its input is closed)") from None
             self._inflight = rid
-            self._inflight_thread = threading.get_ident()
+            self._inflight_owner = threading.get_ident() if owner is None else owner
+            self.swipl.hold_output(True)
+        return rid
+
+    def receive(self, rid: int, deadline: float) -> dict[str, Any]:
+        """Wait (blocking) for the reply of request ``rid`` until ``time.monotonic()`` passes ``deadline``.
+
+        Raises:
+            PrologToolError: ``session_lost`` if the process died or did not answer in time
+                (it is then killed).
+        """
         try:
-            reply = self._read_reply(time.monotonic() + wait_s)
+            line = self._read_line(deadline)
         finally:
-            with self._io_lock:
-                self._inflight = None
-                self._inflight_thread = None
-                self._cancel_deadline = None
-                dead = not self.alive()
-            if dead:
-                self.kill()  # another thread killed it while we read: close what it left open
+            self._end_request()
+        return self._reply_of(line, rid)
+
+    def poll(self, rid: int) -> dict[str, Any] | None:
+        """The reply of request ``rid`` if it has come, else None; never blocks.
+
+        For a caller that waits for :meth:`output_fd` to become readable itself (an event loop);
+        :meth:`receive` or :meth:`expire` end the wait the other ways.
+
+        Raises:
+            PrologToolError: ``session_lost`` if the process died.
+        """
+        try:
+            line = self.swipl.poll_line()
+        except ProcessEnded as exc:
+            self._end_request()
+            self.kill()
+            raise PrologToolError("session_lost", f"the SWI-Prolog process died (exit status {exc.code})") from None
+        if line is None:
+            return None
+        self._end_request()
+        return self._reply_of(line, rid)
+
+    def expire(self) -> PrologToolError:
+        """The request in flight had no reply by its deadline: kill the process; returns the error to raise."""
+        self._end_request()
+        self.kill()
+        return PrologToolError("session_lost", "SWI-Prolog did not answer in time and was killed")
+
+    def output_fd(self) -> int:
+        """The descriptor the replies come on (readable when :meth:`poll` may have one)."""
+        return self.swipl.output_fd()
+
+    def _end_request(self) -> None:
+        with self._io_lock:
+            self._inflight = None
+            self._inflight_owner = None
+            self._cancel_deadline = None
+            self.swipl.hold_output(False)
+            dead = not self.alive()
+        if dead:
+            self.kill()  # another thread killed it while we read: close what it left open
+
+    def _reply_of(self, line: bytes, rid: int) -> dict[str, Any]:
+        reply = self._parse(line)
         if reply.get("id") != rid:
             self.kill()
             raise PrologToolError(
@@ -311,30 +373,7 @@ class _Process:
             )
         return reply
 
-    def cancel(self, thread_ident: int | None = None) -> bool:
-        """Ask the harness to stop the request in flight (only one sent by ``thread_ident``, if given)."""
-        with self._io_lock:
-            if self._inflight is None or not self.alive():
-                return False
-            if thread_ident is not None and thread_ident != self._inflight_thread:
-                return False
-            self._cancel_deadline = time.monotonic() + self.limits.kill_grace_s
-            try:
-                self.swipl.send(json.dumps({"op": "cancel", "target": self._inflight}).encode() + b"\n")
-            except (OSError, ValueError):
-                return False
-            return True
-
-    def _read_reply(self, deadline: float) -> dict[str, Any]:
-        try:
-            line = self.swipl.read_line(deadline, lambda: self._cancel_deadline)
-        except ReplyTimeout as exc:
-            self.kill()
-            why = "after it was cancelled" if exc.cancelled else "in time"
-            raise PrologToolError("session_lost", f"SWI-Prolog did not answer {why} and was killed") from None
-        except ProcessEnded as exc:
-            self.kill()
-            raise PrologToolError("session_lost", f"the SWI-Prolog process died (exit status {exc.code})") from None
+    def _parse(self, line: bytes) -> dict[str, Any]:
         try:
             reply = json.loads(line)
         except ValueError:
@@ -343,6 +382,31 @@ class _Process:
             self.kill()
             raise PrologToolError("session_lost", f"the SWI-Prolog harness sent an unreadable reply: {line[:200]!r}")
         return reply
+
+    def cancel(self, owner: object = None) -> bool:
+        """Ask the harness to stop the request in flight (only one sent by ``owner``, if given)."""
+        with self._io_lock:
+            if self._inflight is None or not self.alive():
+                return False
+            if owner is not None and owner != self._inflight_owner:
+                return False
+            self._cancel_deadline = time.monotonic() + self.limits.kill_grace_s
+            try:
+                self.swipl.send(json.dumps({"op": "cancel", "target": self._inflight}).encode() + b"\n")
+            except (OSError, ValueError):
+                return False
+            return True
+
+    def _read_line(self, deadline: float) -> bytes:
+        try:
+            return self.swipl.read_line(deadline, lambda: self._cancel_deadline)
+        except ReplyTimeout as exc:
+            self.kill()
+            why = "after it was cancelled" if exc.cancelled else "in time"
+            raise PrologToolError("session_lost", f"SWI-Prolog did not answer {why} and was killed") from None
+        except ProcessEnded as exc:
+            self.kill()
+            raise PrologToolError("session_lost", f"the SWI-Prolog process died (exit status {exc.code})") from None
 
     def kill(self) -> None:
         """Kill the process group and remove the temporary directory (idempotent, any thread).
@@ -407,7 +471,9 @@ class PrologSession:
         self.pid = self._proc.pid
         self.created = time.monotonic()
         self.last_used = self.created
-        self._lock = threading.RLock()
+        # One request at a time. Not re-entrant, and released by whichever thread ends the request:
+        # a request started by an event loop (start_run_goal) may be finished by a worker thread.
+        self._lock = threading.Lock()
         self._closed: str | None = None  # why: "closed" / "evicted" / "expired" / "lost"
         self._busy = 0
         self._generation = 0
@@ -473,40 +539,58 @@ class PrologSession:
         self, header: dict[str, Any], raw: dict[str, str] | None = None, wait_s: float | None = None
     ) -> dict[str, Any]:
         """One request under the session lock; raises the reply's error."""
+        self._check_sizes(raw)
+        with self._lock:
+            return self._exchange(header, raw, wait_s)
+
+    def _check_sizes(self, raw: dict[str, str] | None) -> None:
         for text in (raw or {}).values():
             if len(text) > self.limits.max_source_chars:
                 raise PrologToolError(
                     "resource_error",
                     f"the text has {len(text)} characters; the limit is {self.limits.max_source_chars}",
                 )
-        with self._lock:
-            if self._closed is not None:
-                raise self._gone_error()
-            self._busy += 1
+
+    def _exchange(
+        self, header: dict[str, Any], raw: dict[str, str] | None = None, wait_s: float | None = None
+    ) -> dict[str, Any]:
+        """One request; the caller holds the session lock. Raises the reply's error."""
+        self._check_sizes(raw)
+        if self._closed is not None:
+            raise self._gone_error()
+        self._busy += 1
+        self.last_used = time.monotonic()
+        try:
+            reply = self._proc.request(header, raw, wait_s if wait_s is not None else self.limits.request_timeout_s)
+        except PrologToolError as exc:
+            raise self._lost(exc) from None
+        finally:
+            self._busy -= 1
             self.last_used = time.monotonic()
-            try:
-                reply = self._proc.request(header, raw, wait_s if wait_s is not None else self.limits.request_timeout_s)
-            except PrologToolError as exc:
-                if exc.kind == "session_lost":
-                    if self._closed not in (None, "lost"):
-                        raise self._gone_error() from None
-                    self._closed = "lost"
-                raise
-            finally:
-                self._busy -= 1
-                self.last_used = time.monotonic()
-            if "kb_clauses" in reply:
-                self._clause_count = int(reply["kb_clauses"])
-            if reply.get("kb_modified"):
-                self._generation += 1
-            if not reply.get("ok"):
-                err = reply.get("error") or {}
-                raise PrologToolError(
-                    str(err.get("kind", "execution_exception")),
-                    str(err.get("message", "SWI-Prolog reported an error")),
-                    err.get("prolog_term"),
-                )
-            return reply
+        return self._absorb(reply)
+
+    def _lost(self, exc: PrologToolError) -> PrologToolError:
+        """The error to raise for a failed request: a lost process marks the session lost (unless closed)."""
+        if exc.kind == "session_lost":
+            if self._closed not in (None, "lost"):
+                return self._gone_error()
+            self._closed = "lost"
+        return exc
+
+    def _absorb(self, reply: dict[str, Any]) -> dict[str, Any]:
+        """Take a reply's knowledge-base news (under the session lock); raise its error."""
+        if "kb_clauses" in reply:
+            self._clause_count = int(reply["kb_clauses"])
+        if reply.get("kb_modified"):
+            self._generation += 1
+        if not reply.get("ok"):
+            err = reply.get("error") or {}
+            raise PrologToolError(
+                str(err.get("kind", "execution_exception")),
+                str(err.get("message", "SWI-Prolog reported an error")),
+                err.get("prolog_term"),
+            )
+        return reply
 
     def _keep_messages(self, messages: list[dict[str, Any]]) -> None:
         self._messages.extend(messages)
@@ -539,7 +623,7 @@ class PrologSession:
     def _load(self, op: str, source_text: str, include_predicates: bool) -> dict[str, Any]:
         _require_str("source_text", source_text)
         with self._lock:
-            reply = self._call({"op": op, "include_predicates": bool(include_predicates)}, {"text": source_text})
+            reply = self._exchange({"op": op, "include_predicates": bool(include_predicates)}, {"text": source_text})
             self._generation += 1
             self._cursors.clear()
         messages = reply.get("messages", [])
@@ -569,7 +653,7 @@ class PrologSession:
         _require_arity(arity)
         _require_str("source_text", source_text)
         with self._lock:
-            reply = self._call({"op": "replace", "name": name, "arity": arity}, {"text": source_text})
+            reply = self._exchange({"op": "replace", "name": name, "arity": arity}, {"text": source_text})
             if reply.get("replaced"):
                 self._generation += 1
                 self._cursors.clear()
@@ -666,7 +750,41 @@ class PrologSession:
                 ``instantiation_error``, ``resource_error``, ``execution_exception`` (other
                 exceptions of the goal), ``session_lost``.
         """
-        return self._run(goal, 0, max_answers, time_limit, max_depth)
+        header = self._run_header(goal, 0, max_answers, time_limit, max_depth)
+        self._check_sizes({"goal": goal})
+        with self._lock:
+            return self._run_locked(goal, header)
+
+    def start_run_goal(
+        self, goal: str, *, max_answers: int = 10, time_limit: float = 30.0, max_depth: int = 1_000_000
+    ) -> PendingRun | None:
+        """:meth:`run_goal` for an event loop: send the goal now, read the reply when it comes.
+
+        Returns None, having sent nothing, when the session is busy with another call (then call
+        :meth:`run_goal` from a worker thread, which waits for its turn). Otherwise the goal is
+        running and the session is held until the returned :class:`PendingRun` has its reply
+        (:meth:`PendingRun.poll`, :meth:`PendingRun.wait`) or is given up (:meth:`PendingRun.expire`).
+        Same arguments, result and errors as :meth:`run_goal`; the same limits hold.
+        """
+        header = self._run_header(goal, 0, max_answers, time_limit, max_depth)
+        self._check_sizes({"goal": goal})
+        if not self._lock.acquire(blocking=False):
+            return None
+        try:
+            if self._closed is not None:
+                raise self._gone_error()
+            self._busy += 1
+            self.last_used = start = time.monotonic()
+            owner = object()
+            try:
+                rid = self._proc.send(header, {"goal": goal}, owner)
+            except PrologToolError as exc:
+                self._busy -= 1
+                raise self._lost(exc) from None
+        except BaseException:
+            self._lock.release()
+            raise
+        return PendingRun(self, rid, owner, goal, header, self._generation, start)
 
     def next_answers(self, cursor: str, *, max_answers: int = 10) -> dict[str, Any]:
         """The next answers of a truncated :meth:`run_goal` (same result shape).
@@ -691,37 +809,45 @@ class PrologSession:
                 raise PrologToolError(
                     "cursor_invalid", "the knowledge base changed since this cursor was made; run the goal again"
                 )
-            return self._run(state.goal, state.returned, max_answers, state.time_limit, state.max_depth)
+            header = self._run_header(state.goal, state.returned, max_answers, state.time_limit, state.max_depth)
+            return self._run_locked(state.goal, header)
 
-    def _run(self, goal: str, skip: int, max_answers: int, time_limit: float, max_depth: int) -> dict[str, Any]:
+    def _run_header(self, goal: str, skip: int, max_answers: int, time_limit: float, max_depth: int) -> dict[str, Any]:
         _require_str("goal", goal)
         if not isinstance(max_answers, int) or isinstance(max_answers, bool) or max_answers < 1:
             raise PrologToolError("bad_argument", f"max_answers={max_answers!r}: must be an integer >= 1")
         if not isinstance(max_depth, int) or isinstance(max_depth, bool) or max_depth < 1:
             raise PrologToolError("bad_argument", f"max_depth={max_depth!r}: must be an integer >= 1")
-        time_limit = _require_time_limit(time_limit)
-        header = {
+        return {
             "op": "run",
             "skip": skip,
             "max_answers": max_answers,
-            "time_limit": time_limit,
+            "time_limit": _require_time_limit(time_limit),
             "max_depth": max_depth,
             "max_output_chars": self.limits.max_output_chars,
         }
-        with self._lock:
-            start = time.monotonic()
-            generation = self._generation
-            reply = self._call(header, {"goal": goal}, time_limit + self.limits.kill_grace_s)
-            elapsed = time.monotonic() - start
-            answers = list(reply.get("answers", []))
-            cursor = None
-            if reply.get("truncated") and reply.get("outcome") == "success" and not reply.get("kb_modified"):
-                cursor = "c-" + secrets.token_hex(8)
-                self._cursors[cursor] = _Cursor(goal, skip + len(answers), generation, time_limit, max_depth)
-                while len(self._cursors) > _MAX_CURSORS:
-                    self._cursors.popitem(last=False)
-            if reply.get("kb_modified"):
-                self._cursors.clear()
+
+    def _run_locked(self, goal: str, header: dict[str, Any]) -> dict[str, Any]:
+        start = time.monotonic()
+        generation = self._generation
+        reply = self._exchange(header, {"goal": goal}, header["time_limit"] + self.limits.kill_grace_s)
+        return self._run_result(reply, goal, header, generation, time.monotonic() - start)
+
+    def _run_result(
+        self, reply: dict[str, Any], goal: str, header: dict[str, Any], generation: int, elapsed: float
+    ) -> dict[str, Any]:
+        """The result of a ``run`` request (under the session lock: it makes the cursor)."""
+        answers = list(reply.get("answers", []))
+        cursor = None
+        if reply.get("truncated") and reply.get("outcome") == "success" and not reply.get("kb_modified"):
+            cursor = "c-" + secrets.token_hex(8)
+            self._cursors[cursor] = _Cursor(
+                goal, header["skip"] + len(answers), generation, header["time_limit"], header["max_depth"]
+            )
+            while len(self._cursors) > _MAX_CURSORS:
+                self._cursors.popitem(last=False)
+        if reply.get("kb_modified"):
+            self._cursors.clear()
         return {
             "outcome": reply.get("outcome", "failure"),
             "answers": answers,
@@ -800,7 +926,7 @@ class PrologSession:
             _require_str("test_source_text", test_source_text)
             raw = {"text": test_source_text}
         with self._lock:
-            reply = self._call(
+            reply = self._exchange(
                 {"op": "tests", "time_limit": time_limit}, raw, time_limit + self.limits.kill_grace_s + 5
             )
             self._cursors.clear()  # tests may assert and retract (the reply moved the generation on)
@@ -822,6 +948,7 @@ class PrologSession:
 
         Does nothing when no call is in progress. If the harness does not answer
         within ``kill_grace_s``, the process is killed and the call raises ``session_lost``.
+        (A :class:`PendingRun` is cancelled with :meth:`PendingRun.cancel`.)
 
         Args:
             thread_ident: cancel only a call made by this thread (``threading.get_ident()``
@@ -847,6 +974,100 @@ class PrologSession:
     def temp_dir(self) -> str:
         """The session's private working directory (removed by :meth:`close`)."""
         return self._proc.dir
+
+
+class PendingRun:
+    """A ``run_goal`` sent by :meth:`PrologSession.start_run_goal` whose reply is still to come.
+
+    The session is held (no other call runs on it) until the reply is read or the wait is given
+    up, whichever way: :meth:`poll` never blocks (for an event loop that waits for :meth:`fileno`
+    to become readable, so a short goal is answered without a thread hand-off), :meth:`wait` blocks
+    until the reply or :attr:`deadline` (like :meth:`PrologSession.run_goal`; it may run in any
+    thread), :meth:`expire` gives up at the deadline (the process is killed: ``session_lost``).
+    :meth:`cancel` asks the goal to stop (outcome ``"cancelled"``); its reply must still be read
+    (by :meth:`wait`, which then waits at most ``kill_grace_s``). One reader at a time.
+
+    Attributes:
+        deadline: ``time.monotonic()`` by which the reply must have come: the goal's
+            ``time_limit`` plus ``kill_grace_s``, as for :meth:`PrologSession.run_goal`.
+    """
+
+    def __init__(
+        self, session: PrologSession, rid: int, owner: object, goal: str, header: dict[str, Any],
+        generation: int, start: float,
+    ) -> None:
+        self._session = session
+        self._rid = rid
+        self._owner = owner
+        self._goal = goal
+        self._header = header
+        self._generation = generation
+        self._start = start
+        self._done = False
+        self.deadline = start + header["time_limit"] + session.limits.kill_grace_s
+
+    @property
+    def done(self) -> bool:
+        """True once the reply was read or the wait given up (the session is free again)."""
+        return self._done
+
+    def fileno(self) -> int:
+        """The descriptor the reply comes on: :meth:`poll` after it becomes readable."""
+        return self._session._proc.output_fd()
+
+    def poll(self) -> dict[str, Any] | None:
+        """The result (as :meth:`PrologSession.run_goal`'s) if the reply has come, else None; never blocks.
+
+        Raises:
+            PrologToolError: the goal's error, or ``session_lost`` (the process died).
+        """
+        try:
+            reply = self._session._proc.poll(self._rid)
+        except PrologToolError as exc:
+            raise self._fail(exc) from None
+        return None if reply is None else self._finish(reply)
+
+    def wait(self) -> dict[str, Any]:
+        """The result, blocking until the reply comes or :attr:`deadline` (or the cancel's grace) passes.
+
+        Raises:
+            PrologToolError: the goal's error, or ``session_lost`` (no reply in time: the process is killed).
+        """
+        try:
+            reply = self._session._proc.receive(self._rid, self.deadline)
+        except PrologToolError as exc:
+            raise self._fail(exc) from None
+        return self._finish(reply)
+
+    def expire(self) -> PrologToolError:
+        """No reply by :attr:`deadline`: kill the process and free the session; returns the error to raise."""
+        return self._fail(self._session._proc.expire())
+
+    def cancel(self) -> bool:
+        """Ask the goal to stop (any thread); True if a cancel was sent."""
+        return self._session._proc.cancel(self._owner)
+
+    def _fail(self, exc: PrologToolError) -> PrologToolError:
+        try:
+            return self._session._lost(exc)
+        finally:
+            self._release()
+
+    def _finish(self, reply: dict[str, Any]) -> dict[str, Any]:
+        session = self._session
+        try:
+            reply = session._absorb(reply)
+            return session._run_result(reply, self._goal, self._header, self._generation,
+                                       time.monotonic() - self._start)
+        finally:
+            self._release()
+
+    def _release(self) -> None:
+        if not self._done:
+            self._done = True
+            self._session._busy -= 1
+            self._session.last_used = time.monotonic()
+            self._session._lock.release()
 
 
 # --------------------------------------------------------------------------- helpers

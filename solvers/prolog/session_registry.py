@@ -203,6 +203,24 @@ class SessionRegistry:
             raise PrologToolError("session_not_found", f"session {load_id} was closed")
         raise PrologToolError("session_not_found", f"no session {load_id!r}: call consult_text to create one")
 
+    def peek(self, load_id: str) -> PrologSession | None:
+        """The live session ``load_id`` without waiting (marks it most recently used), else None.
+
+        None also when the registry is busy (another thread holds its lock): never blocks, so an
+        event loop may call it; :meth:`get` (in a worker thread) then waits, or says why the id is gone.
+        """
+        if not isinstance(load_id, str) or not self._lock.acquire(blocking=False):
+            return None
+        try:
+            session = self._sessions.get(load_id)
+            if session is None or not session.alive():
+                return None
+            self._sessions.move_to_end(load_id)
+            session.last_used = time.monotonic()
+            return session
+        finally:
+            self._lock.release()
+
     def close(self, load_id: str) -> bool:
         """Close a session; False if there was no live session ``load_id``."""
         with self._lock:

@@ -241,7 +241,9 @@ def test_walkthrough_formalize_stage_shows_the_premises_and_the_subgraph_symbols
 
 def test_walkthrough_solve_and_refine_answer_every_problem_with_its_solver(walked):
     _, script, rows = walked
-    backends = {"FOLIO_dev_156": "prover9", "logical_deduction_256": "z3", "ProntoQA_14": "swipl"}
+    # FOLIO_dev_156's answer is Unknown: the finite-model search (solvers/fol/race.py) finds both models
+    # before Prover9 starts, so Z3 answers the prover9 route; its certificate is the two models.
+    backends = {"FOLIO_dev_156": "z3", "logical_deduction_256": "z3", "ProntoQA_14": "swipl"}
     for pid in WALK:
         row = rows[pid]
         assert row["method"] == "symbolkg" and row["executed"] and row["correct"], row

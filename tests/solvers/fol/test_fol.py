@@ -217,7 +217,7 @@ def test_bound_names_are_variables_and_free_names_constants():
         ("∀x (Rating(x, nine) ∧ x > 9 → Listed(x))", ErrorKind.UNSUPPORTED, "arithmetic comparison"),
         ("In(a, yale) ∧ ... ∧ In(z1, yale)", ErrorKind.UNSUPPORTED, "ellipsis"),
         ("∀x (Family(x) → Sub(x) ⊆ x)", ErrorKind.UNSUPPORTED, "subset"),
-        # free variables and ∈ in premises are read: tests/solvers/test_fol_recovery.py
+        # free variables and ∈ in premises are read: tests/solvers/fol/test_fol_recovery.py
         ("∀x x", ErrorKind.SYNTAX, "quantified variable, not a formula"),
         (":::  only a comment", ErrorKind.SYNTAX, "empty formula"),
     ],
