@@ -1,6 +1,7 @@
 """Prolog MCP servers side by side, driven by the MCP SDK's client: speed, and what each survives.
 
-    python benchmarks/mcp_server.py [--server-cmd "CMD"]... [--runs 3] [--queries 300] [--sessions 100]
+    python benchmarks/mcp_server.py [--server-cmd "CMD"]... [--runs 3] [--queries 300] [--block 20]
+                                    [--sessions 100] [--quiet-load 3.0]
 
 Every ``--server-cmd`` is a stdio MCP server's command line (default: ours alone); with several,
 each run measures every server in turn (interleaved), so that they share the machine's load.
@@ -18,13 +19,25 @@ Honest measurement, whatever the server:
   (``knowledge_base_assert_many`` in chunks the server accepts, or ``knowledge_base_load`` of
   a file in its allowed folder; ``query_start`` / ``query_next`` / ``query_close``).
 
-Measured per server: a simple query (calls, p50/p95 ms, right answers); loading 1,000 facts in one
-call (refused or ms) and in a way the server accepts; ``--sessions`` knowledge bases at once (ours:
-one connection; a server with one knowledge base per connection: that many connections); and bad
-inputs, each ``survived`` (the session still answers ``fact(X)`` with ``X = 1`` and the probe did
-no harm) or not: an infinite loop; the issue's five catch patterns; a refused ``shell/1``; a goal
-smuggled after a newline or a quote that would assert a marker fact (queried afterwards); a goal
-that writes 100 MB; a 1 GB list; the client killed during a loop (is a ``swipl`` left spinning?).
+Measured per server: a simple query (calls, p50/p95 ms, right answers), all servers side by side
+(one connection each, blocks of ``--block`` queries in turn, so that they share the machine's load
+moment by moment); loading 1,000 facts in one call (refused or ms) and in a way the server accepts;
+``--sessions`` knowledge bases at once (ours: one connection; a server with one knowledge base per
+connection: that many connections); and bad inputs, each ``survived`` (the session still answers
+``fact(X)`` with ``X = 1`` and the probe did no harm) or not: an infinite loop; the issue's five
+catch patterns; a refused ``shell/1``; a goal smuggled after a newline or a quote that would assert
+a marker fact (queried afterwards); a goal that writes 100 MB; a 1 GB list; the client killed
+during a loop.
+
+Processes, measured, never assumed. The benchmark makes itself a child subreaper (Linux), so every
+process a server starts stays its descendant even when orphaned. After each step (its connections
+closed) it waits up to ``LEFTOVER_GRACE_S`` for them all to exit; what still runs was *left behind*
+(a verdict per server), and is then killed (its process group and itself), so that no step's
+leftovers load the next and the benchmark leaves nothing behind. The killed-client probe waits for
+the goal's own limit (ours: the ``time_limit`` it asked for; a server without per-call limits: its
+documented query timeout) plus ``KILL_MARGIN_S`` before it decides: survived when every process of
+the server ended within that bound. A server that ends them later, or never, fails, however fast
+or slow the machine.
 
 Writes benchmarks/out/<name>.json and prints the table.
 """
@@ -33,6 +46,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import ctypes
 import json
 import os
 import platform
@@ -48,6 +63,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import psutil
 from mcp import Client, StdioServerParameters
 
 OUT = Path(__file__).resolve().parent / "out"
@@ -56,6 +72,10 @@ OURS = f"{sys.executable} -m symbolkg.jobs.cli mcp serve --max-sessions 128"
 CALL_TIMEOUT_S = 30.0  # a call that hangs longer counts as not survived
 GOAL_LIMIT_S = 2.0
 PROBE_TIMEOUT_S = 15.0  # a bad goal's call that has not returned by then is abandoned
+LEFTOVER_GRACE_S = 5.0  # after a step's connections close, their processes have this long to exit
+KILL_MARGIN_S = 10.0  # the killed-client probe waits for the goal's limit plus this
+CHILD_LOOP_LIMIT_S = 30.0  # the time_limit the killed client asks for (ours' default)
+PEER_DEFAULT_QUERY_TIMEOUT_S = 30.0  # the peer's documented SWI_MCP_QUERY_TIMEOUT_MS default (its README)
 ISSUE_REFERENCE = (
     "Reference (issue 30, not measured here; noisy 2-core machine, 4 interleaved runs): simple query 1 call "
     "(ours) vs 3 (peer), p50 4.9-12.0 ms vs 3.2-6.4 ms; 1,000 facts 33-206 ms (consult_text) vs 19 ms (peer file "
@@ -106,8 +126,8 @@ def peer_bindings(solution: Any) -> dict[str, str]:
 class Server:
     """One connection to a server through the mapped tools; counts calls."""
 
-    def __init__(self, client: Client, tools: list[Any], home: str) -> None:
-        self.client, self.calls, self.home = client, 0, home
+    def __init__(self, client: Client, tools: list[Any], cmd: str) -> None:
+        self.client, self.calls, self.home = client, 0, home_of(cmd)
         names = {t.name for t in tools}
         if {"consult_text", "run_goal"} <= names:
             self.mapping = "session: consult_text / run_goal (1 call per query) / close_session"
@@ -119,6 +139,18 @@ class Server:
         else:
             raise RuntimeError(f"no known tool mapping for tools {sorted(names)}")
         self.names = names
+        # The split mapping has no per-call time limit: its queries end at the server's own query
+        # timeout (the peer: SWI_MCP_QUERY_TIMEOUT_MS, documented default 30 s).
+        m = re.search(r"\bSWI_MCP_QUERY_TIMEOUT_MS=(\d+)", cmd)
+        self.query_timeout_s = int(m.group(1)) / 1000 if m else PEER_DEFAULT_QUERY_TIMEOUT_S
+
+    def goal_limit_s(self, requested: float) -> float:
+        """The limit a goal run with ``time_limit=requested`` is documented to stop at on this server."""
+        return self.query_timeout_s if self.split else requested
+
+    @classmethod
+    async def connect(cls, client: Client, cmd: str) -> Server:
+        return cls(client, (await client.list_tools()).tools, cmd)
 
     async def call(self, name: str, args: dict[str, Any], timeout_s: float = CALL_TIMEOUT_S) -> Reply:
         self.calls += 1
@@ -230,23 +262,142 @@ def home_of(cmd: str) -> str:
     return m.group(1) if m else os.path.expanduser("~")
 
 
+# ------------------------------------------------------------------------------------------ processes
+
+
+def become_subreaper() -> bool:
+    """Make this process a child subreaper (Linux): a process a server orphans becomes our child."""
+    try:
+        return ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0) == 0  # PR_SET_CHILD_SUBREAPER
+    except (OSError, AttributeError):
+        return False
+
+
+def child_pids() -> set[int]:
+    return {c.pid for c in psutil.Process().children()}
+
+
+def running_descendants(keep: set[int] = frozenset()) -> list[psutil.Process]:
+    """Every process below this one that still runs (not a zombie), except those in ``keep``."""
+    out = []
+    for p in psutil.Process().children(recursive=True):
+        try:
+            if p.pid not in keep and p.status() != psutil.STATUS_ZOMBIE:
+                out.append(p)
+        except psutil.Error:
+            pass
+    return out
+
+
+def tree_of(pids: set[int]) -> set[int]:
+    """``pids`` and all their descendants (the live connections' servers, kept out of a settle)."""
+    out = set()
+    for pid in pids:
+        with contextlib.suppress(psutil.Error):
+            out |= {pid, *(c.pid for c in psutil.Process(pid).children(recursive=True))}
+    return out
+
+
+def cpu_s(p: psutil.Process) -> float:
+    try:
+        t = p.cpu_times()
+        return t.user + t.system
+    except psutil.Error:
+        return 0.0
+
+
+def describe(p: psutil.Process) -> str:
+    try:
+        return (" ".join(p.cmdline()) or p.name())[:110]
+    except psutil.Error:
+        return f"pid {p.pid}"
+
+
+def kill(procs: list[psutil.Process]) -> None:
+    """SIGKILL each process's group (unless it is ours) and the process itself; reap them."""
+    own = os.getpgrp()
+    for p in procs:
+        with contextlib.suppress(ProcessLookupError, PermissionError, psutil.Error):
+            pgid = os.getpgid(p.pid)
+            if pgid != own:
+                os.killpg(pgid, signal.SIGKILL)
+        with contextlib.suppress(psutil.Error):
+            p.kill()
+    psutil.wait_procs(procs, timeout=5)
+
+
+async def settle(bound_s: float = LEFTOVER_GRACE_S, keep: set[int] = frozenset()) -> dict[str, Any]:
+    """Wait up to ``bound_s`` for every descendant (but the trees of ``keep``) to exit; kill and report the rest.
+
+    Called when a step's connections are closed (or its client killed): whatever of it still runs
+    was left behind by that server. ``waited_s`` is how long the last one took to go (or the bound).
+    """
+    t0 = time.monotonic()
+    first_cpu: dict[int, float] = {}
+    while True:
+        left = running_descendants(tree_of(keep))
+        for p in left:
+            first_cpu.setdefault(p.pid, cpu_s(p))
+        if not left or time.monotonic() - t0 >= bound_s:
+            break
+        await asyncio.sleep(0.1)
+    waited = time.monotonic() - t0
+    rows = [{"pid": p.pid, "what": describe(p), "cpu_s_while_waited": round(cpu_s(p) - first_cpu[p.pid], 2)}
+            for p in left]
+    kill(left)
+    return {"left": len(left), "waited_s": round(waited, 2), "processes": rows}
+
+
 # ------------------------------------------------------------------------------------------ measures
 
 
-async def measure_speed(s: Server, queries: int) -> dict[str, Any]:
-    sid = await s.load("fact(1).\n")
-    for _ in range(10):
-        await s.query(sid, "fact(X)")
-    ms, right = [], 0
-    calls0 = s.calls
-    for _ in range(queries):
-        t0 = time.perf_counter()
-        answers = await s.query(sid, "fact(X)")
-        ms.append((time.perf_counter() - t0) * 1000)
-        right += bool(answers) and str(answers[0].get("X")) == "1"
-    out = {"calls_per_simple_query": (s.calls - calls0) / queries, "p50_ms": round(quantile(ms, 0.5), 3),
-           "p95_ms": round(quantile(ms, 0.95), 3), "right": f"{right}/{queries}"}
-    await s.close(sid)
+async def speed_side_by_side(servers: list[str], queries: int, block: int) -> dict[str, Any]:
+    """Simple-query latency of every server, in turns of ``block`` queries (order alternating each turn).
+
+    One connection per server, all open at once, so that every server's queries meet the same
+    moment-to-moment load; each connection is closed (and settled) on its own.
+    """
+    conns: list[tuple[str, contextlib.AsyncExitStack, Server, str | None, set[int]]] = []
+    out: dict[str, Any] = {}
+    try:
+        for cmd in servers:
+            stack = contextlib.AsyncExitStack()
+            before = child_pids()
+            try:
+                client = await stack.enter_async_context(Client(params_for(cmd)))
+                s = await Server.connect(client, cmd)
+                sid = await s.load("fact(1).\n")
+                for _ in range(10):
+                    await s.query(sid, "fact(X)")
+            except Exception as exc:  # noqa: BLE001 - a server that fails is a result
+                await stack.aclose()
+                out[cmd] = {"failed": f"{type(exc).__name__}: {exc}"[:300]}
+                continue
+            conns.append((cmd, stack, s, sid, child_pids() - before))
+        ms: dict[str, list[float]] = {c[0]: [] for c in conns}
+        right = dict.fromkeys(ms, 0)
+        calls0 = {c[0]: c[2].calls for c in conns}
+        load0 = os.getloadavg()
+        for turn in range(-(-queries // block)):
+            for cmd, _, s, sid, _ in conns if turn % 2 == 0 else conns[::-1]:
+                for _ in range(min(block, queries - len(ms[cmd]))):
+                    t0 = time.perf_counter()
+                    answers = await s.query(sid, "fact(X)")
+                    ms[cmd].append((time.perf_counter() - t0) * 1000)
+                    right[cmd] += bool(answers) and str(answers[0].get("X")) == "1"
+        load1 = os.getloadavg()
+        for cmd, _, s, _, _ in conns:
+            out[cmd] = {"calls_per_simple_query": (s.calls - calls0[cmd]) / queries,
+                        "p50_ms": round(quantile(ms[cmd], 0.5), 3), "p95_ms": round(quantile(ms[cmd], 0.95), 3),
+                        "right": f"{right[cmd]}/{queries}", "load_avg_before": load0, "load_avg_after": load1}
+    finally:
+        while conns:
+            cmd, stack, s, sid, _ = conns.pop()
+            with contextlib.suppress(Exception):
+                await s.close(sid)
+            with contextlib.suppress(Exception):
+                await stack.aclose()
+            out.setdefault(cmd, {})["settle"] = await settle(keep=set().union(*(c[4] for c in conns)))
     return out
 
 
@@ -283,7 +434,6 @@ async def measure_load(s: Server) -> dict[str, Any]:
 
 async def measure_sessions(cmd: str, n: int) -> dict[str, Any]:
     """``n`` knowledge bases at once, each loads mine(i) and queries it; peak memory of the server's processes."""
-    import psutil
 
     async def one(s: Server, i: int) -> bool:
         try:
@@ -312,7 +462,7 @@ async def measure_sessions(cmd: str, n: int) -> dict[str, Any]:
     sampler = asyncio.create_task(sample())
     t0 = time.perf_counter()
     async with Client(params_for(cmd)) as client:
-        s = Server(client, (await client.list_tools()).tools, home_of(cmd))
+        s = await Server.connect(client, cmd)
         if not s.split:
             rows = await asyncio.gather(*(one(s, i) for i in range(n)))
             connections = 1
@@ -320,7 +470,7 @@ async def measure_sessions(cmd: str, n: int) -> dict[str, Any]:
             async def connect(i: int) -> bool:
                 try:
                     async with Client(params_for(cmd)) as c:
-                        return await one(Server(c, (await c.list_tools()).tools, home_of(cmd)), i)
+                        return await one(await Server.connect(c, cmd), i)
                 except Exception:  # noqa: BLE001 - a connection that failed to start
                     return False
             rows = await asyncio.gather(*(connect(i) for i in range(n)))
@@ -337,12 +487,13 @@ async def probe(cmd: str, goal: str, *, marker: bool = False) -> dict[str, Any]:
 
     Survived: ``fact(X)`` still answers ``X = 1`` afterwards on the same knowledge base (and, for
     a smuggling probe, no ``marker/1`` fact was asserted). A fresh connection per probe keeps a
-    server that one probe wedged from failing the next ones.
+    server that one probe wedged from failing the next ones; after it closes, its processes are
+    settled (``settle``: what is left behind is reported and killed).
     """
     out: dict[str, Any] = {"survived": False}
     try:
         async with Client(params_for(cmd)) as client:
-            s = Server(client, (await client.list_tools()).tools, home_of(cmd))
+            s = await Server.connect(client, cmd)
             sid = await s.load(BASE + (":- dynamic marker/1.\n" if marker and not s.split else ""))
             t0 = time.perf_counter()
             try:
@@ -363,6 +514,7 @@ async def probe(cmd: str, goal: str, *, marker: bool = False) -> dict[str, Any]:
             await s.close(sid)
     except Exception as exc:  # noqa: BLE001 - a server that broke is a result here
         out.setdefault("result", f"{type(exc).__name__}: {exc}"[:160])
+    out["settle"] = await settle()
     return out
 
 
@@ -382,50 +534,58 @@ async def bad_inputs(cmd: str) -> dict[str, dict[str, Any]]:
     return out
 
 
-def client_killed_during_loop(cmd: str) -> dict[str, Any]:
-    """A client in a child process starts an endless goal and is SIGKILLed: is a swipl left spinning?"""
-    import psutil
+async def client_killed_during_loop(cmd: str) -> dict[str, Any]:
+    """A client (a child process) starts an endless goal and is SIGKILLed: do the server's processes end?
 
+    Survived: every process of the server has ended within the goal's documented limit (ours: the
+    ``time_limit`` the client asked for; a server without per-call limits: its query timeout) plus
+    ``KILL_MARGIN_S``, measured from the kill; the time they took is reported. The loop must be seen
+    running first (the server's processes burn 0.3 s of CPU), so that a loop that never started is not
+    taken for one that stopped.
+    """
     child = subprocess.Popen([sys.executable, __file__, "--server-cmd", cmd, "--child-loop"],
                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, cwd=REPO)
+    spun = False
     try:
-        line = child.stdout.readline() if child.stdout else ""
-        time.sleep(1.5)
-        swipls = [p for p in psutil.Process(child.pid).children(recursive=True) if "swipl" in p.name()]
-    finally:
-        child.send_signal(signal.SIGKILL)
-        child.wait()
-    if not line.startswith("looping"):
-        return {"survived": False, "result": f"the child client never started the loop: {line.strip()!r}"}
-    deadline, spinning = time.monotonic() + 10, []
-    while time.monotonic() < deadline:
-        spinning = []
-        for p in swipls:
-            try:
-                if p.is_running() and p.status() != psutil.STATUS_ZOMBIE and p.cpu_percent(interval=0.3) > 20:
-                    spinning.append(p.pid)
-            except psutil.NoSuchProcess:
-                pass
-        if not spinning:
-            break
-        time.sleep(0.5)
-    for pid in spinning:  # clean up after a server that did not
         try:
-            os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-    return {"survived": bool(swipls) and not spinning, "result": f"{len(swipls)} swipl seen, {len(spinning)} spinning after 10 s"}
+            line = await asyncio.wait_for(asyncio.to_thread(child.stdout.readline), 120) if child.stdout else ""
+        except TimeoutError:
+            line = "(no line in 120 s)"
+        if line.startswith("looping"):
+            tree = [psutil.Process(child.pid), *psutil.Process(child.pid).children(recursive=True)]
+            cpu0, deadline = sum(map(cpu_s, tree[1:])), time.monotonic() + 20
+            while not spun and time.monotonic() < deadline:
+                await asyncio.sleep(0.2)
+                spun = sum(map(cpu_s, tree[1:])) - cpu0 >= 0.3
+    finally:
+        child.kill()
+        child.wait()
+    if not line.startswith("looping") or not spun:
+        why = "the child client never started the loop" if not line.startswith("looping") else "the loop never ran"
+        return {"survived": False, "result": f"{why}: {line.strip()!r}", "settle": await settle()}
+    limit = float(line.split()[1])
+    bound = limit + KILL_MARGIN_S
+    gone = await settle(bound)
+    if gone["left"] == 0:
+        result = f"every process ended {gone['waited_s']:.1f} s after the kill (bound: its {limit:g} s limit + {KILL_MARGIN_S:g} s)"
+    else:
+        result = (f"{gone['left']} process(es) still running {bound:g} s after the kill (its {limit:g} s limit + "
+                  f"{KILL_MARGIN_S:g} s): " + "; ".join(f"{r['what'][:60]} ({r['cpu_s_while_waited']} s CPU)"
+                                                       for r in gone["processes"]))
+    return {"survived": gone["left"] == 0, "result": result, "limit_s": limit, "bound_s": bound, "settle": gone}
 
 
 async def child_loop(cmd: str) -> None:
-    """(--child-loop) Connect, load a loop, say "looping", run it for long: the parent kills us."""
+    """(--child-loop) Connect, load a loop, start it, say "looping <its limit>", and wait to be killed."""
     async with Client(params_for(cmd)) as client:
-        s = Server(client, (await client.list_tools()).tools, home_of(cmd))
+        s = await Server.connect(client, cmd)
         sid = await s.load("loop :- repeat, fail.\n")
-        task = asyncio.create_task(s.query(sid, "loop", time_limit=600.0, timeout_s=3600))
+        task = asyncio.create_task(s.query(sid, "loop", time_limit=CHILD_LOOP_LIMIT_S, timeout_s=3600))
         await asyncio.sleep(0.5)
-        print("looping", flush=True)
-        await task
+        print(f"looping {s.goal_limit_s(CHILD_LOOP_LIMIT_S)}", flush=True)
+        with contextlib.suppress(Exception):
+            await task
+        await asyncio.sleep(3600)  # the parent kills us; never close the connection ourselves
 
 
 async def guarded(label: str, doc: dict[str, Any], coro: Any) -> None:
@@ -437,20 +597,25 @@ async def guarded(label: str, doc: dict[str, Any], coro: Any) -> None:
 
 
 async def measure(cmd: str, args: argparse.Namespace) -> dict[str, Any]:
-    doc: dict[str, Any] = {"mapping": "?"}
+    """Everything but the speed (measured side by side): loads, bad inputs, sessions; steps settled one by one."""
+    doc: dict[str, Any] = {"mapping": "?", "steps_settled": {}}
     try:
         async with Client(params_for(cmd)) as client:
-            s = Server(client, (await client.list_tools()).tools, home_of(cmd))
+            s = await Server.connect(client, cmd)
             doc["mapping"] = s.mapping
-            await guarded("speed", doc, measure_speed(s, args.queries))
             await guarded("load_1000", doc, measure_load(s))
     except Exception as exc:  # noqa: BLE001 - the connection itself failed
         doc["connection"] = f"{type(exc).__name__}: {exc}"[:300]
+    doc["steps_settled"]["load_1000"] = await settle()
     if not args.skip_bad:
         await guarded("bad_inputs", doc, bad_inputs(cmd))
+        for name, r in doc["bad_inputs"].items():
+            if isinstance(r, dict) and "settle" in r:
+                doc["steps_settled"][f"probe {name}"] = r["settle"]
     await guarded("sessions", doc, measure_sessions(cmd, args.sessions))
+    doc["steps_settled"]["sessions"] = await settle()
     if not args.skip_bad and "failed" not in doc["bad_inputs"]:
-        doc["bad_inputs"]["client_killed_during_loop"] = client_killed_during_loop(cmd)
+        doc["bad_inputs"]["client_killed_during_loop"] = await client_killed_during_loop(cmd)
     return doc
 
 
@@ -463,12 +628,23 @@ def load_cell(r: dict[str, Any]) -> str:
     return f"{r['ms']:.0f} ms ({'/'.join(sorted(set(map(str, r['counted_back']))))})"
 
 
-def table(servers: list[str], runs: list[dict[str, dict[str, Any]]]) -> str:
+def left_behind(d: dict[str, Any]) -> str:
+    """The verdict on processes left running after a server's connections closed (every step settled)."""
+    steps = d.get("steps_settled", {})
+    bad = {k: v["left"] for k, v in steps.items() if v.get("left")}
+    if not bad:
+        return f"none ({len(steps)} steps)"
+    return f"FAILED: {sum(bad.values())} after {len(bad)} of {len(steps)} steps"
+
+
+def table(servers: list[str], runs: list[dict[str, Any]]) -> str:
     labels = [f"[{i + 1}]" for i in range(len(servers))]
     rows: list[tuple[str, list[str]]] = []
     for k, run in enumerate(runs, 1):
-        load = f"load avg {run['_load'][0]:.1f}/{run['_load'][1]:.1f}"
-        rows.append((f"run {k} ({load})", ["" for _ in servers]))
+        sp = next((run[s]["speed"] for s in servers if "load_avg_before" in run[s].get("speed", {})), {})
+        during = (f", speed step {sp['load_avg_before'][0]:.1f}->{sp['load_avg_after'][0]:.1f}"
+                  if sp else "")
+        rows.append((f"run {k} (load avg {run['_load'][0]:.1f}/{run['_load'][1]:.1f}{during})", ["" for _ in servers]))
         docs = [run[s] for s in servers]
 
         def cell(d: dict[str, Any], part: str, fmt: Any) -> str:
@@ -491,6 +667,7 @@ def table(servers: list[str], runs: list[dict[str, dict[str, Any]]]) -> str:
         names = next((list(d["bad_inputs"]) for d in docs if "failed" not in d.get("bad_inputs", {"failed": 1})), [])
         for name in names:
             rows.append((f"  {name}"[:46], [cell(d, "bad_inputs", lambda x, k=name: "survived" if x[k]["survived"] else "FAILED") for d in docs]))
+        rows.append(("  processes left behind", [left_behind(d) for d in docs]))
     width = max(len(r[0]) for r in rows) + 2
     col = max(16, *(len(c) + 2 for _, cells in rows for c in cells))
     lines = [f"{'':{width}s}" + "".join(f"{lab:>{col}s}" for lab in labels)]
@@ -498,13 +675,45 @@ def table(servers: list[str], runs: list[dict[str, dict[str, Any]]]) -> str:
     return "\n".join(lines)
 
 
+async def one_run(servers: list[str], args: argparse.Namespace) -> dict[str, Any]:
+    """The speed of all servers side by side, then each server's other measures in turn."""
+    run: dict[str, Any] = {"_load": os.getloadavg()}
+    try:
+        speed = await speed_side_by_side(servers, args.queries, args.block)
+    except Exception as exc:  # noqa: BLE001 - recorded, the other measures still run
+        speed = {cmd: {"failed": f"{type(exc).__name__}: {exc}"[:300]} for cmd in servers}
+        speed["_settle"] = await settle()
+    for cmd in servers:
+        doc = await measure(cmd, args)
+        doc["speed"] = dict(speed.get(cmd, {"failed": "not measured"}))
+        if "settle" in doc["speed"]:
+            doc["steps_settled"]["speed"] = doc["speed"].pop("settle")
+        run[cmd] = doc
+    run["_load_end"] = os.getloadavg()
+    return run
+
+
+def wait_for_quiet(below: float | None, max_s: float) -> float | None:
+    """Wait until the 1-minute load average is under ``below`` (other users of the machine); seconds waited."""
+    if below is None:
+        return None
+    t0 = time.monotonic()
+    while os.getloadavg()[0] >= below and time.monotonic() - t0 < max_s:
+        time.sleep(5)
+    return round(time.monotonic() - t0, 1)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--server-cmd", action="append", help="a stdio MCP server's command line (repeatable; default: ours)")
     ap.add_argument("--runs", type=int, default=1, help="interleaved runs over all servers")
-    ap.add_argument("--queries", type=int, default=300, help="simple queries timed")
+    ap.add_argument("--queries", type=int, default=300, help="simple queries timed per server")
+    ap.add_argument("--block", type=int, default=20, help="simple queries per server per turn of the side-by-side step")
     ap.add_argument("--sessions", type=int, default=100, help="knowledge bases at once")
-    ap.add_argument("--skip-bad", action="store_true", help="speed only (no bad inputs)")
+    ap.add_argument("--skip-bad", action="store_true", help="no bad inputs")
+    ap.add_argument("--quiet-load", type=float, default=None,
+                    help="before each run, wait until the 1-minute load average is below this (recorded per run)")
+    ap.add_argument("--quiet-wait-s", type=float, default=3600, help="give up waiting for --quiet-load after this")
     ap.add_argument("--name", default="mcp_server", help="output file stem under benchmarks/out/")
     ap.add_argument("--child-loop", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -512,22 +721,31 @@ def main() -> None:
     if args.child_loop:
         asyncio.run(child_loop(servers[0]))
         return
+    subreaper = become_subreaper()
     t0 = time.monotonic()
     runs = []
     for _ in range(args.runs):
-        run: dict[str, Any] = {"_load": os.getloadavg()}
-        for cmd in servers:
-            run[cmd] = asyncio.run(measure(cmd, args))
-        runs.append(run)
+        waited = wait_for_quiet(args.quiet_load, args.quiet_wait_s)
+        runs.append(asyncio.run(one_run(servers, args)))
+        runs[-1]["_waited_for_quiet_s"] = waited
+    final = asyncio.run(settle(0))  # nothing may be left by now; if anything is, it is reported and killed
     doc = {"benchmark": "mcp_server", "date": time.strftime("%Y-%m-%d %H:%M"), "machine": platform.platform(),
            "cpus": os.cpu_count(), "servers": servers, "runs": runs, "total_s": round(time.monotonic() - t0, 1),
-           "issue_reference": ISSUE_REFERENCE}
+           "subreaper": subreaper, "left_at_exit": final, "issue_reference": ISSUE_REFERENCE}
     OUT.mkdir(exist_ok=True)
     (OUT / f"{args.name}.json").write_text(json.dumps(doc, indent=1, default=str))
     for i, cmd in enumerate(servers, 1):
         print(f"[{i}] {cmd}\n    mapping: {runs[0][cmd]['mapping']}")
     print()
     print(table(servers, runs))
+    for k, run in enumerate(runs, 1):
+        for i, cmd in enumerate(servers, 1):
+            killed = run[cmd].get("bad_inputs", {}).get("client_killed_during_loop")
+            if isinstance(killed, dict):
+                print(f"run {k} [{i}] client killed during a loop: {killed['result']}")
+    if not subreaper:
+        print("\nNote: not a child subreaper (not Linux?): processes orphaned by a server may go unseen.")
+    print(f"\nLeft at exit (killed): {final['left']}")
     print(f"\nFootnote. {ISSUE_REFERENCE}")
     print(f"\nwrote {OUT / (args.name + '.json')}  ({doc['total_s']} s)")
 

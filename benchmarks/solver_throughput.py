@@ -135,21 +135,16 @@ def main() -> None:
     args = ap.parse_args()
     problems = mixed_stream(default_data_dir(args.data_dir))
     limits = Limits(timeout_s=args.timeout_s)
-    pools = {w: RaySolverPool(w) for w in args.workers}
     runs: dict[int, list[dict]] = {w: [] for w in args.workers}
-    try:
-        for w, pool in pools.items():  # warm: processes started, imports done, as a long-lived pool is
-            list(pool.imap_unordered([SolveRequest(f"warm{i}", "smtlib2", "(check-sat)") for i in range(2 * w)]))
-        for i in range(args.repeats):
-            for w in args.workers:
-                runs[w].append(run_once(problems, pools[w], limits))
-                r = runs[w][-1]
-                print(f"run {i + 1}, {w} worker(s): wall {r['wall_seconds']:.1f} s, exec {r['execution_rate']:.1%}, "
-                      f"acc {r['accuracy']:.1%}, {r['certified']}/{r['answered']} answers certified, "
-                      f"timeouts {r['timeouts']}, load {os.getloadavg()[0]:.1f}", flush=True)
-    finally:
-        for pool in pools.values():
-            pool.close()
+    for i in range(args.repeats):
+        for w in args.workers:  # one pool at a time: on 2 cores, two pools' actors would not all get a CPU
+            with RaySolverPool(w) as pool:  # warm: processes started, imports done, as a long-lived pool is
+                list(pool.imap_unordered([SolveRequest(f"warm{k}", "smtlib2", "(check-sat)") for k in range(2 * w)]))
+                runs[w].append(run_once(problems, pool, limits))
+            r = runs[w][-1]
+            print(f"run {i + 1}, {w} worker(s): wall {r['wall_seconds']:.1f} s, exec {r['execution_rate']:.1%}, "
+                  f"acc {r['accuracy']:.1%}, {r['certified']}/{r['answered']} answers certified, "
+                  f"timeouts {r['timeouts']}, load {os.getloadavg()[0]:.1f}", flush=True)
     results = [{"workers": w, "walls": [r["wall_seconds"] for r in rs],
                 "median_wall_seconds": statistics.median(r["wall_seconds"] for r in rs), "runs": rs}
                for w, rs in runs.items()]

@@ -61,6 +61,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 import numpy as np
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from symbolkg.actors.engines.balanced import BalancedEngine
@@ -229,7 +230,7 @@ class SimulatedSolverPool:
         self.calls = 0
         self._clock = clock
         self._slots = asyncio.Semaphore(workers)
-        self._runs: Counter[str] = Counter()  # programs run so far, of the problems still in flight
+        self._runs: Counter[str] = Counter()  # programs run so far, of the problems without a row yet
 
     def failures_for(self, problem_id: str) -> int:
         """How many programs of ``problem_id`` fail before one is proved (deterministic)."""
@@ -245,18 +246,18 @@ class SimulatedSolverPool:
         async with self._slots:
             await self._clock.sleep(self.solve_s)
         run = self._runs[request.problem_id]
+        self._runs[request.problem_id] += 1
         self.calls += 1
-        failures = self.failures_for(request.problem_id)
-        if run < failures and run + 1 < self.max_failures:
-            self._runs[request.problem_id] += 1
-        else:  # its last program (proved, or the last the method may write): forget it, keep memory flat
-            self._runs.pop(request.problem_id, None)
-        if run < failures:
+        if run < self.failures_for(request.problem_id):
             outcome = Outcome.error(Status.PARSE_ERROR, ErrorKind.SYNTAX, "simulated: expected ':::' after a rule",
                                     line=2, seconds=self.solve_s, backend="simulated")
         else:
             outcome = Outcome(Status.PROVED, answer="A", seconds=self.solve_s, backend="simulated")
         return PoolResult(request, outcome, "simulated/0", 1, self._clock.now() - queued)
+
+    def forget(self, problem_id: str) -> None:
+        """The problem has its row: drop its count of programs (so the pool's memory follows the problems in flight)."""
+        self._runs.pop(problem_id, None)
 
     def imap_unordered(self, requests: Iterable[SolveRequest]) -> Iterator[PoolResult]:
         """Not supported: the LLM methods call :meth:`solve`.
@@ -337,7 +338,7 @@ class _TimedStore(ResultStore):
     """
 
     def __init__(self, path: Path, clock: SimClock, problems: int, totals: RequestTotals,
-                 engines: list[SimulatedEngine], shard: Shard | None = None) -> None:
+                 engines: list[SimulatedEngine], pool: SimulatedSolverPool, shard: Shard | None = None) -> None:
         super().__init__(path, run_info={"bench": "pipeline-simulated"}, shard=shard)
         self.appends = np.zeros(problems, dtype=np.uint8)  # rows appended per problem (saturating)
         self.finished = array("q")  # rows finished per BIN_S bin
@@ -348,6 +349,7 @@ class _TimedStore(ResultStore):
         self._clock = clock
         self._totals = totals
         self._engines = engines
+        self._pool = pool
 
     def append(self, row: ResultRow) -> None:
         i = problem_index(row.problem_id)
@@ -359,6 +361,7 @@ class _TimedStore(ResultStore):
         self.finished[b] += 1
         self.last_finished_s = max(self.last_finished_s, t)
         self.rows += 1
+        self._pool.forget(row.problem_id)
         if self.rows % 256 == 0:
             self._totals.drain(self._engines)
         if self.rows % self._sample_every == 0:
@@ -603,11 +606,12 @@ def _read_back(path: Path, problems: int) -> tuple[np.ndarray, Counter[int], int
     in_file = np.zeros(problems, dtype=np.uint8)
     rounds: Counter[int] = Counter()
     rows = 0
-    for batch in pq.ParquetFile(path).iter_batches(batch_size=65_536, columns=["problem_id", "rounds"]):
+    for batch in pq.ParquetFile(path).iter_batches(batch_size=16_384, columns=["problem_id", "rounds"], use_threads=False):
         idx = np.fromiter((problem_index(p) for p in batch.column(0).to_pylist()), dtype=np.int64)
         np.add.at(in_file, idx, 1)
         rounds.update(batch.column(1).to_pylist())
         rows += batch.num_rows
+    pa.default_memory_pool().release_unused()
     return in_file, rounds, rows
 
 
@@ -636,7 +640,7 @@ async def _run_async(cfg: BenchConfig, n_problems: int, max_in_flight: int, out:
                                refine_fraction=cfg.refine_fraction, max_failures=cfg.max_refine_rounds + 1,
                                seed=cfg.seed)
     totals = RequestTotals(t0=clock.now())
-    store = _TimedStore(out, clock, n_problems, totals, engines, shard)
+    store = _TimedStore(out, clock, n_problems, totals, engines, pool, shard)
     method = MethodConfig(method="logiclm", max_refine_rounds=cfg.max_refine_rounds)
     t_sim, t_wall, t_cpu = clock.now(), time.perf_counter(), time.process_time()
     metered = MeteredEngine(balanced, log_to=store.path)  # the request log `symbolkg profile` reads, streamed
@@ -680,9 +684,9 @@ def run_pipeline(cfg: BenchConfig, *, problems: int, max_in_flight: int, out: Pa
         shard: run only this shard of the problems (``out`` then gets the shard's files).
 
     Raises:
-        FileExistsError: results exist at ``out`` (or its parts, or a shard's) already.
+        FileExistsError: results exist at ``out`` (its file, parts or shards; with ``shard``, that shard's) already.
     """
-    if run_exists(out):
+    if run_exists(out) if shard is None else run_exists(shard_path(out, shard)):
         raise FileExistsError(f"results already exist at {out}; give an empty --out folder")
     return asyncio.run(_run_async(cfg, problems, max_in_flight, out, progress, shard))
 

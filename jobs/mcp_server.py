@@ -11,8 +11,10 @@ structured error the agent repairs its program from.)
 Layers of one call::
 
     MCP client --stdio | Streamable HTTP (+ bearer token)--> PrologMCPServer.call_tool
-        -> validate the arguments against the tool's input schema, fill defaults
+        -> validate the arguments against the tool's input schema (quick_check first), fill defaults
         -> SessionRegistry.get(load_id) -> PrologSession.<method>   (in a worker thread)
+           (run_goal on an idle session: SessionRegistry.peek -> PrologSession.start_run_goal,
+            the reply awaited on the event loop: await_reply)
         -> {"ok": true, ...}  |  {"ok": false, "error": {kind, message, prolog_term}} + isError
 
 * **Sessions** live in a :class:`symbolkg.solvers.prolog.session_registry.SessionRegistry`:
@@ -34,7 +36,9 @@ Layers of one call::
   ``solve_program``) send ``notifications/progress`` every ``progress_interval_s``
   while they run, when the client sent a progress token. When the client cancels
   the request (``notifications/cancelled``) the server calls
-  :meth:`PrologSession.cancel`, which stops the goal and keeps the session.
+  :meth:`PrologSession.cancel` (:meth:`PendingRun.cancel` for a goal started from the
+  event loop, whose reply a daemon thread then reads), which stops the goal and keeps
+  the session.
 * **Errors are data.** A tool never raises into the SDK: a Prolog error, an unknown /
   evicted / expired / lost session or bad arguments come back as a tool result with
   ``isError`` and the error record in ``structuredContent``; the session stays usable.
@@ -45,6 +49,9 @@ Layers of one call::
 * **HTTP** is the SDK's Streamable HTTP app behind :class:`BearerTokenMiddleware`
   (constant-time comparison, 401 otherwise); :func:`check_http_options` refuses a
   non-loopback host without a token.
+
+(Just over 1,000 lines, long because the thirteen tools' schemas are a third of it; the
+transports, the argument check and the event-loop path of ``run_goal`` belong to this one server.)
 """
 
 from __future__ import annotations
@@ -948,10 +955,13 @@ async def serve_stdio(app: PrologMCPServer) -> None:
             await app.server.run(read_stream, write_stream, app.server.create_initialization_options())
         return
     fd_in, fd_out = fcntl.fcntl(0, fcntl.F_DUPFD_CLOEXEC, 3), fcntl.fcntl(1, fcntl.F_DUPFD_CLOEXEC, 3)
-    null = os.open(os.devnull, os.O_RDONLY)
+    null = os.open(os.devnull, os.O_RDWR)
     os.dup2(null, 0)
+    try:
+        os.dup2(2, 1)
+    except OSError:  # no stderr: stray output goes nowhere
+        os.dup2(null, 1)
     os.close(null)
-    os.dup2(2, 1)
     blocking = os.get_blocking(fd_in), os.get_blocking(fd_out)
     os.set_blocking(fd_in, False)
     os.set_blocking(fd_out, False)

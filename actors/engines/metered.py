@@ -2,9 +2,10 @@
 
 :class:`MeteredEngine` wraps an :class:`~symbolkg.actors.engines.base.LLMEngine` and records one
 :class:`RequestRecord` per request (submit and finish wall-clock times, tokens, whether the
-cache answered, the error if any). The job writes the log beside its results
-(:func:`write_request_log`) and ``symbolkg profile`` reads it for what the result rows cannot
-tell: how many requests the engine had in flight over time (its batch occupancy), the
+cache answered, the error if any). The log goes beside the job's results, streamed in files of a
+few thousand records as they come (``MeteredEngine(engine, log_to=RUN)``, :meth:`MeteredEngine.flush_log`
+at the end, so a job of any length holds only that many) or at once (:func:`write_request_log`),
+and ``symbolkg profile`` reads it for what the result rows cannot tell: how many requests the engine had in flight over time (its batch occupancy), the
 fraction of the run it was busy, and tokens/s over time.
 
 Example:

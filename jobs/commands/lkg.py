@@ -9,7 +9,7 @@ from pathlib import Path
 
 from symbolkg.actors.engines.base import EngineDeadError, SamplingParams
 from symbolkg.actors.engines.factory import EngineOptions
-from symbolkg.jobs.commands.common import DATA_DIR_HELP, load_input, run_with_engine
+from symbolkg.jobs.commands.common import DATA_DIR_HELP, load_input, reaped, run_with_engine
 from symbolkg.jobs.lkg import LKGConfig, run_lkg_build, show
 from symbolkg.retrieval.lkg.store import LKGStore
 
@@ -54,7 +54,10 @@ def _add_build_parser(lkg_sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    return build(args) if args.lkg_command == "build" else show_graph(args)
+    if args.lkg_command == "build":
+        with reaped():  # a killed build leaves no engine or Ray process behind
+            return build(args)
+    return show_graph(args)
 
 
 def build(args: argparse.Namespace) -> int:

@@ -174,8 +174,7 @@ def run_recorded(args: argparse.Namespace) -> int:
     if args.cross_check:
         print(f"cross-check (Z3): {summary.cross_checked} FOL rows, {summary.disagreements} disagreements, "
               f"{summary.cross_undecided} without two answers (trace.cross_check.agrees is null)")
-    table, meta = read_run(out)
-    print(format_table(summarize(table, meta)))
+    _print_report(out, summary)
     return 0
 
 
@@ -268,5 +267,18 @@ def _print_summary(summary: SolveSummary, out: Path) -> None:
         if g.passes:
             print(f"  {g.stage} gate (limit {g.limit or 'none'}): {g.passes} calls, at most {g.peak_running} inside and "
                   f"{g.peak_waiting} waiting; wait p95 {g.p95_wait_s:.2f} s, max {g.max_wait_s:.2f} s", file=sys.stderr)
+    _print_report(out, summary)
+
+
+REPORT_INLINE_MAX = 200_000
+"""Runs with more problems than this end with a pointer to ``symbolkg report`` instead of the table:
+the table reads every row, and the driver's memory should follow the job's work in flight."""
+
+
+def _print_report(out: Path, summary: SolveSummary) -> None:
+    """The run's report table on stdout (the union of its shards), or for a big run how to get it."""
+    if summary.total > REPORT_INLINE_MAX:
+        print(f"{summary.total} problems: run `symbolkg report {out}` for the table")
+        return
     table, meta = read_run(out)
     print(format_table(summarize(table, meta)))

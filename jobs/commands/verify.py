@@ -8,6 +8,7 @@ import sys
 import time
 from pathlib import Path
 
+from symbolkg.jobs.commands.common import reaped
 from symbolkg.jobs.pipeline.store import run_exists
 from symbolkg.jobs.verify import SUMMARY_KEYS, format_summary, verify_run, write_verdicts
 from symbolkg.solvers.outcomes import Limits
@@ -40,12 +41,14 @@ def run(args: argparse.Namespace) -> int:
         return 2
     t0 = time.monotonic()
     limits = Limits(timeout_s=args.timeout_s, memory_mb=args.memory_mb)
-    pool = make_solver_pool(args.executor, args.workers, memory_mb=args.memory_mb,
-                            cpus_per_worker=args.cpus_per_worker, ray_address=args.ray_address)
-    try:
-        verdicts, summary = verify_run(run_path, pool, limits=limits, progress=not args.no_progress and not args.json)
-    finally:
-        pool.close()
+    with reaped():  # a killed verify leaves no checker (or Ray) process behind
+        pool = make_solver_pool(args.executor, args.workers, memory_mb=args.memory_mb,
+                                cpus_per_worker=args.cpus_per_worker, ray_address=args.ray_address)
+        try:
+            verdicts, summary = verify_run(run_path, pool, limits=limits,
+                                           progress=not args.no_progress and not args.json)
+        finally:
+            pool.close()
     path = write_verdicts(run_path, verdicts)
     summary["wall_seconds"] = round(time.monotonic() - t0, 3)
     summary["verdicts"] = str(path)

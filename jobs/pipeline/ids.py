@@ -160,7 +160,9 @@ class DoneIds:
         if isinstance(ids, pa.ChunkedArray):
             ids = ids.combine_chunks() if ids.num_chunks else pa.array([], pa.string())
         arr = ids if isinstance(ids, pa.Array) else pa.array(list(ids), pa.string())
-        hashes = id_hashes(arr.to_pylist())
+        step = 65_536  # a slice's ids become Python strings at a time, not all of them
+        hashes = np.concatenate([id_hashes(arr.slice(i, step).to_pylist()) for i in range(0, len(arr), step)]
+                                or [np.zeros(0, np.uint64)])
         order = np.argsort(hashes, kind="stable")
         return cls(hashes[order], arr.take(pa.array(order)) if len(arr) else arr)
 

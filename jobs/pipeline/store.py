@@ -59,7 +59,7 @@ from symbolkg.jobs.pipeline.rows import RESULT_SCHEMA, ResultRow, conform_result
 
 _META_KEY = b"symbolkg"
 _MERGE_ROWS = 4096  # rows per row group of a finalized file (and most rows finalize holds at once)
-_MERGE_BYTES = 8 << 20  # ... or fewer, when they are this big
+_MERGE_BYTES = 4 << 20  # ... or fewer, when they are this big
 
 
 def shard_path(run: str | os.PathLike[str], shard: Shard | None) -> Path:
@@ -174,10 +174,10 @@ class ResultStore:
 
     def done_index(self) -> DoneIds:
         """:meth:`done_ids` as an exact, compact set (~20-25 bytes an id): what a resumed job skips."""
-        parts = [DoneIds.build(ids) for ids in self._recorded_ids()]
+        columns = list(self._recorded_ids())
         if self._buffer:
-            parts.append(DoneIds.build([r.problem_id for r in self._buffer]))
-        return DoneIds.concat(parts)
+            columns.append(pa.array([r.problem_id for r in self._buffer], pa.string()))
+        return DoneIds.build(pa.chunked_array(columns, pa.string()))
 
     def recorded(self, problem_id: str) -> bool:
         """Whether this session appended a row for ``problem_id`` (exact; cheap unless it did)."""
@@ -229,6 +229,7 @@ class ResultStore:
         Streams: a few thousand rows at a time, plus one 8-byte hash per row while it runs.
         """
         self.flush()
+        self._seen = IdHashes()  # every row of this session is in a part now; the hashes below replace these
         files = self._files()
         sessions: dict[str, float] = {}
         hashes = []
@@ -243,16 +244,18 @@ class ResultStore:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         tmp = self.path.with_name(self.path.name + ".tmp")
         rows = 0
+        pool = pa.default_memory_pool()
         with pq.ParquetWriter(tmp, schema) as writer:
             for table in _batched(_first_rows(files, twice)):
                 writer.write_table(table.replace_schema_metadata(schema.metadata))
                 rows += table.num_rows
+                del table
+                pool.release_unused()  # mimalloc keeps freed pages for reuse: ~100 MB at the end of a big run
         os.replace(tmp, self.path)
         if self.parts_dir.is_dir():
             for p in self.parts_dir.iterdir():
                 p.unlink()
             self.parts_dir.rmdir()
-        self._seen = IdHashes()  # every row is in the final file now
         return rows
 
 
@@ -271,7 +274,7 @@ def _first_rows(files: list[Path], twice: set[int]) -> Iterator[pa.Table]:
     for f in files:
         pf = pq.ParquetFile(f)
         for g in range(pf.num_row_groups):
-            table = conform_results(pf.read_row_group(g)).replace_schema_metadata(None)
+            table = conform_results(pf.read_row_group(g, use_threads=False)).replace_schema_metadata(None)
             if twice:
                 keep = []
                 for pid in table.column("problem_id").to_pylist():

@@ -84,6 +84,10 @@ change of the knowledge base (consult, add, replace, or a goal that asserted or
 retracted) moves the generation on; an older cursor is ``cursor_invalid``.
 
 Set ``SYMBOLKG_SWIPL`` to use a ``swipl`` other than the one on ``PATH``.
+
+(Over 1,000 lines, long because it is one concept: the process protocol (``_Process``),
+the session (:class:`PrologSession`) and a goal in flight (:class:`PendingRun`) share one
+lock discipline, which a split would spread over modules.)
 """
 
 from __future__ import annotations

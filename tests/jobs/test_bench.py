@@ -254,3 +254,22 @@ def test_cli_needs_simulated(capsys):
 def test_cli_bad_flags_exit_2_with_a_message(flags, message, capsys):
     assert cli(["bench", "pipeline", "--simulated", *flags]) == 2
     assert message in capsys.readouterr().err
+
+
+def test_cli_shards_split_the_benchmark_and_the_run_is_their_union(tmp_path, capsys):
+    base = ["bench", "pipeline", "--simulated", "--problems", "60", "--engines", "1", "--concurrency", "4",
+            "--time-scale", "0.002", "--sequential-problems", "0", "--json", "--no-progress", "--out", str(tmp_path)]
+    reports = []
+    for i in range(2):
+        assert cli([*base, "--shard", f"{i}/2"]) == 0
+        reports.append(json.loads(capsys.readouterr().out))
+    assert [r["problems"] for r in reports] == [r["rows"] for r in reports] and sum(r["rows"] for r in reports) == 60
+    assert all(r["lost"] == 0 and r["duplicated"] == 0 for r in reports)
+    assert reports[1]["results"].endswith("pipeline_concurrent.shard-1-of-2.parquet")
+    table, meta = read_run(tmp_path / "pipeline_concurrent.parquet")
+    assert sorted(table.column("problem_id").to_pylist()) == [p.id for p in synthetic_problems(60)]
+    assert meta["finished"] and len(meta["shards"]) == 2
+    assert cli([*base, "--shard", "1/2"]) == 2  # that shard's results exist: refused
+    assert "already exist" in capsys.readouterr().err
+    assert cli([*base, "--shard", "2/2"]) == 2
+    assert "0 <= i < n" in capsys.readouterr().err

@@ -439,6 +439,18 @@ def test_killed_session_is_lost_and_the_others_are_untouched(http_url: str) -> N
     asyncio.run(main())
 
 
+async def cancel_then_ask(t: Tools, lid: str, after_s: float) -> None:
+    """Cancel a running ``spin`` after ``after_s``: the session answers ``ok(X)`` long before the 60 s limit."""
+    task = asyncio.create_task(t.client.call_tool("run_goal", {"load_id": lid, "goal": "spin", "time_limit": 60.0}))
+    await asyncio.sleep(after_s)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    t0 = time.monotonic()
+    after = await t.call("run_goal", {"load_id": lid, "goal": "ok(X)", "time_limit": 30.0})
+    assert after["outcome"] == "success" and time.monotonic() - t0 < 15, (after, time.monotonic() - t0)
+
+
 def test_long_goal_sends_progress_then_times_out_and_cancellation_stops_it(http_url: str) -> None:
     async def main() -> None:
         async with http_tools(http_url) as t:
@@ -454,16 +466,7 @@ def test_long_goal_sends_progress_then_times_out_and_cancellation_stops_it(http_
             assert len(seen) >= 2 and seen == sorted(seen), seen  # every ~0.5 s while it ran
             assert (await t.call("run_goal", {"load_id": lid, "goal": "ok(X)"}))["outcome"] == "success"
 
-            # a cancelled request stops its goal: the session answers long before the 60 s limit
-            task = asyncio.create_task(t.client.call_tool("run_goal", {"load_id": lid, "goal": "spin",
-                                                                        "time_limit": 60.0}))
-            await asyncio.sleep(1.5)
-            task.cancel()
-            with pytest.raises(asyncio.CancelledError):
-                await task
-            t0 = time.monotonic()
-            after = await t.call("run_goal", {"load_id": lid, "goal": "ok(X)", "time_limit": 30.0})
-            assert after["outcome"] == "success" and time.monotonic() - t0 < 15, (after, time.monotonic() - t0)
+            await cancel_then_ask(t, lid, after_s=1.5)
             await t.call("close_session", {"load_id": lid})
 
     asyncio.run(main())
@@ -511,3 +514,53 @@ def test_escape_attempts_are_refused_end_to_end(http_url: str, tmp_path: Path) -
         assert not target.exists()
 
     asyncio.run(main())
+
+
+def test_goals_inline_and_in_worker_threads_share_one_session() -> None:
+    """run_goal on an idle session answers from the event loop; a call meanwhile waits in a worker thread.
+
+    The first goal catches its limit (it still times out at the limit, the session survives); the
+    second arrives while the first runs, so it takes the worker-thread path and answers after it; a
+    cancelled inline goal stops and frees the session for the next call.
+    """
+    source = "ok(1).\nr :- r0.\nr0 :- repeat, fail.\nspin :- repeat, fail.\n"
+
+    async def main() -> None:
+        async with Client(stdio_params()) as client:
+            t = Tools(client)
+            lid = (await t.call("consult_text", {"source_text": source}))["load_id"]
+            before = (await t.call("get_source", {"load_id": lid}))["source"]
+            caught = asyncio.create_task(t.call("run_goal", {"load_id": lid, "goal": "catch(r, _, r)", "time_limit": 1}))
+            await asyncio.sleep(0.3)
+            second = await t.call("run_goal", {"load_id": lid, "goal": "ok(X)"})
+            first = await caught
+            assert first["outcome"] == "timeout" and first["elapsed_s"] < 1.5, first
+            assert second["outcome"] == "success" and second["answers"] == [{"X": 1}], second
+            await cancel_then_ask(t, lid, after_s=0.5)
+            assert (await t.call("get_source", {"load_id": lid}))["source"] == before
+
+    asyncio.run(main())
+
+
+def test_quick_argument_check_never_accepts_what_the_schema_refuses() -> None:
+    import random
+
+    from symbolkg.jobs.mcp_server import TOOLS, quick_check
+
+    values = [None, True, False, 0, 1, -1, 1.0, 0.5, 3600, 3601, 10_001, float("inf"), float("nan"), "", "x", "swi",
+              "info", "s_1", "Ab", "a" * 70, "1a", "ok\n", [], {}, "prolog"]
+    rng = random.Random(30)
+    accepted = 0
+    for tool in TOOLS:
+        full = jsonschema.Draft202012Validator(tool.input_schema)
+        quick = quick_check(tool.input_schema)
+        names = [*tool.input_schema["properties"], "unknown"]
+        for _ in range(2000):
+            args = {k: rng.choice(values) for k in rng.sample(names, rng.randint(0, len(names)))}
+            if quick(args):
+                accepted += 1
+                assert full.is_valid(args), (tool.name, args)
+    assert accepted > 100  # the quick check does accept the common case
+    run_goal = quick_check(next(t for t in TOOLS if t.name == "run_goal").input_schema)
+    assert run_goal({"load_id": "s-1", "goal": "p(X)", "max_answers": 1, "time_limit": 2.0})
+    assert not run_goal({"load_id": "s-1", "goal": "p(X)", "time_limit": 0})  # the full validator words the error
