@@ -41,6 +41,7 @@ from pathlib import Path
 #: How often the reaper records the driver's descendants.
 POLL_S = 0.25
 _PR_SET_CHILD_SUBREAPER = 36  # <linux/prctl.h>
+_PR_GET_CHILD_SUBREAPER = 37
 
 
 def _stat(pid: int) -> tuple[int, int] | None:
@@ -128,9 +129,15 @@ def watch(driver: int, poll_s: float = POLL_S) -> int:
     return reap(recorded)
 
 
-def _become_subreaper() -> None:
+def _is_subreaper() -> bool:
+    flag = ctypes.c_int(0)
+    ctypes.CDLL(None, use_errno=True).prctl(_PR_GET_CHILD_SUBREAPER, ctypes.byref(flag), 0, 0, 0)
+    return bool(flag.value)
+
+
+def _set_subreaper(on: bool) -> None:
     libc = ctypes.CDLL(None, use_errno=True)
-    if libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:  # pragma: no cover - Linux >= 3.4 has it
+    if libc.prctl(_PR_SET_CHILD_SUBREAPER, int(on), 0, 0, 0) != 0:  # pragma: no cover - Linux >= 3.4 has it
         raise OSError(ctypes.get_errno(), "prctl(PR_SET_CHILD_SUBREAPER) failed")
 
 
@@ -142,18 +149,28 @@ def start_reaper() -> subprocess.Popen | None:
     """
     if not Path("/proc/self/stat").exists():
         return None
-    _become_subreaper()
-    return subprocess.Popen(
+    was_subreaper = _is_subreaper()
+    _set_subreaper(True)
+    proc = subprocess.Popen(
         [sys.executable, "-m", "symbolkg.jobs.pipeline.reaper", "--driver", str(os.getpid())],
         stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         start_new_session=True,  # not in the driver's process group: a killpg of the job spares it
     )
+    proc.was_subreaper = was_subreaper  # type: ignore[attr-defined] - stop_reaper restores it
+    return proc
 
 
 def stop_reaper(proc: subprocess.Popen | None, timeout_s: float = 10.0) -> None:
-    """The job ended normally: tell the reaper so (it then exits touching nothing) and wait for it."""
+    """The job ended normally: tell the reaper so (it then exits touching nothing) and wait for it.
+
+    This process stops being a subreaper again (unless it was one before :func:`start_reaper`):
+    a process that outlives the job (a test process, a notebook) must not adopt the orphans of
+    whatever it runs next, e.g. a Ray cluster's agents, which then stay zombies it never reads.
+    """
     if proc is None:
         return
+    if not getattr(proc, "was_subreaper", True):
+        _set_subreaper(False)
     if proc.stdin is not None:
         try:
             proc.stdin.write(b"x")

@@ -29,9 +29,14 @@ first row per problem. A session skips every problem the run holds in any member
 Memory: nothing here grows with the rows already written. The buffer holds at most
 ``flush_rows`` rows; the ids appended in this session are kept as 8-byte hashes
 (:class:`~symbolkg.jobs.pipeline.ids.IdHashes`, checked exactly against the files on a hit);
-``finalize()`` streams the files into ``RUN.parquet`` a few thousand rows at a time, with one
-8-byte hash per row while it runs to find ids present twice. :meth:`ResultStore.done_index` is
-the exact, compact set of the problems a resumed session skips.
+``finalize()`` streams the files into ``RUN.parquet`` two thousand rows (one row group) at a
+time, with one 8-byte hash per row while it runs when several sessions wrote (to find a problem
+recorded twice). Parquet's own metadata is the one part that grows: ~45 KB a row group in the
+writer and in every reader (22 MB at 10^6 rows), so the long text columns carry no min/max
+statistics. :meth:`ResultStore.done_index` is the exact, compact set of the problems a resumed
+session skips. Arrow's default allocator (mimalloc) keeps freed pages; finalize gives them back
+after each row group, and ``ARROW_DEFAULT_MEMORY_POOL=jemalloc`` in a driver's environment
+returns them sooner still (``benchmarks/RESULTS.md``, the driver at scale).
 
 Run-level facts (wall time of each session, sessions, command) travel in the
 Parquet key-value metadata under ``b"symbolkg"``; the wall time of a killed
@@ -58,8 +63,16 @@ from symbolkg.jobs.pipeline.ids import DoneIds, IdHashes, Shard, id_hash, id_has
 from symbolkg.jobs.pipeline.rows import RESULT_SCHEMA, ResultRow, conform_results, result_table
 
 _META_KEY = b"symbolkg"
-_MERGE_ROWS = 4096  # rows per row group of a finalized file (and most rows finalize holds at once)
-_MERGE_BYTES = 4 << 20  # ... or fewer, when they are this big
+# Rows per row group of a finalized file, and the most rows finalize holds at once (or fewer, when they
+# are this many bytes). Both the writer and every reader keep ~45 KB of metadata a row group (the
+# parsed footer), so a run of N rows costs N / 2048 x 45 KB (22 MB at 10^6) beside the batch held;
+# a larger batch costs more than the metadata it saves (measured: 1,024, 2,048 and 4,096 rows).
+_MERGE_ROWS = 2048
+_MERGE_BYTES = 24 << 20
+_LONG_TEXT = frozenset({"program", "proof", "error_message", "attempts_log", "trace", "certificate", "stage_seconds"})
+#: Columns with min/max statistics in the row-group metadata: not the long texts, whose min and max
+#: would be whole programs and logs (at 10^6 rows the footer grew to 32 MB, ~130 MB once parsed).
+STATISTICS_COLUMNS = [name for name in RESULT_SCHEMA.names if name not in _LONG_TEXT]
 
 
 def shard_path(run: str | os.PathLike[str], shard: Shard | None) -> Path:
@@ -217,7 +230,7 @@ class ResultStore:
         table = table.replace_schema_metadata({_META_KEY: json.dumps(meta).encode()})
         final = self.parts_dir / f"part-{self.session}-{self._seq:06d}.parquet"
         tmp = final.with_suffix(".tmp")
-        pq.write_table(table, tmp)
+        pq.write_table(table, tmp, write_statistics=STATISTICS_COLUMNS)
         os.replace(tmp, final)
         self._seq += 1
         self._buffer = []
@@ -226,37 +239,49 @@ class ResultStore:
     def finalize(self) -> int:
         """Merge this store's files into :attr:`path` (first row per problem), remove its parts; the rows written.
 
-        Streams: a few thousand rows at a time, plus one 8-byte hash per row while it runs.
+        Streams: a few thousand rows at a time (plus, when rows of several sessions are merged, one
+        8-byte hash per row to find a problem recorded twice).
         """
         self.flush()
-        self._seen = IdHashes()  # every row of this session is in a part now; the hashes below replace these
+        self._seen = IdHashes()  # every row of this session is in a part now
         files = self._files()
         sessions: dict[str, float] = {}
-        hashes = []
         for f in files:
-            pf = pq.ParquetFile(f)
-            _merge_sessions(sessions, _read_meta(pf.schema_arrow), final=f == self.path)
-            hashes.append(id_hashes(pf.read(columns=["problem_id"]).column("problem_id").to_pylist()))
-        twice = _repeated(hashes)
-        del hashes
+            _merge_sessions(sessions, _read_meta(pq.read_schema(f)), final=f == self.path)
+        twice = self._repeated_ids(files, sessions)
         meta = {"sessions": sessions, "wall_seconds": sum(sessions.values()), **self.run_info}
         schema = RESULT_SCHEMA.with_metadata({_META_KEY: json.dumps(meta).encode()})
         self.path.parent.mkdir(parents=True, exist_ok=True)
         tmp = self.path.with_name(self.path.name + ".tmp")
         rows = 0
         pool = pa.default_memory_pool()
-        with pq.ParquetWriter(tmp, schema) as writer:
+        with pq.ParquetWriter(tmp, schema, write_statistics=STATISTICS_COLUMNS) as writer:
             for table in _batched(_first_rows(files, twice)):
                 writer.write_table(table.replace_schema_metadata(schema.metadata))
                 rows += table.num_rows
                 del table
-                pool.release_unused()  # mimalloc keeps freed pages for reuse: ~100 MB at the end of a big run
+                pool.release_unused()  # mimalloc keeps freed pages otherwise (module docstring)
         os.replace(tmp, self.path)
         if self.parts_dir.is_dir():
             for p in self.parts_dir.iterdir():
                 p.unlink()
             self.parts_dir.rmdir()
         return rows
+
+
+    def _repeated_ids(self, files: list[Path], sessions: dict[str, float]) -> set[int]:
+        """The hashes of ids in more than one row of ``files`` (and of two ids with one hash).
+
+        Only rows of two sessions can share a problem (one session refuses a second row, and a
+        resumed one skips what is recorded), or a finished file and parts left by a kill during
+        :meth:`finalize`: so with one session and no finished file nothing is read. Otherwise
+        one 8-byte hash per row, for the time of the merge.
+        """
+        if not self.path.exists() and len(sessions) <= 1:
+            return set()
+        hashes = [id_hashes(b.column(0).to_pylist()) for f in files
+                  for b in pq.ParquetFile(f).iter_batches(65_536, columns=["problem_id"])]
+        return _repeated(hashes)
 
 
 def _repeated(hashes: list[np.ndarray]) -> set[int]:

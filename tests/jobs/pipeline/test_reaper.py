@@ -87,3 +87,13 @@ def test_a_reused_pid_is_not_killed():
         assert sleeper.wait(timeout=10) == -signal.SIGKILL
     finally:
         sleeper.kill()
+
+
+def test_a_clean_end_gives_back_the_subreaper_role():
+    assert not reaper._is_subreaper()  # a pytest process is none
+    proc = reaper.start_reaper()
+    try:
+        assert reaper._is_subreaper()  # while the job runs, its orphans stay in its tree
+    finally:
+        reaper.stop_reaper(proc)
+    assert not reaper._is_subreaper()  # afterwards this process adopts nothing of what it runs next

@@ -173,3 +173,15 @@ def test_shards_write_their_own_files_and_the_run_reads_the_union(tmp_path):
     assert not read_run(out)[1]["finished"]  # shard 0 of 3 is missing
     remove_run(out)
     assert not run_exists(out)
+
+
+def test_two_sessions_that_both_wrote_a_problem_merge_to_its_first_row(tmp_path):
+    out = tmp_path / "run.parquet"
+    first, second = ResultStore(out, flush_rows=1), ResultStore(out, flush_rows=1)  # e.g. two drivers on one shard
+    first.append(row("a", correct=True))
+    second.append(row("a", correct=False))
+    second.append(row("b"))
+    assert second.finalize() == 2
+    table = pq.read_table(out)
+    assert sorted(table.column("problem_id").to_pylist()) == ["a", "b"]
+    assert len(read_run(out)[1]["sessions"]) == 2
