@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import sys
 import time
-from contextlib import contextmanager
 from dataclasses import dataclass
 from itertools import islice
 from typing import Any, Iterable, Iterator, Sized
@@ -41,6 +40,7 @@ from typing import Any, Iterable, Iterator, Sized
 from symbolkg.actors.engines.base import EngineDeadError, LLMEngine
 from symbolkg.jobs.pipeline.concurrency import for_each_in_flight
 from symbolkg.jobs.pipeline.gates import GatedEngine, GatedSolver, GateLog, StageGate, StageLimits
+from symbolkg.jobs.pipeline.intake import Intake, UniqueIds
 from symbolkg.jobs import methods
 from symbolkg.jobs.methods import Method, MethodConfig, run_problem
 from symbolkg.jobs.pipeline.rows import Problem, ResultRow
@@ -103,14 +103,14 @@ async def run_method_job(
     method = _resolve_method(cfg, solver, method)
     total = len(problems) if isinstance(problems, Sized) and store.shard is None else None  # a shard's share: unknown
     bar = _progress_bar(total) if progress else None
-    intake = _Intake(store, bar)
+    intake = Intake(store, bar)
     todo = intake.todo(problems)
     if group_contexts:
         todo = _grouped(todo, GROUP_WINDOW)
     log = GateLog(spill_to=store.path) if gate_log else None
     gates, gated_engine, gated_solver = _gated(engine, solver, (stage_limits or StageLimits()).resolve(solver), log)
     tally = _Tally(bar, t0)
-    unique = _Unique(store)
+    unique = UniqueIds(store)
 
     async def solve(problem: Problem) -> None:
         with unique.running(problem.id):
@@ -134,50 +134,6 @@ async def run_method_job(
 GROUP_WINDOW = 4096
 """Problems read ahead to group by context (:func:`group_by_context`): a bounded lookahead, so a
 job of any size holds at most this many problems beyond those in flight."""
-
-
-class _Unique:
-    """Refuses a problem id met again while its first copy is in flight or recorded by this session (exact)."""
-
-    def __init__(self, store: ResultStore) -> None:
-        self.store = store
-        self.in_flight: set[str] = set()
-
-    @contextmanager
-    def running(self, problem_id: str) -> Iterator[None]:
-        if problem_id in self.in_flight or self.store.recorded(problem_id):
-            raise ValueError(f"duplicate problem id {problem_id!r} in the input")
-        self.in_flight.add(problem_id)
-        try:
-            yield
-        finally:
-            self.in_flight.discard(problem_id)
-
-
-class _Intake:
-    """The job's input, read lazily: problems of the store's shard not yet done, counted as they pass.
-
-    The exact set of the problems already recorded (:meth:`ResultStore.done_index`) is read once.
-    """
-
-    def __init__(self, store: ResultStore, bar: Any) -> None:
-        self.done = store.done_index()
-        self.shard = store.shard
-        self.seen = 0  # problems (of this shard) read so far
-        self.skipped = 0  # ... of them already done
-        self.bar = bar
-
-    def todo(self, problems: Iterable[Problem]) -> Iterator[Problem]:
-        for p in problems:
-            if self.shard is not None and not self.shard.takes(p.id):
-                continue
-            self.seen += 1
-            if p.id in self.done:
-                self.skipped += 1
-                if self.bar is not None:
-                    self.bar.update(1)
-                continue
-            yield p
 
 
 @dataclass

@@ -10,9 +10,10 @@ import json
 import sys
 import time
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, Sized
 
 from symbolkg.jobs.pipeline.answers import interpret, is_correct
+from symbolkg.jobs.pipeline.intake import Intake, UniqueIds
 from symbolkg.jobs.pipeline.rows import Problem, Program, ResultRow, certificate_json
 from symbolkg.jobs.pipeline.store import ResultStore
 from symbolkg.solvers.outcomes import CheckSpec, ErrorKind, Limits, Outcome, SolveRequest, Status
@@ -85,16 +86,6 @@ def result_row(problem: Problem, outcome: Outcome, *, method: str, worker: str, 
     )
 
 
-def _by_id(problems: list[Problem]) -> dict[str, Problem]:
-    """Problems by id. Raises ValueError when two share an id (results would be ambiguous)."""
-    by_id: dict[str, Problem] = {}
-    for p in problems:
-        if p.id in by_id:
-            raise ValueError(f"duplicate problem id {p.id!r} in the input")
-        by_id[p.id] = p
-    return by_id
-
-
 def _check_spec(problem: Problem, corrections: bool) -> CheckSpec:
     """The formalization checks the worker runs on ``problem``'s program before solving it."""
     return CheckSpec(problem.question, tuple(problem.options), corrections)
@@ -148,7 +139,7 @@ class _Tally:
         return {**(trace or {}), "cross_check": entry}
 
 
-def _progress(total: int, enabled: bool):  # -> tqdm | None
+def _progress(total: int | None, enabled: bool):  # -> tqdm | None
     if not enabled:
         return None
     from tqdm import tqdm
@@ -171,7 +162,8 @@ def run_solve(
 
     Args:
         problems: problems with programs (``program=None`` is recorded as
-            ``no_program``, unexecuted).
+            ``no_program``, unexecuted), consumed once, lazily: memory follows the requests in
+            flight (with ``cross_check``, the problems not yet done are held for its first pass).
         store: the results store; problems it already holds are skipped; with a shard
             (``store.shard``), only that shard's problems run.
         pool: where programs run (never in this process).
@@ -191,42 +183,49 @@ def run_solve(
         A :class:`SolveSummary` of this session.
 
     Raises:
-        ValueError: when two input problems share an id (results would be ambiguous).
+        ValueError: a problem id met a second time while its first copy is in flight or recorded by
+            this session (raised when the copy comes up; rows finished before are kept, as after a kill).
     """
     t0 = time.monotonic()
-    problems = [p for p in problems if store.shard is None or store.shard.takes(p.id)]  # a shard: its problems only
-    by_id = _by_id(problems)
-    done = store.done_ids()
-    todo = [p for p in problems if p.id not in done]
-    tally = _Tally(_progress(len(problems), progress))
-    if tally.bar is not None:
-        tally.bar.update(len(problems) - len(todo))
-    second = _cross_check_outcomes(todo, pool, limits, corrections) if cross_check else {}
+    total = len(problems) if isinstance(problems, Sized) and store.shard is None else None  # a shard's share: unknown
+    tally = _Tally(_progress(total, progress))
+    intake = Intake(store, tally.bar)
+    todo: Iterable[Problem] = intake.todo(problems)
+    second: dict[str, Outcome] = {}
+    if cross_check:  # a pass of its own first: this one mode holds the problems to do
+        todo = list(todo)
+        second = _cross_check_outcomes(todo, pool, limits, corrections)
+    unique = UniqueIds(store)
+    in_flight: dict[str, Problem] = {}
 
     def requests() -> Iterator[SolveRequest]:
         for p in todo:
+            unique.enter(p.id)
             if p.program is None:
                 outcome = Outcome.error(Status.PARSE_ERROR, ErrorKind.NO_PROGRAM, "the problem has no program",
                                         backend="none")
                 store.append(result_row(p, outcome, method=method, worker="-", attempts=0, latency_s=0.0))
+                unique.leave(p.id)
                 tally.wrote(None)
                 continue
+            in_flight[p.id] = p
             yield SolveRequest(p.id, p.program.language, p.program.text, limits, _check_spec(p, corrections))
 
     try:
         for result in pool.imap_unordered(requests()):
-            problem, outcome, trace = _checked_row_parts(by_id.pop(result.request.problem_id), result.outcome)
+            problem, outcome, trace = _checked_row_parts(in_flight.pop(result.request.problem_id), result.outcome)
             if problem.id in second:
                 trace = tally.cross_checked(trace, result, second.pop(problem.id))
             row = result_row(problem, outcome, method=method, worker=result.worker,
                              attempts=result.attempts, latency_s=result.latency_s, trace=trace)
             store.append(row)
+            unique.leave(problem.id)
             tally.wrote(row)
         store.finalize()
     finally:
         store.flush()
         if tally.bar is not None:
             tally.bar.close()
-    return SolveSummary(total=len(problems), skipped_done=len(problems) - len(todo), solved=tally.solved,
+    return SolveSummary(total=intake.seen, skipped_done=intake.skipped, solved=tally.solved,
                         wall_seconds=time.monotonic() - t0, cross_checked=tally.cross_checked_rows,
                         disagreements=tally.disagreements, cross_undecided=tally.cross_undecided)
