@@ -112,9 +112,6 @@ def plot(result: dict, path: Path) -> None:
     plt.close(fig)
 
 
-ALT_LABEL = "ARROW_DEFAULT_MEMORY_POOL=jemalloc"
-"""The other allocator the scale table shows (Arrow's default, mimalloc, keeps freed pages longer)."""
-
 SCALE_FLAGS = ["--engines", "16", "--time-scale", "0.05", "--sequential-problems", "0"]
 """The scale runs' settings (issue 29's command): 16 engines x 64, 2,048 in flight, time scale 0.05."""
 
@@ -143,7 +140,7 @@ def scale_table(reports: list[dict]) -> dict:
     return {"rows": rows, "peak_rss_spread": round(max(peaks) / min(peaks) - 1, 4)}
 
 
-def plot_scale(table: dict, path: Path, before: list[dict] | None = None, alt: dict | None = None) -> None:
+def plot_scale(table: dict, path: Path, before: list[dict] | None = None) -> None:
     """Peak RSS and wall time against problems (log x), and resident memory over each run."""
     import matplotlib
 
@@ -157,9 +154,6 @@ def plot_scale(table: dict, path: Path, before: list[dict] | None = None, alt: d
     for r in rows:
         ax.annotate(f"{r['peak_rss_mb']:.0f}", (r["problems"], r["peak_rss_mb"]), textcoords="offset points",
                     xytext=(0, 6), ha="center", fontsize=8)
-    if alt:
-        ax.plot([r["problems"] for r in alt["rows"]], [r["peak_rss_mb"] for r in alt["rows"]], "^-",
-                color="tab:green", label=f"after, {ALT_LABEL}")
     if before:
         ax.plot([b["problems"] for b in before], [b["peak_rss_mb"] for b in before], "s--", color="tab:red",
                 label="before")
@@ -198,14 +192,13 @@ def main_scale(args: argparse.Namespace, out: Path) -> int:
     for f in args.scale_before or []:  # each file: one report, or a list of them
         loaded = json.loads(Path(f).read_text())
         before += loaded if isinstance(loaded, list) else [loaded]
-    alt = scale_table([json.loads(Path(f).read_text()) for f in args.scale_alt]) if args.scale_alt else None
     table = scale_table(reports)
     result = {"command": "python benchmarks/pipeline_simulated.py " + " ".join(args.argv),
               "bench_flags": SCALE_FLAGS, "date": datetime.date.today().isoformat(),
               "machine": {"cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version()},
-              **table, "before": before, "alt_label": ALT_LABEL, "alt": alt}
+              **table, "before": before}
     (out / "pipeline_scale.json").write_text(json.dumps(result, indent=1) + "\n")
-    plot_scale(table, out / "pipeline_scale.png", before, alt)
+    plot_scale(table, out / "pipeline_scale.png", before)
     print(json.dumps({k: v for k, v in table.items()}, indent=1))
     return 0 if all(r["lost"] == 0 and r["duplicated"] == 0 for r in table["rows"]) else 1
 
@@ -225,8 +218,6 @@ def main(argv: list[str] | None = None) -> int:
                         help="instead: the driver's scale table, one bench run per N (e.g. 10000 100000 1000000)")
     parser.add_argument("--scale-from", nargs="+", metavar="JSON",
                         help="instead: the scale table from `symbolkg bench pipeline --json` outputs already made")
-    parser.add_argument("--scale-alt", nargs="*", metavar="JSON",
-                        help=f"with --scale/--scale-from: reports of the same runs with {ALT_LABEL} (plotted beside)")
     parser.add_argument("--scale-before", nargs="*", metavar="JSON",
                         help="with --scale/--scale-from: earlier reports of the same runs to plot beside "
                              "(JSON objects, or lists of them, with at least problems and peak_rss_mb)")

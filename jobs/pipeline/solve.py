@@ -37,6 +37,9 @@ class SolveSummary:
     cross_undecided: int = 0  # ... where Z3 or the main prover gave no answer (agrees is null)
 
 
+#: The outcome recorded for a problem without a program (unexecuted).
+NO_PROGRAM = Outcome.error(Status.PARSE_ERROR, ErrorKind.NO_PROGRAM, "the problem has no program", backend="none")
+
 #: ``--cross-check``: language -> (second-opinion language, its backend) for the same program text.
 CROSS_CHECK = {"logiclm-fol": ("logiclm-fol-z3", "z3")}
 
@@ -202,9 +205,7 @@ def run_solve(
         for p in todo:
             unique.enter(p.id)
             if p.program is None:
-                outcome = Outcome.error(Status.PARSE_ERROR, ErrorKind.NO_PROGRAM, "the problem has no program",
-                                        backend="none")
-                store.append(result_row(p, outcome, method=method, worker="-", attempts=0, latency_s=0.0))
+                store.append(result_row(p, NO_PROGRAM, method=method, worker="-", attempts=0, latency_s=0.0))
                 unique.leave(p.id)
                 tally.wrote(None)
                 continue

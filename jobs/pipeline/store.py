@@ -34,9 +34,9 @@ time, with one 8-byte hash per row while it runs when several sessions wrote (to
 recorded twice). Parquet's own metadata is the one part that grows: ~45 KB a row group in the
 writer and in every reader (22 MB at 10^6 rows), so the long text columns carry no min/max
 statistics. :meth:`ResultStore.done_index` is the exact, compact set of the problems a resumed
-session skips. Arrow's default allocator (mimalloc) keeps freed pages; finalize gives them back
-after each row group, and ``ARROW_DEFAULT_MEMORY_POOL=jemalloc`` in a driver's environment
-returns them sooner still (``benchmarks/RESULTS.md``, the driver at scale).
+session skips. Finalize hands the memory of each row group back to the allocator
+(``release_unused``); a ``symbolkg`` process allocates Arrow's memory with malloc, which returns
+it, rather than Arrow's default mimalloc, which keeps it (:mod:`symbolkg.jobs.cli`).
 
 Run-level facts (wall time of each session, sessions, command) travel in the
 Parquet key-value metadata under ``b"symbolkg"``; the wall time of a killed
@@ -260,7 +260,7 @@ class ResultStore:
                 writer.write_table(table.replace_schema_metadata(schema.metadata))
                 rows += table.num_rows
                 del table
-                pool.release_unused()  # mimalloc keeps freed pages otherwise (module docstring)
+                pool.release_unused()  # malloc_trim under malloc; mimalloc would keep the pages (module docstring)
         os.replace(tmp, self.path)
         if self.parts_dir.is_dir():
             for p in self.parts_dir.iterdir():

@@ -41,8 +41,9 @@ BACKEND = "z3"
 PRECHECK_MAX_SIZE = 3
 PRECHECK_BUDGET_S = 0.2
 
-#: Searches kept by :func:`countermodels`' cache (per process).
-CACHE_SIZE = 512
+#: Searches kept by :func:`countermodels`' cache (per process); ``SYMBOLKG_FOL_MODEL_CACHE`` sets it
+#: (0: none; the solver stage's scale benchmark runs copies of one program set without it).
+CACHE_SIZE = int(os.environ.get("SYMBOLKG_FOL_MODEL_CACHE", "512"))
 
 #: :func:`patience`: a race starts after this multiple of the median time Prover9 took to decide
 #: the recent programs of this process, clamped to [RACE_AFTER_MIN_S, RACE_AFTER_MAX_S] seconds

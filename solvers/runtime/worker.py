@@ -45,7 +45,8 @@ from symbolkg.solvers.runtime import sandbox
 from symbolkg.solvers.runtime.sandbox import ChildLimits
 
 #: Environment variables a worker keeps; everything else (API keys, tokens) is dropped.
-_ENV_KEEP = ("PATH", "LANG", "LC_ALL", "HOME", "TMPDIR", "SYMBOLKG_PROVER9", "SYMBOLKG_SWIPL", "OPENBLAS_CORETYPE")
+_ENV_KEEP = ("PATH", "LANG", "LC_ALL", "HOME", "TMPDIR", "SYMBOLKG_PROVER9", "SYMBOLKG_SWIPL", "OPENBLAS_CORETYPE",
+             "SYMBOLKG_FOL_MODEL_CACHE")
 _MAX_FILE_BYTES = 256 * 1024 * 1024
 _MAX_PROOF_CHARS = 20_000
 
