@@ -148,6 +148,11 @@ class Finding:
     line: int | None = None
     correction: str | None = None
 
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "Finding":
+        """A finding from :meth:`to_dict`'s form (its correction only when that form holds it)."""
+        return cls(d["check"], d["severity"], d["message"], d.get("line"), d.get("correction"))
+
     def to_dict(self, *, with_correction: bool = False) -> dict[str, Any]:
         """JSON-friendly form for a row's trace (the corrected text only on request: it is long)."""
         out: dict[str, Any] = {"check": self.check, "severity": self.severity, "message": self.message,
@@ -232,12 +237,12 @@ def checked_solve_entries(program_text: str, corrected: Corrected, *, correction
     """The trace entries of a program that went through :func:`correct_program` before it was solved
     (what :attr:`symbolkg.solvers.outcomes.Outcome.checks` holds and a result row's ``trace`` keeps):
     ``checks`` (the findings on the program as given), ``corrected``, and when ``corrections`` and a
-    check corrected it, ``corrections`` (the checks applied), ``original_program`` (as given) and
-    ``program`` (what is solved)."""
+    check corrected it, ``corrections`` (the checks applied), ``original_program`` (as given),
+    ``program`` (what is solved) and ``remaining`` (the findings on it)."""
     entries: dict = {"checks": [f.to_dict() for f in corrected.findings], "corrected": corrections and corrected.corrected}
     if entries["corrected"]:
         entries.update(corrections=[f.check for f in corrected.applied], original_program=program_text,
-                       program=corrected.text)
+                       program=corrected.text, remaining=[f.to_dict() for f in corrected.remaining])
     return entries
 
 

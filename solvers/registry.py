@@ -71,7 +71,8 @@ def run(request: SolveRequest) -> Outcome:
         solve: Callable[[str, Limits], Outcome] = language_module(request.language).solve
         if request.checks is None:
             return solve(request.text, request.limits)
-        corrected = checks.correct_program(request.language, request.text, request.checks)
+        steps = 16 if request.checks.corrections else 0  # without corrections: the findings only
+        corrected = checks.correct_program(request.language, request.text, request.checks, max_steps=steps)
         entries = checks.checked_solve_entries(request.text, corrected, corrections=request.checks.corrections)
         outcome = solve(entries.get("program", request.text), request.limits)
         return dataclasses.replace(outcome, checks=entries)

@@ -15,14 +15,14 @@ only used here, never imported.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from symbolkg.actors.engines.base import EngineDeadError, EngineError
 from symbolkg.jobs.pipeline.answers import interpret
 from symbolkg.jobs.methods.base import Method, MethodContext
 from symbolkg.jobs.pipeline.rows import Problem, ResultRow
 from symbolkg.solvers import checks, prompts
-from symbolkg.solvers.outcomes import ErrorKind, Outcome, SolveRequest, Status
+from symbolkg.solvers.outcomes import CheckSpec, ErrorKind, Outcome, SolveRequest, Status
 
 
 def language_for(problem: Problem) -> str | None:
@@ -53,6 +53,7 @@ class Formalized:
         corrections: the checks whose text-resolved corrections were applied to the kept round's
             program after the loop (then ``program`` and ``outcome`` are the corrected program's and
             ``original_program`` the program as written); empty when none applied.
+        remaining: with ``corrections``, the findings on the corrected program.
     """
 
     outcome: Outcome | None = None
@@ -66,6 +67,7 @@ class Formalized:
     kept_round: int | None = None
     corrections: list[str] = field(default_factory=list)
     original_program: str | None = None
+    remaining: list[dict] = field(default_factory=list)
 
     def trace(self) -> dict:
         """The row's ``trace`` entries of the checks, with the keys the direct path writes (:func:`symbolkg.solvers.checks.checked_solve_entries`)."""
@@ -73,6 +75,7 @@ class Formalized:
         if self.corrections:
             entries["corrections"] = self.corrections
             entries["original_program"] = self.original_program
+            entries["remaining"] = self.remaining
         return entries
 
     def final_outcome(self) -> Outcome:
@@ -88,7 +91,8 @@ async def formalize_solve_refine(problem: Problem, ctx: MethodContext, *, langua
     """The shared loop: ask for a program, run it, feed errors back, at most ``1 + max_refine_rounds`` times.
 
     Each round's program also goes through the formalization checks (:mod:`symbolkg.solvers.checks`:
-    parsing only). A program that ran but has findings of severity ``error`` (a query that states
+    parsing only), in the solver worker with its solve (:class:`~symbolkg.solvers.outcomes.CheckSpec`:
+    they parse LLM-written text, which the orchestrator never does). A program that ran but has findings of severity ``error`` (a query that states
     the opposite of the question, one concept under two names, ...) is sent back like a solver
     error while rounds remain. A repair can make things worse (a program that ran with a check
     error comes back not parsing): the loop keeps the best round, ranked executed without check
@@ -138,30 +142,42 @@ async def formalize_solve_refine(problem: Problem, ctx: MethodContext, *, langua
         out.rounds = round_no
         program = prompts.extract_program(language, completion.text)
         t0 = time.perf_counter()
-        result = await ctx.solver.solve(SolveRequest(problem.id, run_as, program, cfg.limits))
+        result = await ctx.solver.solve(SolveRequest(problem.id, run_as, program, cfg.limits,
+                                                     _check_spec(problem, corrections=False)))
         out.seconds["solve"] += time.perf_counter() - t0
-        findings = checks.check_program(run_as, program, problem)
-        check_errors = [f for f in findings if f.severity == "error"]
-        rank = 2 if result.outcome.executed and not check_errors else 1 if result.outcome.executed else 0
+        outcome, entries = _split_checks(result.outcome)
+        findings = entries.get("checks", [])
+        check_errors = [checks.Finding.from_dict(f) for f in findings if f["severity"] == "error"]
+        rank = 2 if outcome.executed and not check_errors else 1 if outcome.executed else 0
         if rank >= best_rank:  # keep the best round (docstring)
             best_rank = rank
-            out.outcome, out.program, out.worker, out.pool_attempts = result.outcome, program, result.worker, result.attempts
-            out.checks = [f.to_dict() for f in findings]
+            out.outcome, out.program, out.worker, out.pool_attempts = outcome, program, result.worker, result.attempts
+            out.checks = findings
             out.kept_round = round_no
         out.attempts.append({
             "round": round_no, "purpose": purpose, "program": program, "completion": completion.text,
             "prompt_tokens": completion.prompt_tokens, "completion_tokens": completion.completion_tokens,
             "llm_seconds": round(completion.latency_s, 4), "cached": completion.cached,
-            "outcome": {k: v for k, v in result.outcome.to_dict().items() if k != "proof"},
-            "checks": [f.to_dict() for f in findings],
+            "outcome": {k: v for k, v in outcome.to_dict().items() if k != "proof"},
+            "checks": findings,
         })
-        if (result.outcome.executed and not check_errors) or round_no > cfg.max_refine_rounds:
+        if (outcome.executed and not check_errors) or round_no > cfg.max_refine_rounds:
             break
-        pairs = _repair_messages(language, context, problem, program, result.outcome, check_errors, hints,
-                                 completion.text)
+        pairs = _repair_messages(language, context, problem, program, outcome, check_errors, hints, completion.text)
     if out.program is not None:
         await _correct_kept_round(problem, ctx, out, run_as)
     return out
+
+
+def _check_spec(problem: Problem, *, corrections: bool) -> CheckSpec:
+    """The formalization checks the worker runs with a round's solve (``corrections``: solve the corrected program)."""
+    return CheckSpec(problem.question, tuple(problem.options), corrections)
+
+
+def _split_checks(outcome: Outcome) -> tuple[Outcome, dict]:
+    """The outcome without its checks' trace entries, and those entries ({} when the worker returned none:
+    it crashed or was stopped before its checks ended)."""
+    return replace(outcome, checks=None), dict(outcome.checks or {})
 
 
 def _repair_messages(language: str, context: str, problem: Problem, program: str, outcome: Outcome,
@@ -184,20 +200,26 @@ async def _correct_kept_round(problem: Problem, ctx: MethodContext, out: Formali
     program read from a file, so a program gets the same answer on both paths. The corrected
     program, its outcome and the corrections become what ``out`` holds; ``out.checks`` stays the
     findings on the program as the model wrote it, and the step is one more entry of ``attempts``.
+    The worker corrects and solves in one call, asked only when a finding of the kept round has a
+    correction (``corrects``); when it applied none (a correction that does not parse), or returned
+    no checks (it was stopped first), the kept round stands.
     """
-    corrected = checks.correct_program(run_as, out.program or "", problem)
-    if not corrected.corrected:
+    if not any(f.get("corrects") for f in out.checks):
         return
     t0 = time.perf_counter()
-    result = await ctx.solver.solve(SolveRequest(problem.id, run_as, corrected.text, ctx.config.limits))  # type: ignore[union-attr]
+    result = await ctx.solver.solve(SolveRequest(problem.id, run_as, out.program or "", ctx.config.limits,  # type: ignore[union-attr]
+                                                 _check_spec(problem, corrections=True)))
     out.seconds["solve"] += time.perf_counter() - t0
-    out.corrections = [f.check for f in corrected.applied]
+    outcome, entries = _split_checks(result.outcome)
+    if not entries.get("corrected"):
+        return
+    out.corrections, out.remaining = list(entries["corrections"]), list(entries.get("remaining", []))
     out.original_program = out.program
-    out.outcome, out.program, out.worker, out.pool_attempts = result.outcome, corrected.text, result.worker, result.attempts
+    out.outcome, out.program, out.worker, out.pool_attempts = outcome, entries["program"], result.worker, result.attempts
     out.attempts.append({
-        "round": out.kept_round, "purpose": "correct", "program": corrected.text, "corrections": out.corrections,
-        "outcome": {k: v for k, v in result.outcome.to_dict().items() if k != "proof"},
-        "checks": [f.to_dict() for f in corrected.remaining],
+        "round": out.kept_round, "purpose": "correct", "program": out.program, "corrections": out.corrections,
+        "outcome": {k: v for k, v in outcome.to_dict().items() if k != "proof"},
+        "checks": out.remaining,
     })
 
 
