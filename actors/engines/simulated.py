@@ -66,7 +66,8 @@ from __future__ import annotations
 import asyncio
 import math
 import time
-from collections import OrderedDict, deque
+from collections import deque
+from itertools import islice
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
@@ -315,7 +316,10 @@ class PrefixCache:
             raise ValueError(f"a PrefixCache needs capacity for at least one block, got {config}")
         self.config = config
         self.evictions = 0
-        self._blocks: OrderedDict[int, None] = OrderedDict()  # oldest first
+        # Oldest first: a plain dict keeps insertion order, and a block used again is taken out and put
+        # back at the end. (An OrderedDict costs 108 bytes a block against 68: 35 against 21 MiB for
+        # the 16 engines of the scale benchmark once their caches are full.)
+        self._blocks: dict[int, None] = {}
 
     def __len__(self) -> int:
         return len(self._blocks)
@@ -342,14 +346,13 @@ class PrefixCache:
         """Cache ``keys`` or mark them used (the first most recently), then evict beyond capacity."""
         blocks = self._blocks
         for key in reversed(keys):
-            if key in blocks:
-                blocks.move_to_end(key)
-            else:
-                blocks[key] = None
+            blocks.pop(key, None)
+            blocks[key] = None
         excess = len(blocks) - self.config.capacity_blocks
-        for _ in range(max(excess, 0)):
-            blocks.popitem(last=False)
-        self.evictions += max(excess, 0)
+        if excess > 0:
+            for key in list(islice(blocks, excess)):
+                del blocks[key]
+            self.evictions += excess
 
 
 def cache_responder(cache: CompletionCache, model: str) -> Responder:

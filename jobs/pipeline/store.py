@@ -29,10 +29,10 @@ first row per problem. A session skips every problem the run holds in any member
 Memory: nothing here grows with the rows already written. The buffer holds at most
 ``flush_rows`` rows; the ids appended in this session are kept as 8-byte hashes
 (:class:`~symbolkg.jobs.pipeline.ids.IdHashes`, checked exactly against the files on a hit);
-``finalize()`` streams the files into ``RUN.parquet`` two thousand rows (one row group) at a
-time, with one 8-byte hash per row while it runs when several sessions wrote (to find a problem
-recorded twice). Parquet's own metadata is the one part that grows: ~45 KB a row group in the
-writer and in every reader (22 MB at 10^6 rows), so the long text columns carry no min/max
+``finalize()`` streams the files into ``RUN.parquet`` one row group (at most 8,192 rows or
+16 MB) at a time, with one 8-byte hash per row while it runs when several sessions wrote (to find
+a problem recorded twice). Parquet's own metadata is the one part that grows: ~31 KB a row group
+in the writer (4 MB at 10^6 rows of ~2 KB), so the long text columns carry no min/max
 statistics. :meth:`ResultStore.done_index` is the exact, compact set of the problems a resumed
 session skips. Finalize hands the memory of each row group back to the allocator
 (``release_unused``); a ``symbolkg`` process allocates Arrow's memory with malloc, which returns
@@ -64,11 +64,12 @@ from symbolkg.jobs.pipeline.rows import RESULT_SCHEMA, ResultRow, conform_result
 
 _META_KEY = b"symbolkg"
 # Rows per row group of a finalized file, and the most rows finalize holds at once (or fewer, when they
-# are this many bytes). Both the writer and every reader keep ~45 KB of metadata a row group (the
-# parsed footer), so a run of N rows costs N / 2048 x 45 KB (22 MB at 10^6) beside the batch held;
-# a larger batch costs more than the metadata it saves (measured: 1,024, 2,048 and 4,096 rows).
-_MERGE_ROWS = 2048
-_MERGE_BYTES = 24 << 20
+# are this many bytes). The writer keeps ~31 KB of metadata a row group until it closes, and a reader
+# ~15 KB (measured with pyarrow 26), so a run of N rows costs N / rows-per-group x 31 KB beside the
+# batch held: with 8,192 rows of ~2 KB, 4 MB at 10^6 rows and a 16 MB batch; rows of 10 KB make
+# groups of ~1,600 rows (the byte bound), 19 MB at 10^6.
+_MERGE_ROWS = 8192
+_MERGE_BYTES = 16 << 20
 _LONG_TEXT = frozenset({"program", "proof", "error_message", "attempts_log", "trace", "certificate", "stage_seconds"})
 #: Columns with min/max statistics in the row-group metadata: not the long texts, whose min and max
 #: would be whole programs and logs (at 10^6 rows the footer grew to 32 MB, ~130 MB once parsed).
