@@ -92,9 +92,9 @@ async def formalize_solve_refine(problem: Problem, ctx: MethodContext, *, langua
 
     Each round's program also goes through the formalization checks (:mod:`symbolkg.solvers.checks`:
     parsing only), in the solver worker with its solve (:class:`~symbolkg.solvers.outcomes.CheckSpec`:
-    they parse LLM-written text, which the orchestrator never does). A program that ran but has findings of severity ``error`` (a query that states
-    the opposite of the question, one concept under two names, ...) is sent back like a solver
-    error while rounds remain. A repair can make things worse (a program that ran with a check
+    they parse LLM-written text, which the orchestrator never does). A program that ran but has
+    findings of severity ``error`` (a query that states the opposite of the question, one concept
+    under two names, ...) is sent back like a solver error while rounds remain. A repair can make things worse (a program that ran with a check
     error comes back not parsing): the loop keeps the best round, ranked executed without check
     errors > executed with check errors > not executed, the later round on a tie; its program,
     outcome and findings are what :class:`Formalized` holds (every round stays in ``attempts``).
