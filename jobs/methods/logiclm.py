@@ -92,15 +92,14 @@ async def formalize_solve_refine(problem: Problem, ctx: MethodContext, *, langua
 
     Each round's program also goes through the formalization checks (:mod:`symbolkg.solvers.checks`:
     parsing only), in the solver worker with its solve (:class:`~symbolkg.solvers.outcomes.CheckSpec`:
-    they parse LLM-written text, which the orchestrator never does). A program that ran but has
-    findings of severity ``error`` (a query that states the opposite of the question, one concept
-    under two names, ...) is sent back like a solver error while rounds remain. A repair can make things worse (a program that ran with a check
-    error comes back not parsing): the loop keeps the best round, ranked executed without check
-    errors > executed with check errors > not executed, the later round on a tie; its program,
-    outcome and findings are what :class:`Formalized` holds (every round stays in ``attempts``).
-    When the repairs leave a finding that the text resolves, the kept round's program is corrected
-    and solved as the direct path does (:func:`_correct_kept_round`), so a program gets the same
-    answer whether it came from a file or from a model.
+    the orchestrator never parses LLM-written text). A program that ran but has findings of severity
+    ``error`` (a query that states the opposite of the question, one concept under two names, ...) is
+    sent back like a solver error while rounds remain. A repair can make things worse (a program that
+    ran with a check error comes back not parsing): the loop keeps the best round, ranked executed
+    without check errors > executed with check errors > not executed, the later round on a tie; its
+    program, outcome and findings are what :class:`Formalized` holds (every round stays in ``attempts``).
+    When the repairs leave a finding that the text resolves, the kept round's program is corrected and
+    solved as the direct path does (:func:`_correct_kept_round`): a file's program or a model's, one answer.
 
     Args:
         problem: the problem (its question and options are always shown).
@@ -207,15 +206,17 @@ async def _correct_kept_round(problem: Problem, ctx: MethodContext, out: Formali
     if not any(f.get("corrects") for f in out.checks):
         return
     t0 = time.perf_counter()
-    result = await ctx.solver.solve(SolveRequest(problem.id, run_as, out.program or "", ctx.config.limits,  # type: ignore[union-attr]
-                                                 _check_spec(problem, corrections=True)))
+    request = SolveRequest(problem.id, run_as, out.program or "", ctx.config.limits,
+                           _check_spec(problem, corrections=True))
+    result = await ctx.solver.solve(request)  # type: ignore[union-attr]
     out.seconds["solve"] += time.perf_counter() - t0
     outcome, entries = _split_checks(result.outcome)
     if not entries.get("corrected"):
         return
     out.corrections, out.remaining = list(entries["corrections"]), list(entries.get("remaining", []))
     out.original_program = out.program
-    out.outcome, out.program, out.worker, out.pool_attempts = outcome, entries["program"], result.worker, result.attempts
+    out.outcome, out.program = outcome, entries["program"]
+    out.worker, out.pool_attempts = result.worker, result.attempts
     out.attempts.append({
         "round": out.kept_round, "purpose": "correct", "program": out.program, "corrections": out.corrections,
         "outcome": {k: v for k, v in outcome.to_dict().items() if k != "proof"},
