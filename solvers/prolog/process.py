@@ -182,19 +182,26 @@ class SwiplProcess:
                     if left <= 0:
                         raise ReplyTimeout(cancelled=extra is not None and extra <= deadline)
                     try:
-                        if not sel.select(min(left, 0.25)):
-                            continue
-                        chunk = os.read(fd, 1 << 20)
-                    except OSError:
-                        chunk = b""
-                    if not chunk:
-                        raise ProcessEnded(self.exit_code())
-                    self._buffer += chunk
+                        ready = sel.select(min(left, 0.25))
+                    except OSError:  # the descriptor is gone: the output ended
+                        raise ProcessEnded(self.exit_code()) from None
+                    if ready:
+                        self._take_output(fd)
         finally:
             with self._lock:
                 self._reading = False
         line, _, self._buffer = self._buffer.partition(b"\n")
         return line
+
+    def _take_output(self, fd: int) -> None:
+        """Append what the readable output ``fd`` holds to the buffer. Raises ProcessEnded at its end."""
+        try:
+            chunk = os.read(fd, 1 << 20)
+        except OSError:
+            chunk = b""
+        if not chunk:
+            raise ProcessEnded(self.exit_code())
+        self._buffer += chunk
 
     def output_fd(self) -> int:
         """The descriptor of the process's output, for an event loop to wait on (see :meth:`poll_line`)."""
@@ -224,13 +231,7 @@ class SwiplProcess:
             poller = select.poll()
             poller.register(fd, select.POLLIN)
             if poller.poll(0):
-                try:
-                    chunk = os.read(fd, 1 << 20)
-                except OSError:
-                    chunk = b""
-                if not chunk:
-                    raise ProcessEnded(self.exit_code())
-                self._buffer += chunk
+                self._take_output(fd)
             if b"\n" not in self._buffer:
                 return None
         line, _, self._buffer = self._buffer.partition(b"\n")
