@@ -1,8 +1,12 @@
 """The ``symba`` method on SymBa's sets: the gold engine on whole sets, the embedded model on 20 each.
 
 * ``gold``: ``symbolkg solve --method symba --engine gold`` on every record of proofwriter_dep5,
-  birdselectricity, pararules and clutrr, with ``--symba-ask unproved`` (the default) and
-  ``missing`` (the paper's trigger). The engine answers each search and translation from
+  birdselectricity, pararules and clutrr, and of the two constructed sets in tests/fixtures/symba
+  (fair_trial; court_conclusions, whose gold statements assert conclusions the world rules also
+  define), three ways: the default (Algorithm 1 of the paper: every subgoal without an answer is
+  asked about, world-defined ones included), ``--symba-world-complete`` (never ask about a
+  predicate the world rules define) and ``--symba-ask missing`` (only subgoals no clause head
+  unifies with). The engine answers each search and translation from
   the record's gold statements, so this measures the loop itself: accuracy (it must equal the
   solver's on the gold programs, benchmarks/symba_solver.py), and how many of the gold statements
   the proofs asked for (a statement enters only when a subgoal needs it);
@@ -35,7 +39,12 @@ import pyarrow.parquet as pq
 from symbolkg.jobs.cli import main as cli
 
 OUT = Path(__file__).resolve().parent / "out"
-GOLD_SETS = ("proofwriter_dep5", "birdselectricity", "pararules", "clutrr")
+GOLD_SETS = ("proofwriter_dep5", "birdselectricity", "pararules", "clutrr", "fair_trial", "court_conclusions")
+#: the constructed SymBa-format sets of the tests (a legal rule base's shape: world rules over quoted sentences)
+FIXTURE_SETS = ("fair_trial", "court_conclusions")
+FIXTURES = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "symba"
+#: the gold runs: name -> the method's flags
+GOLD_VARIANTS = {"algorithm1": [], "world_complete": ["--symba-world-complete"], "missing": ["--symba-ask", "missing"]}
 ALL_SETS = ("proofwriter_dep5", "birdselectricity", "pararules", "prontoqa", "clutrr", "gsm8k", "mawps")
 #: SymBa, Table 2: accuracy (%) with GPT-4 Turbo
 PAPER_GPT4T = {"proofwriter_dep5": 79.8, "birdselectricity": 94.4, "pararules": 79.2, "prontoqa": 96.3,
@@ -78,21 +87,31 @@ def _gold_programs(data: Path, folder: str) -> dict[str, list]:
     return {f"{folder}_{r['id']}": [s for s in r["program"] if s["statement"].strip()] for r in records}
 
 
-def run_gold(data: Path, tmp: Path, workers: int, ask: str) -> dict:
+def gold_data(data: Path, tmp: Path) -> Path:
+    """A data folder with SymBa's sets from ``data`` and the constructed sets of the tests beside them."""
+    root = tmp / "gold-data" / "symba"
+    root.mkdir(parents=True)
+    for folder in GOLD_SETS:
+        source = FIXTURES / folder if folder in FIXTURE_SETS else data / "symba" / folder
+        (root / folder).symlink_to(source, target_is_directory=True)
+    return root.parent
+
+
+def run_gold(data: Path, tmp: Path, workers: int, variant: str) -> dict:
     results = {}
     for folder in GOLD_SETS:
-        out = tmp / f"gold-{ask}-{folder}.parquet"
+        out = tmp / f"gold-{variant}-{folder}.parquet"
         t0 = time.perf_counter()
         code = _quiet(["solve", "--method", "symba", "--engine", "gold", "--dataset", f"symba/{folder}",
                        "--data-dir", str(data), "--out", str(out), "--executor", "local", "--workers", str(workers),
-                       "--no-progress", "--symba-ask", ask])
+                       "--no-progress", *GOLD_VARIANTS[variant]])
         if code != 0:
             raise RuntimeError(f"symba --engine gold on {folder} failed ({code})")
         gold_total = sum(len(v) for v in _gold_programs(data, folder).values())
         summary = _summary(pq.read_table(out).to_pylist(), gold_total)
         summary["wall_seconds"] = round(time.perf_counter() - t0, 2)
         results[folder] = summary
-        print(f"gold, ask {ask:8s} {folder:18s} {summary['correct']:4d}/{summary['problems']:<4d} "
+        print(f"gold, {variant:14s} {folder:18s} {summary['correct']:4d}/{summary['problems']:<4d} "
               f"statements asked for {summary['statements_added']}/{summary.get('gold_statements', 0)} of the gold "
               f"program  calls {summary['llm_calls']}  rounds p50 {summary['solver_rounds_p50']} max "
               f"{summary['solver_rounds_max']}  {summary['wall_seconds']:.1f} s", flush=True)
@@ -167,9 +186,11 @@ def main(argv: list[str] | None = None) -> int:
                      "date": time.strftime("%Y-%m-%d")}
     with tempfile.TemporaryDirectory(prefix="symba-bench-") as tmp:
         if "gold" in runs:
-            results["gold"] = run_gold(data, Path(tmp), args.workers, "unproved")
-            # the paper's trigger (only subgoals no clause head unifies with), for comparison
-            results["gold_missing"] = run_gold(data, Path(tmp), args.workers, "missing")
+            gold = gold_data(data, Path(tmp))
+            results["gold"] = run_gold(gold, Path(tmp), args.workers, "algorithm1")
+            # the departures, for comparison: world predicates never asked; only clause-less subgoals asked
+            results["gold_world_complete"] = run_gold(gold, Path(tmp), args.workers, "world_complete")
+            results["gold_missing"] = run_gold(gold, Path(tmp), args.workers, "missing")
         if "llm" in runs:
             results["llm"] = run_llm(data, Path(tmp), args.limit, args.workers)
     OUT.mkdir(exist_ok=True)

@@ -14,8 +14,11 @@ Answer conventions (``Outcome.answer``):
   with a ``; goal: <term>`` line, the entailment verdict True/False/Unknown.
 
 A program that runs but contradicts itself (clashing constraints, an LP program
-that derives both an atom and its negation) ends as ``Status.UNSAT`` with no
-answer and ``ErrorKind.NO_ANSWER``: it executed, and it is scored wrong.
+that derives both an atom and its negation, FOL premises that entail both the
+conclusion and its negation) ends as ``Status.UNSAT`` with no answer and
+``ErrorKind.INCONSISTENT``, the message naming the conflicting lines: it executed,
+it is scored wrong, and the refine loop sends it back like any other error. It is
+never answered by whichever proof a solver happened to find first.
 """
 
 from __future__ import annotations
@@ -57,6 +60,7 @@ class ErrorKind(str, enum.Enum):
     UNSUPPORTED = "unsupported"  # valid-looking construct this backend does not implement
     SOLVER = "solver"  # the solver itself reported an error
     NO_ANSWER = "no_answer"  # ran, but the program's answer section is missing or ambiguous
+    INCONSISTENT = "inconsistent"  # ran, but its premises contradict each other (they entail anything)
     NO_PROGRAM = "no_program"  # the problem came without a program (nothing to run)
     TIMEOUT = "timeout"
     MEMORY = "memory"

@@ -343,7 +343,7 @@ def formulation_messages(language: str, context: str, question: str, options: Se
         question: the question, as the dataset phrases it.
         options: the answer options (``"A) True"`` ...), shown to the model.
         hints: extra text between the context and the question (the symbols of a retrieved
-            knowledge-graph subgraph, :func:`symbolkg.jobs.methods.symbolkg.subgraph_hints`); empty for none.
+            knowledge-graph subgraph, :func:`symbolkg.jobs.methods.symbolkg_stages.subgraph_hints`); empty for none.
 
     Returns:
         System message, few-shot user/assistant turns, then the problem as the last user turn.
@@ -359,6 +359,7 @@ MAX_ERROR_CHARS = 1500
 
 _REFINE_LEADS = {
     "no_answer": "The program runs, but it does not give exactly one answer.",
+    "inconsistent": "The program runs, but its premises contradict each other, so they prove anything.",
     "timeout": "The solver ran out of time on the program; make it simpler.",
     "memory": "The solver ran out of memory on the program; make it simpler.",
     "formalization": "The program runs, but it does not say what the problem says.",

@@ -2,9 +2,9 @@
 
 The solver (:mod:`symbolkg.solvers.symba.engine`, run in a solver worker like every program) proves
 the goal top-down over the statements known so far and reports two lists of subgoals: those no
-clause head unified with (``missing``: the paper's trigger, including atoms under a ``not`` that
-succeeded only because nothing unified), and every subgoal that ended without an answer
-(``unproved``, a superset). For each subgoal of the list ``--symba-ask`` names, once up to
+clause head unified with (``missing``, a narrower trigger than the paper's, including atoms under
+a ``not`` that succeeded only because nothing unified), and every subgoal that ended without an
+answer (``unproved``, a superset). For each subgoal of the list ``--symba-ask`` names, once up to
 variable renaming, the method runs one single-step generation (:mod:`symbolkg.solvers.symba.prompts`):
 
 1. fact search over the context (sentences, or "No applicable fact."), then the translation of
@@ -17,14 +17,20 @@ Then the solver runs again on the larger database. Why ``unproved`` is the defau
 ``missing`` a subgoal such as ``eats(A, mouse)`` is never asked once a fact ``eats(squirrel,
 mouse)`` is known, so a proof that needs another binding is never found (18 of ProofWriter's 300
 gold-engine records end wrong that way; with ``unproved`` none does, benchmarks/symba_method.py).
-Subgoals of a predicate the problem's world rules define (CLUTRR's ``relation/3``) are never asked
-about: the world model is given, and complete for its own predicates. Every other subgoal is asked
-about the same way, whatever its arguments: a goal that asks the text a question through a quoted
-sentence (``checkIf("The applicant was informed promptly.", A)`` in a world rule) gets its fact
-search and translation like ``is(bob, red)``. A statement ``not h.`` (a denial, the translation of a
-negative sentence) enters the database like a fact; a database that violates one proves no goal
-(SymBa's reading, :mod:`symbolkg.solvers.symba.syntax`). This repeats until the goal is decided or no
-subgoal is new; a goal is never asked twice. The statement-at-a-time recursion of the paper
+``unproved`` is Algorithm 1 of the paper (Appendix A): a subgoal is asked about whenever the
+database cannot prove it, also when statements with a unifying head exist and all failed, world
+rules included (a world model is a set of sufficient conditions, not a closed definition: a case
+text may establish an intermediate conclusion such as ``right_to_counsel`` directly), and the
+positive dual of a ``not q`` that succeeded by failure is asked about too (its table has no
+answer). ``--symba-world-complete`` departs from the paper on purpose: it never asks about a
+predicate the world rules define (CLUTRR's ``relation/3``), which saves those calls when the world
+model is known to be complete (benchmarks/RESULTS.md, "SymBa as Algorithm 1", measures both).
+Every subgoal is asked about the same way, whatever its arguments: a goal that asks the text a
+question through a quoted sentence (``checkIf("The applicant was informed promptly.", A)`` in a
+world rule) gets its fact search and translation like ``is(bob, red)``. A statement ``not h.`` (a
+denial, the translation of a negative sentence) enters the database like a fact; a database that
+violates one proves no goal (SymBa's reading, :mod:`symbolkg.solvers.symba.syntax`). This repeats
+until the goal is decided or no subgoal is new; a goal is never asked twice. The statement-at-a-time recursion of the paper
 becomes rounds here: all subgoals missing in one round are asked at once, the fact and rule
 searches of a subgoal are in flight together (the rule search's answer is only used when no fact
 was accepted, as in the paper; ``--symba-sequential-search`` waits instead, for fewer tokens),
@@ -71,7 +77,12 @@ class SymBaConfig:
         sequential_search: send the rule search only after no fact was accepted (fewer tokens,
             one more round trip) instead of beside the fact search.
         ask: which subgoals get a single-step generation: ``"unproved"`` (every subgoal that
-            ended without an answer) or ``"missing"`` (only those no clause head unified with).
+            ended without an answer: Algorithm 1) or ``"missing"`` (only those no clause head
+            unified with).
+        world_complete: never ask about a predicate the problem's world rules define (the world
+            model is taken as complete for its own predicates: fewer calls, but a text that
+            states an intermediate conclusion directly is never heard). Off by default, as in
+            the paper.
     """
 
     max_calls: int = 200
@@ -81,6 +92,7 @@ class SymBaConfig:
     translate_tokens: int = 96
     sequential_search: bool = False
     ask: str = "unproved"
+    world_complete: bool = False
 
     def __post_init__(self) -> None:
         if self.ask not in ("unproved", "missing"):
@@ -183,14 +195,18 @@ class SymBa(Method):
                        help="ask the rule search only after no fact was accepted (fewer tokens, more latency)")
         g.add_argument("--symba-ask", choices=("unproved", "missing"), default=d.ask,
                        help="subgoals the LLM is asked about: every one without an answer (default), or only "
-                            "those no clause head unifies with (the paper's trigger; fewer calls, misses bindings)")
+                            "those no clause head unifies with (fewer calls, misses bindings)")
+        g.add_argument("--symba-world-complete", action="store_true",
+                       help="never ask about predicates the world rules define (departs from the paper's Algorithm 1: "
+                            "fewer calls, but a conclusion the text states directly is never heard)")
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> SymBa:
         return cls(SymBaConfig(
             max_calls=args.symba_max_calls, max_tokens=args.symba_max_tokens, max_rounds=args.symba_max_rounds,
             search_tokens=args.symba_search_tokens, translate_tokens=args.symba_translate_tokens,
-            sequential_search=args.symba_sequential_search, ask=args.symba_ask))
+            sequential_search=args.symba_sequential_search, ask=args.symba_ask,
+            world_complete=args.symba_world_complete))
 
     def run_info(self) -> dict[str, Any]:
         return asdict(self.config)
@@ -208,7 +224,7 @@ class SymBa(Method):
         except ProgramError as exc:
             outcome = Outcome.error(Status.PARSE_ERROR, ErrorKind.SYNTAX, f"the problem's goal does not parse: {exc}")
             return ctx.row(problem, outcome, predicted=None, language=LANGUAGE)
-        world: set[tuple[str, int]] = set()  # predicates the world rules define: never asked about
+        world: set[tuple[str, int]] = set()  # predicates the world rules define (asked about unless world_complete)
         for rule in problem.meta.get("world_rules", []):
             state.statements.append(Statement(rule, "", "", "world", 0))
             try:
@@ -225,11 +241,12 @@ class SymBa(Method):
             if not outcome.executed:
                 state.stop = f"solver: {outcome.status.value}"
                 break
-            if self._decided(goal, outcome):
+            proof = json.loads(outcome.proof or "{}")
+            if self._decided(goal, outcome, proof):
                 state.stop = "decided"
                 break
-            proof = json.loads(outcome.proof or "{}")
-            new = [m for m in proof.get(self.config.ask, []) if m not in state.asked and _predicate(m) not in world]
+            new = [m for m in proof.get(self.config.ask, []) if m not in state.asked
+                   and not (self.config.world_complete and _predicate(m) in world)]
             if not new:
                 state.stop = "nothing left to ask"
                 break
@@ -267,14 +284,20 @@ class SymBa(Method):
                        stage_seconds=state.seconds)
 
     @staticmethod
-    def _decided(goal: str, outcome: Outcome) -> bool:
+    def _decided(goal: str, outcome: Outcome, proof: dict) -> bool:
         """True when no further statement can change the verdict the solver gave.
 
-        A positive goal, once proved, stays proved (statements are only added). A ``not`` goal
-        that failed has a proof of its atom, which also stays. Anything else may still change.
+        A positive goal, once proved, stays proved (statements are only added), and a ``not``
+        goal that failed has a proof of its atom, which also stays, unless a ``not`` literal
+        held somewhere in the search: a statement that proves its atom may undo the proof
+        (``remedy_due :- not fair_hearing.`` is proved while nothing about the hearing is
+        known). Then the method asks on, as Algorithm 1 does: it solves the atom under a
+        ``not``, asking for what it lacks, before it lets negation as failure succeed.
+        Anything else may still change.
         """
         negated = goal.startswith(("not ", "\\+"))
-        return outcome.status == (Status.DISPROVED if negated else Status.PROVED)
+        monotone = not proof.get("negation_succeeded", False)
+        return monotone and outcome.status == (Status.DISPROVED if negated else Status.PROVED)
 
     def _spent(self, ctx: MethodContext) -> str:
         """Which LLM budget of the problem is used up ("" when none is)."""

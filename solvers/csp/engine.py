@@ -13,7 +13,7 @@ the constraints, i.e. true in every solution:
   ``error_kind="no_answer"``; the message says which options are entailed,
   possible, or impossible and shows two solutions that differ;
 * constraints unsatisfiable -> ``Status.UNSAT``, answer None,
-  ``error_kind="no_answer"``; the message names a small set of conflicting
+  ``error_kind="inconsistent"``; the message names a small set of conflicting
   constraint lines (Z3 unsat core), and ``error_line`` is the first of them.
 
 Logic-LM's own solver picks the first option of the form ``var == value``
@@ -403,7 +403,7 @@ class _Session:
         else:
             message = "the variable domains alone cannot be satisfied; check the 'Variables:' section"
             line = self.program.variables[0].line
-        return Outcome(status=Status.UNSAT, error_kind=ErrorKind.NO_ANSWER.value, error_message=message,
+        return Outcome(status=Status.UNSAT, error_kind=ErrorKind.INCONSISTENT.value, error_message=message,
                        error_line=line, backend=BACKEND)
 
 

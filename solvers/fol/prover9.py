@@ -38,25 +38,29 @@ Unknown and stop the provers. The wait wakes when a process exits (a pidfd per p
 a polling timer. The decision is:
 
 ==========================================  =============================
-goal side proves                            PROVED, ``"True"``
-negation side proves, using the goal        DISPROVED, ``"False"``
-negation side proves without the goal       PROVED, ``"True"`` (the
-(the assumptions alone are inconsistent)    assumptions entail anything;
-                                            the proof says so)
-both sides end their search, no proof       UNKNOWN, ``"Unknown"``
-a side runs out of time, no proof anywhere  TIMEOUT
+both sides prove, or a proof does not use   UNSAT, no answer, kind
+the goal (the assumptions alone are         ``inconsistent``: the message
+contradictory: they entail anything)        names the premises the proofs
+                                            used
+goal side proves, the other does not        PROVED, ``"True"``
+negation side proves, the other does not    DISPROVED, ``"False"``
+both searches complete, no proof            UNKNOWN, ``"Unknown"``
+otherwise (a budget or the clock ended a    TIMEOUT
+search, no proof anywhere)
 ==========================================  =============================
 
-"Ends its search" means Prover9 exited on its own without a proof
-(``sos_empty``, ``max_given``, ``max_kept``). A side that runs out of time says
-nothing about its direction, so Unknown is only answered when both searches
-finished: reporting Unknown after a timeout would be a guess. Whether a proof
-uses the goal is read from the proof itself (a ``deny`` step on the goal side,
-the goal's label on the negation side), so the inconsistent-assumptions case is
-decided the same way however the two processes race. The one timing-dependent
-case left is assumptions that are inconsistent *and* for which Prover9 first
-finds a refutation through the goal: both answers are then entailed, and the
-side that finishes first wins.
+One program, one answer: the decision never depends on which process finishes first, nor on the
+machine's speed. A proof of one side does not end the call while the other side may still prove
+(then the premises are inconsistent, and answering with the first proof would be a coin toss): the
+other search runs to its own end, unless a countermodel already shows it cannot succeed (a skipped
+side). Each search is bounded by a deterministic budget, :data:`symbolkg.solvers.fol.prover9_syntax.MAX_GIVEN`
+given clauses, so that it ends the same way on a loaded machine; ``max_seconds`` and the
+wall-clock deadline are a safety net. "Complete" means Prover9 exited on its own with nothing left
+to try (``sos_empty``): a search that used its budget, or its time, says nothing about its
+direction, so Unknown then needs the two finite models of the model search (which also has a
+deterministic budget, :mod:`symbolkg.solvers.fol.race`): reporting Unknown otherwise would be a
+guess. Whether a proof uses the goal is read from the proof itself (a ``deny`` step on the goal
+side, the goal's label on the negation side).
 
 Every assumption goes to Prover9 labelled ``symbolkg_a<i>``: Prover9 prints the input formulas
 a proof used with their labels, so :func:`used_assumptions` reads which assumptions the deciding
@@ -136,7 +140,8 @@ class ProofStatus(str, enum.Enum):
     """How one Prover9 run ended."""
 
     PROVED = "proved"  # a proof was found
-    NOT_PROVED = "not_proved"  # the search ended on its own without a proof (sos_empty, max_given, ...)
+    NOT_PROVED = "not_proved"  # the search ended on its own without a proof: nothing left to try (sos_empty)
+    BUDGET = "budget"  # the search used its deterministic budget (max_given, max_kept) without a proof
     TIMEOUT = "timeout"  # max_seconds, or killed at the wall-clock deadline
     MEMORY = "memory"  # max_megs, or the address-space limit was hit
     SYNTAX_ERROR = "syntax_error"  # Prover9 could not read a formula
@@ -175,7 +180,7 @@ class ProverResult:
 
     @property
     def finished(self) -> bool:
-        """True when Prover9 ended its search on its own (with or without a proof)."""
+        """True when the search is complete: a proof, or nothing left to try (not a budget or a clock)."""
         return self.status in (ProofStatus.PROVED, ProofStatus.NOT_PROVED)
 
 
@@ -338,7 +343,10 @@ def _read_result(stdout: str, stderr: str, returncode: int, seconds: float) -> P
     if match or returncode == 0:
         proof = match.group(1).strip() if match else None
         return ProverResult(ProofStatus.PROVED, reason, proof=proof, uses_goal=_uses_goal(proof or ""), seconds=seconds)
-    if reason in ("sos_empty", "max_given", "max_kept", "action"):
+    if reason in ("max_given", "max_kept"):
+        return ProverResult(ProofStatus.BUDGET, reason, message=f"Prover9 used its search budget ({reason})",
+                            seconds=seconds)
+    if reason in ("sos_empty", "action"):
         return ProverResult(ProofStatus.NOT_PROVED, reason, seconds=seconds)
     if reason == "max_seconds" or returncode == -signal.SIGXCPU:
         return ProverResult(ProofStatus.TIMEOUT, reason, message="Prover9 reached its time limit", seconds=seconds)
@@ -484,20 +492,25 @@ class Entailment:
 #: The two searches of :func:`entailment`, by name.
 SIDES = ("goal", "negation")
 
-#: The result recorded for a side :func:`entailment` was asked not to run.
-_SKIPPED = ProverResult(ProofStatus.TIMEOUT, "skipped", message="not run: a countermodel shows it cannot succeed")
+#: The result recorded for a side :func:`entailment` was asked not to run: a finite model shows it
+#: has no proof, so it counts as a complete search without one.
+_SKIPPED = ProverResult(ProofStatus.NOT_PROVED, "skipped", message="not run: a countermodel shows it cannot succeed")
 
 
 def entailment(assumptions: Sequence[str], goal: str, limits: Limits, *, options: Sequence[str] = (),
                race: ModelRace | None = None, sides: Sequence[str] = SIDES) -> Entailment:
     """Run the goal side and the negation side in parallel (see the module docstring).
 
-    Stops early as soon as the decision is known: the goal side proves, or the
-    negation side proves, or ``race`` (a :class:`~symbolkg.solvers.fol.race.ModelRace`, started
-    when the provers are slow) finds both models (``race_decided``: the answer is Unknown). A side
-    stopped early reports exit reason ``stopped``; one stopped at the deadline reports ``killed``.
-    The caller owns ``race`` (and stops it). ``sides``: the searches to run; one left out (a
-    countermodel shows it cannot succeed) is recorded with exit reason ``skipped``.
+    Stops early only where what is still running can no longer change the decision: a proof
+    that does not use the goal (the assumptions are contradictory), a syntax error, or ``race``
+    (a :class:`~symbolkg.solvers.fol.race.ModelRace`, started when the provers are slow) finding
+    both models (``race_decided``: the answer is Unknown, no proof can exist). A proof of one side
+    waits for the other side's own end: if it proves too, the premises are inconsistent. When
+    neither side proved and a search ended on its budget or the clock, the race is run to its own
+    (deterministic) end before deciding, so the answer does not depend on whether it had time
+    to start. A side stopped early reports exit reason ``stopped``; one stopped at the deadline
+    reports ``killed``. The caller owns ``race`` (and stops it). ``sides``: the searches to run;
+    one left out (a countermodel shows it cannot succeed) is recorded with exit reason ``skipped``.
     """
     labelled_goal = f"{strip_period(goal)} # label({_GOAL_LABEL})"
     # Labels do not change the search; they let the proof say which assumptions it used.
@@ -514,9 +527,11 @@ def entailment(assumptions: Sequence[str], goal: str, limits: Limits, *, options
                     runs[side] = _Run(binary, inputs[side], limits, side)
 
             def decided() -> bool:
-                if any(r.result is not None and (r.result.proved or r.result.status is ProofStatus.SYNTAX_ERROR)
-                       for r in runs.values()):
+                ended = [r.result for r in runs.values() if r.result is not None]
+                if any(r.status is ProofStatus.SYNTAX_ERROR or (r.proved and not r.uses_goal) for r in ended):
                     return True
+                if any(r.proved for r in ended):
+                    return False  # the other side's own end decides: an answer, or inconsistent premises
                 return race is not None and race.decided()
 
             _run_until(list(runs.values()), deadline, decided, race)
@@ -524,25 +539,20 @@ def entailment(assumptions: Sequence[str], goal: str, limits: Limits, *, options
         finally:
             for run in runs.values():
                 run.close()
-    raced = race is not None and race.decided() and not any(
-        r.proved or r.status is ProofStatus.SYNTAX_ERROR for r in results.values())
-    return Entailment(goal_side=results.get("goal", _SKIPPED), negation_side=results.get("negation", _SKIPPED),
-                      seconds=sw.seconds, race_decided=raced)
+        results = {side: results.get(side, _SKIPPED) for side in SIDES}
+        decisive = any(r.proved or r.status is ProofStatus.SYNTAX_ERROR for r in results.values())
+        if race is not None and not decisive and not all(r.finished for r in results.values()):
+            _finish_race(race, deadline)
+    raced = race is not None and race.decided() and not decisive
+    return Entailment(goal_side=results["goal"], negation_side=results["negation"], seconds=sw.seconds,
+                      race_decided=raced)
 
 
-def _entailment(assumptions: Sequence[str], goal: str, limits: Limits, options: Sequence[str],
-                race: ModelRace | None, sides: Sequence[str]) -> Entailment:
-    """:func:`entailment` on ``sides`` first; when that proves nothing, on both sides with the time left."""
-    first = entailment(assumptions, goal, limits, options=options, race=race, sides=sides)
-    if set(sides) == set(SIDES) or first.race_decided or any(
-            r.proved or r.status in (ProofStatus.SYNTAX_ERROR, ProofStatus.MEMORY, ProofStatus.ERROR)
-            for r in (first.goal_side, first.negation_side)):
-        return first
-    left = limits.timeout_s - first.seconds
-    if left <= 0:
-        return first
-    both = entailment(assumptions, goal, replace(limits, timeout_s=left), options=options, race=race)
-    return replace(both, seconds=first.seconds + both.seconds)
+def _finish_race(race: ModelRace, deadline: float) -> None:
+    """Let the model search run to its own end (started now if the provers ended before it was due)."""
+    if not race.started:
+        race.start()
+    race.result(max(0.0, deadline - time.perf_counter()))
 
 
 def entail(
@@ -574,13 +584,14 @@ def entail(
         race: a finite-model search that joins when Prover9 is slow (:func:`entailment`); when it
             decides, the outcome is UNKNOWN with backend ``"z3"`` (:data:`RACE_PROOF`), and its
             certificate gets the race's models from :func:`with_countermodels`.
-        sides: the searches to start with (:data:`SIDES`); when they prove nothing, both run
-            with the time left. A caller leaves out a side a countermodel shows cannot succeed.
+        sides: the searches to run (:data:`SIDES`). A caller leaves out a side a countermodel
+            shows cannot succeed; it counts as a complete search without a proof.
 
     Returns:
         An :class:`Outcome` with backend ``"prover9"``: PROVED/``"True"``,
-        DISPROVED/``"False"``, UNKNOWN/``"Unknown"``, TIMEOUT, MEMORY, or
-        PARSE_ERROR for a formula Prover9 cannot read (its message and the
+        DISPROVED/``"False"``, UNKNOWN/``"Unknown"``, UNSAT with kind ``inconsistent``
+        (the assumptions entail both; the message names the ones the proofs used),
+        TIMEOUT, MEMORY, or PARSE_ERROR for a formula Prover9 cannot read (its message and the
         marked text). ``proof`` holds the PROOF section that decided the answer.
         ``certificate`` is set for True/False/Unknown when ``source_texts`` is given
         (Unknown without countermodels: the caller adds them where it can).
@@ -588,11 +599,11 @@ def entail(
     Raises:
         Prover9NotFound: the binary is missing (an installation problem).
     """
-    result = _entailment(assumptions, goal, limits, options, race, sides)
+    result = entailment(assumptions, goal, limits, options=options, race=race, sides=sides)
     if result.race_decided:
         outcome = Outcome(Status.UNKNOWN, answer="Unknown", proof=RACE_PROOF, seconds=result.seconds, backend=model_race.BACKEND)
     else:
-        outcome = _decide(result, [*assumptions, goal], source_lines)
+        outcome = _decide(result, [*assumptions, goal], source_lines, source_texts)
     if source_texts is None or outcome.answer not in ("True", "False", "Unknown"):
         return outcome
     if len(source_texts) != len(assumptions) + 1:
@@ -614,17 +625,15 @@ RACE_PROOF = ("Z3 found finite models of premises ∧ ¬goal and of premises ∧
               "searches: neither the goal nor its negation is entailed (both models are in the certificate)")
 
 
-def _decide(result: Entailment, formulas: Sequence[str], source_lines: Sequence[int | None] | None) -> Outcome:
+def _decide(result: Entailment, formulas: Sequence[str], source_lines: Sequence[int | None] | None,
+            source_texts: Sequence[str] | None = None) -> Outcome:
     g, n, seconds = result.goal_side, result.negation_side, result.seconds
+    proofs = [side for side in (g, n) if side.proved]
+    if len(proofs) == 2 or any(not side.uses_goal for side in proofs):
+        return _inconsistent(proofs, formulas, source_lines, source_texts, seconds)
     if g.proved:
-        note = "" if g.uses_goal else "% NOTE: the assumptions are contradictory; this proof does not use the goal.\n"
-        return Outcome(Status.PROVED, answer="True", proof=note + (_without_assumption_labels(g.proof) or ""), seconds=seconds, backend=BACKEND)
+        return Outcome(Status.PROVED, answer="True", proof=_without_assumption_labels(g.proof), seconds=seconds, backend=BACKEND)
     if n.proved:
-        if not n.uses_goal:
-            # The assumptions alone are contradictory, so they entail the goal as well; answer
-            # as if the goal side had won, whichever process finished first.
-            note = "% NOTE: the assumptions are contradictory; they entail the goal and its negation.\n"
-            return Outcome(Status.PROVED, answer="True", proof=note + (_without_assumption_labels(n.proof) or ""), seconds=seconds, backend=BACKEND)
         return Outcome(Status.DISPROVED, answer="False", proof=_without_assumption_labels(n.proof), seconds=seconds, backend=BACKEND)
     for side in (g, n):
         if side.status is ProofStatus.SYNTAX_ERROR:
@@ -642,13 +651,35 @@ def _decide(result: Entailment, formulas: Sequence[str], source_lines: Sequence[
     if g.finished and n.finished:
         return Outcome(Status.UNKNOWN, answer="Unknown", seconds=seconds, backend=BACKEND)
     which = "both searches" if not g.finished and not n.finished else ("the search for the goal" if not g.finished else "the search for its negation")
+    spent = "its search budget" if all(s.status is not ProofStatus.TIMEOUT for s in (g, n) if not s.finished) else "time"
     return Outcome.error(
         Status.TIMEOUT,
         ErrorKind.TIMEOUT,
-        f"no proof of the goal or its negation: {which} ran out of time; simplify the premises or remove ones the conclusion does not need",
+        f"no proof of the goal or its negation: {which} ran out of {spent}; simplify the premises or remove ones the conclusion does not need",
         seconds=seconds,
         backend=BACKEND,
     )
+
+
+def _inconsistent(proofs: Sequence[ProverResult], formulas: Sequence[str], source_lines: Sequence[int | None] | None,
+                  source_texts: Sequence[str] | None, seconds: float) -> Outcome:
+    """The outcome of assumptions that entail both the goal and its negation: no answer, the conflict named.
+
+    The premises cited are those the proofs used (a proof that does not use the goal refutes them
+    on its own). Both proofs go into ``proof``, so the refine loop and ``symbolkg explain`` show them.
+    """
+    used = sorted({i for side in proofs for i in used_assumptions(side.proof or "") if i < len(formulas) - 1})
+    texts = source_texts if source_texts is not None else formulas
+    lines = [source_lines[i] if source_lines is not None and i < len(source_lines) else None for i in used]
+    cited = "; ".join(f"line {line}: {texts[i]}" if line is not None else texts[i] for i, line in zip(used, lines))
+    how = ("the premises alone are contradictory" if any(not side.uses_goal for side in proofs)
+           else "they entail both the conclusion and its negation")
+    message = (f"the premises contradict each other ({how}), so no answer follows from them: {cited or 'see the proofs'}. "
+               "Fix or remove the premise that misstates its sentence")
+    proof = "\n% --- and ---\n".join(_without_assumption_labels(side.proof) or "" for side in proofs)
+    return Outcome(Status.UNSAT, error_kind=ErrorKind.INCONSISTENT.value, error_message=message,
+                   error_line=next((line for line in lines if line is not None), None), proof=proof, seconds=seconds,
+                   backend=BACKEND)
 
 
 def _squash(text: str) -> str:

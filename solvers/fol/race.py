@@ -36,10 +36,12 @@ from symbolkg.solvers.fol.z3_eval import ModelSearch
 #: ``Outcome.backend`` of an answer the race decided.
 BACKEND = "z3"
 
-#: :func:`precheck`: the most individuals, and the seconds, of the search before any prover starts
-#: (FOLIO's models need 1-3 individuals; the search costs a few milliseconds when it succeeds).
+#: :func:`precheck`: the most individuals, and the Z3 resource units per check, of the search before
+#: any prover starts (FOLIO's models need 1-3 individuals; the search costs a few milliseconds when it
+#: succeeds). Both are deterministic budgets: what the precheck finds does not depend on the
+#: machine's load (the largest check over every recorded FOLIO program used 23,012 units).
 PRECHECK_MAX_SIZE = 3
-PRECHECK_BUDGET_S = 0.2
+PRECHECK_RLIMIT = 200_000
 
 #: Searches kept by :func:`countermodels`' cache (per process); ``SYMBOLKG_FOL_MODEL_CACHE`` sets it
 #: (0: none; the solver stage's scale benchmark runs copies of one program set without it).
@@ -60,15 +62,20 @@ _recent: deque[float] = deque(maxlen=64)
 
 
 def countermodels(premises: Sequence[Formula], goal: Formula, budget_s: float, *, max_size: int = z3_eval.MAX_MODEL_SIZE,
-                  within: z3_eval.Session | None = None) -> tuple[ModelSearch, ModelSearch]:
-    """(model of premises ∧ ¬goal, model of premises ∧ goal), each None where none was found within ``budget_s``."""
-    key = (tuple(premises), goal, max_size)
+                  within: z3_eval.Session | None = None,
+                  rlimit: int = z3_eval.MODEL_CHECK_RLIMIT) -> tuple[ModelSearch, ModelSearch]:
+    """(model of premises ∧ ¬goal, model of premises ∧ goal), each None where none was found.
+
+    The search's own budgets (``max_size`` individuals, ``rlimit`` Z3 units a check) decide what is
+    found; ``budget_s`` is a wall-clock safety net.
+    """
+    key = (tuple(premises), goal, max_size, rlimit)
     with _cache_lock:
         if key in _cache:
             _cache.move_to_end(key)
             return _cache[key]
     sides = z3_eval.find_models(list(premises), {"goal_false": Not(goal), "goal_true": goal}, budget_s,
-                                max_size=max_size, within=within)
+                                max_size=max_size, within=within, rlimit=rlimit)
     result = (sides["goal_false"], sides["goal_true"])
     if all(s.model is not None or s.reason.startswith("no model with at most") and "within" not in s.reason
            for s in result):
@@ -80,12 +87,13 @@ def countermodels(premises: Sequence[Formula], goal: Formula, budget_s: float, *
 
 
 def precheck(premises: Sequence[Formula], goal: Formula, timeout_s: float) -> tuple[ModelSearch, ModelSearch]:
-    """:func:`countermodels` over at most :data:`PRECHECK_MAX_SIZE` individuals, within :data:`PRECHECK_BUDGET_S`.
+    """:func:`countermodels` over at most :data:`PRECHECK_MAX_SIZE` individuals, :data:`PRECHECK_RLIMIT` units a check.
 
     What a program gets before any prover starts: two models answer Unknown outright, and one
-    model rules out the prover search it refutes (:func:`provable_sides`).
+    model rules out the prover search it refutes (:func:`provable_sides`). ``timeout_s`` is only
+    the safety net (a quarter of the call's).
     """
-    return countermodels(premises, goal, min(PRECHECK_BUDGET_S, timeout_s / 4), max_size=PRECHECK_MAX_SIZE)
+    return countermodels(premises, goal, timeout_s / 4, max_size=PRECHECK_MAX_SIZE, rlimit=PRECHECK_RLIMIT)
 
 
 def provable_sides(goal_false: ModelSearch, goal_true: ModelSearch) -> tuple[str, ...]:

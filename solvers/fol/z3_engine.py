@@ -9,10 +9,10 @@ certificate checker).
 Decision (:func:`decide`), each check inside the call's deadline:
 
 ==================================================  ======================
+both unsat (the premises are inconsistent)          UNSAT, no answer, kind
+                                                    ``inconsistent`` (as the
+                                                    Prover9 path answers it)
 premises ∧ ¬goal unsat                              PROVED, ``"True"``
-                                                    (also when the premises
-                                                    alone are inconsistent,
-                                                    as the Prover9 path does)
 premises ∧ goal unsat                               DISPROVED, ``"False"``
 both satisfiable                                    UNKNOWN, ``"Unknown"``
 a side Z3 cannot decide (``unknown``/time limit)    TIMEOUT, with Z3's reason
@@ -61,9 +61,14 @@ def decide(program: FolProgram, limits: Limits) -> Outcome:
     premises = [p.formula for p in program.premises]
     goal = program.conclusion.formula
     not_goal = _side([*premises, Not(goal)], deadline, 0.5)
+    with_goal = _side([*premises, goal], deadline, 1.0)
+    if not_goal.result == "unsat" and with_goal.result == "unsat":
+        return Outcome(Status.UNSAT, error_kind=ErrorKind.INCONSISTENT.value,
+                       error_message="the premises contradict each other (they entail both the conclusion and its "
+                                     "negation), so no answer follows from them",
+                       proof="Z3: premises ∧ goal and premises ∧ ¬goal are both unsatisfiable", backend=BACKEND)
     if not_goal.result == "unsat":
         return Outcome(Status.PROVED, answer="True", proof="Z3: premises ∧ ¬goal is unsatisfiable", backend=BACKEND)
-    with_goal = _side([*premises, goal], deadline, 1.0)
     if with_goal.result == "unsat":
         return Outcome(Status.DISPROVED, answer="False", proof="Z3: premises ∧ goal is unsatisfiable", backend=BACKEND)
     if not_goal.result == "sat" and with_goal.result == "sat":

@@ -15,7 +15,7 @@ answers the query ``Pred(c, V)``:
 If both were derived, the program contradicts itself on the very atom asked about;
 the call returns ``Status.UNSAT`` (the program ran: its verdict is "contradictory",
 as for CSP and AR-LSAT programs whose constraints clash) with no answer,
-``ErrorKind.NO_ANSWER``, a message naming the atom and both derivations in
+``ErrorKind.INCONSISTENT``, a message naming the atom and both derivations in
 ``proof``, so the refine stage can show the LLM where its translation went wrong. (Logic-LM took ``True and False``, i.e. "False",
 as the atom's value; on the one recorded program that hits this, ProntoQA_404, a
 wrong rule subject causes it and Logic-LM's answer is wrong.) Contradictions on
@@ -280,7 +280,7 @@ def solve(text: str, limits: Limits) -> Outcome:
         return Outcome(
             status=Status.UNSAT,
             proof=proof,
-            error_kind=ErrorKind.NO_ANSWER.value,
+            error_kind=ErrorKind.INCONSISTENT.value,
             error_message=message,
             error_line=program.query.line,
             seconds=sw.seconds,

@@ -428,7 +428,7 @@ def solve(text: str, limits: Limits) -> Outcome:
 
     Returns:
         ``PROVED`` with the letter of the only passing option; ``UNKNOWN`` (kind
-        ``no_answer``) when none or several pass; ``UNSAT`` (kind ``no_answer``) when
+        ``no_answer``) when none or several pass; ``UNSAT`` (kind ``inconsistent``) when
         the constraints contradict each other; ``PARSE_ERROR`` for a malformed
         program; ``TIMEOUT`` / ``MEMORY`` when a limit was hit; ``RUNTIME_ERROR``
         (kind ``solver`` / ``unsupported``) when Z3 gave up or the expanded formula
@@ -472,7 +472,7 @@ def _run(text: str, program: Program, limits: Limits, deadline: float) -> Outcom
             where = (f"line {lines} can never hold" if len(base.core) == 1 else
                      f"lines {lines} cannot all hold together" if base.core else "they cannot all hold together")
             return Outcome(
-                status=Status.UNSAT, error_kind=ErrorKind.NO_ANSWER.value,
+                status=Status.UNSAT, error_kind=ErrorKind.INCONSISTENT.value,
                 error_line=base.core[0] if base.core else None,
                 error_message=(f"the constraints contradict each other ({where}), so every option would pass "
                                "vacuously; fix or drop the constraint that misstates the problem"),

@@ -180,6 +180,10 @@ class ProofResult:
             the subgoals SymBa's method may ask a statement for.
         violated: with kind ``"inconsistent"``, the denial violated first: ``{"line",
             "statement"}`` (its program line and text); else None.
+        negation_succeeded: a ``not`` literal of a clause body held somewhere in the search
+            (by failure of its atom). Only then can a verdict change when statements are
+            added: without it every proof found is monotone, and stays a proof in a larger
+            database (SymBa's method stops asking there; with it, it asks on).
     """
 
     proved: bool
@@ -192,10 +196,12 @@ class ProofResult:
     issues: list = field(default_factory=list)
     unproved: list = field(default_factory=list)
     violated: dict | None = None
+    negation_succeeded: bool = False
 
     def to_dict(self) -> dict:
         doc = {"proved": self.proved, "answers": self.answers, "tree": self.tree, "missing": self.missing,
-               "unproved": self.unproved, "kind": self.kind, "steps": self.steps, "issues": self.issues}
+               "unproved": self.unproved, "kind": self.kind, "steps": self.steps, "issues": self.issues,
+               "negation_succeeded": self.negation_succeeded}
         if self.violated is not None:
             doc["violated"] = self.violated
         return doc
@@ -346,6 +352,7 @@ class _Engine:
         self.missing: dict[tuple, str] = {}
         self.issues: dict[str, None] = {}
         self.flags: list[str] = []  # "floundered" / "nonstratified", in order met
+        self.negation_succeeded = False  # a `not` literal held somewhere in the search (see ProofResult)
 
     # -- bookkeeping
     def tick(self) -> None:
@@ -617,6 +624,7 @@ class _Engine:
                 self.issue(f"line {ci.line}: `not {format_atom(sub.goal)}` depends on itself through negation "
                            f"(recursion through negation has no stratified meaning) in `{ci.text}`", "nonstratified")
                 return None
+            self.negation_succeeded = True
             return [_NAF, j, rest_after, mark, 0, None]
         self.tick()
         if outcome is False:
@@ -780,7 +788,7 @@ def prove(program: Program, budget: Budget = Budget()) -> ProofResult:
     unproved = [format_atom(t.goal) for t in asked_tables if not t.answers]  # dicts keep first-met order
     return ProofResult(proved=proved, answers=answers, tree=tree, missing=asked_missing, kind=kind,
                        steps=engine.steps, seconds=time.perf_counter() - t0, issues=list(engine.issues),
-                       unproved=unproved, violated=violated)
+                       unproved=unproved, violated=violated, negation_succeeded=engine.negation_succeeded)
 
 
 def _search_query(engine: _Engine, goal: Goal) -> tuple[Atom | None, _Table | None, str]:
@@ -893,7 +901,8 @@ def solve(text: str, limits: Limits) -> Outcome:
         first; ``RUNTIME_ERROR`` (``ErrorKind.UNSUPPORTED``) on floundering or recursion
         through negation. An inconsistent program (a denial violated) proves no query:
         ``DISPROVED``/"False", as SymBa's solver answers it. ``proof`` is the JSON of
-        ``{"proved", "answers", "tree", "missing", "unproved", "kind", "steps", "issues"}``
+        ``{"proved", "answers", "tree", "missing", "unproved", "kind", "steps", "issues",
+        "negation_succeeded"}``
         (and ``"violated"`` for an inconsistent program).
     """
     with Stopwatch() as sw:

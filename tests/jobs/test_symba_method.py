@@ -132,8 +132,55 @@ def test_a_clutrr_walk_binds_variables_through_the_world_rules(pool):
     assert trace["world_rules"] == 2 and len(trace["statements"]) == 2
     # the subgoal with an unbound variable was asked as such, and the binding flowed on
     assert trace["asked"].index("isRelationOf(tom, son, A)") < trace["asked"].index("isRelationOf(max, son, ann)")
-    # the world rules define relation/3: the LLM is never asked about it
-    assert not any(g.startswith("relation(") for g in trace["asked"])
+    # Algorithm 1: a subgoal the world rules define is asked about too while the database cannot prove it
+    assert "relation(tom, grandson, ann)" in trace["asked"]
+
+
+def test_world_complete_never_asks_about_what_the_world_rules_define(pool):
+    answers = {
+        ("fact-search", "isRelationOf(tom, son, A)"): "[Tom] is the son of [Max].",
+        ("fact-translate", "[Tom] is the son of [Max]."): "isRelationOf(tom, son, max).",
+        ("fact-search", "isRelationOf(max, son, ann)"): "[Max] visited his mother [Ann].",
+        ("fact-translate", "[Max] visited his mother [Ann]."): "isRelationOf(max, son, ann).",
+    }
+    log: list = []
+    row = run(CLUTRR, scripted(answers, log), pool, SymBaConfig(world_complete=True))
+    assert (row.predicted, row.correct) == ("A", True)
+    asked_goals = json.loads(row.trace)["asked"]
+    assert asked_goals and not any(g.startswith("relation(") for g in asked_goals)
+    assert not any(goal.startswith("relation(") for _, goal, _ in log)
+
+
+def test_a_conclusion_the_text_states_is_asked_about_although_a_world_rule_defines_it(pool):
+    """The legal-rule-base shape: the world rule's leaves ask the text questions nobody answers,
+    but the text states the intermediate conclusion itself; Algorithm 1 asks for it and proves."""
+    world = ['counsel_ok :- checkIf("The applicant had a lawyer at every hearing.", Ans), Ans != seriously_violated.',
+             "fair :- counsel_ok."]
+    problem = Problem("legal1", "symba/x", "Ms. Ortiz defended the applicant throughout.", "fair", TF, "A",
+                      meta={"goal": "fair", "world_rules": world})
+    answers = {("fact-search", "counsel_ok"): "Ms. Ortiz defended the applicant throughout.",
+               ("fact-translate", "Ms. Ortiz defended the applicant throughout."): "counsel_ok."}
+    row = run(problem, scripted(answers, []), pool)
+    assert (row.predicted, row.correct, row.status) == ("A", True, "proved")
+    assert [s["statement"] for s in json.loads(row.trace)["statements"]] == ["counsel_ok."]
+    closed = run(problem, scripted(answers, []), pool, SymBaConfig(world_complete=True))
+    assert (closed.predicted, json.loads(closed.trace)["stop"]) == ("B", "no statement accepted")
+
+
+def test_a_proof_through_negation_as_failure_is_not_final_until_its_atom_was_asked_about(pool):
+    """``remedy :- not fair.`` holds while nothing about the hearing is known; Algorithm 1 solves
+    ``fair`` (asking for what it lacks) before negation as failure may succeed, so the text's
+    statement that the hearing was fair makes the answer False."""
+    world = ["remedy :- not fair.", "fair :- public, counsel."]
+    problem = Problem("legal2", "symba/x", "The hearing was public. A lawyer assisted the applicant.", "remedy", TF,
+                      "B", meta={"goal": "remedy", "world_rules": world})
+    answers = {("fact-search", "public"): "The hearing was public.",
+               ("fact-translate", "The hearing was public."): "public.",
+               ("fact-search", "counsel"): "A lawyer assisted the applicant.",
+               ("fact-translate", "A lawyer assisted the applicant."): "counsel."}
+    row = run(problem, scripted(answers, []), pool)
+    assert (row.predicted, row.correct, row.status) == ("B", True, "disproved")
+    assert row.rounds >= 2 and {"public", "counsel"} <= set(json.loads(row.trace)["asked"])
 
 
 def test_a_closed_world_negative_answers_after_nothing_applicable(pool):
@@ -339,6 +386,36 @@ def test_the_prompts_examples_are_the_language_and_the_regexes_admit_them():
             expected = text in good
             assert bool(re.fullmatch(regex, text)) == expected, (module, text)
             assert testing._is_grammar_accept_string(grammar, text) == expected, (module, text)
+
+
+def test_gold_engine_on_conclusions_the_gold_statements_assert(tmp_path):
+    """tests/fixtures/symba/court_conclusions: gold statements assert intermediate conclusions a world
+    rule also defines (directly, inside a ``{a; b}`` body, over quoted-sentence leaves), ``not X.``
+    statements, ``not q`` goals whose q no rule defines, a ``not`` in a world rule's body. Every record
+    right and verified as Algorithm 1 asks; never asking about world predicates loses half of them."""
+    import shutil
+
+    from symbolkg.solvers.certificates import check
+
+    (tmp_path / "symba").mkdir()
+    shutil.copytree(FIXTURES / "symba" / "court_conclusions", tmp_path / "symba" / "court_conclusions")
+    results = {}
+    for name, flags in (("algorithm1", []), ("world_complete", ["--symba-world-complete"])):
+        out = tmp_path / f"{name}.parquet"
+        assert main(["solve", "--method", "symba", "--engine", "gold", "--dataset", "symba/court_conclusions",
+                     "--data-dir", str(tmp_path), "--out", str(out), "--executor", "local", "--workers", "2",
+                     "--no-progress", *flags]) == 0
+        results[name] = {r["problem_id"].removeprefix("court_conclusions_"): r for r in pq.read_table(out).to_pylist()}
+    rows = results["algorithm1"]
+    assert len(rows) == 8 and sorted(k for k, r in rows.items() if not r["correct"]) == []
+    for key, row in rows.items():
+        verdict = check(json.loads(row["certificate"]), language=row["language"], program=row["program"],
+                        answer=row["answer"])
+        assert verdict.status == "verified", (key, verdict)
+    statements = [s["statement"] for s in json.loads(rows["c-02"]["trace"])["statements"]]
+    assert "reviewed_on_appeal." in statements and "not compelled_to_testify." in statements
+    assert sorted(k for k, r in results["world_complete"].items() if not r["correct"]) == ["c-01", "c-02", "c-06",
+                                                                                           "c-08"]
 
 
 def test_gold_engine_on_a_constructed_set_of_the_whole_clause_language(tmp_path):

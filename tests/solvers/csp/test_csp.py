@@ -217,7 +217,7 @@ def test_contradictory_constraints_name_the_conflicting_lines() -> None:
     assert out.status is Status.UNSAT
     assert out.answer is None
     assert out.executed
-    assert out.error_kind == "no_answer"
+    assert out.error_kind == "inconsistent"
     assert out.error_line == 6
     assert "contradictory" in out.error_message
     assert "line 6: a > b (a after b)" in out.error_message and "line 7: b > a" in out.error_message

@@ -207,12 +207,22 @@ def test_entail_free_variables_in_goal_are_universal_on_both_sides():
     assert entail(["all y p(y)"], "p(x)", FAST).answer == "True"
 
 
-def test_entail_contradictory_assumptions_answer_true_with_a_note():
-    outcome = entail(["p(a)", "-p(a)"], "q(b)", FAST)
-    assert outcome.status is Status.PROVED and outcome.answer == "True"
-    assert "contradictory" in outcome.proof
-    # Same answer when the goal is a negation (the negation side proves first there).
-    assert entail(["p(a)", "-p(a)"], "-q(b)", FAST).answer == "True"
+def test_entail_contradictory_assumptions_give_no_answer():
+    for goal in ("q(b)", "-q(b)", "p(a)"):  # whichever side's proof comes first, or uses the goal
+        outcome = entail(["p(a)", "r(c)", "-p(a)"], goal, FAST, source_lines=[3, 4, 5, 7])
+        assert (outcome.status, outcome.answer, outcome.error_kind) == (Status.UNSAT, None, "inconsistent")
+        assert outcome.error_line == 3 and "r(c)" not in outcome.error_message
+
+
+def test_entail_premises_that_entail_the_goal_and_its_negation_are_inconsistent_not_a_race():
+    # both sides have a proof that uses the goal (FOLIO_dev_55 of text-davinci-003, in Prover9's notation);
+    # before, the answer was whichever proof finished first
+    premises = ["Striker(robert)", "all x (Striker(x) -> SoccerPlayer(x))", "Left(robert, bayern)",
+                "all x all y (Left(x, y) -> -SoccerPlayer(x))"]
+    outcomes = [entail(premises, "SoccerPlayer(robert)", FAST, source_lines=[6, 7, 8, 9, 11]) for _ in range(5)]
+    assert {(o.status, o.answer, o.error_kind, o.error_line) for o in outcomes} == {
+        (Status.UNSAT, None, "inconsistent", 6)}
+    assert "% --- and ---" in outcomes[0].proof
 
 
 @pytest.mark.timeout(60)

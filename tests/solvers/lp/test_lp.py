@@ -403,7 +403,7 @@ def test_inconsistent_query_atom_is_unsat_without_answer_and_both_derivations() 
         """
     )
     out = lp.solve(text, LIMITS)
-    assert out.status is Status.UNSAT and out.error_kind == "no_answer" and out.executed
+    assert out.status is Status.UNSAT and out.error_kind == "inconsistent" and out.executed
     assert out.answer is None and out.error_line == 8
     assert "Happy(Fae, False)" in out.error_message and "Happy(Fae, True)" in out.error_message
     assert "--- and ---" in out.proof and "Zumpus(Fae, True)" in out.proof

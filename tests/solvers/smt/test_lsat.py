@@ -146,7 +146,7 @@ def test_contradictory_constraints_report_unsat_core_lines_without_an_answer():
     is_valid(in_room(Cid) == blue) ::: (B)
     """)
     assert out.status is Status.UNSAT and out.answer is None and out.executed
-    assert out.error_kind == "no_answer" and out.error_line == 8
+    assert out.error_kind == "inconsistent" and out.error_line == 8
     assert "lines 8, 9 cannot all hold together" in out.error_message
 
 

@@ -486,6 +486,17 @@ def test_unproved_lists_every_subgoal_that_ended_without_an_answer():
     assert r.unproved == ["r(a)"] and r.missing == ["r(a)"]
 
 
+def test_negation_succeeded_says_whether_a_larger_database_could_undo_the_verdict():
+    # a body `not` that held by failure: adding `fair.` would make remedy unprovable
+    assert run("remedy :- not fair.\n?- remedy.").negation_succeeded
+    # a `not` that failed (its atom is proved) blocks a branch for good; the proof by the other rule is monotone
+    r = run("ok :- not bad.\nok :- good.\nbad. good.\n?- ok.")
+    assert r.proved and not r.negation_succeeded
+    # the query's own `not` is the method's business (it asks about the atom); no body `not` held
+    assert not run("?- not p(a).").negation_succeeded
+    assert json.loads(symba.solve("remedy :- not fair.\n?- remedy.", Limits(timeout_s=5)).proof)["negation_succeeded"]
+
+
 def test_answers_enumerate_every_binding_of_the_goal_variables():
     r = run("age(ann, 30). age(bob, 40). age(cid, 50).\nold(P, A) :- age(P, A), A > 35.\n?- old(Who, Age).")
     assert r.answers == [{"Who": "bob", "Age": 40}, {"Who": "cid", "Age": 50}]
