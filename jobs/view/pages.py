@@ -538,10 +538,12 @@ def problem_view(source: RunSource, problem_id: str, data_dir: str | None) -> di
     if explanation is not None:
         for p in explanation.premises:
             cited[p.line] = {"sentence": p.sentence_index, "how": p.how, "lkg": p.lkg}
-            if p.sentence_index is not None:
-                cites_of.setdefault(p.sentence_index, []).append(p.line)
+            for index, _ in p.cited:
+                cites_of.setdefault(index, []).append(p.line)
+            shown = [{"index": i, "sentence": s} for i, s in p.cited] or (
+                [{"index": None, "sentence": p.sentence}] if p.sentence is not None else [])
             premises.append({"line": p.line, "text": p.text, "sentence": p.sentence, "index": p.sentence_index,
-                             "how": p.how, "lkg": p.lkg})
+                             "how": p.how, "lkg": p.lkg, "cited": shown})
     lkg_selected = set((trace.get("premises") or {}).get("sentences") or []) if row.get("method") == "symbolkg" else set()
     context = [{"i": i, "text": s, "cited_by": cites_of.get(i, []), "selected": i in lkg_selected}
                for i, s in enumerate(sentences)]

@@ -121,3 +121,47 @@ def test_explain_lists_exactly_the_certificates_premises_with_their_sentences(so
 def test_explain_names_a_missing_id(solved, capsys):
     assert cli(["explain", str(solved["FOLIO"]), "--id", "nope"]) == 2
     assert "no row with id 'nope'" in capsys.readouterr().err
+
+
+def test_every_recorded_folio_premise_cites_each_sentence_its_text_contains():
+    """All 204 recorded GPT-4 FOLIO programs: a premise line cites exactly the context sentences
+    whose words its ``:::`` text contains (FOLIO_dev_10's line 10 formalizes sentences 2-5 and cites
+    all four, not sentence 1); a text that contains none cites a close paraphrase or says it matches
+    none, never a nearest guess."""
+    from symbolkg.jobs.explain import _words
+    from symbolkg.retrieval.lkg.canonical import split_sentences
+
+    records = json.loads(data_or_skip("logiclm/programs/FOLIO_dev_gpt-4.json").read_text())
+    assert len(records) == 204
+    hows: dict[str, int] = {}
+    for record in records:
+        program = record["raw_logic_programs"][0]
+        premise_lines, section = [], None
+        for n, line in enumerate(program.splitlines(), start=1):
+            if line.strip().rstrip(":") in ("Predicates", "Premises", "Conclusion"):
+                section = line.strip().rstrip(":")
+            elif section == "Premises" and ":::" in line:
+                premise_lines.append(n)
+        sentences = split_sentences(record["context"])
+        for p in provenance(program, premise_lines, record["context"]):
+            said = _words(p.text.partition(":::")[2])
+            contained = [i for i, s in enumerate(sentences) if _words(s) and _words(s) <= said]
+            hows[p.how] = hows.get(p.how, 0) + 1
+            if contained:
+                assert p.how == "stated" and [i for i, _ in p.cited] == contained, (record["id"], p)
+            else:
+                assert p.how in ("close", "unmatched"), (record["id"], p)
+                assert (p.how == "unmatched") == (not p.cited), (record["id"], p)
+            if record["id"] == "FOLIO_dev_10" and p.line == 10:
+                assert [i + 1 for i, _ in p.cited] == [2, 3, 4, 5]
+    assert hows["stated"] > 900 and set(hows) <= {"stated", "close", "unmatched"}, hows
+
+
+def test_a_text_that_matches_no_sentence_says_so_instead_of_citing_the_nearest():
+    program = "Premises:\nShy(max) ::: Max is shy and owns a violin.\nHappy(bob) ::: Bob is happy.\nConclusion:\nShy(max)"
+    unmatched, stated = provenance(program, [2, 3], CONTEXT)
+    assert (unmatched.how, unmatched.sentence, unmatched.cited) == ("unmatched", None, ())
+    assert (stated.how, stated.cited) == ("stated", ((3, "Bob is happy."),))
+    row = {"problem_id": "p1", "dataset": "custom", "answer": "True", "predicted": "A", "gold": "A", "correct": True,
+           "language": "logiclm-fol", "backend": "prover9", "program": program, "certificate": None}
+    assert "matches no sentence" not in format_text(explain_row(row))  # no certificate: nothing cited
