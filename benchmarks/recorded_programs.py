@@ -55,11 +55,11 @@ def _cli(*argv: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "symbolkg.jobs.cli", *argv], capture_output=True, text=True)
 
 
-def solve_file(path: Path, out: Path, workers: int, data_dir: Path) -> dict[str, tuple]:
+def solve_file(path: Path, out: Path, workers: int, data_dir: Path, executor: str = "ray") -> dict[str, tuple]:
     """One ``symbolkg solve --programs`` run; each row's (status, answer, certificate kind, correct, error kind)."""
     t0 = time.perf_counter()
     done = _cli("solve", "--programs", str(path), "--out", str(out), "--workers", str(workers), "--overwrite",
-                "--no-progress", "--data-dir", str(data_dir))
+                "--no-progress", "--data-dir", str(data_dir), "--executor", executor)
     if done.returncode != 0:
         raise RuntimeError(f"symbolkg solve --programs {path} failed:\n{done.stderr[-3000:]}")
     rows = {}
@@ -134,6 +134,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeats", type=int, default=3, help="idle runs per file (default 3)")
     ap.add_argument("--load-procs", type=int, default=2, help="busy processes of the loaded run (0: no loaded run)")
     ap.add_argument("--workers", type=int, default=2, help="solver workers (default 2)")
+    ap.add_argument("--executor", choices=("ray", "local"), default="ray",
+                    help="solver pool: Ray actors (default) or local worker processes")
     ap.add_argument("--models", default=",".join(MODELS))
     ap.add_argument("--datasets", default=",".join(DATASETS))
     ap.add_argument("--data-dir", default=os.environ.get("SYMBOLKG_DATA", str(Path(__file__).resolve().parents[2]
@@ -147,7 +149,7 @@ def main(argv: list[str] | None = None) -> int:
         for model in args.models.split(","):
             for dataset in args.datasets.split(","):
                 path = data / "logiclm" / "programs" / f"{dataset}_dev_{model}.json"
-                runs = [solve_file(path, Path(tmp) / f"{model}-{dataset}-{i}.parquet", args.workers, data)
+                runs = [solve_file(path, Path(tmp) / f"{model}-{dataset}-{i}.parquet", args.workers, data, args.executor)
                         for i in range(args.repeats)]
                 if args.load_procs:
                     stop = multiprocessing.Event()
@@ -156,7 +158,8 @@ def main(argv: list[str] | None = None) -> int:
                     for b in burners:
                         b.start()
                     try:
-                        runs.append(solve_file(path, Path(tmp) / f"{model}-{dataset}-loaded.parquet", args.workers, data))
+                        runs.append(solve_file(path, Path(tmp) / f"{model}-{dataset}-loaded.parquet", args.workers, data,
+                                           args.executor))
                     finally:
                         stop.set()
                         for b in burners:

@@ -39,6 +39,7 @@ class Tok(str, enum.Enum):
     IN = "'∈'"
     NAME = "name"
     NUMBER = "number"
+    STRING = "quoted name"
     SEP = "'.' or ':' after a quantified variable"
     END = "end of formula"
 
@@ -109,6 +110,8 @@ _UNSUPPORTED: list[tuple[str, str]] = [
 ]
 
 _NAME = re.compile(r"[^\W\d]\w*")
+# A name in double quotes, straight or curly ("The Secret Dude Society"): a constant (syntax docstring).
+_STRING = re.compile(r'"([^"\n]*)"|“([^”\n]*)”')
 _NUMBER = re.compile(r"\d+(?:\.\d+)?(?:[^\W\d]\w*)?")
 _WS = re.compile(r"\s+")
 
@@ -134,6 +137,16 @@ def tokenize(text: str, line: int, col0: int) -> list[Token]:
             for spelling, hint in _UNSUPPORTED:
                 if text.startswith(spelling, i):
                     raise ProgramError(f"{snippet(text, i)}: {hint}", line, ErrorKind.UNSUPPORTED)
+            if text[i] in "\"“":
+                m = _STRING.match(text, i)
+                if m is None:
+                    raise ProgramError(f"{snippet(text, i)}: a quoted name has no closing quote", line)
+                name = " ".join((m.group(1) if m.group(1) is not None else m.group(2)).split())
+                if not name:
+                    raise ProgramError(f"{snippet(text, i)}: an empty quoted name names nothing", line)
+                tokens.append(Token(Tok.STRING, m.group(), col, name))
+                i = m.end()
+                continue
             m = _NAME.match(text, i)
             if m:
                 if m.group() == "_" or set(m.group()) == {"_"}:

@@ -69,6 +69,14 @@ programs into them and requires the same formulas and answers):
   ``-``, so a ``-`` marker is read only when every formula line of the program
   is a list item; a ``- `` line among unmarked ones is refused.
 
+* a name in double quotes, straight or curly (``WorkingTitle("The Secret Dude
+  Society", badults)``), is a constant named by the quoted text (white space
+  runs read as one space), distinct from every unquoted name; only where a term
+  stands: a quoted name where a formula is expected is refused;
+* one surplus ``)`` at the end of a formula (``∀x (A(x) → (B(x) ∧ C(x))))``) is
+  dropped when the formula means the same wherever the missing ``(`` is put
+  (every placement that parses gives one formula); otherwise (``A ∧ B → C)``:
+  ``(A ∧ B) → C`` or ``A ∧ (B → C)``) it is refused, as is more than one;
 * ``Not(φ)`` / ``not(φ)`` (any case) around a formula with a predicate
   application, a connective, a quantifier or an equality in it is ``¬φ``
   (``Not(Dog(rex))``, ``not(P(a) ∧ Q(a))``): a predicate named ``not`` cannot
@@ -304,11 +312,12 @@ _MAX_DEPTH = 200  # depth of the finished syntax tree (long ∧ chains nest to t
 class _FormulaParser:
     """Recursive descent over one formula's tokens, resolving names against bound variables."""
 
-    def __init__(self, text: str, line: int, col0: int, *, close_free: bool = False) -> None:
+    def __init__(self, text: str, line: int, col0: int, *, close_free: bool = False,
+                 tokens: list[Token] | None = None) -> None:
         self.text = text
         self.line = line
         self.col0 = col0
-        self.tokens = tokenize(text, line, col0)
+        self.tokens = tokens if tokens is not None else tokenize(text, line, col0)
         self.pos = 0
         self.bound: list[str] = []  # quantified variables in scope, innermost last
         self.nesting = 0
@@ -337,11 +346,42 @@ class _FormulaParser:
         tok = self.peek()
         if tok.kind is not Tok.END:
             if tok.kind is Tok.RPAREN:
+                if self.tokens[self.pos + 1].kind is Tok.END and self._surplus_paren_has_one_reading():
+                    return self._closed(formula)
                 raise self.error(tok, "unbalanced ')': it closes no '('; remove it or add the matching '('")
             raise self.error(tok, f"expected a connective (∧ ∨ ⊕ → ↔) or the end of the formula, found {_describe(tok)}")
+        return self._closed(formula)
+
+    def _closed(self, formula: Formula) -> Formula:
         for name in reversed(self.free):  # ∀x ∀y (...) in order of first use
             formula = Quantified(Quantifier.FORALL, name, formula)
         return formula
+
+    def _surplus_paren_has_one_reading(self) -> bool:
+        """Whether a formula with one surplus ``)`` at its end means the same wherever its ``(`` went.
+
+        The ``(`` it closes may be missing anywhere a formula can start; the formula is read
+        without the surplus only when every placement that parses gives that same formula
+        (``∀x (A(x) → (B(x) ∧ C(x))))``: one reading). ``A ∧ B → C)`` has two (``(A ∧ B) → C``
+        and ``A ∧ (B → C)``) and is refused.
+        """
+        def reading(tokens: list[Token]) -> Formula | None:
+            parser = _FormulaParser(self.text, self.line, self.col0, close_free=self.close_free, tokens=tokens)
+            try:
+                return parser.parse()
+            except ProgramError:
+                return None
+
+        body, surplus = self.tokens[:-2], self.tokens[-2]
+        without = reading([*body, self.tokens[-1]])
+        if without is None:
+            return False
+        for p in range(len(body)):
+            opened = [*body[:p], Token(Tok.LPAREN, "(", body[p].col), *body[p:], surplus, self.tokens[-1]]
+            other = reading(opened)
+            if other is not None and other != without:
+                return False
+        return True
 
     def nest(self) -> None:
         self.nesting += 1
@@ -361,7 +401,7 @@ class _FormulaParser:
             tok = self.peek()
             op = _connective(tok)
             if op is None:
-                if tok.kind in (Tok.NAME, Tok.NUMBER, Tok.QUANT, Tok.NOT, Tok.LPAREN):
+                if tok.kind in (Tok.NAME, Tok.NUMBER, Tok.STRING, Tok.QUANT, Tok.NOT, Tok.LPAREN):
                     if isinstance(left, Atom) and not left.args and left.predicate.lower() == "not":
                         raise self.error(tok, "'not' is not read as negation without parentheses: write ¬F or not(F)")
                     raise self.error(tok, f"missing connective before {_describe(tok)}: join formulas with ∧ ∨ ⊕ → ↔")
@@ -394,7 +434,7 @@ class _FormulaParser:
                 raise self.error(close, f"missing ')' to close the '(' at character {tok.col - self.col0 + 1}; found {_describe(close)}")
             self.advance()
             return inner
-        if tok.kind in (Tok.NAME, Tok.NUMBER):
+        if tok.kind in (Tok.NAME, Tok.NUMBER, Tok.STRING):
             return self.atomic()
         if tok.kind is Tok.END:
             raise self.error(tok, "the formula ends where a formula was expected (a connective or quantifier has nothing after it)")
@@ -470,6 +510,8 @@ class _FormulaParser:
             return Not(member) if op.value == "∉" else member
         if head.kind is Tok.NUMBER:
             raise self.error(head, f"a number ({head.text}) is not a formula; numbers can only be arguments")
+        if head.kind is Tok.STRING:
+            raise self.error(head, f"a quoted name ({head.text}) is not a formula; it can only be an argument")
         if isinstance(term, Var):
             raise self.error(head, f"'{head.text}' is a quantified variable, not a formula; apply a predicate to it, e.g. P({head.text})")
         if isinstance(term, _Application):
@@ -507,6 +549,9 @@ class _FormulaParser:
         if tok.kind is Tok.NUMBER:
             self.advance()
             return Const(tok.text)
+        if tok.kind is Tok.STRING:  # a constant named by the quoted text (module docstring)
+            self.advance()
+            return Const(f'"{tok.value}"')
         if tok.kind is not Tok.NAME:
             raise self.error(tok, f"expected a term (a constant, a variable or f(...)) but found {_describe(tok)}")
         self.advance()
@@ -607,7 +652,7 @@ def _connective(tok: Token) -> str | None:
 def _describe(tok: Token) -> str:
     if tok.kind is Tok.END:
         return "the end of the formula"
-    if tok.kind in (Tok.NAME, Tok.NUMBER):
+    if tok.kind in (Tok.NAME, Tok.NUMBER, Tok.STRING):
         return f"{tok.kind.value} '{tok.text}'"
     return f"'{tok.text}'"
 

@@ -196,6 +196,24 @@ def test_bound_names_are_variables_and_free_names_constants():
     )
 
 
+def test_a_quoted_name_is_a_constant_of_its_own():
+    """``"The Secret Dude Society"`` names one individual (curly quotes and inner spacing alike),
+    distinct from any unquoted name; answers follow as for any constant."""
+    f = fol.parse_formula('WorkingTitle(“The  Secret Dude Society”, badults)')
+    assert f == fol.Atom("WorkingTitle", (fol.Const('"The Secret Dude Society"'), fol.Const("badults")))
+    assert answer(['Show("Badults")', '∀x (Show(x) → Aired(x))'], 'Aired("Badults")') == "True"
+    assert answer(['Show("Badults")'], "Show(badults)") == "Unknown"
+
+
+def test_one_surplus_closing_parenthesis_is_dropped_only_when_it_changes_nothing():
+    one = fol.parse_formula("∀x (Enjoy(x) → (Spend(x, eating) ∧ Spend(x, friends))))")
+    assert one == fol.parse_formula("∀x (Enjoy(x) → (Spend(x, eating) ∧ Spend(x, friends)))")
+    assert fol.parse_formula("Move(tom) ↔ (Allowed(tom) ∧ ¬More(rent, deposit)))") == fol.parse_formula(
+        "Move(tom) ↔ (Allowed(tom) ∧ ¬More(rent, deposit))")
+    with pytest.raises(ProgramError, match="unbalanced"):
+        fol.parse_formula("Rich(a) ∨ Poor(a) → Happy(a))")  # (R ∨ P) → H, or R ∨ (P → H)
+
+
 # --------------------------------------------------------------------------- parsing: errors
 
 
@@ -203,7 +221,10 @@ def test_bound_names_are_variables_and_free_names_constants():
     "premise, kind, fragment",
     [
         ("(P(a) ∧ Q(a)", ErrorKind.SYNTAX, "missing ')'"),
-        ("P(a) ∧ Q(a))", ErrorKind.SYNTAX, "unbalanced ')'"),
+        ("P(a) ∧ Q(a) → R(a))", ErrorKind.SYNTAX, "unbalanced ')'"),  # (P ∧ Q) → R or P ∧ (Q → R)?
+        ("P(a)))", ErrorKind.SYNTAX, "unbalanced ')'"),  # one surplus at most
+        ('"Rex"', ErrorKind.SYNTAX, "not a formula"),
+        ('Dog("rex)', ErrorKind.SYNTAX, "no closing quote"),
         ("P(a) Q(a)", ErrorKind.SYNTAX, "missing connective"),
         ("P(a) ∧", ErrorKind.SYNTAX, "ends where a formula was expected"),
         ("∀x", ErrorKind.SYNTAX, "no formula after it"),
