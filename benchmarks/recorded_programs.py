@@ -177,6 +177,10 @@ def main(argv: list[str] | None = None) -> int:
     plot(results["files"], OUT / "recorded_programs.png")
     below = [f"{r['model']}/{r['dataset']}" for r in results["files"] if not r["at_or_above_logiclm"]]
     print(f"files below Logic-LM's solvers: {below or 'none'}")
+    for r in results["files"]:
+        if "logiclm_correct_without_picks" in r:
+            print(f"  {r['model']}/{r['dataset']}: {r['correct']} correct; Logic-LM's without its first-of-several picks: "
+                  f"{r['logiclm_correct_without_picks']} ({'at or above' if r['at_or_above_logiclm_without_picks'] else 'below'})")
     print(f"wrote {OUT / 'recorded_programs.json'} and .png")
     return 0
 

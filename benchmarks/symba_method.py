@@ -118,12 +118,12 @@ def run_gold(data: Path, tmp: Path, workers: int, variant: str) -> dict:
     return results
 
 
-def run_llm(data: Path, tmp: Path, limit: int, workers: int) -> dict:
+def run_llm(data: Path, tmp: Path, limit: int, workers: int, cache: Path | None = None) -> dict:
     out = tmp / "llm.parquet"
     t0 = time.perf_counter()
     code = _quiet(["solve", "--method", "symba", "--dataset", ",".join(f"symba/{s}" for s in ALL_SETS),
                    "--limit", str(limit), "--data-dir", str(data), "--out", str(out), "--executor", "local",
-                   "--workers", str(workers), "--cache", str(tmp / "completions"), "--no-progress"])
+                   "--workers", str(workers), "--cache", str(cache or tmp / "completions"), "--no-progress"])
     if code != 0:
         raise RuntimeError(f"symba with the embedded model failed ({code})")
     wall = time.perf_counter() - t0
@@ -172,6 +172,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--runs", default="gold,llm", help="comma list of gold, llm (default both)")
     ap.add_argument("--limit", type=int, default=20, help="problems per set of the llm run (default 20)")
     ap.add_argument("--workers", type=int, default=2, help="solver worker processes (default 2)")
+    ap.add_argument("--cache", help="completion cache of the llm run (default: a temporary one); a second run with "
+                                    "the same cache generates only the calls the first did not make")
     ap.add_argument("--data-dir", default=os.environ.get("SYMBOLKG_DATA", str(Path(__file__).resolve().parents[2]
                                                                             / "shared" / "data")))
     args = ap.parse_args(argv)
@@ -192,7 +194,7 @@ def main(argv: list[str] | None = None) -> int:
             results["gold_world_complete"] = run_gold(gold, Path(tmp), args.workers, "world_complete")
             results["gold_missing"] = run_gold(gold, Path(tmp), args.workers, "missing")
         if "llm" in runs:
-            results["llm"] = run_llm(data, Path(tmp), args.limit, args.workers)
+            results["llm"] = run_llm(data, Path(tmp), args.limit, args.workers, Path(args.cache) if args.cache else None)
     OUT.mkdir(exist_ok=True)
     (OUT / "symba_method.json").write_text(json.dumps(results, indent=2))
     plot(results, OUT / "symba_method.png")
