@@ -47,7 +47,7 @@ from symbolkg.solvers.certificates import constraint as cc
 from symbolkg.solvers.csp.syntax import (AllDifferent, Arith, BoolLit, BoolOp, Call, Compare, Constraint, CspProgram, Expr,
                                          IntLit, Member, Neg, Not, Option, StrLit, Type, Variable, VarRef, parse)
 from symbolkg.solvers.outcomes import ErrorKind, Limits, Outcome, ProgramError, Status, Stopwatch
-from symbolkg.solvers.smt.z3_watchdog import Z3Watchdog
+from symbolkg.solvers.smt.z3_watchdog import CHECK_RLIMIT, Z3Watchdog, out_of_budget
 
 __all__ = ["BACKEND", "parse", "solve"]
 
@@ -224,6 +224,7 @@ class _Session:
         remaining = self.deadline - time.monotonic()
         if remaining <= 0:
             raise _Stop(_timeout_outcome())
+        self.solver.set("rlimit", CHECK_RLIMIT)
         self.solver.set("timeout", max(1, int(remaining * 1000)))
         guards = list(self.guards.values()) if lines is None else [self.guards[line] for line in lines]
         try:
@@ -259,7 +260,7 @@ class _Session:
         reason = self.solver.reason_unknown()
         if "memory" in reason or "memout" in reason:
             raise _Stop(Outcome.error(Status.MEMORY, ErrorKind.MEMORY, "out of memory in Z3", backend=BACKEND))
-        if "timeout" in reason or "canceled" in reason or time.monotonic() >= self.deadline:
+        if out_of_budget(reason) or "timeout" in reason or "canceled" in reason or time.monotonic() >= self.deadline:
             raise _Stop(_timeout_outcome())
         raise _Stop(Outcome.error(Status.UNKNOWN, ErrorKind.SOLVER, f"Z3 could not decide the constraints "
                                   f"(reason: {reason}); avoid multiplying two variables", backend=BACKEND))

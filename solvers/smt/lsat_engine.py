@@ -24,6 +24,7 @@ from symbolkg.solvers.certificates.constraint_search import Unsupported
 from symbolkg.solvers.outcomes import CertificateError, ErrorKind, Limits, Outcome, ProgramError, Status, Stopwatch
 from symbolkg.solvers.smt.lsat_formula_syntax import Apply, Check, Expr, FunctionDecl, Lit, MemberRef, Op, Scoped, VarRef
 from symbolkg.solvers.smt.lsat_syntax import LANGUAGE, Option, Program, parse
+from symbolkg.solvers.smt.z3_watchdog import CHECK_RLIMIT, out_of_budget
 
 __all__ = ["BACKEND", "parse", "solve"]
 
@@ -338,6 +339,7 @@ class _Session:
         remaining_ms = int((self.deadline - time.monotonic()) * 1000)
         if remaining_ms <= 0:
             raise _Timeout()
+        self.solver.set("rlimit", CHECK_RLIMIT)
         self.solver.set("timeout", remaining_ms)
         self.calls += 1
         literals = self.ranges + (list(self.lines.values()) if lines is None else [self.lines[n] for n in lines])
@@ -357,7 +359,7 @@ class _Session:
             return _Answer(False, core=sorted({self.line_of[t.get_id()] for t in self.solver.unsat_core()
                                                if t.get_id() in self.line_of}) if evidence else [])
         reason = self.solver.reason_unknown()
-        if "timeout" in reason or "canceled" in reason or time.monotonic() >= self.deadline:
+        if out_of_budget(reason) or "timeout" in reason or "canceled" in reason or time.monotonic() >= self.deadline:
             raise _Timeout()
         if "memory" in reason or "memout" in reason:
             raise _SolverGaveUp(Status.MEMORY, ErrorKind.MEMORY, f"Z3 ran out of memory ({reason})")

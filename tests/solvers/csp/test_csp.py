@@ -368,3 +368,14 @@ def test_deeply_nested_expression_is_a_parse_error_not_a_crash() -> None:
 def test_oversized_program_is_refused() -> None:
     out = csp.solve(BOOKS + "\n" + "a == 1\n" * 200_000, LIMITS)
     assert (out.status, out.error_kind, out.error_line) == (Status.PARSE_ERROR, "unsupported", 1)
+
+
+def test_each_check_has_a_deterministic_budget(monkeypatch) -> None:
+    """Z3's rlimit (work, not time) bounds each check: with a budget too small for any check the answer
+    is a timeout whatever the wall-clock limit, so a loaded machine cannot change an answer."""
+    from symbolkg.solvers.csp import engine as csp_engine
+
+    monkeypatch.setattr(csp_engine, "CHECK_RLIMIT", 1)
+    for seconds in (5, 60):
+        out = csp.solve(three("a > b", "A) a == 3\nB) a == 1"), Limits(timeout_s=seconds))
+        assert out.status is Status.TIMEOUT, out

@@ -800,3 +800,13 @@ def test_a_text_over_the_size_limit_is_refused_at_once():
     assert err.kind is ErrorKind.UNSUPPORTED and f"{lsat_syntax.MAX_PROGRAM_CHARS:,}" in err.message
     outcome = solve(text)
     assert outcome.status is Status.PARSE_ERROR and outcome.error_kind == "unsupported"
+
+
+def test_each_check_has_a_deterministic_budget(monkeypatch):
+    """Z3's rlimit (work, not time) bounds each check: with a budget too small for any check the
+    answer is a timeout whatever the wall-clock limit."""
+    monkeypatch.setattr(lsat, "CHECK_RLIMIT", 1)
+    program = ROOMS + "\n    # Options\n    is_valid(in_room(Ann) == blue) ::: (A)\n    is_sat(in_room(Ann) == red) ::: (B)\n"
+    for seconds in (5, 60):
+        out = lsat.solve(textwrap.dedent(program), Limits(timeout_s=seconds))
+        assert out.status is Status.TIMEOUT, out
