@@ -1,7 +1,7 @@
 """Prolog MCP servers side by side, driven by the MCP SDK's client: speed, and what each survives.
 
     python benchmarks/mcp_server.py [--server-cmd "CMD"]... [--runs 3] [--queries 300] [--block 20]
-                                    [--sessions 100] [--quiet-load 3.0]
+                                    [--sessions 100] [--sequential-sessions 100] [--quiet-load 3.0]
 
 Every ``--server-cmd`` is a stdio MCP server's command line (default: ours alone); with several,
 each run measures every server in turn (interleaved), so that they share the machine's load.
@@ -10,20 +10,25 @@ as a labelled footnote.
 
 Honest measurement, whatever the server:
 
-* every call's ``isError`` and structured ``ok`` are checked; a step the server refused is
-  reported as refused, with its message, and never timed as if it had worked;
+* every call's ``isError`` and structured ``ok`` are checked (clears and closes too: ``must``);
+  a step the server refused is reported as refused, with its message, and never timed as if it
+  had worked;
 * answers are read from the structured result (our ``answers``; the peer's ``solution`` text
   ``[X=1]``), never from substrings of the text;
 * the tool mapping is discovered from the server's tool list and printed: the *session*
   mapping (``consult_text`` / ``run_goal``, one call per query) or the *split* mapping
-  (``knowledge_base_assert_many`` in chunks the server accepts, or ``knowledge_base_load`` of
-  a file in its allowed folder; ``query_start`` / ``query_next`` / ``query_close``).
+  (``knowledge_base_clear`` then ``knowledge_base_assert_many`` with every clause in one call: its
+  5,000-character limit is per clause, not per call; also ``knowledge_base_load`` of a file in its
+  allowed folder; ``query_start`` / ``query_next`` / ``query_close``).
 
 Measured per server: a simple query (calls, p50/p95 ms, right answers), all servers side by side
 (one connection each, blocks of ``--block`` queries in turn, so that they share the machine's load
-moment by moment); loading 1,000 facts in one call (refused or ms) and in a way the server accepts;
-``--sessions`` knowledge bases at once (ours: one connection; a server with one knowledge base per
-connection: that many connections); and bad inputs, each ``survived`` (the session still answers
+moment by moment); loading a program of 1,000 facts (17,780 characters; its size is printed) in
+one call (and, for the peer, from a file); ``--sessions`` knowledge bases at once (ours: one
+connection; a server with one knowledge base per connection: that many connections);
+``--sequential-sessions`` one after another, each a client's whole life (start the server,
+initialize, load, query, close: what a tool-using agent that starts a server per task pays, its
+start-up included); and bad inputs, each ``survived`` (the session still answers
 ``fact(X)`` with ``X = 1`` and the probe did no harm) or not: an infinite loop; the issue's five
 catch patterns; a refused ``shell/1``; a goal smuggled after a newline or a quote that would assert
 a marker fact (queried afterwards); a goal that writes 100 MB; a 1 GB list; the client killed
@@ -133,8 +138,9 @@ class Server:
             self.mapping = "session: consult_text / run_goal (1 call per query) / close_session"
             self.split = False
         elif {"query_start", "query_next", "query_close"} <= names and "knowledge_base_assert_many" in names:
-            self.mapping = ("split: knowledge_base_assert_many (chunks under its size limit) or knowledge_base_load "
-                            "(a file in its allowed folder); query_start / query_next / query_close")
+            self.mapping = ("split: knowledge_base_clear + knowledge_base_assert_many (every clause in one call; "
+                            "also knowledge_base_load of a file in its allowed folder); query_start / query_next / "
+                            "query_close")
             self.split = True
         else:
             raise RuntimeError(f"no known tool mapping for tools {sorted(names)}")
@@ -153,41 +159,35 @@ class Server:
         return cls(client, (await client.list_tools()).tools, cmd)
 
     async def call(self, name: str, args: dict[str, Any], timeout_s: float = CALL_TIMEOUT_S) -> Reply:
+        """One call; its reply, ``ok`` False when the server set ``isError`` (or ``ok: false``)."""
         self.calls += 1
         return reply_of(await asyncio.wait_for(self.client.call_tool(name, args), timeout_s))
 
+    async def must(self, name: str, args: dict[str, Any], timeout_s: float = CALL_TIMEOUT_S) -> Reply:
+        """:meth:`call`, raising Refused (with the server's message) when it set ``isError``: clears and closes too."""
+        r = await self.call(name, args, timeout_s)
+        if not r.ok:
+            raise Refused(f"{name}: {r.text[:300]}")
+        return r
+
     async def load(self, text: str) -> str | None:
-        """Load ``text`` (a new knowledge base); returns our load_id (None for the peer). Raises Refused."""
+        """Load ``text`` (a new knowledge base) in one call; returns our load_id (None for the peer). Raises Refused.
+
+        Ours: ``consult_text``. The peer: ``knowledge_base_clear`` (its one knowledge base per
+        connection), then ``knowledge_base_assert_many`` with every clause in one call (its
+        5,000-character limit is per clause, not per call).
+        """
         if not self.split:
-            r = await self.call("consult_text", {"source_text": text})
-            if not r.ok or any(m.get("severity") == "error" for m in r.data.get("messages", [])):
+            r = await self.must("consult_text", {"source_text": text})
+            if any(m.get("severity") == "error" for m in r.data.get("messages", [])):
                 raise Refused(r.text[:300])
             return r.data["load_id"]
-        await self.call("knowledge_base_clear", {})
-        await self.assert_chunks(clauses_of(text))
-        return None
-
-    async def load_one_call(self, text: str) -> str | None:
-        """Load ``text`` in one call (the peer: one assert of the whole text, as a foreign client would try)."""
-        if not self.split:
-            return await self.load(text)
-        await self.call("knowledge_base_clear", {})
-        r = await self.call("knowledge_base_assert", {"fact": text})
-        if not r.ok or r.data.get("result", "ok") != "ok":
+        await self.must("knowledge_base_clear", {})
+        clauses = clauses_of(text)
+        r = await self.must("knowledge_base_assert_many", {"facts": clauses})
+        if r.data.get("success") != len(clauses):
             raise Refused(r.text[:300])
         return None
-
-    async def assert_chunks(self, clauses: list[str], limit: int = 4500) -> None:
-        chunk: list[str] = []
-        for clause in [*clauses, None]:
-            if clause is None or sum(len(c) + 4 for c in chunk) + len(clause) > limit:
-                if chunk:
-                    r = await self.call("knowledge_base_assert_many", {"facts": chunk})
-                    if not r.ok or r.data.get("success") != len(chunk):
-                        raise Refused(r.text[:300])
-                chunk = []
-            if clause is not None:
-                chunk.append(clause)
 
     async def load_file(self, text: str) -> None:
         """The peer's file load: the text in a file under its allowed folder ($HOME/.swipl-mcp-server/)."""
@@ -195,10 +195,8 @@ class Server:
         folder.mkdir(parents=True, exist_ok=True)
         path = folder / "bench_facts.pl"
         path.write_text(text)
-        await self.call("knowledge_base_clear", {})
-        r = await self.call("knowledge_base_load", {"filename": str(path)})
-        if not r.ok:
-            raise Refused(r.text[:300])
+        await self.must("knowledge_base_clear", {})
+        await self.must("knowledge_base_load", {"filename": str(path)})
 
     async def query(self, sid: str | None, goal: str, *, max_answers: int = 1, time_limit: float = GOAL_LIMIT_S,
                     timeout_s: float = CALL_TIMEOUT_S) -> list[dict[str, Any]]:
@@ -211,23 +209,28 @@ class Server:
             if r.data.get("outcome") not in ("success", "failure"):
                 raise Refused(f"outcome {r.data.get('outcome')}")
             return list(r.data.get("answers", []))
-        r = await self.call("query_start", {"query": goal}, timeout_s)
-        if not r.ok:
-            await self.call("query_close", {})
-            raise Refused(r.text[:300])
-        answers = []
+        started = await self.call("query_start", {"query": goal}, timeout_s)
+        if not started.ok:  # a start that failed may still leave its query open: close it, as a client would
+            closed = await self.call("query_close", {}, timeout_s)
+            note = "" if closed.ok else f" (query_close: {closed.text[:120]})"
+            raise Refused(f"query_start: {started.text[:300]}{note}")
+        answers: list[dict[str, Any]] = []
+        failure: Exception | None = None
         try:
             for _ in range(max_answers):
-                n = await self.call("query_next", {}, timeout_s)
-                if not n.ok:
-                    raise Refused(n.text[:300])
+                n = await self.must("query_next", {}, timeout_s)
                 if n.data.get("solution") is None:
                     break
                 answers.append(peer_bindings(n.data["solution"]))
                 if not n.data.get("more_solutions"):
                     break
-        finally:
-            await self.call("query_close", {}, timeout_s)
+        except (Refused, TimeoutError) as exc:  # the query stays open on the server: close it, then report this
+            failure = exc
+        closed = await self.call("query_close", {}, timeout_s)
+        if failure is not None:
+            raise failure
+        if not closed.ok:
+            raise Refused(f"query_close: {closed.text[:300]}")
         return answers
 
     async def fact_is_one(self, sid: str | None) -> bool:
@@ -239,8 +242,11 @@ class Server:
         return bool(answers) and str(answers[0].get("X")) == "1"
 
     async def close(self, sid: str | None) -> None:
+        """Ours: ``close_session`` (checked). The peer has no sessions: its knowledge base goes with the connection."""
         if sid is not None and "close_session" in self.names:
-            await self.call("close_session", {"load_id": sid})
+            r = await self.must("close_session", {"load_id": sid})
+            if r.data.get("closed") is not True:
+                raise Refused(f"close_session: {r.text[:300]}")
 
 
 def clauses_of(text: str) -> list[str]:
@@ -402,14 +408,15 @@ async def speed_side_by_side(servers: list[str], queries: int, block: int) -> di
 
 
 async def timed_load(s: Server, how: str, text: str) -> dict[str, Any]:
-    """Median of 3 loads of ``text`` (or refused), each counted back."""
+    """Median of 3 loads of ``text`` (or refused), each counted back.
+
+    ``how``: ``one_call`` (:meth:`Server.load`) or ``file`` (:meth:`Server.load_file`).
+    """
     runs, counted = [], []
     for _ in range(3):
         t0 = time.perf_counter()
         try:
-            if how == "one_call":
-                sid = await s.load_one_call(text)
-            elif how == "file":
+            if how == "file":
                 sid = None
                 await s.load_file(text)
             else:
@@ -423,11 +430,18 @@ async def timed_load(s: Server, how: str, text: str) -> dict[str, Any]:
     return {"refused": False, "ms": round(statistics.median(runs), 1), "counted_back": counted}
 
 
+def facts_program(n: int = 1000) -> str:
+    """The load measure's program: ``n`` facts ``f(i, name_i).``, one per line (17,780 characters for 1,000)."""
+    return "".join(f"f({i}, name_{i}).\n" for i in range(n))
+
+
 async def measure_load(s: Server) -> dict[str, Any]:
-    text = "".join(f"f({i}, name_{i}).\n" for i in range(1000))
-    out = {"chars": len(text), "one_call": await timed_load(s, "one_call", text)}
+    """The program of :func:`facts_program` in one call (ours ``consult_text``, the peer
+    ``knowledge_base_assert_many``); for the peer also from a file in its allowed folder (``knowledge_base_load``)."""
+    text = facts_program()
+    out = {"program": {"clauses": len(clauses_of(text)), "chars": len(text), "bytes": len(text.encode())},
+           "one_call": await timed_load(s, "one_call", text)}
     if s.split:
-        out["assert_many_chunks"] = await timed_load(s, "chunks", text)
         out["file_load"] = await timed_load(s, "file", text)
     return out
 
@@ -480,6 +494,36 @@ async def measure_sessions(cmd: str, n: int) -> dict[str, Any]:
     await sampler
     return {"sessions": n, "connections": connections, "wall_s": round(wall, 2), "right": sum(rows),
             "peak_rss_mb": round(peak[0] / 2**20)}
+
+
+async def measure_sequential_sessions(cmd: str, n: int) -> dict[str, Any]:
+    """``n`` sessions one after another, each a client's whole life: start the server, initialize, list the tools,
+    load ``mine(i).``, query it, close the session (ours) and the connection (the server exits).
+
+    ``answered_s``: from the start to the query's answer; ``session_s``: to the end of the connection.
+    A session whose any call failed (``isError`` included) counts as not right.
+    """
+    answered: list[float] = []
+    whole: list[float] = []
+    right, failures = 0, []
+    t_all = time.perf_counter()
+    for i in range(n):
+        t0 = time.perf_counter()
+        try:
+            async with Client(params_for(cmd)) as client:
+                s = await Server.connect(client, cmd)
+                sid = await s.load(f"mine({i}).\n")
+                answers = await s.query(sid, "mine(X)")
+                answered.append(time.perf_counter() - t0)
+                await s.close(sid)
+            right += bool(answers) and str(answers[0].get("X")) == str(i)
+        except Exception as exc:  # noqa: BLE001 - counted, and the first few kept
+            failures.append(f"{type(exc).__name__}: {exc}"[:200])
+        whole.append(time.perf_counter() - t0)
+    return {"sessions": n, "wall_s": round(time.perf_counter() - t_all, 2), "right": right,
+            "answered_s_p50": round(quantile(answered, 0.5), 3), "answered_s_p90": round(quantile(answered, 0.9), 3),
+            "session_s_p50": round(quantile(whole, 0.5), 3), "session_s_p90": round(quantile(whole, 0.9), 3),
+            "failures": len(failures), "first_failures": failures[:3]}
 
 
 async def probe(cmd: str, goal: str, *, marker: bool = False) -> dict[str, Any]:
@@ -614,6 +658,9 @@ async def measure(cmd: str, args: argparse.Namespace) -> dict[str, Any]:
                 doc["steps_settled"][f"probe {name}"] = r["settle"]
     await guarded("sessions", doc, measure_sessions(cmd, args.sessions))
     doc["steps_settled"]["sessions"] = await settle()
+    if args.sequential_sessions:
+        await guarded("sequential_sessions", doc, measure_sequential_sessions(cmd, args.sequential_sessions))
+        doc["steps_settled"]["sequential_sessions"] = await settle()
     if not args.skip_bad and "failed" not in doc["bad_inputs"]:
         doc["bad_inputs"]["client_killed_during_loop"] = await client_killed_during_loop(cmd)
     return doc
@@ -660,10 +707,16 @@ def table(servers: list[str], runs: list[dict[str, Any]]) -> str:
         rows.append(("  simple query p50 / p95 ms", [cell(d, "speed", lambda x: f"{x['p50_ms']:.2f} / {x['p95_ms']:.2f}") for d in docs]))
         rows.append(("  simple query right answers", [cell(d, "speed", lambda x: x["right"]) for d in docs]))
         rows.append(("  1,000 facts in one call", [cell(d, "load_1000", lambda x: load_cell(x["one_call"])) for d in docs]))
-        rows.append(("  1,000 facts, assert_many chunks", [cell(d, "load_1000", lambda x: load_cell(x["assert_many_chunks"])) for d in docs]))
         rows.append(("  1,000 facts, file load", [cell(d, "load_1000", lambda x: load_cell(x["file_load"])) for d in docs]))
         n = next((d["sessions"]["sessions"] for d in docs if "sessions" in d.get("sessions", {})), "?")
-        rows.append((f"  {n} sessions: wall s / right / MB", [cell(d, "sessions", lambda x: f"{x['wall_s']} / {x['right']} / {x['peak_rss_mb']}") for d in docs]))
+        rows.append((f"  {n} sessions at once: wall s / right / MB", [cell(d, "sessions", lambda x: f"{x['wall_s']} / {x['right']} / {x['peak_rss_mb']}") for d in docs]))
+        m = next((d["sequential_sessions"]["sessions"] for d in docs if "sessions" in d.get("sequential_sessions", {})), None)
+        if m is not None:
+            rows.append((f"  {m} sessions one after another: wall s / right",
+                         [cell(d, "sequential_sessions", lambda x: f"{x['wall_s']} / {x['right']}") for d in docs]))
+            rows.append(("    per session p50 / p90 s (to answer)",
+                         [cell(d, "sequential_sessions", lambda x: f"{x['session_s_p50']:.2f} / {x['session_s_p90']:.2f} "
+                                                                   f"({x['answered_s_p50']:.2f})") for d in docs]))
         names = next((list(d["bad_inputs"]) for d in docs if "failed" not in d.get("bad_inputs", {"failed": 1})), [])
         for name in names:
             rows.append((f"  {name}"[:46], [cell(d, "bad_inputs", lambda x, k=name: "survived" if x[k]["survived"] else "FAILED") for d in docs]))
@@ -710,6 +763,8 @@ def main() -> None:
     ap.add_argument("--queries", type=int, default=300, help="simple queries timed per server")
     ap.add_argument("--block", type=int, default=20, help="simple queries per server per turn of the side-by-side step")
     ap.add_argument("--sessions", type=int, default=100, help="knowledge bases at once")
+    ap.add_argument("--sequential-sessions", type=int, default=100,
+                    help="sessions one after another, each with a server of its own (0: none)")
     ap.add_argument("--skip-bad", action="store_true", help="no bad inputs")
     ap.add_argument("--quiet-load", type=float, default=None,
                     help="before each run, wait until the 1-minute load average is below this (recorded per run)")
@@ -736,6 +791,10 @@ def main() -> None:
     (OUT / f"{args.name}.json").write_text(json.dumps(doc, indent=1, default=str))
     for i, cmd in enumerate(servers, 1):
         print(f"[{i}] {cmd}\n    mapping: {runs[0][cmd]['mapping']}")
+        program = runs[0][cmd].get("load_1000", {}).get("program")
+        if program:
+            print(f"    program loaded by the load step: {program['clauses']:,} clauses, {program['chars']:,} characters "
+                  f"({program['bytes']:,} bytes), in one call")
     print()
     print(table(servers, runs))
     for k, run in enumerate(runs, 1):

@@ -42,7 +42,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from symbolkg.jobs.pipeline.rows import RESULT_SCHEMA
+from symbolkg.jobs.pipeline.tables import RESULT_SCHEMA
 from symbolkg.jobs.verify import VERIFY_SCHEMA
 from symbolkg.jobs.view.app import create_app
 

@@ -26,12 +26,12 @@ import sys  # noqa: E402
 from types import ModuleType  # noqa: E402
 
 from symbolkg.jobs import logicgraph, view  # noqa: E402
-from symbolkg.jobs.commands import (bench, check, datasets, explain, lkg, mcp, profile, report,  # noqa: E402
+from symbolkg.jobs.commands import (bench, check, config, datasets, explain, lkg, mcp, profile, report,  # noqa: E402
                                     retrieval_eval, retrieve, router_eval, solve, verify)
 
 #: The subcommands, in the order of ``symbolkg --help``: each module's ``add_parser(sub)`` registers one.
-COMMANDS: tuple[ModuleType, ...] = (datasets, solve, lkg, retrieve, retrieval_eval, router_eval, report, profile,
-                                    bench, check, mcp, logicgraph, verify, explain, view)
+COMMANDS: tuple[ModuleType, ...] = (datasets, solve, config, lkg, retrieve, retrieval_eval, router_eval, report,
+                                    profile, bench, check, mcp, logicgraph, verify, explain, view)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -50,14 +50,12 @@ Layers of one call::
   (constant-time comparison, 401 otherwise); :func:`check_http_options` refuses a
   non-loopback host without a token.
 
-(Just over 1,000 lines, long because the thirteen tools' schemas are a third of it; the
-transports, the argument check and the event-loop path of ``run_goal`` belong to this one server.)
+Start-up: :mod:`symbolkg.jobs.mcp_start` (no SDK) holds the settings and the stdio pipes and answers
+``initialize`` before this module, the SDK with it, is imported (about a second of CPU).
 """
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import hmac
 import ipaddress
 import itertools
@@ -67,21 +65,22 @@ import math
 import os
 import re
 import signal
-import stat
 import sys
 import threading
 import time
 from collections.abc import Awaitable, Callable
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self, TypeVar
 
 import anyio
 import anyio.to_thread
-import jsonschema
 import mcp_types as types
 from mcp.server.lowlevel import Server
 
+from symbolkg.jobs.mcp_start import (INSTRUCTIONS, SERVER_NAME, SERVER_TITLE, SERVER_VERSION, ServerConfig, StdioPipes,
+                                     claim_stdio, config_from_args, is_pipe)
 from symbolkg.solvers.prolog.session import (
     ERROR_KINDS,
     PendingRun,
@@ -101,7 +100,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
-SERVER_NAME = "symbolkg-prolog"
 TOKEN_ENV = "SYMBOLKG_MCP_TOKEN"
 
 #: Severity names of ``list_messages``: the paper's ``info`` and the session layer's ``informational``.
@@ -110,45 +108,6 @@ SEVERITIES = ("info", "informational", "warning", "error")
 #: Longest goal sent from the event loop (a longer one is written to the pipe from a worker thread,
 #: so that a full pipe never blocks the loop).
 INLINE_GOAL_CHARS = 16_384
-
-
-# --------------------------------------------------------------------------------------------- config
-
-
-@dataclass(frozen=True)
-class ServerConfig:
-    """Settings of one server process.
-
-    Attributes:
-        max_sessions: the most Prolog sessions alive at once; creating one more evicts the
-            least recently used (its ``load_id`` then answers ``session_evicted``).
-        idle_ttl_s: a session unused this long is closed by the reaper (``session_expired``).
-        memory_mb: address-space limit of each session's ``swipl`` process.
-        reap_interval_s: how often the reaper looks for idle sessions.
-        progress_interval_s: seconds between progress notifications of a long call.
-        solver_workers: worker processes of the ``solve_program`` pool (started on first use).
-        solver_memory_mb: address-space limit of each solver worker.
-    """
-
-    max_sessions: int = 64
-    idle_ttl_s: float = 1800.0
-    memory_mb: int = 1024
-    reap_interval_s: float = 5.0
-    progress_interval_s: float = 0.5
-    solver_workers: int = 1
-    solver_memory_mb: int = 2048
-
-    def __post_init__(self) -> None:
-        if self.max_sessions < 1:
-            raise ValueError(f"max_sessions must be >= 1, got {self.max_sessions}")
-        if not self.idle_ttl_s > 0:
-            raise ValueError(f"idle_ttl_s must be > 0 seconds, got {self.idle_ttl_s}")
-        if self.memory_mb < 128:
-            raise ValueError(f"memory_mb must be >= 128 (a swipl session needs that much), got {self.memory_mb}")
-        if not self.reap_interval_s > 0 or not self.progress_interval_s > 0:
-            raise ValueError("reap_interval_s and progress_interval_s must be > 0")
-        if self.solver_workers < 1:
-            raise ValueError(f"solver_workers must be >= 1, got {self.solver_workers}")
 
 
 # -------------------------------------------------------------------------------------------- schemas
@@ -500,7 +459,7 @@ class PrologMCPServer:
         self._specs = {t.name: t for t in TOOLS}
         self._tools = [t.to_tool() for t in TOOLS]
         self._defaults = {t.name: t.defaults() for t in TOOLS}
-        self._validators = {t.name: jsonschema.Draft202012Validator(t.input_schema) for t in TOOLS}
+        self._validators: dict[str, Any] = {}  # built on first need (_validator): most calls pass the quick check
         self._quick_checks = {t.name: quick_check(t.input_schema) for t in TOOLS}
         self._handlers: dict[str, Callable[[Any, dict[str, Any]], Awaitable[dict[str, Any]]]] = {
             "consult_text": self._consult_text, "run_goal": self._run_goal, "next_answers": self._next_answers,
@@ -519,10 +478,7 @@ class PrologMCPServer:
         self._solve_ids = itertools.count(1)
         self._closed = False
         self.server: Server[Any] = Server(
-            SERVER_NAME, version="1", title="SymbolKG Prolog sessions",
-            instructions="Load a Prolog program with consult_text (it returns a load_id), then query it with "
-                         "run_goal. Errors come back as {ok: false, error: {kind, message, prolog_term}}; "
-                         "the session survives them. close_session when done.",
+            SERVER_NAME, version=SERVER_VERSION, title=SERVER_TITLE, instructions=INSTRUCTIONS,
             on_list_tools=self._list_tools, on_call_tool=self._call_tool,
             get_tool_input_schema=lambda name: self._specs[name].input_schema if name in self._specs else None)
 
@@ -538,8 +494,7 @@ class PrologMCPServer:
         if spec is None:
             return error_result("bad_argument", f"unknown tool {params.name!r}; known: {', '.join(TOOL_NAMES)}")
         args = dict(params.arguments or {})
-        validator = self._validators[spec.name]
-        if not self._quick_checks[spec.name](args) and not validator.is_valid(args):
+        if not self._quick_checks[spec.name](args) and not (validator := self._validator(spec)).is_valid(args):
             problems = sorted(validator.iter_errors(args), key=lambda e: list(e.path))
             return error_result("bad_argument", f"{spec.name}: " + "; ".join(
                 f"{'.'.join(str(p) for p in e.path) or 'arguments'}: {e.message}" for e in problems[:5]))
@@ -554,6 +509,14 @@ class PrologMCPServer:
         return ok_result(data)
 
     # ----------------------------------------------------------------------------- plumbing
+
+    def _validator(self, spec: ToolSpec) -> Any:
+        """The full ``jsonschema`` validator of a tool's arguments, for what :func:`quick_check` is not sure of."""
+        if spec.name not in self._validators:
+            import jsonschema  # ~0.1 s to import: not at start, where it would delay the first answer (mcp_start)
+
+            self._validators[spec.name] = jsonschema.Draft202012Validator(spec.input_schema)
+        return self._validators[spec.name]
 
     async def _long(self, ctx: ServerRequestContext | None, call: Callable[[], Awaitable[T]], *,
                     on_cancel: Callable[[], None] | None = None, total_s: float | None = None,
@@ -874,107 +837,25 @@ def check_http_options(host: str, token: str | None) -> None:
                      "(any local process could otherwise run goals)")
 
 
-class PipeLines:
-    """Lines of a pipe (or socket) descriptor, read on the event loop; an async iterator of ``str``.
-
-    What the SDK's stdio transport needs of its ``stdin`` (``async for line in stdin``), without
-    :func:`anyio.wrap_file`'s worker thread per line. Invalid UTF-8 is replaced, as the SDK does.
-    """
-
-    def __init__(self, fd: int) -> None:
-        self.fd = fd
-        self._buffer = bytearray()
-        self._eof = False
-
-    def __aiter__(self) -> PipeLines:
-        return self
-
-    async def __anext__(self) -> str:
-        while True:
-            end = self._buffer.find(b"\n")
-            if end >= 0 or (self._eof and self._buffer):
-                end = end + 1 if end >= 0 else len(self._buffer)
-                line = bytes(self._buffer[:end])
-                del self._buffer[:end]
-                return line.decode("utf-8", errors="replace")
-            if self._eof:
-                raise StopAsyncIteration
-            try:
-                chunk = os.read(self.fd, 1 << 16)
-            except BlockingIOError:
-                await anyio.wait_readable(self.fd)
-                continue
-            if chunk:
-                self._buffer += chunk
-            else:
-                self._eof = True
-
-
-class PipeWriter:
-    """Writes ``str`` to a non-blocking pipe (or socket) descriptor from the event loop (the SDK's ``stdout``).
-
-    A write that does not fit in the pipe waits for the reader on the event loop, never blocking it.
-    """
-
-    def __init__(self, fd: int) -> None:
-        self.fd = fd
-
-    async def write(self, text: str) -> None:
-        data = memoryview(text.encode("utf-8"))
-        while data:
-            try:
-                data = data[os.write(self.fd, data):]
-            except BlockingIOError:
-                await anyio.wait_writable(self.fd)
-
-    async def flush(self) -> None:
-        pass  # nothing is buffered
-
-
-def _is_pipe(fd: int) -> bool:
-    try:
-        mode = os.fstat(fd).st_mode
-    except OSError:
-        return False
-    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
-
-
-async def serve_stdio(app: PrologMCPServer) -> None:
+async def serve_stdio(app: PrologMCPServer, pipes: StdioPipes | None = None) -> None:
     """Serve one MCP connection over stdin/stdout until the client closes it.
 
     When stdin and stdout are pipes (as an MCP client starts a server), they are read and written
-    on the event loop (:class:`PipeLines`, :class:`PipeWriter`) through private duplicates, and fd 0
-    / 1 point at the null device / stderr meanwhile (as the SDK's transport does, so that stray
-    output of a library never corrupts the protocol). Otherwise (a terminal, a file) the SDK's
-    transport serves them.
+    on the event loop (:class:`~symbolkg.jobs.mcp_start.PipeLines`,
+    :class:`~symbolkg.jobs.mcp_start.PipeWriter`) through private duplicates (``pipes``, claimed by
+    :func:`symbolkg.jobs.commands.mcp.run`, which may have answered ``initialize`` already; else
+    claimed here), not through the SDK's file wrappers, which hand every line read, write and flush
+    to a worker thread. Otherwise (a terminal, a file) the SDK's transport serves them.
     """
     from mcp.server.stdio import stdio_server
 
-    if not (_is_pipe(0) and _is_pipe(1)):
+    if pipes is None and not (is_pipe(0) and is_pipe(1)):
         async with stdio_server() as (read_stream, write_stream):
             await app.server.run(read_stream, write_stream, app.server.create_initialization_options())
         return
-    fd_in, fd_out = fcntl.fcntl(0, fcntl.F_DUPFD_CLOEXEC, 3), fcntl.fcntl(1, fcntl.F_DUPFD_CLOEXEC, 3)
-    null = os.open(os.devnull, os.O_RDWR)
-    os.dup2(null, 0)
-    try:
-        os.dup2(2, 1)
-    except OSError:  # no stderr: stray output goes nowhere
-        os.dup2(null, 1)
-    os.close(null)
-    blocking = os.get_blocking(fd_in), os.get_blocking(fd_out)
-    os.set_blocking(fd_in, False)
-    os.set_blocking(fd_out, False)
-    try:
-        async with stdio_server(stdin=PipeLines(fd_in), stdout=PipeWriter(fd_out)) as (read_stream, write_stream):
+    with claim_stdio() if pipes is None else nullcontext(pipes) as claimed:
+        async with stdio_server(stdin=claimed.reader, stdout=claimed.writer) as (read_stream, write_stream):
             await app.server.run(read_stream, write_stream, app.server.create_initialization_options())
-    finally:
-        for fd, was_blocking in zip((fd_in, fd_out), blocking):
-            with contextlib.suppress(OSError):
-                os.set_blocking(fd, was_blocking)
-        with contextlib.suppress(OSError):
-            os.dup2(fd_in, 0)
-            os.dup2(fd_out, 1)
 
 
 async def serve_http(app: PrologMCPServer, *, host: str, port: int, token: str) -> None:
@@ -995,8 +876,11 @@ def _terminate_as_interrupt(signum: int, frame: Any) -> None:
     raise KeyboardInterrupt  # unwinds to main()'s finally, which closes every session
 
 
-def main(args: Any) -> int:
-    """``symbolkg mcp serve`` (args from the CLI parser). Returns the exit status.
+def main(args: Any, *, pipes: StdioPipes | None = None) -> int:
+    """``symbolkg mcp serve`` (args from the CLI parser) once the SDK is imported. Returns the exit status.
+
+    ``pipes``: stdin and stdout, claimed (and ``initialize`` perhaps answered) by
+    :func:`symbolkg.jobs.commands.mcp.run`, the command.
 
     The server object lives outside the event loop so that its sessions are closed on
     every way out: the client closing stdin, SIGINT, or SIGTERM (uvicorn handles the
@@ -1004,9 +888,7 @@ def main(args: Any) -> int:
     ``KeyboardInterrupt``).
     """
     try:
-        config = ServerConfig(max_sessions=args.max_sessions, idle_ttl_s=args.idle_ttl, memory_mb=args.memory_mb,
-                              reap_interval_s=min(5.0, max(0.1, args.idle_ttl / 4)),
-                              solver_workers=args.solver_workers)
+        config = config_from_args(args)
         token = None
         if args.transport == "http":
             token = read_token(args.token_file)
@@ -1020,7 +902,7 @@ def main(args: Any) -> int:
     try:
         try:
             if token is None:
-                anyio.run(serve_stdio, app)
+                anyio.run(serve_stdio, app, pipes)
             else:
                 anyio.run(lambda: serve_http(app, host=args.host, port=args.port, token=token))
         except* (BrokenPipeError, ConnectionResetError):  # a stdio client killed mid-call: our stdout is gone

@@ -34,7 +34,10 @@ rules, one query atom); the other languages get a regular expression of their
 section skeleton (headers in order, one item per line, option lines of the right
 shape, nothing after the last section), which keeps prose and Markdown out but
 does not check formulas. All regexes use only what both xgrammar and Python's
-``re`` read the same way: no flags, lookarounds or backreferences.
+``re`` read the same way: no flags, lookarounds or backreferences. With
+``constraint="full"`` every language gets the grammar of its whole program instead
+(GBNF, kept beside its parser: ``solvers/<family>/grammar.py``), bounded so that a
+completion that stops is a whole program.
 
 Example:
     >>> msgs = formulation_messages("logiclm-lp", "Bob is big.", "Is Bob big?", ["A) True", "B) False"])
@@ -46,10 +49,15 @@ Example:
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Callable, Sequence
 
+from symbolkg.solvers.csp import grammar as csp_grammar
+from symbolkg.solvers.fol import grammar as fol_grammar
+from symbolkg.solvers.lp import grammar as lp_grammar
+from symbolkg.solvers.smt import lsat_grammar
 from symbolkg.solvers.smt.lsat_formula_syntax import CHECK_ALIASES
 
 #: Logic-LM dataset name -> the program language Logic-LM uses for it.
@@ -626,21 +634,56 @@ _PROGRAM_REGEXES = {
 }
 
 
-def program_structured_output(language: str) -> dict | None:
+#: What :func:`program_structured_output` constrains: the section skeleton (regexes above) or the full grammar.
+PROGRAM_CONSTRAINTS = ("skeleton", "full")
+
+_PROGRAM_GRAMMARS: dict[str, Callable[[], str]] = {
+    "logiclm-lp": lp_grammar.program_grammar,
+    "logiclm-fol": fol_grammar.program_grammar,
+    "logiclm-csp": csp_grammar.program_grammar,
+    "logiclm-smt": lsat_grammar.program_grammar,
+}
+
+
+@functools.cache
+def program_grammar(language: str) -> str | None:
+    """The whole-program GBNF grammar of ``language`` (built once per process), or None if it has none."""
+    build = _PROGRAM_GRAMMARS.get(language)
+    return build() if build else None
+
+
+def program_structured_output(language: str, constraint: str = "skeleton") -> dict | None:
     """A structured-decoding constraint for programs of ``language``, or None.
 
+    Args:
+        language: the program language.
+        constraint: ``"skeleton"`` (the regexes above) or ``"full"`` (the whole grammar).
+
     Returns:
-        ``{"regex": ...}``. For ``logiclm-lp`` the regex is the language's line grammar in
+        With ``"skeleton"``, ``{"regex": ...}``. For ``logiclm-lp`` the regex is the language's line grammar in
         the canonical spelling the prompts show (an output that matches it parses, unless
         it uses a predicate with two arities); atoms take at most three arguments before
         the truth value, so that a weak model cannot loop inside one atom.
         For FOL, CSP and the AR-LSAT DSL it is a section skeleton: headers in order,
         one item per line, nothing after the last section. It admits every recorded
         GPT-4 program that our parser accepts (tested), so it never forbids a good
-        program of the style the prompts ask for. None for other languages.
+        program of the style the prompts ask for. With ``"full"``, ``{"grammar": ...}``:
+        the language's whole-program grammar (:func:`program_grammar`), every line's
+        syntax and every repetition bounded, so a completion that ends with ``stop``
+        is a whole program; it admits every recorded program of the three Logic-LM
+        models that our parser accepts (``tests/solvers/test_grammars.py``).
+        None for other languages.
         The output of a constrained completion needs no :func:`extract_program`,
         though running it is harmless.
+
+    Raises:
+        ValueError: ``constraint`` is not one of :data:`PROGRAM_CONSTRAINTS`.
     """
+    if constraint not in PROGRAM_CONSTRAINTS:
+        raise ValueError(f"constraint must be one of {', '.join(PROGRAM_CONSTRAINTS)}, got {constraint!r}")
+    if constraint == "full":
+        grammar = program_grammar(language)
+        return {"grammar": grammar} if grammar else None
     regex = _PROGRAM_REGEXES.get(language)
     return {"regex": regex} if regex else None
 

@@ -432,6 +432,58 @@ def _convert_gguf(gguf: Path, out: Path, dtype: str) -> None:
 
 
 # ---------------------------------------------------------------------------------------------
+# The files' hash (what a run records of the model it used)
+
+
+def _digest_cache(folder: Path) -> Path:
+    """Where the digests of ``folder``'s files are kept: beside a converted model
+    (``<cache>/<name>.sha256.json``), else in ``<cache>/hashes/`` under a hash of the folder's path."""
+    if folder.parent == cache_root().resolve():
+        return folder.with_name(folder.name + ".sha256.json")
+    return cache_root() / "hashes" / (hashlib.sha256(str(folder).encode()).hexdigest()[:24] + ".json")
+
+
+def folder_sha256(folder: str | os.PathLike[str]) -> str:
+    """sha256 over a model folder's files (weights, config, tokenizer): what identifies the model a run used.
+
+    Every regular file counts but the conversion marker and hidden files: the digest is the sha256 of
+    the lines ``<sha256 of the file>  <relative path>`` (``sha256sum``'s format), sorted by path.
+    Computed once: each file's digest is kept with its size and mtime beside a converted model
+    (``<cache>/<name>.sha256.json``) or, for another folder, in ``<cache>/hashes/`` (never inside a
+    user's folder); a file whose size or mtime changed is hashed again. A cache that cannot be
+    written is skipped (the digest is still returned).
+
+    Raises:
+        NotADirectoryError: ``folder`` is not a folder.
+    """
+    root = Path(folder).resolve()
+    if not root.is_dir():
+        raise NotADirectoryError(f"{root} is not a model folder")
+    cache = _digest_cache(root)
+    try:
+        known = json.loads(cache.read_text())["files"]
+    except (OSError, ValueError, KeyError, TypeError):
+        known = {}
+    files: dict[str, list] = {}
+    for p in sorted(root.rglob("*")):
+        rel = p.relative_to(root).as_posix()
+        if not p.is_file() or rel == MARKER or any(part.startswith(".") for part in p.relative_to(root).parts):
+            continue
+        st = p.stat()
+        old = known.get(rel)
+        same = isinstance(old, list) and len(old) == 3 and old[:2] == [st.st_size, st.st_mtime_ns]
+        files[rel] = old if same else [st.st_size, st.st_mtime_ns, file_sha256(p)]
+    digest = hashlib.sha256("".join(f"{d[2]}  {rel}\n" for rel, d in files.items()).encode()).hexdigest()
+    if files != known:
+        with contextlib.suppress(OSError):
+            cache.parent.mkdir(parents=True, exist_ok=True)
+            tmp = cache.with_name(f".{cache.name}.{os.getpid()}.tmp")
+            tmp.write_text(json.dumps({"folder": str(root), "sha256": digest, "files": files}, indent=1) + "\n")
+            os.replace(tmp, cache)
+    return digest
+
+
+# ---------------------------------------------------------------------------------------------
 # Resolution
 
 _REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")

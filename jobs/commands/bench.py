@@ -8,6 +8,7 @@ import sys
 import tempfile
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from symbolkg.actors.engines.simulated import (
     LLAMA_3_3_70B_4XH100_PREFIX_CACHE,
@@ -16,8 +17,9 @@ from symbolkg.actors.engines.simulated import (
     PRESETS,
     PrefixCacheConfig,
 )
-from symbolkg.jobs.bench import BenchConfig, format_report, run_bench
-from symbolkg.jobs.pipeline.ids import Shard
+
+if TYPE_CHECKING:
+    from symbolkg.jobs.bench import BenchConfig
 
 PROG = "symbolkg bench pipeline"
 
@@ -63,6 +65,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def _config(args: argparse.Namespace) -> BenchConfig:
     """The :class:`BenchConfig` of the flags. Raises ValueError on a bad value."""
+    # the job only when the command runs (pyarrow and more): the CLI builds every command's parser
+    from symbolkg.jobs.bench import BenchConfig
+
     latency = replace(PRESETS[args.preset], max_batch=args.concurrency)
     if args.no_prefix_cache:
         prefix_cache = NO_PREFIX_CACHE
@@ -77,6 +82,10 @@ def _config(args: argparse.Namespace) -> BenchConfig:
 
 def run(args: argparse.Namespace) -> int:
     """``symbolkg bench pipeline``: run it, print the report; 2 on bad flags, 1 if rows were lost."""
+    # the job only when the command runs (pyarrow and more): the CLI builds every command's parser
+    from symbolkg.jobs.bench import format_report, run_bench
+    from symbolkg.jobs.pipeline.ids import Shard  # numpy: as above
+
     if not args.simulated:
         print(f"{PROG}: only the simulated mode exists so far; add --simulated", file=sys.stderr)
         return 2

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import argparse
 
-from symbolkg.solvers.runtime import worker
-
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("check", help="start a solver worker and run one program per native solver")
@@ -13,4 +11,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # the solver registry (every language's checks) only when the command runs: the CLI builds every parser
+    from symbolkg.solvers.runtime import worker
+
     return worker.main(["--check"])

@@ -11,19 +11,17 @@ import contextlib
 import os
 import sys
 import warnings
-from itertools import zip_longest
 from pathlib import Path
 from typing import TYPE_CHECKING, Awaitable, Callable, Iterator, TypeVar
 
 from symbolkg.actors.engines.factory import EngineOptions, make_engine
 from symbolkg.jobs.datasets.records import InputError, LoadResult
-from symbolkg.jobs.datasets.registry import load_dataset, load_problems, resolve_name
-from symbolkg.jobs.pipeline.ids import Shard
 from symbolkg.jobs.pipeline.reaper import start_reaper, stop_reaper
-from symbolkg.jobs.pipeline.store import remove_run
 
 if TYPE_CHECKING:
     from symbolkg.actors.engines.base import LLMEngine
+    from symbolkg.jobs.datasets.stream import ProblemStream, ReadOptions
+    from symbolkg.jobs.pipeline.ids import Shard
 
 T = TypeVar("T")
 
@@ -36,60 +34,125 @@ DATA_DIR_HELP = "data root (default: $SYMBOLKG_DATA, else ../shared/data)"
 
 def resolve_dataset(name: str | None, data_dir: str | None = None) -> str | None:
     """A dataset the data folder holds, by its name or a unique short name, or a problem file's path (:func:`resolve_name`)."""
+    # the dataset readers (numpy, every family) when input is read, not to build the parser: all commands import this
+    from symbolkg.jobs.datasets.registry import resolve_name
+
     return None if name is None else resolve_name(name, data_dir)
 
 
-def load_input(args: argparse.Namespace) -> LoadResult | None:
-    """Problems from ``--programs`` / ``--dataset``; prints notes, skipped rows and errors (None on error)."""
+def open_input(args: argparse.Namespace) -> ProblemStream | None:
+    """Problems from ``--programs`` / ``--dataset`` as a stream the job reads as it goes (None on error, printed).
+
+    What can be told before reading is told now: an unknown dataset, a missing file, a file that is
+    not JSON or Parquet of the right columns, the notes known up front. A bad record is met as the
+    job reads it: with ``--skip-bad`` it is collected (:func:`finish_input` lists them), without it
+    the job stops there (:func:`bad_input`). With ``--shard`` only that shard's problems come out
+    (another shard's lines are passed over unparsed where their ids can be read; see
+    :mod:`symbolkg.jobs.datasets.stream`). ``args.dataset`` becomes the resolved name.
+    """
+    # the dataset readers (numpy, every family) when input is read, not to build the parser: all commands import this
+    from symbolkg.jobs.datasets.registry import open_dataset, open_problems
+    from symbolkg.jobs.datasets.stream import ReadOptions  # as above
+
     try:
+        options = ReadOptions(skip_bad=args.skip_bad, limit=args.limit, shard=shard_of(args))
         if args.dataset and "," in args.dataset and not args.programs:
-            return _load_mixed(args)
-        args.dataset = resolve_dataset(args.dataset, args.data_dir)
-        if args.programs:
-            loaded = load_problems(args.programs, args.data_dir, skip_bad=args.skip_bad, limit=args.limit,
-                                   dataset=args.dataset, language=getattr(args, "language", None))
-        elif args.dataset:
-            loaded = load_dataset(args.dataset, args.data_dir, skip_bad=args.skip_bad, limit=args.limit,
-                                  language=getattr(args, "language", None))
+            stream = _open_mixed(args, options)
         else:
-            print("symbolkg solve: give --programs FILE and/or --dataset NAME", file=sys.stderr)
-            return None
+            args.dataset = resolve_dataset(args.dataset, args.data_dir)
+            if args.programs:
+                stream = open_problems(args.programs, args.data_dir, options=options, dataset=args.dataset,
+                                       language=getattr(args, "language", None))
+            elif args.dataset:
+                stream = open_dataset(args.dataset, args.data_dir, options=options,
+                                      language=getattr(args, "language", None))
+            else:
+                print("symbolkg solve: give --programs FILE and/or --dataset NAME", file=sys.stderr)
+                return None
     except InputError as exc:
-        print(f"symbolkg solve: bad input: {exc}", file=sys.stderr)
-        if not args.skip_bad:
-            print("  (use --skip-bad to solve the good rows and report the bad ones)", file=sys.stderr)
+        bad_input(args, exc)
         return None
     except (FileNotFoundError, ValueError) as exc:
         print(f"symbolkg solve: {exc}", file=sys.stderr)
         return None
-    _print_notes(loaded)
+    for note in stream.new_notes():
+        print(f"note: {note}", file=sys.stderr)
+    return stream
+
+
+def load_input(args: argparse.Namespace) -> LoadResult | None:
+    """Every problem from ``--programs`` / ``--dataset`` in a list (for jobs that need them all, ``lkg build``);
+    prints notes, skipped rows and errors (None on error)."""
+    stream = open_input(args)
+    if stream is None:
+        return None
+    try:
+        loaded = stream.collect()
+    except InputError as exc:
+        finish_input(stream)
+        bad_input(args, exc)
+        return None
+    finish_input(stream)
     return loaded
 
 
-def _load_mixed(args: argparse.Namespace) -> LoadResult:
+def _open_mixed(args: argparse.Namespace, options: ReadOptions) -> ProblemStream:
     """``--dataset A,B,...``: the first ``--limit`` problems of each, interleaved round-robin (a mixed stream)."""
+    # the dataset readers (numpy, every family) when input is read, not to build the parser: all commands import this
+    from symbolkg.jobs.datasets.registry import open_dataset
+    from symbolkg.jobs.datasets.stream import ProblemStream  # as above
+
     names = [resolve_dataset(n.strip(), args.data_dir) for n in args.dataset.split(",") if n.strip()]
     if len(set(names)) != len(names):
         raise ValueError(f"--dataset names a set twice: {args.dataset}")
-    parts = [load_dataset(n, args.data_dir, skip_bad=args.skip_bad, limit=args.limit)  # type: ignore[arg-type]
-             for n in names]
+    parts = [open_dataset(n, args.data_dir, options=options) for n in names]  # type: ignore[arg-type]
     args.dataset = ",".join(names)  # type: ignore[arg-type]
-    mixed = [p for row in zip_longest(*(part.problems for part in parts)) for p in row if p is not None]
-    loaded = LoadResult(mixed, [e for part in parts for e in part.errors], [n for part in parts for n in part.notes])
-    _print_notes(loaded)
-    return loaded
+    return ProblemStream.round_robin(parts)
 
 
-def _print_notes(loaded: LoadResult) -> None:
-    for note in loaded.notes:
+def finish_input(stream: ProblemStream) -> None:
+    """After the job: the notes the stream found as it went, and every bad record it skipped (file, line, field)."""
+    for note in stream.new_notes():
         print(f"note: {note}", file=sys.stderr)
-    for err in loaded.errors:
+    for err in stream.errors:
         print(f"skipped bad row: {err}", file=sys.stderr)
+
+
+def bad_input(args: argparse.Namespace, exc: InputError, stream: ProblemStream | None = None) -> int:
+    """A bad record stopped the input (no ``--skip-bad``), or a file could not be read: say which, and how to go on.
+
+    ``stream``: the input, when a job had started on it (its rows finished before are kept, and what it
+    skipped before, with ``--skip-bad``, is listed first).
+
+    Returns:
+        2, the command's exit status.
+    """
+    if stream is not None:
+        finish_input(stream)  # what was skipped before it (a file-level error with --skip-bad)
+    print(f"symbolkg solve: bad input: {exc}", file=sys.stderr)
+    if not args.skip_bad:
+        print("  (use --skip-bad to solve the good rows and report the bad ones)", file=sys.stderr)
+    if stream is not None:
+        print("  (the rows finished before it are saved: fix the input and rerun to resume)", file=sys.stderr)
+    return 2
+
+
+def lacks_programs(args: argparse.Namespace) -> bool:
+    """Whether ``--dataset`` (without ``--programs``) names only datasets whose first ``--limit`` problems have no
+    program: the recorded path would have nothing to run. Reads at most up to a file's first program."""
+    # the dataset readers (numpy, every family) when input is read, not to build the parser: all commands import this
+    from symbolkg.jobs.datasets.registry import carries_programs
+
+    names = [n for n in (args.dataset or "").split(",") if n]
+    return all(not carries_programs(n, args.data_dir, limit=args.limit) for n in names)
 
 
 def prepare_out(args: argparse.Namespace) -> Path | None:
     """``--out`` (emptied first with ``--overwrite``: the whole run, or with ``--shard`` that shard's files);
     None, printed, when ``--limit`` is below 1 or ``--shard`` is malformed."""
+    # the results store (pyarrow) when a run starts, not to build the parser: every command imports this module
+    from symbolkg.jobs.pipeline.store import remove_run
+
     out = Path(args.out)
     try:
         shard = shard_of(args)
@@ -117,6 +180,9 @@ def add_shard_option(p: argparse.ArgumentParser) -> None:
 
 def shard_of(args: argparse.Namespace) -> Shard | None:
     """The ``--shard`` of the command (None without one). Raises ValueError on a malformed value."""
+    # numpy (the id sets beside it) when a run starts, not to build the parser: every command imports this module
+    from symbolkg.jobs.pipeline.ids import Shard
+
     text = getattr(args, "shard", None)
     return Shard.parse(text) if text else None
 

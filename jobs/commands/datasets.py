@@ -8,7 +8,6 @@ import sys
 
 from symbolkg.jobs.commands.common import DATA_DIR_HELP
 from symbolkg.jobs.datasets.files import default_data_dir
-from symbolkg.jobs.datasets.registry import dataset_counts
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -19,6 +18,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # the dataset readers only when the command runs: the CLI builds every command's parser
+    from symbolkg.jobs.datasets.registry import dataset_counts
+
     try:
         root = default_data_dir(args.data_dir)
     except FileNotFoundError as exc:

@@ -6,8 +6,6 @@ import argparse
 import sys
 from pathlib import Path
 
-from symbolkg.jobs.explain import explain_row, format_html, format_text, problem_text, recorded_verdict
-from symbolkg.jobs.pipeline.store import read_run
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -21,6 +19,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # the job only when the command runs (pyarrow and more): the CLI builds every command's parser
+    from symbolkg.jobs.explain import explain_row, format_html, format_text, problem_text, recorded_verdict
+    from symbolkg.jobs.pipeline.store import read_run  # pyarrow: as above
+
     try:
         table, _ = read_run(args.run)
     except FileNotFoundError as exc:

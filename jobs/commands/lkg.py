@@ -10,8 +10,6 @@ from pathlib import Path
 from symbolkg.actors.engines.base import EngineDeadError, SamplingParams
 from symbolkg.actors.engines.factory import EngineOptions
 from symbolkg.jobs.commands.common import DATA_DIR_HELP, load_input, reaped, run_with_engine
-from symbolkg.jobs.lkg import LKGConfig, run_lkg_build, show
-from symbolkg.retrieval.lkg.store import LKGStore
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -62,6 +60,10 @@ def run(args: argparse.Namespace) -> int:
 
 def build(args: argparse.Namespace) -> int:
     """``symbolkg lkg build``: extract the LKGs of a dataset's or corpus' contexts into a store."""
+    # the job only when the command runs (the LKG store: pyarrow, pandas): the CLI builds every command's parser
+    from symbolkg.jobs.lkg import LKGConfig, run_lkg_build
+    from symbolkg.retrieval.lkg.store import LKGStore  # as above
+
     if bool(args.dataset) == bool(args.corpus):
         print("symbolkg lkg build: give exactly one of --dataset NAME and --corpus FILE", file=sys.stderr)
         return 2
@@ -97,6 +99,10 @@ def build(args: argparse.Namespace) -> int:
 
 def show_graph(args: argparse.Namespace) -> int:
     """``symbolkg lkg show``: one problem's graph as PNG or HTML."""
+    # the job only when the command runs (the LKG store: pyarrow, pandas): the CLI builds every command's parser
+    from symbolkg.jobs.lkg import show
+    from symbolkg.retrieval.lkg.store import LKGStore  # as above
+
     if not Path(args.store).is_dir():
         print(f"symbolkg lkg show: no store at {args.store}", file=sys.stderr)
         return 2

@@ -6,8 +6,6 @@ import argparse
 import json
 import sys
 
-from symbolkg.jobs.profile import format_profile, profile_run
-
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("profile", help="per-stage latency, waits, LLM engine occupancy and throughput of a run, with plots")
@@ -18,6 +16,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # the job only when the command runs (pyarrow and more): the CLI builds every command's parser
+    from symbolkg.jobs.profile import format_profile, profile_run
+
     try:
         report = profile_run(args.run, args.out)
     except FileNotFoundError as exc:

@@ -8,16 +8,16 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import TYPE_CHECKING
 
 from symbolkg.actors.engines.base import EngineDeadError
 from symbolkg.actors.engines.factory import EngineOptions
 from symbolkg.jobs.commands.common import DATA_DIR_HELP, add_llm_options, llm_options, resolve_dataset, run_with_engine
 from symbolkg.jobs.datasets.records import InputError
-from symbolkg.jobs.datasets.registry import load_dataset
-from symbolkg.jobs.multihop import (MULTIHOP_DATASETS, EvalReport, MultihopQuestion, PassageRetriever, QuestionResult,
-                                    answer_questions, build_pool, evaluate_retrieval, summarize, write_results)
-from symbolkg.retrieval.embed import ModelNotFoundError, make_embedder, set_cpu_threads
-from symbolkg.retrieval.embed_cache import EmbeddingCache
+
+if TYPE_CHECKING:
+    from symbolkg.jobs.multihop import EvalReport, MultihopQuestion, PassageRetriever, QuestionResult
+    from symbolkg.retrieval.embed_cache import EmbeddingCache
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -50,6 +50,10 @@ def _fail(message: str) -> int:
 
 def _check_flags(args: argparse.Namespace) -> str:
     """The dataset's registry name; sets ``--threads``. Raises ValueError on a bad flag."""
+    # the job only when the command runs (FAISS, pyarrow, pandas, torch): the CLI builds every command's parser
+    from symbolkg.jobs.multihop import MULTIHOP_DATASETS
+    from symbolkg.retrieval.embed import set_cpu_threads  # as above
+
     dataset = resolve_dataset(args.dataset, args.data_dir)
     if dataset not in MULTIHOP_DATASETS:
         raise ValueError(f"{args.dataset!r} is not a multi-hop QA set; expected one of {', '.join(MULTIHOP_DATASETS)}")
@@ -61,6 +65,13 @@ def _check_flags(args: argparse.Namespace) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    # the job only when the command runs (FAISS, pyarrow, pandas, torch): the CLI builds every command's parser
+    from symbolkg.jobs.datasets.registry import load_dataset
+    from symbolkg.jobs.multihop import (PassageRetriever, build_pool, evaluate_retrieval, summarize,  # as above
+                                        write_results)
+    from symbolkg.retrieval.embed import ModelNotFoundError, make_embedder  # as above
+    from symbolkg.retrieval.embed_cache import EmbeddingCache  # as above
+
     try:
         dataset = _check_flags(args)
     except ValueError as exc:
@@ -97,6 +108,8 @@ def run(args: argparse.Namespace) -> int:
 def _answer(args: argparse.Namespace, opts: EngineOptions, dataset: str, retriever: PassageRetriever,
             questions: list[MultihopQuestion], results: list[QuestionResult], cache: EmbeddingCache | None) -> EvalReport:
     """``--answer``: the LLM answers each question from its top passages; the report with EM / F1 and tokens."""
+    # the job only when the command runs (FAISS, pyarrow, pandas, torch): the CLI builds every command's parser
+    from symbolkg.jobs.multihop import answer_questions, summarize
 
     async def answer(engine) -> tuple[int, int, str]:  # noqa: ANN001 - any LLMEngine
         prompt_tokens, completion_tokens = await answer_questions(

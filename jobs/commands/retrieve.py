@@ -13,14 +13,6 @@ from typing import Any
 
 from symbolkg.actors.engines.base import EngineDeadError
 from symbolkg.jobs.commands.common import add_llm_options, llm_options, run_with_engine
-from symbolkg.jobs.pipeline.retrieve import retrieve
-from symbolkg.retrieval.anchors import AnchorConfig
-from symbolkg.retrieval.embed import ModelNotFoundError, make_embedder
-from symbolkg.retrieval.hull import HullConfig
-from symbolkg.retrieval.hybrid import HybridRetriever, store_subgraph
-from symbolkg.retrieval.index import node_text
-from symbolkg.retrieval.lkg.store import LKGStore
-from symbolkg.retrieval.prune import PruneConfig
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -46,6 +38,16 @@ def _fail(message: str) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
+    # the retrieval stack only when the command runs (FAISS, pyarrow, pandas, torch): the CLI builds every parser
+    from symbolkg.jobs.pipeline.retrieve import retrieve
+    from symbolkg.retrieval.anchors import AnchorConfig  # as above
+    from symbolkg.retrieval.embed import ModelNotFoundError, make_embedder  # as above
+    from symbolkg.retrieval.hull import HullConfig  # as above
+    from symbolkg.retrieval.hybrid import HybridRetriever, store_subgraph  # as above
+    from symbolkg.retrieval.index import node_text  # as above
+    from symbolkg.retrieval.lkg.store import LKGStore  # as above
+    from symbolkg.retrieval.prune import PruneConfig  # as above
+
     if not (Path(args.store) / "contexts").is_dir():
         return _fail(f"no LKG store at {args.store} (build one with `symbolkg lkg build`)")
     try:

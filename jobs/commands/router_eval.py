@@ -13,8 +13,6 @@ from pathlib import Path
 from symbolkg.actors.engines.base import EngineDeadError
 from symbolkg.jobs.commands.common import DATA_DIR_HELP, add_llm_options, llm_options, run_with_engine
 from symbolkg.jobs.datasets.records import InputError
-from symbolkg.jobs.router_eval import evaluate_router, llm_votes, mixed_stream
-from symbolkg.retrieval.lkg.store import LKGStore
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -31,6 +29,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # the job only when the command runs (the LKG store: pyarrow, pandas): the CLI builds every command's parser
+    from symbolkg.jobs.router_eval import evaluate_router, llm_votes, mixed_stream
+    from symbolkg.retrieval.lkg.store import LKGStore  # as above
+
     if args.per_dataset < 1:
         print("symbolkg router-eval: --per-dataset must be >= 1", file=sys.stderr)
         return 2

@@ -2,37 +2,73 @@
 
 The jobs are :func:`symbolkg.jobs.pipeline.solve.run_solve` (recorded programs) and
 :func:`symbolkg.jobs.pipeline.runner.run_method_job` (the LLM methods of :mod:`symbolkg.jobs.methods`);
-this is their command line.
+this is their command line. The settings of a run come from its flags, a config file (``--config
+run.yaml``) and a stored run (``--rerun RUN.parquet``), merged and checked by
+:mod:`symbolkg.jobs.run_config`; the parser therefore keeps no defaults (a namespace holds the flags
+given, nothing else) and :func:`schema` holds them. Every results file stores the resolved config
+and the run's provenance (:mod:`symbolkg.jobs.pipeline.provenance`).
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import sys
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 from symbolkg.actors.engines.base import EngineDeadError, LLMEngine, SamplingParams
 from symbolkg.actors.engines.factory import ENGINES, EngineOptions
-from symbolkg.actors.engines.metered import MeteredEngine
 from symbolkg.jobs import methods
-from symbolkg.jobs.commands.common import (DATA_DIR_HELP, add_shard_option, load_input, prepare_out, reaped,
-                                          run_with_engine, shard_of)
+from symbolkg.jobs.commands.common import (DATA_DIR_HELP, add_shard_option, bad_input, finish_input, lacks_programs,
+                                          open_input, prepare_out, reaped, run_with_engine, shard_of)
 from symbolkg.jobs.datasets.files import default_data_dir
-from symbolkg.jobs.datasets.records import LoadResult
+from symbolkg.jobs.datasets.records import InputError
 from symbolkg.jobs.methods import Method, MethodConfig
-from symbolkg.jobs.pipeline.gates import StageLimits
+from symbolkg.jobs.pipeline.provenance import input_fingerprint, model_record, prompt_ids, sampling
 from symbolkg.jobs.pipeline.rows import Problem
-from symbolkg.jobs.pipeline.runner import run_method_job
-from symbolkg.jobs.pipeline.solve import SolveSummary, run_solve
-from symbolkg.jobs.pipeline.store import ResultStore, read_run
-from symbolkg.jobs.report import format_table, summarize
+from symbolkg.jobs.run_config import ConfigError, RunConfig, Schema, load_file, resolve, stored_source
 from symbolkg.solvers.outcomes import Limits
-from symbolkg.solvers.runtime.local_pool import SolverPool
+
+if TYPE_CHECKING:
+    from symbolkg.jobs.datasets.stream import ProblemStream
+    from symbolkg.jobs.pipeline.gates import StageLimits
+    from symbolkg.jobs.pipeline.solve import SolveSummary
+    from symbolkg.solvers.runtime.local_pool import SolverPool
+
+
+DESCRIPTION = ("Solve problems: the given programs through the solver pool (the default), or a method that "
+               "writes them with an LLM (--method). Results go to a resumable Parquet file (--out) that also "
+               "stores the run's whole config: `symbolkg config show RUN.parquet` prints it, `--config FILE` "
+               "runs it again, `--rerun RUN.parquet --out NEW.parquet` too.")
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("solve", help="solve problems with given programs; write results Parquet (resumable)")
+    p = sub.add_parser("solve", help="solve problems with given programs; write results Parquet (resumable)",
+                       description=DESCRIPTION, add_help=False)
+    add_options(p, methods.names())
+    for action in p._actions:  # no defaults: a config file fills what the flags leave out (module docstring)
+        action.default = argparse.SUPPRESS
+    p.set_defaults(func=run)
+
+
+def add_options(p: argparse.ArgumentParser, shown: Sequence[str]) -> dict[str, list[str]]:
+    """Every option of ``symbolkg solve``, with the own options of the methods in ``shown``.
+
+    Returns:
+        method -> the dests of its own options (a method's config section), for each of ``shown``.
+    """
+    p.add_argument("-h", "--help", action="store_true",
+                   help="show this help and exit; with --method M, M's own options too")
+    g = p.add_argument_group("a run as one file")
+    g.add_argument("--config", metavar="FILE",
+                   help="read the run's settings from a YAML (.yaml) or TOML (.toml) file: keys are these flags "
+                        "without -- (dashes or underscores), a method's own options in a section named after it "
+                        "(symba: {max_calls: 50}); flags given here override the file")
+    g.add_argument("--rerun", metavar="RUN.parquet",
+                   help="run again with the config RUN.parquet stored (flags given here override it, e.g. --out "
+                        "NEW.parquet --engine replay --cache DIR; replay takes the model name from RUN)")
     _add_job_options(p)
     g = p.add_argument_group("LLM methods")
     registered = methods.names()
@@ -41,9 +77,29 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                         + "; ".join(f"{name}: {methods.get(name).summary}" for name in registered))
     _add_llm_options(g)
     _add_serving_options(g)
-    for name in registered:  # each method's own flags, in a group of its own
+    sections: dict[str, list[str]] = {}
+    for name in shown:  # each method's own flags, in a group of its own
+        before = len(p._actions)
         methods.get(name).add_arguments(p.add_argument_group(f"{name} method (--method {name})"))
-    p.set_defaults(func=run)
+        sections[name] = [a.dest for a in p._actions[before:]]
+    return sections
+
+
+def schema() -> Schema:
+    """The options of ``symbolkg solve`` with their defaults (built anew: a plug-in may have registered since)."""
+    p = argparse.ArgumentParser(prog="symbolkg solve", add_help=False)
+    return Schema.from_parser(p, add_options(p, methods.names()))
+
+
+def _print_help(method: str | None) -> None:
+    """``--help``: the shared options, and ``method``'s own (not every method's)."""
+    registered = methods.names()
+    shown = [method] if method in registered else []
+    epilog = None if shown else ("Each method's own options: symbolkg solve --method M --help "
+                                 f"(M: {', '.join(registered)}).")
+    p = argparse.ArgumentParser(prog="symbolkg solve", description=DESCRIPTION, epilog=epilog, add_help=False)
+    add_options(p, shown)
+    p.print_help()
 
 
 def _add_job_options(p: argparse.ArgumentParser) -> None:
@@ -53,7 +109,7 @@ def _add_job_options(p: argparse.ArgumentParser) -> None:
                                      "methods also A,B,...: a mixed stream, --limit problems of each")
     p.add_argument("--language", help="program language of a Logic-LM-layout dataset or program file (e.g. logiclm-fol; "
                                       "default: the records' own, else told by the recorded programs' sections)")
-    p.add_argument("--out", required=True, help="results Parquet; rerunning the same command resumes it")
+    p.add_argument("--out", help="results Parquet (required); rerunning the same command resumes it")
     p.add_argument("--workers", type=int, default=2, help="solver worker processes (default 2)")
     p.add_argument("--limit", type=int, help="solve only the first N problems")
     p.add_argument("--timeout-s", type=float, default=10.0, help="per-program time limit (default 10)")
@@ -126,11 +182,50 @@ def _add_serving_options(g: argparse._ArgumentGroup) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Recorded programs unless ``--method``/``--engine`` ask for an LLM method; a killed driver leaves no process."""
+    """Recorded programs unless ``--method``/``--engine`` ask for an LLM method; a killed driver leaves no process.
+
+    ``args`` holds the flags given (the parser keeps no defaults); :func:`resolve_config` adds the
+    ``--rerun`` run's and the ``--config`` file's settings and the defaults.
+    """
+    if getattr(args, "help", False):
+        _print_help(getattr(args, "method", None))
+        return 0
+    try:
+        config = resolve_config(args)
+    except ConfigError as exc:
+        print(f"symbolkg solve: {exc}", file=sys.stderr)
+        return 2
+    args = config.namespace()
+    if not args.out:
+        print("symbolkg solve: no results file: give --out RUN.parquet (or `out:` in the --config file)",
+              file=sys.stderr)
+        return 2
+    if args.workers < 1:
+        print(f"symbolkg solve: --workers must be >= 1, got {args.workers}", file=sys.stderr)
+        return 2
     with reaped():
         if args.method != "recorded" or args.engine:
-            return run_llm(args)
-        return run_recorded(args)
+            return run_llm(args, config)
+        return run_recorded(args, config)
+
+
+def resolve_config(args: argparse.Namespace) -> RunConfig:
+    """Every setting of the run: defaults < ``--rerun``'s stored config < ``--config`` file < the flags given.
+
+    A rerun with ``--engine replay`` and no ``--model`` replays the model the stored run used
+    (the name its completions were cached under).
+
+    Raises:
+        ConfigError: a bad file, key or value (one line, see :mod:`symbolkg.jobs.run_config`).
+    """
+    options = schema()
+    given = {k: v for k, v in vars(args).items() if options.dest(k) is not None}
+    stored, meta = stored_source(args.rerun) if getattr(args, "rerun", None) else (None, {})
+    file = load_file(args.config) if getattr(args, "config", None) else None
+    config = resolve(options, given, file=file, stored=stored)
+    if config.values["engine"] == "replay" and config.values["model"] is None and meta.get("model"):
+        config = replace(config, values={**config.values, "model": meta["model"]})
+    return config
 
 
 def _solver_pool(args: argparse.Namespace) -> SolverPool:
@@ -141,35 +236,50 @@ def _solver_pool(args: argparse.Namespace) -> SolverPool:
                             cpus_per_worker=args.cpus_per_worker, ray_address=args.ray_address)
 
 
-def _out_and_input(args: argparse.Namespace) -> tuple[Path, LoadResult] | None:
-    """``--out`` (emptied with ``--overwrite``) and the problems; None when either is wrong (printed)."""
+def _out_and_input(args: argparse.Namespace) -> tuple[Path, ProblemStream] | None:
+    """``--out`` (emptied with ``--overwrite``) and the problems, a stream the job reads as it goes; None when
+    either is wrong (printed)."""
     out = prepare_out(args)
     if out is None:
         return None
-    loaded = load_input(args)
+    loaded = open_input(args)
     return None if loaded is None else (out, loaded)
 
 
-def run_recorded(args: argparse.Namespace) -> int:
+def _input(args: argparse.Namespace) -> dict[str, Any]:
+    """The input's fingerprint: the files the flags name (``--dataset`` as the loader resolved it)."""
+    return input_fingerprint(programs=args.programs, dataset=args.dataset, data_dir=args.data_dir,
+                             selection={"limit": args.limit, "shard": args.shard, "language": args.language,
+                                        "skip_bad": args.skip_bad})
+
+
+def run_recorded(args: argparse.Namespace, config: RunConfig) -> int:
     """``--method recorded`` (the default): the given programs through the solver pool."""
+    # the job (pyarrow, numpy) only when it runs: the CLI builds every command's parser, this one's included
+    from symbolkg.jobs.pipeline.solve import run_solve
+    from symbolkg.jobs.pipeline.store import ResultStore  # as above
+
     prepared = _out_and_input(args)
     if prepared is None:
         return 2
     out, loaded = prepared
-    problems = loaded.problems
-    if not args.programs and not any(p.program for p in problems):
+    if not args.programs and lacks_programs(args):
         print(f"symbolkg solve: dataset {args.dataset} has no programs; give --programs FILE "
               "(LLM methods that write programs come with --method)", file=sys.stderr)
         return 2
     limits = Limits(timeout_s=args.timeout_s, memory_mb=args.memory_mb)
-    store = ResultStore(out, run_info={"source": args.programs or args.dataset, "workers": args.workers,
-                                       "executor": args.executor, "timeout_s": args.timeout_s}, shard=shard_of(args))
+    run_info = {"source": args.programs or args.dataset, "workers": args.workers, "executor": args.executor,
+                "timeout_s": args.timeout_s, "config": config.document(), "provenance": {"input": _input(args)}}
+    store = ResultStore(out, run_info=run_info, shard=shard_of(args))
     pool = _solver_pool(args)
     try:
-        summary = run_solve(problems, store, pool, limits=limits, progress=not args.no_progress,
+        summary = run_solve(loaded, store, pool, limits=limits, progress=not args.no_progress,
                             corrections=not args.no_corrections, cross_check=args.cross_check)
+    except InputError as exc:  # a bad record met without --skip-bad: the rows before it are saved
+        return bad_input(args, exc, loaded)
     finally:
         pool.close()
+    finish_input(loaded)
     print(f"{summary.solved} solved this session, {summary.skipped_done} already done; results: {out}", file=sys.stderr)
     if args.cross_check:
         print(f"cross-check (Z3): {summary.cross_checked} FOL rows, {summary.disagreements} disagreements, "
@@ -203,19 +313,25 @@ def _method_config(args: argparse.Namespace) -> MethodConfig:
                         structured=not args.no_structured, fallback=args.fallback, **budget)
 
 
-def _run_info(args: argparse.Namespace, opts: EngineOptions, cfg: MethodConfig, stage_limits: StageLimits,
-              method: Method) -> dict[str, Any]:
-    """What the results' metadata records of this job."""
+def _run_info(args: argparse.Namespace, config: RunConfig, opts: EngineOptions, cfg: MethodConfig,
+              stage_limits: StageLimits, method: Method) -> dict[str, Any]:
+    """What the results' metadata records of this job (the model's part is added once the engine exists)."""
+    prompts = prompt_ids(args.method, fallback=args.fallback, own=getattr(method, "prompt_templates", None))
     run_info = {"source": args.programs or args.dataset, "method": args.method, "engine": opts.kind,
-                "model": args.model, "workers": args.workers, "max_refine_rounds": cfg.max_refine_rounds,
-                "max_tokens": args.max_tokens, "stage_limits": {"llm": stage_limits.llm, "solve": stage_limits.solve}}
+                "workers": args.workers, "max_refine_rounds": cfg.max_refine_rounds,
+                "max_tokens": args.max_tokens, "stage_limits": {"llm": stage_limits.llm, "solve": stage_limits.solve},
+                "config": config.document(),
+                "provenance": {"input": _input(args), "prompts": prompts, **sampling(cfg, opts)}}
     if method.run_info():
         run_info[args.method] = method.run_info()
     return run_info
 
 
-def run_llm(args: argparse.Namespace) -> int:
+def run_llm(args: argparse.Namespace, config: RunConfig) -> int:
     """``--method NAME --engine ...``: the LLM path, for any registered method."""
+    # the job (pyarrow, numpy) only when it runs: the CLI builds every command's parser, this one's included
+    from symbolkg.jobs.pipeline.gates import StageLimits
+
     if args.method == "recorded":
         print(f"symbolkg solve: --engine needs --method {' or '.join(methods.names())}", file=sys.stderr)
         return 2
@@ -233,31 +349,65 @@ def run_llm(args: argparse.Namespace) -> int:
         return 2
     pool = None
     try:
-        store = ResultStore(out, run_info=_run_info(args, opts, cfg, stage_limits, method), shard=shard_of(args))
         pool = _solver_pool(args) if method.needs_solver or method.wants_solver else None
-        summary = run_with_engine(opts, lambda engine: _job(args, loaded.problems, store, cfg, engine, pool,
-                                                            method, stage_limits))
+        job = _MethodJob(args, loaded, out, _run_info(args, config, opts, cfg, stage_limits, method), opts,
+                         cfg, pool, method, stage_limits)
+        summary = run_with_engine(opts, job.run)
     except EngineDeadError as exc:
         print(f"symbolkg solve: the LLM engine died: {exc}; finished rows are saved, rerun to resume", file=sys.stderr)
         return 1
+    except InputError as exc:  # a bad record met without --skip-bad: the rows before it are saved
+        return bad_input(args, exc, loaded)
     finally:
         method.close()  # idempotent: the job closes it too, unless it never started
         if pool is not None:
             pool.close()
+    finish_input(loaded)
     _print_summary(summary, out)
     return 0
 
 
-async def _job(args: argparse.Namespace, problems: list[Problem], store: ResultStore, cfg: MethodConfig,
-               engine: LLMEngine, pool: SolverPool | None, method: Method, stage_limits: StageLimits) -> SolveSummary:
-    """The method job on ``engine``, metered: the request log `symbolkg profile` reads streams beside the store's file."""
-    metered = MeteredEngine(engine, log_to=store.path)
-    try:
-        return await run_method_job(problems, store, cfg, metered, pool, max_in_flight=args.max_in_flight,
-                                    progress=not args.no_progress, method=method, stage_limits=stage_limits,
-                                    group_contexts=not args.no_group_contexts)
-    finally:
-        metered.flush_log()
+@dataclass(frozen=True)
+class _MethodJob:
+    """One method job, run once its engine exists (the model's name and files' hash go into the metadata).
+
+    Attributes:
+        args: the resolved settings; problems: the input stream (read once, as the job goes);
+        out: ``--out``; run_info: the metadata but the model's (:func:`_run_info`); opts: the engine's
+        options; cfg: the shared method settings; pool: the solver pool, if the method uses one;
+        method: the method, built from its flags; stage_limits: the stage gates.
+    """
+
+    args: argparse.Namespace
+    problems: Iterable[Problem]  # read once, as the job goes
+    out: Path
+    run_info: dict[str, Any]
+    opts: EngineOptions
+    cfg: MethodConfig
+    pool: SolverPool | None
+    method: Method
+    stage_limits: StageLimits
+
+    async def run(self, engine: LLMEngine) -> SolveSummary:
+        """The method job on ``engine``, metered (the request log `symbolkg profile` reads streams beside the results)."""
+        # the job (pyarrow, numpy) only when it runs: the CLI builds every command's parser, this one's included
+        from symbolkg.actors.engines.metered import MeteredEngine
+        from symbolkg.jobs.pipeline.runner import run_method_job  # as above
+        from symbolkg.jobs.pipeline.store import ResultStore  # as above
+
+        model = await asyncio.to_thread(model_record, engine.model, self.opts)  # hashing a model's files: once, slow
+        info = {**self.run_info, "model": engine.model,
+                "provenance": {**self.run_info["provenance"], "model": model}}
+        store = ResultStore(self.out, run_info=info, shard=shard_of(self.args))
+        metered = MeteredEngine(engine, log_to=store.path)
+        args = self.args
+        try:
+            return await run_method_job(self.problems, store, self.cfg, metered, self.pool,
+                                        max_in_flight=args.max_in_flight, progress=not args.no_progress,
+                                        method=self.method, stage_limits=self.stage_limits,
+                                        group_contexts=not args.no_group_contexts)
+        finally:
+            metered.flush_log()
 
 
 def _print_summary(summary: SolveSummary, out: Path) -> None:
@@ -277,6 +427,10 @@ the table reads every row, and the driver's memory should follow the job's work 
 
 def _print_report(out: Path, summary: SolveSummary) -> None:
     """The run's report table on stdout (the union of its shards), or for a big run how to get it."""
+    # the job (pyarrow, numpy) only when it runs: the CLI builds every command's parser, this one's included
+    from symbolkg.jobs.pipeline.store import read_run
+    from symbolkg.jobs.report import format_table, summarize  # as above
+
     if summary.total > REPORT_INLINE_MAX:
         print(f"{summary.total} problems: run `symbolkg report {out}` for the table")
         return

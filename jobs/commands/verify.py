@@ -9,9 +9,12 @@ import time
 from pathlib import Path
 
 from symbolkg.jobs.commands.common import reaped
-from symbolkg.jobs.pipeline.store import run_exists
-from symbolkg.jobs.verify import SUMMARY_KEYS, format_summary, verify_run, write_verdicts
 from symbolkg.solvers.outcomes import Limits
+
+#: The counts of ``--json``'s summary, named in its help: :data:`symbolkg.jobs.verify.SUMMARY_KEYS`, written out
+#: here because the job imports pyarrow and the CLI builds every command's parser (tests/test_startup.py checks
+#: that the two agree).
+SUMMARY_KEYS = ("rows", "executed", "answered", "with_certificate", "verified", "failed", "unverifiable", "no_answer")
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -34,6 +37,9 @@ def run(args: argparse.Namespace) -> int:
     """Exit 0: every certificate holds or is unverifiable; 1: one failed; 2: no run there."""
     # ray is heavy: imported when a pool is made, never to build the parser
     from symbolkg.actors.solver_pool import make_solver_pool
+    # the job (pyarrow) only when the command runs, as ray
+    from symbolkg.jobs.pipeline.store import run_exists
+    from symbolkg.jobs.verify import format_summary, verify_run, write_verdicts  # as above
 
     run_path = Path(args.run)
     if not run_exists(run_path):  # a finished file, parts, or shards (verify reads their union)

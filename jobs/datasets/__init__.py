@@ -13,5 +13,6 @@ A *family* is a reader plus a rule that finds its files (:mod:`.family`); the re
   ``custom/<name>.jsonl``, and any such file given by its path.
 
 :mod:`.records` holds the input errors and record validation, :mod:`.files` the data folder and
-the JSON / JSON Lines readers.
+the JSON / JSON Lines record sources, :mod:`.stream` what every reader yields through: problems read
+as the job reads them, with the skip-bad policy, the limit, the shard and repeated ids on the way.
 """

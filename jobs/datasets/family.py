@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
 
-from symbolkg.jobs.datasets.records import Sink
+from symbolkg.jobs.datasets.stream import ProblemStream, ReadOptions, Sink
+from symbolkg.jobs.pipeline.rows import Problem
 
 
 @dataclass(frozen=True)
@@ -39,9 +40,18 @@ class Dataset:
         """Number of problems, as :meth:`load` would return for a clean file, without building them."""
         return self.family.count(self.path)
 
-    def load(self, sink: Sink) -> None:
-        """Add the dataset's problems to ``sink`` (which applies ``skip_bad`` and ``limit``)."""
-        self.family.read(self, sink)
+    def problems(self, sink: Sink) -> Iterator[Problem]:
+        """The dataset's problems through ``sink`` (which applies ``skip_bad``, the limit and the shard), lazily.
+
+        A file that cannot be read at all raises here (a JSON document is parsed now); the records
+        are read as the problems are.
+        """
+        return self.family.read(self, sink)
+
+    def open(self, options: ReadOptions = ReadOptions()) -> ProblemStream:
+        """The dataset as a :class:`ProblemStream` (file-level errors raise now, bad records as it is read)."""
+        sink = Sink(options)
+        return ProblemStream(self.problems(sink), [sink])
 
 
 @dataclass(frozen=True)
@@ -50,15 +60,19 @@ class Family:
 
     Attributes:
         name: the first part of its datasets' names (``"symba"``).
-        rule: where its files are and how they are named, in words (``symbolkg datasets`` and the
-            README show it; an unknown dataset name lists every family's rule).
+        rule: where its files are and how they are named, in words (``symbolkg datasets`` and
+            docs/USAGE.md show it; an unknown dataset name lists every family's rule).
         find: data folder -> the datasets of this family it holds.
-        read: ``(dataset, sink)`` -> adds the dataset's problems to the sink.
+        read: ``(dataset, sink)`` -> the dataset's problems through the sink, a generator (what
+            cannot wait, such as parsing a JSON document, is done before it is returned).
         count: data file -> number of problems, without building them.
+        carries_programs: whether its records may carry programs (our own format); the recorded path
+            reads a dataset of another family for none.
     """
 
     name: str
     rule: str
     find: Callable[[Path], list[Dataset]]
-    read: Callable[[Dataset, Sink], None]
+    read: Callable[[Dataset, Sink], Iterator[Problem]]
     count: Callable[[Path], int]
+    carries_programs: bool = False

@@ -14,11 +14,12 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from symbolkg.jobs.datasets.family import Dataset, Family
-from symbolkg.jobs.datasets.files import count_jsonl_lines, default_data_dir, jsonl_records
-from symbolkg.jobs.datasets.records import TRUE_FALSE_OPTIONS, Obj, Sink, Where, read_id
+from symbolkg.jobs.datasets.files import JsonLines, count_jsonl_lines, default_data_dir
+from symbolkg.jobs.datasets.records import TRUE_FALSE_OPTIONS, Obj, Where, read_id
+from symbolkg.jobs.datasets.stream import Sink
 from symbolkg.jobs.pipeline.rows import Problem
 
 _TIER_RE = re.compile(r"^[a-z0-9][a-z0-9_.-]*$")
@@ -73,8 +74,8 @@ def _convert(record: Any, where: Where, name: str) -> list[Problem]:
     )]
 
 
-def _read(dataset: Dataset, sink: Sink) -> None:
-    sink.take_all(jsonl_records(dataset.path), lambda record, where: _convert(record, where, dataset.name))
+def _read(dataset: Dataset, sink: Sink) -> Iterator[Problem]:
+    return sink.take_all(JsonLines(dataset.path), lambda record, where: _convert(record, where, dataset.name))
 
 
 FAMILY = Family("logicgraph", "logicgraph/<tier> for every logicgraph/<tier>.jsonl", _find, _read, count_jsonl_lines)

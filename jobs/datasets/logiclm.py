@@ -24,11 +24,13 @@ import os
 import re
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator
 
 from symbolkg.jobs.datasets.family import Dataset, Family
-from symbolkg.jobs.datasets.files import array_records, count_json_array, default_data_dir, read_json_array
-from symbolkg.jobs.datasets.records import InputError, LoadResult, Obj, Sink, Where, read_id
+from symbolkg.jobs.datasets.files import JsonArray, count_json_array, default_data_dir, read_json_array
+from symbolkg.jobs.datasets.records import InputError, LoadResult, Obj, Where, read_id
+from symbolkg.jobs.datasets.stream import ProblemStream, ReadOptions, Sink
+from symbolkg.jobs.pipeline.ids import Shard
 from symbolkg.jobs.pipeline.rows import Problem
 from symbolkg.solvers.outcomes import Program
 from symbolkg.solvers.registry import LANGUAGES
@@ -120,12 +122,12 @@ def _find(root: Path) -> list[Dataset]:
     return found
 
 
-def _read(dataset: Dataset, sink: Sink) -> None:
+def _read(dataset: Dataset, sink: Sink) -> Iterator[Problem]:
     told = None
     if dataset.language is None and dataset.programs is not None:
         told = program_language(_recorded_texts(read_json_array(dataset.programs)))
-    sink.take_all(array_records(dataset.path, read_json_array(dataset.path)),
-                  lambda record, where: [_problem(record, where, dataset.name, dataset.language, told)[0]])
+    return sink.take_all(JsonArray(dataset.path, read_json_array(dataset.path)),
+                         lambda record, where: [_problem(record, where, dataset.name, dataset.language, told)[0]])
 
 
 FAMILY = Family(
@@ -180,10 +182,15 @@ def _data_root(data_dir: str | os.PathLike[str] | None) -> Path | None:
         return None
 
 
-def load_program_data(path: Path, data: list[Any], *, dataset: str | None,
-                      data_dir: str | os.PathLike[str] | None, skip_bad: bool,
-                      language: str | None = None) -> LoadResult:
-    """:func:`load_logiclm_programs` on a file already parsed (``data``)."""
+def open_program_data(path: Path, data: list[Any], *, dataset: str | None,
+                      data_dir: str | os.PathLike[str] | None, options: ReadOptions = ReadOptions(),
+                      language: str | None = None) -> ProblemStream:
+    """:func:`load_logiclm_programs` on a file already parsed (``data``), as a stream.
+
+    The program file is converted whole now (a join by id: its records are in memory already,
+    and its bad records come first, as they always have); the dataset's problems are then read
+    in its order as the stream is, each with its recorded program.
+    """
     root = _data_root(data_dir)
     name = _infer_dataset(path, data, dataset, root)
     texts = _recorded_texts(data)
@@ -202,42 +209,56 @@ def load_program_data(path: Path, data: list[Any], *, dataset: str | None,
         text = programs[0] if programs and programs[0].strip() else None
         return [problem.with_program(Program(language=problem.meta["language"], text=text) if text is not None else None)]
 
-    sink = Sink(skip_bad=skip_bad, limit=None)
-    sink.take_all(array_records(path, data), convert)
+    recorded_sink = Sink(ReadOptions(skip_bad=options.skip_bad))
+    recorded = {p.id: p for p in recorded_sink.take_all(JsonArray(path, data), convert)}
+    # Under a limit every problem up to it is counted, whatever its shard, and its program is not
+    # extra: the sink takes them all and the merge keeps the shard's.
+    sink = Sink(options if options.limit is None else replace(options, shard=None))
     dev = next((d for d in _find(root) if d.name == name), None) if root is not None else None
     if dev is None:
-        return sink.result([
+        sink.notes.append(
             f"{name}: dataset file not found ({root / 'logiclm' if root is not None else 'no data folder'} has no "
             f"folder for it), so problems that have no record in {path} could not be added; any such problems are "
-            "missing from this run"])
-    return _merge(path, name, sink, replace(dev, language=language or told), skip_bad)
+            "missing from this run")
+        return ProblemStream(_of_shard(sink.offer(recorded.values()), options.shard), [recorded_sink, sink])
+    merged = _of_shard(_merged(path, name, recorded, replace(dev, language=language or told), sink, options.shard),
+                       options.shard)
+    return ProblemStream(merged, [recorded_sink, sink])
 
 
-def _merge(path: Path, name: str, sink: Sink, dev: Dataset, skip_bad: bool) -> LoadResult:
-    """The dev set's problems in its order, each with its recorded program (or none); extra records last."""
-    dev_sink = Sink(skip_bad=skip_bad, limit=None)
-    dev.load(dev_sink)
-    by_id = {p.id: p for p in sink.problems}
-    merged: list[Problem] = []
+def _of_shard(problems: Iterable[Problem], shard: Shard | None) -> Iterator[Problem]:
+    """The problems of ``shard`` (all when None)."""
+    return iter(problems) if shard is None else (p for p in problems if shard.takes(p.id))
+
+
+def _merged(path: Path, name: str, recorded: dict[str, Problem], dev: Dataset, sink: Sink,
+            shard: Shard | None) -> Iterator[Problem]:
+    """The dev set's problems in its order, each with its recorded program (or none); extra records last.
+
+    The notes (problems without a program, records not in the dev set) count what the stream
+    carried (of ``shard``), and come at its end.
+    """
     missing: list[str] = []
-    for problem in dev_sink.problems:
-        recorded = by_id.pop(problem.id, None)
-        if recorded is None:
-            missing.append(problem.id)
-            merged.append(problem)
+    for problem in dev.problems(sink):
+        mine = recorded.pop(problem.id, None)
+        if mine is None:
+            if shard is None or shard.takes(problem.id):
+                missing.append(problem.id)
+            yield problem
         else:
             # Program files drop dev.json-only fields (ProntoQA's explanation); keep them.
-            merged.append(replace(recorded, meta={**problem.meta, **recorded.meta}))
-    extra = [p for p in sink.problems if p.id in by_id]
-    merged.extend(extra)
-    notes: list[str] = []
+            yield replace(mine, meta={**problem.meta, **mine.meta})
+    # A sink with a shard passed over another shard's dev problems, so their programs are left here: not extra.
+    sharded = sink.options.shard
+    extra = [p for p in recorded.values() if sharded is None or sharded.takes(p.id)]
+    yield from sink.offer(extra)
     if missing:
         shown = ", ".join(missing[:5]) + (" ..." if len(missing) > 5 else "")
-        notes.append(f"{name}: {len(missing)} problem(s) have no program in {path} and are kept with program=None "
-                     f"(counted as unexecuted): {shown}")
-    if extra:
-        notes.append(f"{name}: {len(extra)} problem(s) of {path} are not in {dev.path}; kept at the end")
-    return LoadResult(merged, sink.errors + dev_sink.errors, notes)
+        sink.notes.append(f"{name}: {len(missing)} problem(s) have no program in {path} and are kept with program=None "
+                          f"(counted as unexecuted): {shown}")
+    extra_here = sum(1 for p in extra if shard is None or shard.takes(p.id))
+    if extra_here:
+        sink.notes.append(f"{name}: {extra_here} problem(s) of {path} are not in {dev.path}; kept at the end")
 
 
 def load_logiclm_programs(
@@ -286,5 +307,5 @@ def load_logiclm_programs(
         raise FileNotFoundError(f"program file {str(path)!r} not found")
     if language is not None and language not in LANGUAGES:
         raise ValueError(f"unknown program language {language!r}; known: {', '.join(sorted(LANGUAGES))}")
-    return load_program_data(path, read_json_array(path), dataset=dataset, data_dir=data_dir, skip_bad=skip_bad,
-                             language=language)
+    return open_program_data(path, read_json_array(path), dataset=dataset, data_dir=data_dir,
+                             options=ReadOptions(skip_bad=skip_bad), language=language).collect()

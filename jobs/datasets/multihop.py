@@ -13,11 +13,12 @@ source's extras (``source``, ``type``, ``level``, ``evidences``, ``question_deco
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from symbolkg.jobs.datasets.family import Dataset, Family
-from symbolkg.jobs.datasets.files import count_jsonl_lines, jsonl_records
-from symbolkg.jobs.datasets.records import Obj, Sink, Where, read_id
+from symbolkg.jobs.datasets.files import JsonLines, count_jsonl_lines
+from symbolkg.jobs.datasets.records import Obj, Where, read_id
+from symbolkg.jobs.datasets.stream import Sink
 from symbolkg.jobs.pipeline.rows import Problem
 
 _CORE = frozenset({"id", "question", "answer", "answer_aliases", "paragraphs"})
@@ -63,8 +64,8 @@ def _convert(record: Any, where: Where, name: str) -> list[Problem]:
     )]
 
 
-def _read(dataset: Dataset, sink: Sink) -> None:
-    sink.take_all(jsonl_records(dataset.path), lambda record, where: _convert(record, where, dataset.name))
+def _read(dataset: Dataset, sink: Sink) -> Iterator[Problem]:
+    return sink.take_all(JsonLines(dataset.path), lambda record, where: _convert(record, where, dataset.name))
 
 
 FAMILY = Family("multihop", "multihop/<name> for every multihop/<name>/dev.jsonl", _find, _read, count_jsonl_lines)

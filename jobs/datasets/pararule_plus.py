@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from symbolkg.jobs.datasets.family import Dataset, Family
-from symbolkg.jobs.datasets.files import jsonl_records
-from symbolkg.jobs.datasets.records import TRUE_FALSE_OPTIONS, Obj, Sink, Where, read_id
+from symbolkg.jobs.datasets.files import JsonLines, jsonl_records
+from symbolkg.jobs.datasets.records import TRUE_FALSE_OPTIONS, Obj, Where, read_id
+from symbolkg.jobs.datasets.stream import Sink
 from symbolkg.jobs.pipeline.rows import Problem
 
 _FILE_RE = re.compile(r"^PARARULE_Plus_Depth(?P<depth>\d+)_(?P<rest>.+)\.jsonl$")
@@ -63,8 +64,18 @@ def _convert(record: Any, where: Where, name: str) -> list[Problem]:
     return problems
 
 
-def _read(dataset: Dataset, sink: Sink) -> None:
-    sink.take_all(jsonl_records(dataset.path), lambda record, where: _convert(record, where, dataset.name))
+def _question_ids(record: Any) -> list[str] | None:
+    """A line's problem ids (its questions'), when each is a non-blank string; else None (the line is converted)."""
+    questions = record.get("questions") if isinstance(record, dict) else None
+    if not isinstance(questions, list):
+        return None
+    ids = [q.get("id") if isinstance(q, dict) else None for q in questions]
+    return ids if all(isinstance(i, str) and i.strip() for i in ids) else None  # type: ignore[return-value]
+
+
+def _read(dataset: Dataset, sink: Sink) -> Iterator[Problem]:
+    return sink.take_all(JsonLines(dataset.path), lambda record, where: _convert(record, where, dataset.name),
+                         ids=_question_ids)
 
 
 def _count(path: Path) -> int:

@@ -3,8 +3,9 @@
 Errors are data at row level, exceptions at file level. A malformed record raises
 :class:`InputError` naming the file, the line (JSONL) or 1-based record index (JSON array,
 Parquet), and the field; with ``skip_bad=True`` the record is skipped and its error is
-collected in :attr:`LoadResult.errors` instead. A file that cannot be read at all (missing,
-not JSON, wrong top-level shape) always raises.
+collected instead (:attr:`LoadResult.errors`, or a stream's ``errors`` as it is read:
+:mod:`symbolkg.jobs.datasets.stream`). A file that cannot be read at all (missing, not JSON,
+wrong top-level shape) always raises.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable
+from typing import Any
 
 from symbolkg.jobs.pipeline.rows import Problem
 
@@ -218,60 +219,9 @@ class Obj:
 
 
 def check_limit(limit: int | None) -> None:
+    """Raise ValueError unless ``limit`` is None or an integer >= 0."""
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
         raise ValueError(f"limit must be a non-negative integer or None, got {limit!r}")
-
-
-class Sink:
-    """Per-call accumulator: duplicate-id check, ``skip_bad`` policy and ``limit``."""
-
-    def __init__(self, *, skip_bad: bool, limit: int | None) -> None:
-        check_limit(limit)
-        self.skip_bad = skip_bad
-        self.limit = limit
-        self.problems: list[Problem] = []
-        self.errors: list[InputError] = []
-        self._first_seen: dict[str, Where] = {}
-
-    @property
-    def full(self) -> bool:
-        return self.limit is not None and len(self.problems) >= self.limit
-
-    def bad(self, error: InputError) -> None:
-        if not self.skip_bad:
-            raise error
-        self.errors.append(error)
-
-    def take(self, where: Where, record: Any, convert: Callable[[Any, Where], list[Problem]]) -> None:
-        """Convert one record and add its problems, routing any InputError through :meth:`bad`."""
-        if isinstance(record, InputError):
-            self.bad(record)
-            return
-        try:
-            problems = convert(record, where)
-        except InputError as error:
-            self.bad(error)
-            return
-        for problem in problems:
-            if self.full:
-                return
-            first = self._first_seen.get(problem.id)
-            if first is not None:
-                at = f"{first.unit} {first.line}" if first.line is not None else "earlier"
-                self.bad(where.with_id(problem.id).error("id", f"duplicate id {problem.id!r} (first at {at})"))
-                continue
-            self._first_seen[problem.id] = where
-            self.problems.append(problem)
-
-    def take_all(self, records: Iterable[tuple[Where, Any]], convert: Callable[[Any, Where], list[Problem]]) -> None:
-        """:meth:`take` every record until the sink is full."""
-        for where, record in records:
-            if self.full:
-                break
-            self.take(where, record, convert)
-
-    def result(self, notes: list[str] | None = None) -> LoadResult:
-        return LoadResult(self.problems, self.errors, notes or [])
 
 
 def read_id(obj: Obj, key: str = "id") -> str:

@@ -8,6 +8,11 @@ lists them. A user's own file is loaded by its path.
 Mapping into :class:`~symbolkg.jobs.pipeline.rows.Problem`: ``dataset`` is always the dataset's
 name; each family's module says how its records map (``logiclm``, ``pararule_plus``, ``symba``,
 ``logicgraph``, ``multihop``, ``user``).
+
+Two ways to read: ``open_*`` return a :class:`~symbolkg.jobs.datasets.stream.ProblemStream` that
+reads the input as the caller does (what a job uses: its first problem starts while the rest is
+on disk, and memory does not grow with the file); ``load_*`` read it all into a
+:class:`~symbolkg.jobs.datasets.records.LoadResult` (small sets, tests, tools that need a list).
 """
 
 from __future__ import annotations
@@ -18,8 +23,9 @@ from pathlib import Path
 
 from symbolkg.jobs.datasets import logicgraph, logiclm, multihop, pararule_plus, symba, user
 from symbolkg.jobs.datasets.family import Dataset, Family
-from symbolkg.jobs.datasets.files import array_records, default_data_dir, read_json_array
-from symbolkg.jobs.datasets.records import LoadResult, Sink, check_limit
+from symbolkg.jobs.datasets.files import JsonArray, default_data_dir, read_json_array
+from symbolkg.jobs.datasets.records import LoadResult, check_limit
+from symbolkg.jobs.datasets.stream import ProblemStream, ReadOptions
 from symbolkg.solvers.registry import LANGUAGES
 
 #: Every dataset family, in the order ``symbolkg datasets`` lists them.
@@ -139,6 +145,38 @@ def dataset_counts(data_dir: str | os.PathLike[str] | None = None) -> dict[str, 
     return {name: dataset.count() for name, dataset in find_datasets(data_dir).items()}
 
 
+def open_dataset(
+    name: str,
+    data_dir: str | os.PathLike[str] | None = None,
+    *,
+    options: ReadOptions = ReadOptions(),
+    language: str | None = None,
+) -> ProblemStream:
+    """:func:`load_dataset`'s problems as a stream (``options``: skip-bad, limit, shard).
+
+    Raises:
+        ValueError, FileNotFoundError: as :func:`load_dataset`, now.
+        InputError: an unreadable file now; a bad record (unless ``skip_bad``) when the stream reaches it.
+    """
+    return find_dataset(name, data_dir, language=language).open(options)
+
+
+def carries_programs(name: str, data_dir: str | os.PathLike[str] | None = None, *, limit: int | None = None) -> bool:
+    """Whether any of the first ``limit`` problems of the dataset ``name`` has a program.
+
+    Only our own format carries programs, so another family's dataset is not read; a file of ours
+    is read up to its first program (bad records skipped here: the job reports them).
+    """
+    dataset = find_dataset(name, data_dir)
+    if not dataset.family.carries_programs:
+        return False
+    stream = dataset.open(ReadOptions(skip_bad=True, limit=limit))
+    try:
+        return any(p.program is not None for p in stream)
+    finally:
+        stream.close()
+
+
 def load_dataset(
     name: str,
     data_dir: str | os.PathLike[str] | None = None,
@@ -162,10 +200,7 @@ def load_dataset(
         InputError: a bad record (unless ``skip_bad``) or an unreadable file.
     """
     check_limit(limit)
-    dataset = find_dataset(name, data_dir, language=language)
-    sink = Sink(skip_bad=skip_bad, limit=limit)
-    dataset.load(sink)
-    return sink.result()
+    return open_dataset(name, data_dir, options=ReadOptions(skip_bad, limit), language=language).collect()
 
 
 def load_problems(
@@ -198,21 +233,40 @@ def load_problems(
         ValueError: ``source`` is neither a dataset name nor a supported file.
         FileNotFoundError, InputError: as the loaders.
     """
+    check_limit(limit)
+    return open_problems(source, data_dir, options=ReadOptions(skip_bad, limit), dataset=dataset,
+                         language=language).collect()
+
+
+def open_problems(
+    source: str,
+    data_dir: str | os.PathLike[str] | None = None,
+    *,
+    options: ReadOptions = ReadOptions(),
+    dataset: str | None = None,
+    language: str | None = None,
+) -> ProblemStream:
+    """:func:`load_problems`' problems as a stream (``options``: skip-bad, limit, shard).
+
+    A file that cannot be read at all (a JSON document that does not parse, a Parquet file with an
+    unknown column) raises now; a bad record (unless ``skip_bad``) when the stream reaches it.
+
+    Raises:
+        ValueError, FileNotFoundError, InputError: as :func:`load_problems`.
+    """
     path = Path(source)
     suffix = path.suffix.lower()
     if suffix not in _USER_SUFFIXES:
         if source in _names_if_any(data_dir):
-            return load_dataset(source, data_dir, skip_bad=skip_bad, limit=limit, language=language)
+            return open_dataset(source, data_dir, options=options, language=language)
         raise ValueError(f"{source!r} is neither a dataset ({', '.join(_names_if_any(data_dir))}) nor a "
                          ".jsonl/.json/.parquet file")
     if not path.is_file():
         raise FileNotFoundError(f"problem file {str(path)!r} not found")
     if suffix != ".json":
-        return user.load_generic(path, dataset=dataset or "custom", skip_bad=skip_bad, limit=limit)
-    data = read_json_array(path)  # parsed once, handed to whichever loader applies
+        return user.open_generic(path, dataset=dataset or "custom", options=options)
+    data = read_json_array(path)  # parsed once, handed to whichever reader applies
     if any(isinstance(r, dict) and "raw_logic_programs" in r for r in data):
-        check_limit(limit)
-        result = logiclm.load_program_data(path, data, dataset=dataset, data_dir=data_dir, skip_bad=skip_bad,
-                                           language=language)
-        return LoadResult(result.problems[:limit], result.errors, result.notes) if limit is not None else result
-    return user.load_records(array_records(path, data), dataset=dataset or "custom", skip_bad=skip_bad, limit=limit)
+        return logiclm.open_program_data(path, data, dataset=dataset, data_dir=data_dir, options=options,
+                                         language=language)
+    return user.open_records(JsonArray(path, data), dataset=dataset or "custom", options=options)

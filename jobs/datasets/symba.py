@@ -32,11 +32,12 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from symbolkg.jobs.datasets.family import Dataset, Family
-from symbolkg.jobs.datasets.files import array_records, count_json_array, read_json_array
-from symbolkg.jobs.datasets.records import TRUE_FALSE_OPTIONS, Obj, Sink, Where, type_name
+from symbolkg.jobs.datasets.files import JsonArray, array_records, count_json_array, read_json_array
+from symbolkg.jobs.datasets.records import TRUE_FALSE_OPTIONS, Obj, Where, type_name
+from symbolkg.jobs.datasets.stream import Sink
 from symbolkg.jobs.pipeline.rows import Problem
 
 _QUOTED = re.compile(r'"(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\'')
@@ -136,11 +137,12 @@ def _convert(record: Any, where: Where, dataset: Dataset, world: dict[str, list[
                     options=options, answer=answer, meta=meta)]
 
 
-def _read(dataset: Dataset, sink: Sink) -> None:
+def _read(dataset: Dataset, sink: Sink) -> Iterator[Problem]:
     world_path = dataset.path.parent / "world_data.json"
     world = _world_rules(world_path) if world_path.is_file() else {}
-    sink.take_all(array_records(dataset.path, read_json_array(dataset.path)),
-                  lambda record, where: _convert(record, where, dataset, world, world_path))
+    # The problem id is the folder's name and the record's id as text: converted to be read.
+    return sink.take_all(JsonArray(dataset.path, read_json_array(dataset.path)),
+                         lambda record, where: _convert(record, where, dataset, world, world_path), ids=None)
 
 
 FAMILY = Family(

@@ -18,12 +18,13 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from symbolkg.jobs.datasets.family import Dataset, Family
-from symbolkg.jobs.datasets.files import array_records, count_jsonl_lines, jsonl_records, read_json_array
-from symbolkg.jobs.datasets.records import InputError, LoadResult, Obj, Sink, Where, read_id, type_name
-from symbolkg.jobs.pipeline.rows import PROBLEM_SCHEMA, Problem
+from symbolkg.jobs.datasets.files import JsonArray, JsonLines, RecordSource, count_jsonl_lines, read_json_array
+from symbolkg.jobs.datasets.records import InputError, LoadResult, Obj, Where, read_id, type_name
+from symbolkg.jobs.datasets.stream import ProblemStream, ReadOptions, Sink
+from symbolkg.jobs.pipeline.rows import Problem
 from symbolkg.solvers.outcomes import Program
 from symbolkg.solvers.registry import LANGUAGES
 
@@ -96,25 +97,77 @@ def _generic_problem(record: Any, where: Where, default_dataset: str) -> Problem
     )
 
 
-def _parquet_records(path: Path) -> Iterator[tuple[Where, Any]]:
-    import pyarrow as pa
-    import pyarrow.parquet as pq
+class ParquetRows:
+    """The rows of a Parquet file of :data:`~symbolkg.jobs.pipeline.tables.PROBLEM_SCHEMA`'s columns, a batch at a time.
 
-    try:
-        table = pq.read_table(path)
-    except (pa.ArrowException, OSError) as exc:
-        raise InputError(path, None, None, f"not a readable Parquet file: {exc}") from None
-    unknown = sorted(set(table.column_names) - set(PROBLEM_SCHEMA.names))
-    if unknown:
-        raise InputError(
-            path, None, unknown[0], f"unknown column(s) {', '.join(map(repr, unknown))}; allowed: {', '.join(PROBLEM_SCHEMA.names)}"
-        )
-    for required in ("id", "context", "question"):
-        if required not in table.column_names:
-            raise InputError(path, None, required, "required column is missing")
-    for index, row in enumerate(table.to_pylist(), start=1):
-        # Null cells mean "absent", as a missing key would in JSON.
-        yield Where(str(path), index, "row"), {k: v for k, v in row.items() if v is not None}
+    The columns are checked when the file is opened (an unknown or missing column is fatal); the
+    rows are read by record batches (``iter_batches``), so memory follows one batch. Null cells
+    mean "absent", as a missing key would in JSON. Rows are numbered from 1 (``row N`` in errors).
+    """
+
+    BATCH_ROWS = 1024
+
+    def __init__(self, path: Path) -> None:
+        import pyarrow as pa  # heavy and only for Parquet input: imported when such a file is opened
+        import pyarrow.parquet as pq
+
+        from symbolkg.jobs.pipeline.tables import PROBLEM_SCHEMA  # pyarrow too: only for Parquet input, as above
+
+        self.path = Path(path)
+        self._arrow_errors = (pa.ArrowException, OSError)
+        try:
+            self._file = pq.ParquetFile(self.path)
+            names = self._file.schema_arrow.names
+        except self._arrow_errors as exc:
+            raise InputError(self.path, None, None, f"not a readable Parquet file: {exc}") from None
+        unknown = sorted(set(names) - set(PROBLEM_SCHEMA.names))
+        if unknown:
+            raise InputError(self.path, None, unknown[0], f"unknown column(s) {', '.join(map(repr, unknown))}; "
+                             f"allowed: {', '.join(PROBLEM_SCHEMA.names)}")
+        for required in ("id", "context", "question"):
+            if required not in names:
+                raise InputError(self.path, None, required, "required column is missing")
+
+    def records(self, passes_over: Callable[[str], bool] | None = None) -> Iterator[tuple[Where, Any]]:
+        index = 0
+        try:
+            for batch in self._file.iter_batches(batch_size=self.BATCH_ROWS):
+                for row in batch.to_pylist():
+                    index += 1
+                    yield Where(str(self.path), index, "row"), {k: v for k, v in row.items() if v is not None}
+        except self._arrow_errors as exc:
+            raise InputError(self.path, None, None, f"not a readable Parquet file: {exc}") from None
+
+    def reread(self, position: int) -> tuple[Where, Any]:
+        """Row ``position``, from its row group (a repeated id's first copy: rare)."""
+        start = 0
+        for group in range(self._file.num_row_groups):
+            rows = self._file.metadata.row_group(group).num_rows
+            if position <= start + rows:
+                row = self._file.read_row_group(group).slice(position - start - 1, 1).to_pylist()[0]
+                return Where(str(self.path), position, "row"), {k: v for k, v in row.items() if v is not None}
+            start += rows
+        raise ValueError(f"{self.path}: no row {position}")
+
+
+def open_generic(
+    path: str | os.PathLike[str],
+    *,
+    dataset: str = "custom",
+    options: ReadOptions = ReadOptions(),
+) -> ProblemStream:
+    """:func:`load_generic`'s problems as a stream, read as the caller reads it (:mod:`symbolkg.jobs.datasets.stream`).
+
+    Raises:
+        FileNotFoundError: the file does not exist.
+        ValueError: an unsupported suffix.
+        InputError: a Parquet file that cannot be opened, or has an unknown or missing column
+            (now); a bad record (unless ``skip_bad``), when the stream reaches it.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"problem file {str(path)!r} not found")
+    return open_records(_source(path), dataset=dataset, options=options)
 
 
 def load_generic(
@@ -127,7 +180,7 @@ def load_generic(
     """Load problems in our own format.
 
     Formats, by file suffix: ``.jsonl`` (one JSON object per line), ``.parquet`` (columns of
-    :data:`symbolkg.jobs.pipeline.rows.PROBLEM_SCHEMA`; nulls mean absent) or ``.json`` (a JSON array of
+    :data:`symbolkg.jobs.pipeline.tables.PROBLEM_SCHEMA`; nulls mean absent) or ``.json`` (a JSON array of
     the same objects). Fields:
 
     * ``id`` (string, required, unique in the file),
@@ -140,7 +193,8 @@ def load_generic(
     * ``dataset`` (string, optional; overrides the ``dataset`` argument for that row).
 
     Unknown fields are an error that names them, so typos (``"questoin"``) are caught
-    instead of silently dropped. A line that is not valid JSON is a bad row.
+    instead of silently dropped. A line that is not valid JSON is a bad row. A job reads the
+    same problems as a stream instead (:func:`open_generic`).
 
     Args:
         path: the file.
@@ -153,30 +207,25 @@ def load_generic(
         FileNotFoundError: the file does not exist.
         ValueError: an unsupported suffix.
     """
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"problem file {str(path)!r} not found")
-    return load_records(_records(path), dataset=dataset, skip_bad=skip_bad, limit=limit)
+    return open_generic(path, dataset=dataset, options=ReadOptions(skip_bad=skip_bad, limit=limit)).collect()
 
 
-def _records(path: Path) -> Iterator[tuple[Where, Any]]:
+def _source(path: Path) -> RecordSource:
     """The records of a file in our format, by its suffix (``.jsonl``, ``.parquet``, ``.json``)."""
     suffix = path.suffix.lower()
     if suffix == ".jsonl":
-        return jsonl_records(path)
+        return JsonLines(path)
     if suffix == ".parquet":
-        return _parquet_records(path)
+        return ParquetRows(path)
     if suffix == ".json":
-        return array_records(path, read_json_array(path))
+        return JsonArray(path, read_json_array(path))
     raise ValueError(f"{path}: unsupported file type {suffix!r}; use .jsonl, .json or .parquet")
 
 
-def load_records(
-    records: Iterator[tuple[Where, Any]], *, dataset: str, skip_bad: bool, limit: int | None
-) -> LoadResult:
-    sink = Sink(skip_bad=skip_bad, limit=limit)
-    sink.take_all(records, lambda rec, at: [_generic_problem(rec, at, dataset)])
-    return sink.result()
+def open_records(source: RecordSource, *, dataset: str, options: ReadOptions) -> ProblemStream:
+    """The problems of records in our format (``dataset``: the default of their ``dataset`` field), as a stream."""
+    sink = Sink(options)
+    return ProblemStream(sink.take_all(source, lambda rec, at: [_generic_problem(rec, at, dataset)]), [sink])
 
 
 def _find(root: Path) -> list[Dataset]:
@@ -191,10 +240,9 @@ def user_dataset(path: Path) -> Dataset:
     return Dataset(f"custom/{path.stem}", path, FAMILY)
 
 
-def _read(dataset: Dataset, sink: Sink) -> None:
-    sink.take_all(_records(dataset.path), lambda rec, at: [_generic_problem(rec, at, dataset.name)])
+def _read(dataset: Dataset, sink: Sink) -> Iterator[Problem]:
+    return sink.take_all(_source(dataset.path), lambda rec, at: [_generic_problem(rec, at, dataset.name)])
 
 
 FAMILY = Family("custom", "custom/<name> for every custom/<name>.jsonl (our own format), or any such file by its path",
-                _find, _read, count_jsonl_lines)
-
+                _find, _read, count_jsonl_lines, carries_programs=True)

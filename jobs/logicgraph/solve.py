@@ -30,23 +30,22 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from symbolkg.actors.engines.base import EngineDeadError, LLMEngine, SamplingParams
 from symbolkg.actors.engines.factory import ENGINES, EngineOptions
-from symbolkg.actors.engines.metered import MeteredEngine, write_request_log
 from symbolkg.jobs.commands.common import DATA_DIR_HELP, run_with_engine
 from symbolkg.jobs.datasets.records import InputError
-from symbolkg.jobs.datasets.registry import load_dataset
 from symbolkg.jobs.logicgraph.verify import format_report, verify_run
 from symbolkg.jobs.methods import MethodConfig
 from symbolkg.jobs.methods.multipath import Multipath, instance_of
 from symbolkg.jobs.pipeline.rows import Problem
-from symbolkg.jobs.pipeline.runner import run_method_job
-from symbolkg.jobs.pipeline.store import ResultStore, read_run
 from symbolkg.solvers.logicgraph.instances import Instance, InstanceError
 from symbolkg.solvers.logicgraph.prompts import parse_answer
 from symbolkg.solvers.outcomes import ErrorKind
+
+if TYPE_CHECKING:
+    from symbolkg.jobs.pipeline.store import ResultStore
 
 #: LogicGraph paper, Table 4: the best model's averages over Small/Medium/Large (and its Small column).
 PAPER_BEST = {
@@ -122,6 +121,9 @@ class SolveRun:
         return self.out / RESULTS
 
     def store(self) -> ResultStore:
+        # the job's Parquet side (pyarrow) only when the command runs: the CLI builds every command's parser
+        from symbolkg.jobs.pipeline.store import ResultStore
+
         return ResultStore(self.results, run_info=self.run_info)
 
     def pending(self) -> list[str]:
@@ -135,6 +137,10 @@ class SolveRun:
         Raises:
             EngineDeadError: the engine died; the rows finished so far are saved (a rerun resumes).
         """
+        # the job's Parquet side (pyarrow) only when the command runs: the CLI builds every command's parser
+        from symbolkg.actors.engines.metered import MeteredEngine, write_request_log
+        from symbolkg.jobs.pipeline.runner import run_method_job  # as above
+
         asked = set(self.pending())
         store, metered = self.store(), MeteredEngine(engine)
         t0 = time.monotonic()
@@ -155,6 +161,9 @@ class SolveRun:
 
     def rows(self) -> dict[str, dict[str, Any]]:
         """The recorded rows (merged or not), by instance id; empty before the first row."""
+        # the job's Parquet side (pyarrow) only when the command runs: the CLI builds every command's parser
+        from symbolkg.jobs.pipeline.store import read_run
+
         try:
             table, _ = read_run(self.results)
         except FileNotFoundError:
@@ -233,6 +242,9 @@ def _write_atomically(path: Path, text: str) -> None:
 
 def _problems(args: argparse.Namespace) -> list[Problem]:
     """The instances ``--dataset``, ``--ids`` and ``--limit`` name, as problems. Raises ValueError on a bad choice."""
+    # the dataset readers (numpy) only when the command runs: the CLI builds every command's parser
+    from symbolkg.jobs.datasets.registry import load_dataset
+
     loaded = load_dataset(args.dataset, args.data_dir, limit=None if args.ids else args.limit)
     if not args.ids:
         return list(loaded.problems)

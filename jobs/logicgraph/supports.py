@@ -27,7 +27,6 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from symbolkg.jobs.datasets.registry import dataset_path
 from symbolkg.solvers.logicgraph.instances import Instance, InstanceError, load_instances
 from symbolkg.solvers.logicgraph.elimination import minimal_supports
 from symbolkg.solvers.logicgraph.elimination_check import check_certificate
@@ -208,6 +207,9 @@ def run(args: argparse.Namespace) -> int:
     if args.limit is not None and args.limit < 1:
         print(f"symbolkg logicgraph supports: --limit must be >= 1, got {args.limit}", file=sys.stderr)
         return 2
+    # the dataset readers (numpy) only when the command runs: the CLI builds every command's parser
+    from symbolkg.jobs.datasets.registry import dataset_path
+
     try:
         path = dataset_path(args.dataset, args.data_dir)
     except (FileNotFoundError, ValueError) as exc:

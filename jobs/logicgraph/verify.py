@@ -35,8 +35,6 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from symbolkg.jobs.datasets.logicgraph import logicgraph_tiers
-from symbolkg.jobs.datasets.registry import dataset_path
 from symbolkg.solvers.logicgraph.instances import Instance, InstanceError, load_instances
 from symbolkg.solvers.logicgraph.proofs import LABELS, MALFORMED, PathCheck, check_path
 
@@ -717,6 +715,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _load(args: argparse.Namespace) -> list[Instance]:
+    # the dataset readers (numpy) only when the command runs: the CLI builds every command's parser, and the
+    # multipath method, which the parser imports too, verifies with this module
+    from symbolkg.jobs.datasets.logicgraph import logicgraph_tiers
+    from symbolkg.jobs.datasets.registry import dataset_path  # as above
+
     # the paper's tier order (Small/Medium/Large) first, any generated tier after
     order = {"logicgraph/small": 0, "logicgraph/medium": 1, "logicgraph/large": 2}
     names = args.dataset or sorted(logicgraph_tiers(args.data_dir), key=lambda n: (order.get(n, 3), n))

@@ -19,13 +19,17 @@ from __future__ import annotations
 import importlib
 from dataclasses import replace
 from importlib.metadata import entry_points
+from typing import TYPE_CHECKING
 
 from symbolkg.actors.engines.base import LLMEngine
 from symbolkg.jobs.methods.base import Ledger, Method, MethodConfig, MethodContext
 from symbolkg.jobs.methods.baseline import answer_directly
 from symbolkg.jobs.pipeline.answers import is_correct
 from symbolkg.jobs.pipeline.rows import Problem, ResultRow
-from symbolkg.solvers.runtime.local_pool import SolverPool
+
+if TYPE_CHECKING:
+    # a type only: the pool's module brings the solver registry, not needed to list a method's flags
+    from symbolkg.solvers.runtime.local_pool import SolverPool
 
 #: The built-in methods: name -> "module:Class". One registration line per method.
 BUILTIN: dict[str, str] = {

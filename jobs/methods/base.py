@@ -35,13 +35,16 @@ import argparse
 import json
 import time
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, Sequence
 
 from symbolkg.actors.engines.base import ChatRequest, Completion, EngineError, LLMEngine, Message, SamplingParams, StructuredOutput
 from symbolkg.jobs.pipeline.answers import is_correct
 from symbolkg.jobs.pipeline.rows import Problem, ResultRow, certificate_json
-from symbolkg.solvers.runtime.local_pool import SolverPool
 from symbolkg.solvers.outcomes import Limits, Outcome, Status
+
+if TYPE_CHECKING:
+    # a type only: the pool's module brings the solver registry, not needed to list a method's flags
+    from symbolkg.solvers.runtime.local_pool import SolverPool
 
 __all__ = ["Ledger", "Method", "MethodConfig", "MethodContext", "Outcome", "Status"]
 

@@ -14,10 +14,12 @@ only used here, never imported.
 
 from __future__ import annotations
 
+import argparse
 import time
 from dataclasses import dataclass, field, replace
+from typing import Any
 
-from symbolkg.actors.engines.base import EngineDeadError, EngineError
+from symbolkg.actors.engines.base import Completion, EngineDeadError, EngineError
 from symbolkg.jobs.pipeline.answers import interpret
 from symbolkg.jobs.methods.base import Method, MethodContext
 from symbolkg.jobs.pipeline.rows import Problem, ResultRow
@@ -68,6 +70,7 @@ class Formalized:
     corrections: list[str] = field(default_factory=list)
     original_program: str | None = None
     remaining: list[dict] = field(default_factory=list)
+    _kept_rank: int = field(default=-1, repr=False)
 
     def trace(self) -> dict:
         """The row's ``trace`` entries of the checks, with the keys the direct path writes (:func:`symbolkg.solvers.checks.checked_solve_entries`)."""
@@ -78,6 +81,13 @@ class Formalized:
             entries["remaining"] = self.remaining
         return entries
 
+    def keep_if_best(self, one: _Round) -> None:
+        """Keep ``one`` when it ranks at least as well as the kept round (the later wins a tie)."""
+        if one.rank >= self._kept_rank:
+            self.outcome, self.program, self.checks = one.outcome, one.program, one.findings
+            self.worker, self.pool_attempts = one.worker, one.pool_attempts
+            self.kept_round, self._kept_rank = one.number, one.rank
+
     def final_outcome(self) -> Outcome:
         """The loop's outcome, or an LLM error outcome when no program was ever run."""
         if self.outcome is not None:
@@ -87,7 +97,7 @@ class Formalized:
 
 
 async def formalize_solve_refine(problem: Problem, ctx: MethodContext, *, language: str, run_as: str | None = None,
-                                 context: str | None = None, hints: str = "") -> Formalized:
+                                 context: str | None = None, hints: str = "", grammar: str = "skeleton") -> Formalized:
     """The shared loop: ask for a program, run it, feed errors back, at most ``1 + max_refine_rounds`` times.
 
     Each round's program also goes through the formalization checks (:mod:`symbolkg.solvers.checks`:
@@ -108,6 +118,7 @@ async def formalize_solve_refine(problem: Problem, ctx: MethodContext, *, langua
         run_as: the registry language the pool runs (default ``language``).
         context: the premises shown (default the problem's whole context).
         hints: knowledge-graph symbols shown after the context (:func:`symbolkg.solvers.prompts.formulation_messages`).
+        grammar: what structured decoding constrains in every request (prompts.program_structured_output).
 
     Raises:
         EngineDeadError: the engine is gone.
@@ -119,53 +130,93 @@ async def formalize_solve_refine(problem: Problem, ctx: MethodContext, *, langua
     context = problem.context if context is None else context
     run_as = run_as or language
     pairs = prompts.formulation_messages(language, context, problem.question, problem.options, hints)
-    structured = ctx.structured(prompts.program_structured_output(language))
+    structured = ctx.structured(prompts.program_structured_output(language, grammar))
     out = Formalized()
-    best_rank = -1
     for round_no in range(1, cfg.max_refine_rounds + 2):
         purpose = "formulate" if round_no == 1 else "refine"
-        request = ctx.chat(problem, purpose, pairs, params=cfg.formulate_params, structured=structured,
-                           request_id=f"{problem.id}/{purpose}/{round_no}")
-        t0 = time.perf_counter()
-        try:
-            completion = await ctx.ask(request)
-        except EngineDeadError:
-            raise
-        except EngineError as exc:
-            # No (further) program from the LLM: keep the last outcome. The recorded engine
-            # lands here for repairs it does not have.
-            out.attempts.append({"round": round_no, "purpose": purpose, "engine_error": str(exc)})
+        completion = await _ask_program(problem, ctx, pairs, structured, round_no, purpose, out)
+        if completion is None:
             break
-        finally:
-            out.seconds["formalize" if round_no == 1 else "refine"] += time.perf_counter() - t0
         out.rounds = round_no
-        program = prompts.extract_program(language, completion.text)
-        t0 = time.perf_counter()
-        result = await ctx.solver.solve(SolveRequest(problem.id, run_as, program, cfg.limits,
-                                                     _check_spec(problem, corrections=False)))
-        out.seconds["solve"] += time.perf_counter() - t0
-        outcome, entries = _split_checks(result.outcome)
-        findings = entries.get("checks", [])
-        check_errors = [checks.Finding.from_dict(f) for f in findings if f["severity"] == "error"]
-        rank = 2 if outcome.executed and not check_errors else 1 if outcome.executed else 0
-        if rank >= best_rank:  # keep the best round (docstring)
-            best_rank = rank
-            out.outcome, out.program, out.worker, out.pool_attempts = outcome, program, result.worker, result.attempts
-            out.checks = findings
-            out.kept_round = round_no
-        out.attempts.append({
-            "round": round_no, "purpose": purpose, "program": program, "completion": completion.text,
-            "prompt_tokens": completion.prompt_tokens, "completion_tokens": completion.completion_tokens,
-            "llm_seconds": round(completion.latency_s, 4), "cached": completion.cached,
-            "outcome": {k: v for k, v in outcome.to_dict().items() if k != "proof"},
-            "checks": findings,
-        })
-        if (outcome.executed and not check_errors) or round_no > cfg.max_refine_rounds:
+        one = await _run_round(problem, ctx, language, run_as, completion, round_no, purpose, out)
+        out.keep_if_best(one)
+        out.attempts.append(one.attempt())
+        if one.rank == _RANK_CLEAN or round_no > cfg.max_refine_rounds:
             break
-        pairs = _repair_messages(language, context, problem, program, outcome, check_errors, hints, completion.text)
+        pairs = _repair_messages(language, context, problem, one.program, one.outcome, one.check_errors, hints,
+                                 completion.text)
     if out.program is not None:
         await _correct_kept_round(problem, ctx, out, run_as)
     return out
+
+
+#: A round's rank (:attr:`_Round.rank`): executed without check errors > executed with > not executed.
+_RANK_CLEAN, _RANK_FLAGGED, _RANK_FAILED = 2, 1, 0
+
+
+@dataclass
+class _Round:
+    """One formulate/refine round: the program the model wrote, its outcome and its checks' findings."""
+
+    number: int
+    purpose: str
+    program: str
+    completion: Completion
+    outcome: Outcome
+    findings: list[dict]
+    worker: str
+    pool_attempts: int
+
+    @property
+    def check_errors(self) -> list[checks.Finding]:
+        return [checks.Finding.from_dict(f) for f in self.findings if f["severity"] == "error"]
+
+    @property
+    def rank(self) -> int:
+        if not self.outcome.executed:
+            return _RANK_FAILED
+        return _RANK_FLAGGED if self.check_errors else _RANK_CLEAN
+
+    def attempt(self) -> dict:
+        """The round's entry of the row's ``attempts_log``."""
+        c = self.completion
+        return {"round": self.number, "purpose": self.purpose, "program": self.program, "completion": c.text,
+                "prompt_tokens": c.prompt_tokens, "completion_tokens": c.completion_tokens,
+                "llm_seconds": round(c.latency_s, 4), "cached": c.cached,
+                "outcome": {k: v for k, v in self.outcome.to_dict().items() if k != "proof"},
+                "checks": self.findings}
+
+
+async def _ask_program(problem: Problem, ctx: MethodContext, pairs: list, structured: Any, round_no: int,
+                       purpose: str, out: Formalized) -> Completion | None:
+    """One round's request for a program; None when the engine gave none (recorded in ``out.attempts``)."""
+    request = ctx.chat(problem, purpose, pairs, params=ctx.config.formulate_params, structured=structured,
+                       request_id=f"{problem.id}/{purpose}/{round_no}")
+    t0 = time.perf_counter()
+    try:
+        return await ctx.ask(request)
+    except EngineDeadError:
+        raise
+    except EngineError as exc:
+        # No (further) program from the LLM: keep the last outcome. The recorded engine lands here
+        # for repairs it does not have.
+        out.attempts.append({"round": round_no, "purpose": purpose, "engine_error": str(exc)})
+        return None
+    finally:
+        out.seconds["formalize" if round_no == 1 else "refine"] += time.perf_counter() - t0
+
+
+async def _run_round(problem: Problem, ctx: MethodContext, language: str, run_as: str, completion: Completion,
+                     round_no: int, purpose: str, out: Formalized) -> _Round:
+    """The round's program out of the completion, solved with its formalization checks in a worker."""
+    program = prompts.extract_program(language, completion.text)
+    t0 = time.perf_counter()
+    result = await ctx.solver.solve(SolveRequest(problem.id, run_as, program, ctx.config.limits,
+                                                 _check_spec(problem, corrections=False)))
+    out.seconds["solve"] += time.perf_counter() - t0
+    outcome, entries = _split_checks(result.outcome)
+    return _Round(round_no, purpose, program, completion, outcome, entries.get("checks", []), result.worker,
+                  result.attempts)
 
 
 def _check_spec(problem: Problem, *, corrections: bool) -> CheckSpec:
@@ -225,11 +276,40 @@ async def _correct_kept_round(problem: Problem, ctx: MethodContext, out: Formali
 
 
 class LogicLM(Method):
-    """Formulate in the dataset's language -> solve -> refine on error (<= --max-refine-rounds) -> interpret."""
+    """Formulate in the dataset's language -> solve -> refine on error (<= --max-refine-rounds) -> interpret.
+
+    Args:
+        grammar: ``--logiclm-grammar``: what structured decoding constrains (``"skeleton"``, the
+            default, or ``"full"``; :func:`symbolkg.solvers.prompts.program_structured_output`).
+
+    Raises:
+        ValueError: ``grammar`` is neither.
+    """
 
     name = "logiclm"
     summary = "formulate a program, solve it, refine on error"
     needs_solver = True
+
+    def __init__(self, *, grammar: str = "skeleton") -> None:
+        if grammar not in prompts.PROGRAM_CONSTRAINTS:
+            choices = ", ".join(prompts.PROGRAM_CONSTRAINTS)
+            raise ValueError(f"--logiclm-grammar must be one of {choices}, got {grammar!r}")
+        self.grammar = grammar
+
+    @classmethod
+    def add_arguments(cls, group: argparse._ArgumentGroup) -> None:
+        group.add_argument(
+            "--logiclm-grammar", choices=prompts.PROGRAM_CONSTRAINTS, default="skeleton",
+            help="what structured decoding constrains in formulation and repair requests: the section skeleton "
+                 "(default), or the language's full grammar (every line's syntax, every repetition bounded, so a "
+                 "completion that stops is a whole program; with --no-structured, nothing)")
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> "LogicLM":
+        return cls(grammar=getattr(args, "logiclm_grammar", "skeleton"))
+
+    def run_info(self) -> dict[str, Any]:
+        return {"grammar": self.grammar}
 
     async def run(self, problem: Problem, ctx: MethodContext) -> ResultRow:
         t0 = time.monotonic()
@@ -238,7 +318,7 @@ class LogicLM(Method):
             outcome = Outcome.error(Status.PARSE_ERROR, ErrorKind.UNSUPPORTED,
                                     f"logiclm has no formalization language for dataset {problem.dataset!r}")
             return ctx.row(problem, outcome, predicted=None)
-        f = await formalize_solve_refine(problem, ctx, language=language)
+        f = await formalize_solve_refine(problem, ctx, language=language, grammar=self.grammar)
         outcome = f.final_outcome()
         predicted = interpret(problem, outcome.answer) if outcome.executed else None
         return ctx.row(problem, outcome, predicted=predicted, program=f.program, language=language, rounds=f.rounds,

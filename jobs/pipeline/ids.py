@@ -31,10 +31,12 @@ from __future__ import annotations
 import hashlib
 import re
 from dataclasses import dataclass
-from typing import Iterable
+from typing import TYPE_CHECKING, Iterable
 
 import numpy as np
-import pyarrow as pa
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 _TAIL = 4096  # ids kept unsorted before they become a sorted run
 
@@ -157,6 +159,8 @@ class DoneIds:
     @classmethod
     def build(cls, ids: Iterable[str] | pa.Array | pa.ChunkedArray) -> "DoneIds":
         """The set of ``ids`` (duplicates are kept once)."""
+        import pyarrow as pa  # only a resuming job builds one: Shard and id_hash, which readers use, need none
+
         if isinstance(ids, pa.ChunkedArray):
             ids = ids.combine_chunks() if ids.num_chunks else pa.array([], pa.string())
         arr = ids if isinstance(ids, pa.Array) else pa.array(list(ids), pa.string())
@@ -174,6 +178,8 @@ class DoneIds:
             return cls.build([])
         if len(parts) == 1:
             return parts[0]
+        import pyarrow as pa  # as in build()
+
         hashes = np.concatenate([p._hashes for p in parts])
         ids = pa.concat_arrays([p._ids for p in parts])
         order = np.argsort(hashes, kind="stable")

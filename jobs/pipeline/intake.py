@@ -5,6 +5,11 @@ Both batch jobs (:func:`symbolkg.jobs.pipeline.solve.run_solve` and
 and refuse a repeated id with :class:`UniqueIds`, so neither holds the job's problem list: memory
 follows the problems in flight (plus the exact set of the problems done before, read once when a
 job resumes, and the store's 8-byte hash of each id written).
+
+The command line hands them a :class:`~symbolkg.jobs.datasets.stream.ProblemStream`, which reads
+the input file as they take problems, yields only a ``--shard``'s problems and checks repeats as it
+reads; the shard test here stays, so that any iterable (a generator, a list) runs the same split.
+A stream has no length, so the jobs' progress bars count without a total.
 """
 
 from __future__ import annotations

@@ -1,7 +1,9 @@
 """Typed records of the batch jobs: problems in, result rows out.
 
-The Arrow schemas here are the contract of the results Parquet: every writer
-goes through :func:`result_table` and every reader can rely on these columns.
+Plain Python: their Arrow schemas, the contract of the Parquet files, are in
+:mod:`symbolkg.jobs.pipeline.tables` (every writer goes through its :func:`result_table`). They are
+kept apart so that what only needs the records (the CLI's parser, every method module) starts
+without importing pyarrow.
 """
 
 from __future__ import annotations
@@ -9,8 +11,6 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field, fields
 from typing import Any
-
-import pyarrow as pa
 
 from symbolkg.solvers.outcomes import Program
 
@@ -78,21 +78,6 @@ class Problem:
             program=program,
             meta=json.loads(meta) if isinstance(meta, str) else dict(meta),
         )
-
-
-PROBLEM_SCHEMA = pa.schema(
-    [
-        pa.field("id", pa.string(), nullable=False),
-        pa.field("dataset", pa.string(), nullable=False),
-        pa.field("context", pa.string(), nullable=False),
-        pa.field("question", pa.string(), nullable=False),
-        pa.field("options", pa.list_(pa.string())),
-        pa.field("answer", pa.string()),
-        pa.field("program_language", pa.string()),
-        pa.field("program_text", pa.string()),
-        pa.field("meta", pa.string()),  # JSON object
-    ]
-)
 
 
 @dataclass(frozen=True)
@@ -189,70 +174,6 @@ class ResultRow:
         return cls(**{f.name: row[f.name] for f in fields(cls) if f.name in row})
 
 
-RESULT_SCHEMA = pa.schema(
-    [
-        pa.field("problem_id", pa.string(), nullable=False),
-        pa.field("dataset", pa.string(), nullable=False),
-        pa.field("method", pa.string(), nullable=False),
-        pa.field("language", pa.string()),
-        pa.field("program", pa.string()),
-        pa.field("status", pa.string(), nullable=False),
-        pa.field("executed", pa.bool_(), nullable=False),
-        pa.field("answer", pa.string()),
-        pa.field("predicted", pa.string()),
-        pa.field("gold", pa.string()),
-        pa.field("correct", pa.bool_(), nullable=False),
-        pa.field("error_kind", pa.string()),
-        pa.field("error_message", pa.string()),
-        pa.field("error_line", pa.int64()),
-        pa.field("proof", pa.string()),
-        pa.field("backend", pa.string(), nullable=False),
-        pa.field("solve_seconds", pa.float64(), nullable=False),
-        pa.field("latency_seconds", pa.float64(), nullable=False),
-        pa.field("worker", pa.string(), nullable=False),
-        pa.field("attempts", pa.int64(), nullable=False),
-        pa.field("finished_at", pa.float64(), nullable=False),
-        pa.field("model", pa.string()),
-        pa.field("prompt_tokens", pa.int64(), nullable=False),
-        pa.field("completion_tokens", pa.int64(), nullable=False),
-        pa.field("llm_calls", pa.int64(), nullable=False),
-        pa.field("cached_calls", pa.int64(), nullable=False),
-        pa.field("llm_seconds", pa.float64(), nullable=False),
-        pa.field("rounds", pa.int64(), nullable=False),
-        pa.field("success_round", pa.int64()),
-        pa.field("attempts_log", pa.string(), nullable=False),  # JSON list
-        pa.field("fallback_method", pa.string()),
-        pa.field("fallback_predicted", pa.string()),
-        pa.field("fallback_correct", pa.bool_()),
-        pa.field("route", pa.string()),
-        pa.field("trace", pa.string()),  # JSON object
-        pa.field("stage_seconds", pa.string()),  # JSON object
-        pa.field("certificate", pa.string()),  # JSON object or null
-    ]
-)
-
-#: Columns added after the first results were written, with the value older files get.
-_LATER_COLUMNS: dict[str, Any] = {"route": None, "trace": "{}", "stage_seconds": "{}", "certificate": None}
-
-
 def certificate_json(certificate: dict[str, Any] | None) -> str | None:
     """An outcome's certificate as the ``certificate`` column holds it (None stays None)."""
     return None if certificate is None else json.dumps(certificate, sort_keys=True, ensure_ascii=False)
-
-
-def conform_results(table: pa.Table) -> pa.Table:
-    """A results table read from disk, cast to :data:`RESULT_SCHEMA`.
-
-    Files written before a column existed (:data:`_LATER_COLUMNS`) get it with its default,
-    so a run started by an older version can be reported and resumed.
-    """
-    for name, default in _LATER_COLUMNS.items():
-        if name not in table.column_names:
-            table = table.append_column(RESULT_SCHEMA.field(name),
-                                        pa.array([default] * table.num_rows, RESULT_SCHEMA.field(name).type))
-    return table.select(RESULT_SCHEMA.names).cast(RESULT_SCHEMA)
-
-
-def result_table(rows: list[ResultRow]) -> pa.Table:
-    """Rows -> an Arrow table with exactly :data:`RESULT_SCHEMA`."""
-    return pa.Table.from_pylist([r.to_row() for r in rows], schema=RESULT_SCHEMA)

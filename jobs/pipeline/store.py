@@ -41,6 +41,9 @@ it, rather than Arrow's default mimalloc, which keeps it (:mod:`symbolkg.jobs.cl
 Run-level facts (wall time of each session, sessions, command) travel in the
 Parquet key-value metadata under ``b"symbolkg"``; the wall time of a killed
 session is kept too because every part records its session's elapsed time.
+``symbolkg solve`` stores there the run's whole config and its provenance (package version, git
+commit, model and its files' hash, prompt template ids, sampling, input fingerprint:
+:mod:`symbolkg.jobs.pipeline.provenance`); :func:`read_run_meta` reads them without the rows.
 """
 
 from __future__ import annotations
@@ -60,7 +63,9 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from symbolkg.jobs.pipeline.ids import DoneIds, IdHashes, Shard, id_hash, id_hashes
-from symbolkg.jobs.pipeline.rows import RESULT_SCHEMA, ResultRow, conform_results, result_table
+from symbolkg.jobs.pipeline.provenance import build_info
+from symbolkg.jobs.pipeline.rows import ResultRow
+from symbolkg.jobs.pipeline.tables import RESULT_SCHEMA, conform_results, result_table
 
 _META_KEY = b"symbolkg"
 # Rows per row group of a finalized file, and the most rows finalize holds at once (or fewer, when they
@@ -134,7 +139,9 @@ class ResultStore:
         path: the run's Parquet file (``--out``).
         flush_rows: flush after this many buffered rows.
         flush_seconds: ... or when the oldest buffered row is this old.
-        run_info: JSON-serialisable facts stored with the run (command, workers, ...).
+        run_info: JSON-serialisable facts stored with the run (command, workers, ...); its
+            ``provenance`` object gets the package version and git commit
+            (:func:`~symbolkg.jobs.pipeline.provenance.build_info`).
         shard: write as this shard of the run (its own files; see the module docstring).
 
     Attributes:
@@ -154,7 +161,9 @@ class ResultStore:
         self.parts_dir = _parts_dir(self.path)
         self.flush_rows = flush_rows
         self.flush_seconds = flush_seconds
-        self.run_info = {**(run_info or {}), **({"shard": shard.name} if shard else {})}
+        info = dict(run_info or {})
+        info["provenance"] = {**build_info(), **(info.get("provenance") or {})}  # version and commit, in every file
+        self.run_info = {**info, **({"shard": shard.name} if shard else {})}
         self.session = f"{int(time.time())}-{uuid.uuid4().hex[:8]}"
         self._t0 = time.monotonic()
         self._buffer: list[ResultRow] = []
@@ -364,6 +373,21 @@ def _finished(members: list[Path], run: Path) -> bool:
             i, n = (int(x) for x in re.findall(r"\.shard-(\d+)-of-(\d+)\.parquet$", m.name)[0])
             counts.setdefault(n, set()).add(i)
     return all(found == set(range(n)) for n, found in counts.items())
+
+
+def read_run_meta(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """The run's metadata as its first file stores it (``RUN.parquet``, else a part or a shard's), no rows read.
+
+    The run-level facts (``config``, ``provenance``, method, engine, model) are the same in every
+    file of a run; the sessions and wall times are per file (:func:`read_run` sums them).
+
+    Raises:
+        FileNotFoundError: the run has no results.
+    """
+    files = run_files(path)
+    if not files:
+        raise FileNotFoundError(f"no results at {path} (nor {_parts_dir(Path(path))}, nor shards)")
+    return {k: v for k, v in _read_meta(pq.read_schema(files[0])).items() if k != "shard"}
 
 
 def read_run(path: str | os.PathLike[str]) -> tuple[pa.Table, dict[str, Any]]:

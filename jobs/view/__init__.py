@@ -5,8 +5,8 @@ what lies beside it: its verify verdicts, its LLM request and gate logs, and for
 runs the LKG store its metadata names. The runs list, one page per run (the report's numbers,
 plots, and a problem table that filters, sorts, searches and pages through DuckDB), one page per
 problem (attempts, programs, outcome, certificate drawn, verdict, the method's own intermediates)
-and two runs side by side. Modules: :mod:`.queries` (finding and querying runs), :mod:`.pages`
-(what each page shows), :mod:`.app` (the ASGI app), :mod:`.bundle` (the static site); templates
+and two runs side by side, the settings they differ in marked. Modules: :mod:`.queries` (finding and
+querying runs), :mod:`.pages` (what each page shows), :mod:`.configs` (a run's config and provenance), :mod:`.app` (the ASGI app), :mod:`.bundle` (the static site); templates
 in ``templates/``, the stylesheet and the table script in ``static/``.
 
 This module stays light: the CLI builds its parser on every command, so the web stack is

@@ -4,11 +4,11 @@ Pages (HTML, rendered with the Jinja2 templates in ``templates/``) and the JSON 
 tables page through:
 
 * ``/``: every run, one line each (:meth:`RunSource.summary`); refreshes while a run is written;
-* ``/run/{run}``: the report's numbers, the plots, and the problem table
+* ``/run/{run}``: the report's numbers, the plots, the run's config and provenance, and the problem table
   (``/api/run/{run}/problems?dataset=&outcome=&error=&verdict=&backend=&rounds=&q=&sort=&page=``);
 * ``/run/{run}/problem/{id}``: one problem (:func:`symbolkg.jobs.view.pages.problem_view`);
-* ``/compare?a=RUN&b=RUN``: the problems two runs share, which flipped
-  (``/api/compare?a=&b=&flip=&...``), and ``/compare/problem?a=&b=&id=`` the two attempts side by side;
+* ``/compare?a=RUN&b=RUN``: the settings in which two runs differ (:mod:`.configs`), the problems they
+  share, which flipped (``/api/compare?a=&b=&flip=&...``), and ``/compare/problem?a=&b=&id=`` the two attempts side by side;
 * ``/api/runs``: the runs list as JSON.
 
 Only ``GET`` and ``HEAD`` are served. On a loopback host nothing else is asked; any other host
@@ -37,6 +37,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from symbolkg.jobs.view import pages
+from symbolkg.jobs.view.configs import config_diff, config_rows
 from symbolkg.jobs.view.queries import FILTERS, SORTS, Comparison, RunError, RunSource, find_runs, run_id
 
 HERE = Path(__file__).resolve().parent
@@ -211,6 +212,7 @@ def run_page_context(viewer: Viewer, source: RunSource, links: Any) -> dict[str,
     facets = source.facets()
     return {"run": summary, "facets": facets, "charts": viewer.charts(source), "datasets": pages.dataset_table(source),
             "stages": pages.stage_table(source), "text_note": source.text_note(),
+            "config": config_rows(summary["run_info"]),
             "table_config": table_config(links, links.api_problems(summary["id"]), PROBLEM_COLUMNS, FILTERS, SORTS)}
 
 
@@ -223,8 +225,9 @@ def problem_page_context(viewer: Viewer, source: RunSource, pid: str, links: Any
 
 def compare_page_context(viewer: Viewer, a: RunSource, b: RunSource, links: Any) -> dict[str, Any]:
     comp = viewer.comparison(a, b)
-    return {"a": {**a.summary(), "id": viewer.rid(a)}, "b": {**b.summary(), "id": viewer.rid(b)},
-            "facets": comp.facets(), "counts": comp.counts(),
+    sa, sb = a.summary(), b.summary()
+    return {"a": {**sa, "id": viewer.rid(a)}, "b": {**sb, "id": viewer.rid(b)},
+            "facets": comp.facets(), "counts": comp.counts(), "config": config_diff(sa["run_info"], sb["run_info"]),
             "table_config": table_config(links, links.api_compare(viewer.rid(a), viewer.rid(b)), COMPARE_COLUMNS,
                                          Comparison.FILTERS, COMPARE_SORTS)}
 

@@ -10,8 +10,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-import z3
-
 from symbolkg.solvers.logicgraph.propositional import Formula, to_prover9, to_z3
 from symbolkg.solvers.logicgraph.supports_syntax import RecheckError
 
@@ -36,6 +34,8 @@ def recheck_supports(premises: Mapping[str, Formula], goal: Formula, supports: I
         RecheckError: a set with an unknown id, one that does not entail the goal, one with a
             redundant premise, a duplicate set, or a Z3 ``unknown``; the message names the set.
     """
+    import z3  # heavy (~0.2 s): only when a recheck runs, not whenever the enumerator is imported (the CLI's parser)
+
     sets = [frozenset(s) for s in supports]
     ctx = z3.Context()
     cache: dict[str, Any] = {}

@@ -564,3 +564,93 @@ def test_quick_argument_check_never_accepts_what_the_schema_refuses() -> None:
     run_goal = quick_check(next(t for t in TOOLS if t.name == "run_goal").input_schema)
     assert run_goal({"load_id": "s-1", "goal": "p(X)", "max_answers": 1, "time_limit": 2.0})
     assert not run_goal({"load_id": "s-1", "goal": "p(X)", "time_limit": 0})  # the full validator words the error
+
+
+# ---------------------------------------------------------------------------------- start-up
+
+
+def _initialize(version: str, **params: Any) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": 7, "method": "initialize",
+            "params": {"protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "t", "version": "0"},
+                       **params}}
+
+
+def _handshake(request: dict[str, Any]) -> tuple[dict[str, Any], list[dict[str, Any]], str]:
+    """Start ``symbolkg mcp serve``, send ``request``, ``initialized`` and ``tools/list``: its replies and stderr."""
+    proc = subprocess.Popen(SERVER_CMD, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            cwd=REPO, text=True)
+    try:
+        proc.stdin.write(json.dumps(request) + "\n")
+        proc.stdin.flush()
+        first = json.loads(proc.stdout.readline())
+        proc.stdin.write(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}) + "\n")
+        proc.stdin.write(json.dumps({"jsonrpc": "2.0", "id": 8, "method": "tools/list"}) + "\n")
+        proc.stdin.flush()
+        listed = json.loads(proc.stdout.readline())  # before closing stdin: at EOF the SDK drops what is in flight
+        proc.stdin.close()
+        rest = [listed, *(json.loads(line) for line in proc.stdout)]
+        return first, rest, proc.stderr.read()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()
+
+
+def test_initialize_is_answered_early_exactly_as_the_sdk_answers_it() -> None:
+    """Over stdio the server answers ``initialize`` before it imports the SDK (:mod:`symbolkg.jobs.mcp_start`).
+
+    The SDK then gets the same request: its own reply is compared with the early one (a difference
+    is logged on stderr) and dropped, so the client sees one reply, and the connection works on.
+    Every handshake version the early path answers is checked against the SDK's reply to the same
+    request with an empty ``_meta``, which the early path leaves to the SDK.
+    """
+    from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+
+    from symbolkg.jobs.mcp_start import HANDSHAKE_VERSIONS
+
+    assert set(HANDSHAKE_VERSIONS) <= set(HANDSHAKE_PROTOCOL_VERSIONS)
+    for version in HANDSHAKE_VERSIONS:
+        early, rest, stderr = _handshake(_initialize(version))
+        by_sdk, _, _ = _handshake(_initialize(version, _meta={}))
+        assert early == by_sdk and early["result"]["protocolVersion"] == version, (early, by_sdk)
+        assert [r.get("id") for r in rest] == [8] and len(rest[0]["result"]["tools"]) == len(ALL_TOOLS), rest
+        assert "answers" not in stderr, stderr  # the early reply and the SDK's agreed
+    unknown, rest, _ = _handshake(_initialize("1999-01-01"))  # the SDK negotiates: its latest version
+    assert unknown["result"]["protocolVersion"] == HANDSHAKE_PROTOCOL_VERSIONS[-1] and [r["id"] for r in rest] == [8]
+
+
+def test_early_initialize_is_declined_where_it_could_differ_and_the_sdks_reply_is_dropped_once() -> None:
+    import logging
+
+    import anyio
+
+    from symbolkg.jobs.mcp_start import PipeWriter, initialize_result
+
+    good = _initialize("2025-06-18")
+    assert initialize_result(good)["protocolVersion"] == "2025-06-18"
+    declined = [_initialize("2026-07-28"), _initialize("2025-06-18", _meta={}), [good], {**good, "id": True},
+                {**good, "params": {**good["params"], "clientInfo": {"name": "t"}}}, {**good, "method": "ping"}]
+    assert [initialize_result(m) for m in declined] == [None] * len(declined)
+
+    read_fd, write_fd = os.pipe()
+    os.set_blocking(write_fd, False)
+    writer = PipeWriter(write_fd)
+    records: list[logging.LogRecord] = []
+    handler = logging.Handler()
+    handler.emit = records.append  # type: ignore[method-assign]
+    logging.getLogger("symbolkg.jobs.mcp_server").addHandler(handler)
+    try:
+        async def main() -> None:
+            writer.expect_reply(7, {"a": 1})
+            await writer.write('{"jsonrpc":"2.0","method":"notifications/message","params":{}}\n')  # not it: written
+            await writer.write('{"jsonrpc":"2.0","id":7,"result":{"a":2}}\n')  # the SDK's: dropped, with a warning
+            await writer.write('{"jsonrpc":"2.0","id":7,"result":{"a":2}}\n')  # once only: written
+
+        anyio.run(main)
+    finally:
+        logging.getLogger("symbolkg.jobs.mcp_server").removeHandler(handler)
+    os.close(write_fd)
+    with os.fdopen(read_fd) as f:
+        lines = f.read().splitlines()
+    assert [json.loads(line).get("id") for line in lines] == [None, 7]
+    assert len(records) == 1 and "answers" in records[0].getMessage()

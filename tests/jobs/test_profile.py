@@ -20,7 +20,8 @@ from symbolkg.jobs.methods import MethodConfig
 from symbolkg.jobs.pipeline.runner import run_method_job
 from symbolkg.jobs.profile import distribution, format_profile, in_flight_timeline, profile_run
 from symbolkg.jobs.pipeline.store import ResultStore, read_run
-from symbolkg.jobs.methods.symbolkg import STAGES, SymbolKG, SymbolKGConfig, SymbolKGMethod
+from symbolkg.jobs.methods.symbolkg import SymbolKGMethod
+from symbolkg.jobs.methods.symbolkg_stages import STAGES, SymbolKG, SymbolKGConfig
 from symbolkg.retrieval.lkg.store import LKGStore
 from symbolkg.solvers.runtime.local_pool import LocalSolverPool
 from symbolkg.solvers.outcomes import Limits

@@ -28,7 +28,9 @@ from symbolkg.jobs.methods import MethodConfig
 from symbolkg.jobs.pipeline.runner import run_method_job
 from symbolkg.jobs.pipeline.rows import Problem
 from symbolkg.jobs.pipeline.store import ResultStore, read_run
-from symbolkg.jobs.methods.symbolkg import STAGES, SymbolKG, SymbolKGConfig, SymbolKGMethod, premise_sentences, subgraph, subgraph_hints
+from symbolkg.jobs.methods.symbolkg import SymbolKGMethod
+from symbolkg.jobs.methods.symbolkg_stages import (STAGES, SymbolKG, SymbolKGConfig, premise_sentences, subgraph,
+                                                 subgraph_hints)
 from symbolkg.retrieval.embed import make_embedder
 from symbolkg.retrieval.lkg.canonical import split_sentences
 from symbolkg.retrieval.lkg.schema import Concept, Constraint, Edge, Entity, Graph, Provenance, Rule

@@ -26,7 +26,7 @@ import pytest
 
 from symbolkg.actors.engines.metered import read_request_log
 from symbolkg.jobs.cli import main
-from symbolkg.jobs.methods.symbolkg import STAGES
+from symbolkg.jobs.methods.symbolkg_stages import STAGES
 from tests.conftest import data_or_skip, openai_engine_args, requires_vllm
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800), requires_vllm]

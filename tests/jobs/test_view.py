@@ -35,7 +35,8 @@ from symbolkg.actors.engines.metered import MeteredEngine, write_request_log
 from symbolkg.actors.engines.scripted import ScriptedEngine
 from symbolkg.jobs.cli import main as cli
 from symbolkg.jobs.methods import MethodConfig
-from symbolkg.jobs.methods.symbolkg import SymbolKG, SymbolKGConfig, SymbolKGMethod
+from symbolkg.jobs.methods.symbolkg import SymbolKGMethod
+from symbolkg.jobs.methods.symbolkg_stages import SymbolKG, SymbolKGConfig
 from symbolkg.jobs.pipeline.runner import run_method_job
 from symbolkg.jobs.pipeline.store import ResultStore
 from symbolkg.jobs.view import read_token

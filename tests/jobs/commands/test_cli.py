@@ -11,7 +11,7 @@ import pytest
 
 from symbolkg.jobs import cli, commands
 
-NAMES = ("datasets", "solve", "lkg", "retrieve", "retrieval-eval", "router-eval", "report", "profile", "bench",
+NAMES = ("datasets", "solve", "config", "lkg", "retrieve", "retrieval-eval", "router-eval", "report", "profile", "bench",
          "check", "mcp", "logicgraph", "verify", "explain", "view")
 
 

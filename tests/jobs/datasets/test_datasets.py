@@ -20,7 +20,8 @@ from symbolkg.jobs.datasets.logiclm import load_logiclm_programs
 from symbolkg.jobs.datasets.records import InputError
 from symbolkg.jobs.datasets.registry import dataset_counts, dataset_names, load_dataset, load_problems
 from symbolkg.jobs.datasets.user import load_generic
-from symbolkg.jobs.pipeline.rows import PROBLEM_SCHEMA, Problem
+from symbolkg.jobs.pipeline.rows import Problem
+from symbolkg.jobs.pipeline.tables import PROBLEM_SCHEMA
 from symbolkg.solvers.outcomes import Program
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"

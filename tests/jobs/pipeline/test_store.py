@@ -7,7 +7,8 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
-from symbolkg.jobs.pipeline.rows import RESULT_SCHEMA, ResultRow
+from symbolkg.jobs.pipeline.rows import ResultRow
+from symbolkg.jobs.pipeline.tables import RESULT_SCHEMA
 from symbolkg.jobs.pipeline.store import ResultStore, read_run
 
 
