@@ -1,15 +1,18 @@
 """Logic-LM (Pan et al., 2023): formulate -> solve -> refine on error -> interpret.
 
-Two deliberate differences from the paper:
+Deliberate differences from the paper (each with its reason and effect in docs/SEEDS.md):
 
-* no random backup answer: a problem whose programs never execute is unanswered and
-  scored wrong; a named fallback method may answer it, counted in separate columns;
-* the error fed back for repair is structured (kind, line, message) and the program is
-  shown with line numbers.
+* no backup answer by default: a problem whose programs never execute is unanswered and scored
+  wrong (the paper falls back to chain of thought, Logic-LM's released code to a random option);
+  ``--fallback cot`` or ``direct`` answers it, counted in separate columns;
+* the error fed back for repair is the solver's own (kind, the line it points at, quoted, and its
+  message), with no demonstrations of repairs;
+* a program that runs but whose formalization checks find an error (:mod:`symbolkg.solvers.checks`)
+  is sent back too.
 
-The loop (:func:`formalize_solve_refine`) is shared with the ``symbolkg`` method. Prompts and
-output parsing live beside the parsers (:mod:`symbolkg.solvers.prompts`); the solver pool is
-only used here, never imported.
+The loop (:func:`formalize_solve_refine`) is shared with the ``symbolkg`` method. The prompts and
+output parsing are :mod:`symbolkg.solvers.prompts`; the solver pool is only used here, never
+imported.
 """
 
 from __future__ import annotations
