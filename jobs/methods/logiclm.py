@@ -13,18 +13,27 @@ Deliberate differences from the paper (each with its reason and effect in docs/S
 The loop (:func:`formalize_solve_refine`) is shared with the ``symbolkg`` method. The prompts and
 output parsing are :mod:`symbolkg.solvers.prompts`; the solver pool is only used here, never
 imported.
+
+With ``--logiclm-samples K`` > 1 the method samples K whole loops (seeds 1..K, concurrently:
+:func:`run_samples`) and answers with the certified vote of :mod:`symbolkg.jobs.methods.vote`: only
+samples whose program executed, gave an answer and has no check error count; a tie, or no such
+sample, leaves the problem unanswered. Every sample and the count are in the row's trace.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import time
-from dataclasses import dataclass, field, replace
+from collections import Counter
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-from symbolkg.actors.engines.base import Completion, EngineDeadError, EngineError
+from symbolkg.actors.engines.base import (ChatRequest, Completion, EngineDeadError, EngineError, SamplingParams,
+                                          StructuredOutput)
 from symbolkg.jobs.pipeline.answers import interpret
 from symbolkg.jobs.methods.base import Method, MethodContext
+from symbolkg.jobs.methods.vote import Vote, vote
 from symbolkg.jobs.pipeline.rows import Problem, ResultRow
 from symbolkg.solvers import checks, prompts
 from symbolkg.solvers.outcomes import CheckSpec, ErrorKind, Outcome, SolveRequest, Status
@@ -100,7 +109,8 @@ class Formalized:
 
 
 async def formalize_solve_refine(problem: Problem, ctx: MethodContext, *, language: str, run_as: str | None = None,
-                                 context: str | None = None, hints: str = "", grammar: str = "skeleton") -> Formalized:
+                                 context: str | None = None, hints: str = "", grammar: str = "skeleton",
+                                 params: SamplingParams | None = None, request_tag: str = "") -> Formalized:
     """The shared loop: ask for a program, run it, feed errors back, at most ``1 + max_refine_rounds`` times.
 
     Each round's program also goes through the formalization checks (:mod:`symbolkg.solvers.checks`:
@@ -122,6 +132,10 @@ async def formalize_solve_refine(problem: Problem, ctx: MethodContext, *, langua
         context: the premises shown (default the problem's whole context).
         hints: knowledge-graph symbols shown after the context (:func:`symbolkg.solvers.prompts.formulation_messages`).
         grammar: what structured decoding constrains in every request (prompts.program_structured_output).
+        params: the sampling of every request of the loop (default ``ctx.config.formulate_params``); a
+            sampled loop of a vote (:func:`run_samples`) passes its temperature and seed.
+        request_tag: appended to every request id (``p1/formulate/1/seed3``), so that the concurrent
+            loops of one problem have distinct ids; ``""`` keeps today's ids.
 
     Raises:
         EngineDeadError: the engine is gone.
@@ -133,11 +147,13 @@ async def formalize_solve_refine(problem: Problem, ctx: MethodContext, *, langua
     context = problem.context if context is None else context
     run_as = run_as or language
     pairs = prompts.formulation_messages(language, context, problem.question, problem.options, hints)
-    structured = ctx.structured(prompts.program_structured_output(language, grammar))
+    asking = _Asking(params or cfg.formulate_params,
+                     ctx.structured(prompts.program_structured_output(language, grammar)), request_tag)
     out = Formalized()
     for round_no in range(1, cfg.max_refine_rounds + 2):
         purpose = "formulate" if round_no == 1 else "refine"
-        completion = await _ask_program(problem, ctx, pairs, structured, round_no, purpose, out)
+        completion = await _ask_program(ctx, asking.request(ctx, problem, pairs, round_no, purpose), round_no,
+                                        purpose, out)
         if completion is None:
             break
         out.rounds = round_no
@@ -190,11 +206,24 @@ class _Round:
                 "checks": self.findings}
 
 
-async def _ask_program(problem: Problem, ctx: MethodContext, pairs: list, structured: Any, round_no: int,
-                       purpose: str, out: Formalized) -> Completion | None:
+@dataclass(frozen=True)
+class _Asking:
+    """How one loop asks for programs: the same sampling, constraint and request-id tag in every round."""
+
+    params: SamplingParams
+    structured: StructuredOutput | None
+    tag: str = ""
+
+    def request(self, ctx: MethodContext, problem: Problem, pairs: prompts.Messages, round_no: int,
+                purpose: str) -> ChatRequest:
+        """Round ``round_no``'s request (its id ``problem/purpose/round`` plus the tag)."""
+        return ctx.chat(problem, purpose, pairs, params=self.params, structured=self.structured,
+                        request_id=f"{problem.id}/{purpose}/{round_no}{self.tag}")
+
+
+async def _ask_program(ctx: MethodContext, request: ChatRequest, round_no: int, purpose: str,
+                       out: Formalized) -> Completion | None:
     """One round's request for a program; None when the engine gave none (recorded in ``out.attempts``)."""
-    request = ctx.chat(problem, purpose, pairs, params=ctx.config.formulate_params, structured=structured,
-                       request_id=f"{problem.id}/{purpose}/{round_no}")
     t0 = time.perf_counter()
     try:
         return await ctx.ask(request)
@@ -278,41 +307,222 @@ async def _correct_kept_round(problem: Problem, ctx: MethodContext, out: Formali
     })
 
 
+@dataclass(frozen=True)
+class LogicLMConfig:
+    """The logiclm method's own settings (its ``--logiclm-*`` flags; a run config's ``logiclm`` section).
+
+    Attributes:
+        grammar: what structured decoding constrains (``"skeleton"``, the default, or ``"full"``;
+            :func:`symbolkg.solvers.prompts.program_structured_output`).
+        samples: programs sampled per problem, each a whole formulate -> solve -> refine loop with its
+            own repairs; the answer is the certified vote of :mod:`symbolkg.jobs.methods.vote`. 1 (the
+            default) is the single greedy loop, every request as without this option, so completion
+            caches written before it still replay.
+        temperature: the sampling temperature of every request of a sampled loop (only with
+            ``samples > 1``: one greedy loop needs none, and K greedy loops would be K copies). Sample
+            ``i`` (1..K) has seed ``i``, so a rerun asks the same calls and a cache replays them.
+    """
+
+    grammar: str = "skeleton"
+    samples: int = 1
+    temperature: float = 0.7
+
+    def __post_init__(self) -> None:
+        if self.grammar not in prompts.PROGRAM_CONSTRAINTS:
+            choices = ", ".join(prompts.PROGRAM_CONSTRAINTS)
+            raise ValueError(f"--logiclm-grammar must be one of {choices}, got {self.grammar!r}")
+        if isinstance(self.samples, bool) or not isinstance(self.samples, int) or self.samples < 1:
+            raise ValueError(f"--logiclm-samples must be an integer >= 1, got {self.samples!r}")
+        if not 0.0 <= self.temperature <= 5.0:
+            raise ValueError(f"--logiclm-temperature must be in [0, 5], got {self.temperature!r}")
+        if self.samples > 1 and self.temperature == 0.0:
+            raise ValueError(f"--logiclm-temperature 0 with --logiclm-samples {self.samples} would sample the same "
+                             "greedy program every time; give a temperature above 0, or --logiclm-samples 1")
+
+
+@dataclass
+class Sample:
+    """One sampled loop of a vote (``--logiclm-samples K``): its seed, what it produced, its answer.
+
+    Attributes:
+        seed: the sample's seed (1..K), also the tag of its request ids and attempts.
+        formalized: the loop's result (its kept program, outcome, checks, attempts).
+        predicted: the outcome's answer on the problem's answer space (an option letter), None when
+            the kept program did not execute or its answer maps onto no option.
+    """
+
+    seed: int
+    formalized: Formalized
+    predicted: str | None
+
+    @property
+    def findings(self) -> list[dict]:
+        """The checks' findings on the program whose outcome stands: the corrected program's when the
+        text-resolved corrections were applied (what remains), else the kept round's as written."""
+        f = self.formalized
+        return f.remaining if f.corrections else f.checks
+
+    @property
+    def executed(self) -> bool:
+        return self.formalized.outcome is not None and self.formalized.outcome.executed
+
+    @property
+    def rank(self) -> str:
+        """``clean`` (executed, no check error), ``flagged`` (executed with a check error) or ``failed``."""
+        if not self.executed:
+            return "failed"
+        return "flagged" if any(f.get("severity") == "error" for f in self.findings) else "clean"
+
+    @property
+    def excluded(self) -> str | None:
+        """Why the sample casts no vote (None when it counts): not executed, check errors, or no answer."""
+        if not self.executed:
+            outcome = self.formalized.final_outcome()
+            return f"not executed ({outcome.error_kind or outcome.status.value})"
+        if self.rank == "flagged":
+            names = sorted({str(f.get("check")) for f in self.findings if f.get("severity") == "error"})
+            return "check errors (" + ", ".join(names) + ")"
+        return None if self.predicted is not None else "no answer on the options"
+
+    def entry(self) -> dict[str, Any]:
+        """The sample's entry of the row's ``trace["samples"]`` (module :func:`run_samples`)."""
+        f = self.formalized
+        outcome = f.final_outcome()
+        attempts = [a for a in f.attempts if "prompt_tokens" in a]
+        return {"seed": self.seed, "answer": self.predicted, "solver_answer": outcome.answer,
+                "executed": self.executed, "rank": self.rank, "counted": self.excluded is None,
+                "excluded": self.excluded, "kept_round": f.kept_round, "rounds": f.rounds,
+                "status": outcome.status.value, "error_kind": outcome.error_kind,
+                "error_message": outcome.error_message, "checks": self.findings, "corrected": bool(f.corrections),
+                "program": f.program, "prompt_tokens": sum(a["prompt_tokens"] for a in attempts),
+                "completion_tokens": sum(a["completion_tokens"] for a in attempts)}
+
+
+async def run_samples(problem: Problem, ctx: MethodContext, config: LogicLMConfig, language: str) -> list[Sample]:
+    """``config.samples`` whole formulate -> solve -> refine loops of ``problem``, concurrently, in seed order.
+
+    Sample ``i`` asks every request with ``config.temperature`` and seed ``i`` (1..K) and tags its
+    request ids ``/seed{i}``. The loops run together (``asyncio.gather``), so the engine batches their
+    requests and its prefix cache serves the few-shot prefix they share. Their LLM calls and tokens
+    all land in ``ctx.ledger``.
+
+    Raises:
+        EngineDeadError: the engine is gone (the other loops are cancelled first).
+    """
+    base = ctx.config.formulate_params
+
+    async def one(seed: int) -> Sample:
+        f = await formalize_solve_refine(problem, ctx, language=language, grammar=config.grammar,
+                                         params=replace(base, temperature=config.temperature, seed=seed),
+                                         request_tag=f"/seed{seed}")
+        outcome = f.final_outcome()
+        return Sample(seed, f, interpret(problem, outcome.answer) if outcome.executed else None)
+
+    tasks = [asyncio.ensure_future(one(seed)) for seed in range(1, config.samples + 1)]
+    try:
+        return list(await asyncio.gather(*tasks))
+    except BaseException:
+        # a dead engine (or a bug) in one loop: stop the others before the job sees the error
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        raise
+
+
+def _no_winner_outcome(result: Vote, samples: list[Sample]) -> Outcome:
+    """The row's outcome when the vote names no answer: unanswered, the message saying why.
+
+    A tie is ``unknown`` (the counted programs ran to verdicts; no unique answer). With no sample
+    counted the status is ``unknown`` when some program ran (with check errors, or an answer on no
+    option), else the first sample's failure status (parse error, timeout, ...), so the execution
+    rate stays honest; the message lists why each sample was left out.
+    """
+    message = result.reason
+    status = Status.UNKNOWN
+    if not result.counted:
+        excluded = Counter(s.excluded for s in samples)
+        message += ": " + ", ".join(f"{why} x{n}" for why, n in excluded.items())
+        if not any(s.executed for s in samples):
+            status = samples[0].formalized.final_outcome().status
+    return Outcome.error(status, result.error_kind or "", message, backend="vote")
+
+
+def _vote_row(problem: Problem, ctx: MethodContext, language: str, samples: list[Sample], t0: float) -> ResultRow:
+    """The row of a vote: the first winning sample's outcome, program and certificate, or unanswered.
+
+    Every sample is in ``trace["samples"]`` (:meth:`Sample.entry`) and the count in ``trace["vote"]``;
+    ``attempts_log`` holds every sample's attempts in seed order, each tagged with its ``seed``;
+    ``rounds`` counts the programs of every sample; ``stage_seconds`` is the slowest sample's per
+    stage (the loops overlap, so a sum would count the same seconds K times).
+    """
+    result = vote([s.predicted if s.excluded is None else None for s in samples])
+    winner = samples[result.first] if result.first is not None else None
+    trace = winner.formalized.trace() if winner else {"checks": [], "corrected": False}
+    trace["samples"] = [s.entry() for s in samples]
+    trace["vote"] = {**result.to_dict(), "seed": winner.seed if winner else None}
+    attempts = [{"seed": s.seed, **a} for s in samples for a in s.formalized.attempts]
+    seconds = {k: max(s.formalized.seconds[k] for s in samples) for k in samples[0].formalized.seconds}
+    common = dict(language=language, rounds=sum(s.formalized.rounds for s in samples), attempts=attempts,
+                  latency_s=time.monotonic() - t0, stage_seconds=seconds, trace=trace)
+    if winner is None:
+        return ctx.row(problem, _no_winner_outcome(result, samples), predicted=None, **common)
+    f = winner.formalized
+    return ctx.row(problem, f.final_outcome(), predicted=winner.predicted, program=f.program,
+                   success_round=f.kept_round, worker=f.worker, pool_attempts=f.pool_attempts, **common)
+
+
 class LogicLM(Method):
     """Formulate in the dataset's language -> solve -> refine on error (<= --max-refine-rounds) -> interpret.
 
+    With ``--logiclm-samples K`` > 1, K such loops are sampled and the certified vote answers
+    (:func:`run_samples`, :mod:`symbolkg.jobs.methods.vote`).
+
     Args:
-        grammar: ``--logiclm-grammar``: what structured decoding constrains (``"skeleton"``, the
-            default, or ``"full"``; :func:`symbolkg.solvers.prompts.program_structured_output`).
+        grammar: ``--logiclm-grammar``; samples: ``--logiclm-samples``; temperature:
+            ``--logiclm-temperature`` (:class:`LogicLMConfig`).
 
     Raises:
-        ValueError: ``grammar`` is neither.
+        ValueError: a setting out of range (the message names its flag).
     """
 
     name = "logiclm"
     summary = "formulate a program, solve it, refine on error"
     needs_solver = True
 
-    def __init__(self, *, grammar: str = "skeleton") -> None:
-        if grammar not in prompts.PROGRAM_CONSTRAINTS:
-            choices = ", ".join(prompts.PROGRAM_CONSTRAINTS)
-            raise ValueError(f"--logiclm-grammar must be one of {choices}, got {grammar!r}")
-        self.grammar = grammar
+    def __init__(self, *, grammar: str = "skeleton", samples: int = 1, temperature: float = 0.7) -> None:
+        self.config = LogicLMConfig(grammar, samples, temperature)
+
+    @property
+    def grammar(self) -> str:
+        return self.config.grammar
 
     @classmethod
     def add_arguments(cls, group: argparse._ArgumentGroup) -> None:
+        d = LogicLMConfig()
         group.add_argument(
-            "--logiclm-grammar", choices=prompts.PROGRAM_CONSTRAINTS, default="skeleton",
+            "--logiclm-grammar", choices=prompts.PROGRAM_CONSTRAINTS, default=d.grammar,
             help="what structured decoding constrains in formulation and repair requests: the section skeleton "
                  "(default), or the language's full grammar (every line's syntax, every repetition bounded, so a "
                  "completion that stops is a whole program; with --no-structured, nothing)")
+        group.add_argument(
+            "--logiclm-samples", type=int, default=d.samples, metavar="K",
+            help="programs sampled per problem, each with its own repairs; the answer is the one most of the "
+                 "samples that executed with clean formalization checks agree on, unanswered on a tie "
+                 f"(default {d.samples}: one greedy loop, the requests as without this flag)")
+        group.add_argument(
+            "--logiclm-temperature", type=float, default=d.temperature, metavar="T",
+            help=f"sampling temperature of the sampled loops, seeds 1..K (only with --logiclm-samples > 1; "
+                 f"default {d.temperature})")
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> "LogicLM":
-        return cls(grammar=getattr(args, "logiclm_grammar", "skeleton"))
+        d = LogicLMConfig()
+        return cls(grammar=getattr(args, "logiclm_grammar", None) or d.grammar,
+                   samples=_given(getattr(args, "logiclm_samples", None), d.samples),
+                   temperature=_given(getattr(args, "logiclm_temperature", None), d.temperature))
 
     def run_info(self) -> dict[str, Any]:
-        return {"grammar": self.grammar}
+        return asdict(self.config)
 
     async def run(self, problem: Problem, ctx: MethodContext) -> ResultRow:
         t0 = time.monotonic()
@@ -321,10 +531,17 @@ class LogicLM(Method):
             outcome = Outcome.error(Status.PARSE_ERROR, ErrorKind.UNSUPPORTED,
                                     f"logiclm has no formalization language for dataset {problem.dataset!r}")
             return ctx.row(problem, outcome, predicted=None)
-        f = await formalize_solve_refine(problem, ctx, language=language, grammar=self.grammar)
+        if self.config.samples > 1:
+            return _vote_row(problem, ctx, language, await run_samples(problem, ctx, self.config, language), t0)
+        f = await formalize_solve_refine(problem, ctx, language=language, grammar=self.config.grammar)
         outcome = f.final_outcome()
         predicted = interpret(problem, outcome.answer) if outcome.executed else None
         return ctx.row(problem, outcome, predicted=predicted, program=f.program, language=language, rounds=f.rounds,
                        success_round=f.kept_round if outcome.executed else None, attempts=f.attempts, worker=f.worker,
                        pool_attempts=f.pool_attempts, latency_s=time.monotonic() - t0, stage_seconds=f.seconds,
                        trace=f.trace())
+
+
+def _given(value: Any, default: Any) -> Any:
+    """A flag's value, or ``default`` where the namespace has none (solve's parser keeps no defaults)."""
+    return default if value is None else value

@@ -110,17 +110,23 @@ class ResultRow:
             (cache hits cost 0).
         llm_calls, cached_calls: LLM requests made, and how many the cache answered.
         llm_seconds: summed LLM latency of this problem's requests.
-        rounds: programs written and run (1 = first formulation; 0 = none).
-        success_round: the round whose program executed (None if none did).
+        rounds: programs written and run (1 = first formulation; 0 = none); with
+            ``--logiclm-samples``, every sample's.
+        success_round: the round whose program executed (None if none did); with
+            ``--logiclm-samples``, the round of the sample whose program the row reports.
         attempts_log: JSON list, one object per round: program, completion, status,
-            error, tokens, latency (every attempt is kept, not only the last).
+            error, tokens, latency (every attempt is kept, not only the last). With
+            ``--logiclm-samples K`` > 1: every sample's rounds, sample by sample, each with its ``seed``.
         fallback_method, fallback_predicted, fallback_correct: the named fallback
             method's answer for problems the main method left unanswered; counted
             separately, never folded into ``correct``.
         route: the solver the router chose (``z3`` / ``prover9`` / ``prolog``; ``symbolkg`` only).
         trace: JSON object, the intermediates of the stages before formalization (``symbolkg``:
             the LKG used, the retrieved and pruned node ids, the route and its reasons, which
-            premises were formalized); ``{}`` for other methods.
+            premises were formalized); ``logiclm``: the formalization checks' findings, and with
+            ``--logiclm-samples K`` > 1 every sample (``samples``: seed, answer, executed, rank,
+            counted, why not, checks, program, ...) and the count (``vote``)
+            (:func:`symbolkg.jobs.methods.logiclm.run_samples`); ``{}`` for other methods.
         stage_seconds: JSON object, stage -> seconds this problem spent in it (waits for the
             engine and the solver pool included), e.g. ``lkg``, ``retrieve``, ``route``,
             ``formalize``, ``solve``, ``refine``.

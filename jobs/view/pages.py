@@ -12,7 +12,8 @@ these functions, so a published bundle shows exactly what the server shows.
   formalize, the proof as a tree, countermodels and models as tables), the verify verdict, and
   per method what it adds: the retrieved LKG subgraph (``symbolkg``, drawn with Graphviz), the
   statements the LLM contributed with their sentences (``symba``), the MCP calls
-  (``prolog-agent``).
+  (``prolog-agent``), the sampled programs and the vote that chose the answer (``logiclm`` with
+  ``--logiclm-samples``).
 """
 
 from __future__ import annotations
@@ -279,9 +280,11 @@ def _attempts(row: dict[str, Any], text: dict[str, Any] | None, trace: dict[str,
         if program is None and a.get("completion") and a.get("engine_error") is None:
             program = None
         shown_keys = {"round", "attempt", "purpose", "program", "completion", "outcome", "checks", "prompt_tokens",
-                      "completion_tokens", "llm_seconds", "cached", "engine_error"}
+                      "completion_tokens", "llm_seconds", "cached", "engine_error", "seed"}
+        n = a.get("round") or a.get("attempt") or i + 1
+        seed = a.get("seed")  # a sampled loop's attempt (logiclm --logiclm-samples): rounds restart per sample
         out.append({
-            "n": a.get("round") or a.get("attempt") or i + 1,
+            "n": n, "seed": seed, "key": f"s{seed}-{n}" if seed is not None else n,
             "purpose": a.get("purpose") or a.get("stage") or "",
             "program": program_lines(program, error_line=error_line, findings=findings) if program else [],
             "completion": a.get("completion"),
@@ -489,9 +492,32 @@ def lkg_store_of(source: RunSource, meta: dict[str, Any]) -> Path | None:
     return next((c for c in candidates if c.is_dir()), None)
 
 
+def samples_view(trace: dict[str, Any]) -> dict[str, Any] | None:
+    """The sampled programs of a vote and the count (logiclm ``--logiclm-samples K``), or None for a row without.
+
+    One entry per sample in seed order (:meth:`symbolkg.jobs.methods.logiclm.Sample.entry`): its answer,
+    whether it executed, its check findings of severity ``error``, whether it counted and why not,
+    its program's lines; ``vote`` is ``trace["vote"]`` (:meth:`symbolkg.jobs.methods.vote.Vote.to_dict`).
+    """
+    samples = trace.get("samples")
+    if not isinstance(samples, list) or not samples:
+        return None
+    rows = []
+    for s in samples:
+        if not isinstance(s, dict):
+            continue
+        findings = [f for f in s.get("checks") or [] if isinstance(f, dict)]
+        errors = [str(f.get("check")) for f in findings if f.get("severity") == "error"]
+        rows.append({**s, "errors": errors, "findings": len(findings),
+                     "program_lines": program_lines(s.get("program"), findings=findings) if s.get("program") else []})
+    vote = trace.get("vote") if isinstance(trace.get("vote"), dict) else {}
+    return {"samples": rows, "vote": vote}
+
+
 def _method_part(source: RunSource, row: dict[str, Any], trace: dict[str, Any], summary: dict[str, Any]) -> dict[str, Any]:
-    """What a method adds to its rows: the LKG subgraph (symbolkg), the statements (symba), the MCP calls (prolog-agent)."""
-    method_part: dict[str, Any] = {}
+    """What a method adds to its rows: the LKG subgraph (symbolkg), the statements (symba), the MCP calls
+    (prolog-agent), the sampled programs and their vote (logiclm with samples)."""
+    method_part: dict[str, Any] = {"samples": samples_view(trace)}
     if row.get("method") == "symbolkg":
         method_part["lkg"] = lkg_view(source, row, trace, lkg_store_of(source, summary))
     statements = trace.get("statements")
@@ -573,4 +599,4 @@ def safe_name(problem_id: str) -> str:
 
 
 __all__ = ["RunError", "certificate_view", "dataset_table", "lkg_view", "problem_view", "run_charts", "safe_name",
-           "stage_table"]
+           "samples_view", "stage_table"]
