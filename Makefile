@@ -15,12 +15,15 @@ setup:
 	bash cluster/setup_node.sh
 
 # The main job on the embedded default (vLLM's CPU build, SmolLM2-135M-Instruct): Logic-LM's
-# method on 50 ProntoQA problems (CI's token budget: see README), the LKGs of the first FOLIO
+# method on 50 ProntoQA problems (CI's token budget: see docs/MODELS.md), the LKGs of the first FOLIO
 # stories, then every recorded GPT-4 program of Logic-LM's five datasets through the Ray solver
 # pool. Reruns resume and answer LLM calls from runs/completions at no token cost. What vLLM, Triton,
 # torch and the NUMA binding print while the engine starts (and all its engine process prints) goes
-# to $(DEMO_LOG), not between the progress bars. It ends with the command that shows every run.
+# to $(DEMO_LOG), not between the progress bars. It ends with one summary of the runs (counts only:
+# the README shows the same text, and tests/test_readme.py rebuilds it from a replayed run of these
+# commands, so change them together) and the command that shows every run.
 DEMO_LOG := runs/demo-libraries.log
+DEMO_SETS := ProntoQA ProofWriter FOLIO LogicalDeduction AR-LSAT
 demo: setup
 	@mkdir -p runs
 	@rm -f $(DEMO_LOG)
@@ -29,11 +32,15 @@ demo: setup
 	    --out runs/demo-logiclm-prontoqa.parquet --cache runs/completions --workers $(WORKERS) --data-dir $(DATA)
 	SYMBOLKG_LIBRARY_LOG=$(DEMO_LOG) $(PY) -m symbolkg.jobs.cli lkg build --dataset folio --limit 8 --max-tokens 2048 \
 	    --chunk-chars 200 --max-repair-rounds 1 --store runs/lkg-folio --cache runs/completions --data-dir $(DATA)
-	@for ds in ProntoQA ProofWriter FOLIO LogicalDeduction AR-LSAT; do \
+	@for ds in $(DEMO_SETS); do \
 	  echo "== $$ds (recorded GPT-4 programs)"; \
 	  $(PY) -m symbolkg.jobs.cli solve --programs $(PROGRAMS)/$${ds}_dev_gpt-4.json --out runs/demo-$$ds.parquet \
 	      --workers $(WORKERS) --data-dir $(DATA) || exit 1; \
 	done
+	@echo
+	@echo "== summary (symbolkg report --summary; every number of a run: symbolkg report RUN)"
+	@$(PY) -m symbolkg.jobs.cli report --summary runs/demo-logiclm-prontoqa.parquet \
+	    $(foreach ds,$(DEMO_SETS),runs/demo-$(ds).parquet)
 	@echo
 	@echo "Library messages (vLLM, Triton, torch, NUMA binding): $(DEMO_LOG)"
 	@echo "Every run, problem by problem (programs, certificates, filters; then open http://127.0.0.1:7575/):"

@@ -1,10 +1,15 @@
-"""`symbolkg report`: accuracy, execution rate, errors by kind and timings of a run."""
+"""`symbolkg report`: accuracy, execution rate, errors by kind and timings of a run.
+
+``symbolkg report --summary RUN...`` (:func:`summary`) prints the counts of several runs as one short
+table with no timings and no paths: what ``make demo`` ends with, and the sample the README shows.
+"""
 
 from __future__ import annotations
 
 import json
 import os
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -243,3 +248,106 @@ def report(path: str | os.PathLike[str], *, as_json: bool = False, plot: str | o
     if as_json:
         return json.dumps(s, indent=2)
     return format_table(s) + (f"\nstage plot: {s['stage_plot']}" if "stage_plot" in s else "")
+
+
+# --------------------------------------------------------------------------- the summary of several runs
+
+
+@dataclass(frozen=True)
+class SummaryLine:
+    """One dataset of one run, as ``symbolkg report --summary`` prints it.
+
+    Only counts, never times or paths: the summary is what ``make demo`` ends with and what the
+    README shows (``tests/test_readme.py`` rebuilds it from a replayed demo run), so it must come
+    out the same on any machine, at any load, from any checkout folder.
+
+    Attributes:
+        ran: what produced the answers: ``"METHOD: MODEL"`` for an LLM method, ``"METHOD: FILE"``
+            (the program file's name) for recorded programs, else the method alone.
+        dataset: the dataset name (``logiclm/prontoqa``).
+        problems: rows of that dataset in the run.
+        executed: rows whose program ran to an outcome.
+        correct: rows whose answer equals the gold one (unanswered rows count as wrong).
+        certified: answered rows carrying a certificate (what ``symbolkg verify`` re-checks).
+    """
+
+    ran: str
+    dataset: str
+    problems: int
+    executed: int
+    correct: int
+    certified: int
+
+    @property
+    def accuracy(self) -> float:
+        """Correct over all problems: an unexecuted or unanswered problem is a wrong one (no guessing)."""
+        return self.correct / self.problems if self.problems else 0.0
+
+
+def _what_ran(rows: list[dict[str, Any]], meta: dict[str, Any]) -> str:
+    """The run's method with its model, or with its program file's name when no model answered.
+
+    The program file comes from the run's stored config (``--programs``), by name only: the folder
+    it was read from differs between machines, and the summary must not.
+    """
+    config = meta.get("config") or {}
+    method = "/".join(sorted({r["method"] for r in rows})) or str(config.get("method") or "?")
+    models = sorted({r["model"] for r in rows if r["model"]})
+    if models:
+        return f"{method}: {', '.join(models)}"
+    programs = config.get("programs") or meta.get("source")
+    return f"{method}: {Path(programs).name}" if programs else method
+
+
+def summary_lines(path: str | os.PathLike[str]) -> list[SummaryLine]:
+    """One :class:`SummaryLine` per dataset of the run at ``path`` (the union of its shards), by dataset name.
+
+    Raises:
+        FileNotFoundError: the run has no results.
+    """
+    table, meta = read_run(path)
+    rows = table.select(["dataset", "method", "model", "executed", "correct", "predicted", "certificate"]).to_pylist()
+    ran = _what_ran(rows, meta)
+    lines = []
+    for ds in sorted({r["dataset"] for r in rows}):
+        sub = [r for r in rows if r["dataset"] == ds]
+        lines.append(SummaryLine(
+            ran=ran, dataset=ds, problems=len(sub), executed=sum(bool(r["executed"]) for r in sub),
+            correct=sum(bool(r["correct"]) for r in sub),
+            certified=sum(r["predicted"] is not None and r["certificate"] is not None for r in sub)))
+    return lines
+
+
+#: The summary's last two lines: what its columns mean, for a reader who sees it once at the end of ``make demo``.
+SUMMARY_LEGEND = ("accuracy: correct / problems (a problem without a program or an answer counts as wrong)\n"
+                  "certified: answers carrying a certificate, which `symbolkg verify` re-checks")
+
+
+def format_summary(lines: list[SummaryLine]) -> str:
+    """The summary table: a header, one line per :class:`SummaryLine` in the order given, the legend.
+
+    The label and dataset columns are as wide as their longest entry, so the text depends on the lines alone.
+    """
+    width = max([len("what ran"), *(len(x.ran) for x in lines)])
+    ds_width = max([len("dataset"), *(len(x.dataset) for x in lines)])
+    head = (f"{'what ran':{width}s}  {'dataset':{ds_width}s} {'problems':>8s} {'executed':>8s} {'correct':>7s} "
+            f"{'accuracy':>8s} {'certified':>9s}")
+    out = [head, "-" * len(head)]
+    for x in lines:
+        out.append(f"{x.ran:{width}s}  {x.dataset:{ds_width}s} {x.problems:8d} {x.executed:8d} {x.correct:7d} "
+                   f"{x.accuracy:8.1%} {x.certified:9d}")
+    return "\n".join([*out, "", SUMMARY_LEGEND])
+
+
+def summary(paths: list[str | os.PathLike[str]]) -> str:
+    """``symbolkg report --summary RUN...``: the counts of several runs, one table, in the order given.
+
+    What ``make demo`` prints at its end (and the README shows): per run and dataset what ran, the
+    problems, how many programs executed, how many answers are correct and how many carry a
+    certificate. Timings and paths are left out on purpose (see :class:`SummaryLine`); ``symbolkg
+    report RUN`` has them. Adding a run to the demo is one more path.
+
+    Raises:
+        FileNotFoundError: a path has no results.
+    """
+    return format_summary([line for path in paths for line in summary_lines(path)])
