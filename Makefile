@@ -4,7 +4,7 @@ DATA ?= $(or $(SYMBOLKG_DATA),../shared/data)
 PROGRAMS := $(DATA)/logiclm/programs
 WORKERS ?= 2
 
-.PHONY: setup demo test test-fast test-llm bench clean
+.PHONY: setup demo lint test test-fast test-llm bench clean
 
 # Write bytecode caches even where the environment says not to (PYTHONDONTWRITEBYTECODE=1 on these
 # machines): otherwise every Python process the tests start (solver workers, Ray workers, CLI
@@ -45,6 +45,11 @@ demo: setup
 	@echo "Library messages (vLLM, Triton, torch, NUMA binding): $(DEMO_LOG)"
 	@echo "Every run, problem by problem (programs, certificates, filters; then open http://127.0.0.1:7575/):"
 	@echo "    $(PY) -m symbolkg.jobs.cli view runs --data-dir $(DATA)"
+
+# Ruff's lint rules and its formatter ([tool.ruff] in pyproject.toml), read-only: CI runs it before the
+# tests. To fix what it finds: `$(PY) -m ruff format .` and `$(PY) -m ruff check --fix .`.
+lint: setup
+	$(PY) -m ruff check . && $(PY) -m ruff format --check .
 
 # pytest-xdist processes for the tests without a model (one per core; a test file stays on one
 # process, so its module fixtures, e.g. a Ray runtime, are built once). The real-model tests run

@@ -28,8 +28,9 @@ to start, when :meth:`RemoteEngine.close` runs, and as soon as a call finds the 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, Sequence
+from typing import Any, Literal
 
 from symbolkg.actors.engines.base import ChatRequest, Completion, EngineDeadError, EngineError, LLMEngine
 
@@ -81,8 +82,9 @@ class LLMActorConfig:
         if self.num_gpus is not None and self.num_gpus < 0:
             raise ValueError(f"num_gpus must be >= 0 or None, got {self.num_gpus}")
         if self.num_gpus is not None and self.num_gpus > 1 and self.num_gpus != int(self.num_gpus):
-            raise ValueError(f"num_gpus above 1 must be a whole number (one placement-group bundle per GPU), "
-                             f"got {self.num_gpus}")
+            raise ValueError(
+                f"num_gpus above 1 must be a whole number (one placement-group bundle per GPU), got {self.num_gpus}"
+            )
         if self.num_cpus < 0:
             raise ValueError(f"num_cpus must be >= 0, got {self.num_cpus}")
         if self.max_concurrency < 1:
@@ -90,8 +92,9 @@ class LLMActorConfig:
         if self.kind == "scripted" and self.config is None:
             raise ValueError("kind='scripted' needs config=<the script>")
         if self.placement_strategy not in PLACEMENT_STRATEGIES:
-            raise ValueError(f"placement_strategy must be one of {', '.join(PLACEMENT_STRATEGIES)}, "
-                             f"got {self.placement_strategy!r}")
+            raise ValueError(
+                f"placement_strategy must be one of {', '.join(PLACEMENT_STRATEGIES)}, got {self.placement_strategy!r}"
+            )
         if not self.placement_timeout_s > 0:
             raise ValueError(f"placement_timeout_s must be > 0, got {self.placement_timeout_s}")
 
@@ -103,7 +106,7 @@ class LLMActorConfig:
             return 0.0
         return float(getattr(self.config, "tensor_parallel_size", 1) or 1)
 
-    def placement(self, cluster_gpus: float) -> "EnginePlacement":
+    def placement(self, cluster_gpus: float) -> EnginePlacement:
         """How the actor is placed on a cluster with ``cluster_gpus`` GPUs in all (no Ray needed).
 
         More than one GPU means a placement group, except for a vLLM engine whose config asks for
@@ -121,8 +124,9 @@ class LLMActorConfig:
         engine_config = self.config
         if self.kind == "vllm" and backend is None and dataclasses.is_dataclass(self.config):
             engine_config = dataclasses.replace(self.config, distributed_executor_backend="ray")
-        return EnginePlacement(num_gpus=num_gpus, engine_config=engine_config, bundles=bundles,
-                               strategy=self.placement_strategy)
+        return EnginePlacement(
+            num_gpus=num_gpus, engine_config=engine_config, bundles=bundles, strategy=self.placement_strategy
+        )
 
 
 @dataclass(frozen=True)
@@ -171,19 +175,26 @@ class ScriptedActorConfig:
 def build_engine(kind: str, config: Any) -> LLMEngine:
     """The engine of ``kind`` built from ``config`` (backend modules imported only here)."""
     if kind == "vllm":
-        from symbolkg.actors.engines.vllm_engine import VLLMConfig, VLLMEngine  # lazy: vllm / httpx / ray load only in the actor that uses them
+        # lazy: vllm / httpx / ray load only in the actor that uses them
+        from symbolkg.actors.engines.vllm_engine import VLLMConfig, VLLMEngine
 
         return VLLMEngine(config if config is not None else VLLMConfig())
     if kind == "openai":
-        from symbolkg.actors.engines.openai_engine import OpenAIEngine  # lazy: vllm / httpx / ray load only in the actor that uses them
+        # lazy: vllm / httpx / ray load only in the actor that uses them
+        from symbolkg.actors.engines.openai_engine import OpenAIEngine
 
         return OpenAIEngine(config)
     if kind == "scripted":
-        from symbolkg.actors.engines.scripted import ScriptedEngine  # lazy: vllm / httpx / ray load only in the actor that uses them
+        # lazy: vllm / httpx / ray load only in the actor that uses them
+        from symbolkg.actors.engines.scripted import ScriptedEngine
 
         if isinstance(config, ScriptedActorConfig):
-            return ScriptedEngine(config.script, model=config.model, supports_structured=config.supports_structured,
-                                  latency_s=config.latency_s)
+            return ScriptedEngine(
+                config.script,
+                model=config.model,
+                supports_structured=config.supports_structured,
+                latency_s=config.latency_s,
+            )
         return ScriptedEngine(config)
     raise ValueError(f"unknown engine kind {kind!r}; choose one of {', '.join(ENGINE_KINDS)}")
 
@@ -228,7 +239,7 @@ class LLMActor:
         }
 
 
-def start_llm_actor(config: LLMActorConfig, *, address: str | None = None) -> "RemoteEngine":
+def start_llm_actor(config: LLMActorConfig, *, address: str | None = None) -> RemoteEngine:
     """Start an :class:`LLMActor` (initialising Ray if needed) and return its engine.
 
     Blocks until the engine inside the actor is ready (model loaded). The returned engine
@@ -267,7 +278,8 @@ def start_llm_actor(config: LLMActorConfig, *, address: str | None = None) -> "R
         # The GPUs are the group's, for vLLM's Ray workers (one per bundle); the actor holds CPUs only.
         options["num_gpus"] = 0
         options["scheduling_strategy"] = PlacementGroupSchedulingStrategy(
-            pg, placement_group_bundle_index=0, placement_group_capture_child_tasks=True)
+            pg, placement_group_bundle_index=0, placement_group_capture_child_tasks=True
+        )
     handle = None
     try:
         handle = ray.remote(LLMActor).options(**options).remote(config.kind, plan.engine_config)
@@ -278,8 +290,13 @@ def start_llm_actor(config: LLMActorConfig, *, address: str | None = None) -> "R
         if pg is not None:
             remove_placement_group(pg)
         raise EngineDeadError(f"LLM actor ({config.kind}) failed to start: {exc}") from exc
-    return RemoteEngine(handle, model=info["model"], supports_structured=info["supports_structured"], owns_actor=True,
-                        placement_group=pg)
+    return RemoteEngine(
+        handle,
+        model=info["model"],
+        supports_structured=info["supports_structured"],
+        owns_actor=True,
+        placement_group=pg,
+    )
 
 
 def _reserve_placement_group(config: LLMActorConfig, plan: EnginePlacement) -> Any:
@@ -302,7 +319,8 @@ def _reserve_placement_group(config: LLMActorConfig, plan: EnginePlacement) -> A
         f"{plan.strategy}) could not be placed within {config.placement_timeout_s:g} s; the cluster has "
         f"{sum(node_gpus):g} GPUs ({ray.available_resources().get('GPU', 0.0):g} free now) on {len(node_gpus)} "
         f"node(s), at most {max(node_gpus, default=0.0):g} on one node. Free GPUs (close other engines), add a node "
-        "with enough GPUs, use fewer GPUs per engine, or raise placement_timeout_s (an autoscaler may need longer)")
+        "with enough GPUs, use fewer GPUs per engine, or raise placement_timeout_s (an autoscaler may need longer)"
+    )
 
 
 class RemoteEngine:

@@ -33,5 +33,6 @@ def ensure_ray(address: str | None = None) -> None:
         raise RuntimeError(
             "Ray must be initialised on the main thread: the processes ray.init starts die with the "
             f"thread that started them (this is {threading.current_thread().name!r}); call "
-            "symbolkg.actors.ray_runtime.ensure_ray() on the main thread first")
+            "symbolkg.actors.ray_runtime.ensure_ray() on the main thread first"
+        )
     ray.init(address=address, include_dashboard=False, logging_level="ERROR", log_to_driver=False)

@@ -42,9 +42,10 @@ import os
 import time
 import zlib
 from collections import OrderedDict, deque
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -159,8 +160,9 @@ class RetrievalHost:
         if found is not None:
             self._retrievers.move_to_end(key)
             return found
-        found = HybridRetriever.from_graphs([graph], self.embedder, cache=self._cache,
-                                            anchor_config=self.config.anchors, hull_config=self.config.hull)
+        found = HybridRetriever.from_graphs(
+            [graph], self.embedder, cache=self._cache, anchor_config=self.config.anchors, hull_config=self.config.hull
+        )
         self.built += 1
         self._retrievers[key] = found
         if len(self._retrievers) > self.config.max_retrievers:  # questions on one story arrive close together
@@ -178,9 +180,12 @@ class RetrievalHost:
             groups.setdefault(r.key, []).append(i)
         for key, positions in groups.items():
             retriever = self._retriever(key, requests[positions[0]].graph)
-            results = retriever.retrieve_batch([requests[i].question for i in positions],
-                                               [requests[i].entities for i in positions], vectors=vectors[positions])
-            for i, result in zip(positions, results):
+            results = retriever.retrieve_batch(
+                [requests[i].question for i in positions],
+                [requests[i].entities for i in positions],
+                vectors=vectors[positions],
+            )
+            for i, result in zip(positions, results, strict=True):
                 out[i] = result
         return out  # type: ignore[return-value]
 
@@ -319,7 +324,7 @@ class _Lane:
             self.stats.batches += 1
             self.stats.queries += len(live)
             self.stats.largest_batch = max(self.stats.largest_batch, len(live))
-            for (_, f), result in zip(live, results):
+            for (_, f), result in zip(live, results, strict=True):
                 if not f.done():
                     f.set_result(result)
 
@@ -344,13 +349,22 @@ class RetrievalService:
         self._embedder_handle = embedder_handle
 
     @classmethod
-    def local(cls, config: HostConfig, embedder: Embedder | None = None) -> "RetrievalService":
+    def local(cls, config: HostConfig, embedder: Embedder | None = None) -> RetrievalService:
         """One host in a worker thread of this process (``embedder``: an already loaded one to share)."""
         return cls([_ThreadBackend(RetrievalHost(config, embedder))], config.max_batch)
 
     @classmethod
-    def actors(cls, config: HostConfig, n: int = 1, *, num_cpus: float = 1.0, embedder_actor: bool = False,
-               embedder_gpus: float = 0.0, restarts: int = 2, address: str | None = None) -> "RetrievalService":
+    def actors(
+        cls,
+        config: HostConfig,
+        n: int = 1,
+        *,
+        num_cpus: float = 1.0,
+        embedder_actor: bool = False,
+        embedder_gpus: float = 0.0,
+        restarts: int = 2,
+        address: str | None = None,
+    ) -> RetrievalService:
         """``n`` hosts in Ray actors (Ray is started here when it is not running).
 
         Args:
@@ -373,18 +387,20 @@ class RetrievalService:
             config = dataclasses.replace(config, cpu_threads=max(1, int(num_cpus)))
         embedder_handle = None
         if embedder_actor:
-            embedder_handle = ray.remote(EmbedderHost).options(num_cpus=num_cpus, num_gpus=embedder_gpus,
-                                                               max_restarts=-1).remote(config.embedder)
+            embedder_handle = (
+                ray.remote(EmbedderHost)
+                .options(num_cpus=num_cpus, num_gpus=embedder_gpus, max_restarts=-1)
+                .remote(config.embedder)
+            )
 
         def start() -> Any:
-            return ray.remote(RetrievalActor).options(num_cpus=num_cpus, max_restarts=0).remote(config,
-                                                                                                 embedder_handle)
+            return ray.remote(RetrievalActor).options(num_cpus=num_cpus, max_restarts=0).remote(config, embedder_handle)
 
-        return cls([_ActorBackend(start, restarts) for _ in range(n)], config.max_batch,
-                   embedder_handle=embedder_handle)
+        return cls(
+            [_ActorBackend(start, restarts) for _ in range(n)], config.max_batch, embedder_handle=embedder_handle
+        )
 
-    async def search(self, key: str, graph: Graph, question: str,
-                     entities: Sequence[str] | None = None) -> Retrieval:
+    async def search(self, key: str, graph: Graph, question: str, entities: Sequence[str] | None = None) -> Retrieval:
         """Anchors and hull for ``question`` over ``graph`` (whose retriever is cached under ``key``).
 
         Raises:
@@ -397,8 +413,9 @@ class RetrievalService:
         """Process id of each host, in lane order (tests)."""
         import ray
 
-        return [b.host.pid() if isinstance(b, _ThreadBackend) else ray.get(b.handle.pid.remote())
-                for b in self._backends]
+        return [
+            b.host.pid() if isinstance(b, _ThreadBackend) else ray.get(b.handle.pid.remote()) for b in self._backends
+        ]
 
     def lane_of(self, key: str) -> int:
         """Which host answers ``key``."""

@@ -22,8 +22,9 @@ from __future__ import annotations
 import os
 import socket
 import time
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any, Iterable, Iterator
+from typing import Any
 
 import ray
 from ray.exceptions import RayActorError
@@ -117,9 +118,18 @@ class RaySolverPool:
         max_batch: most requests in one round trip.
     """
 
-    def __init__(self, workers: int = 2, *, memory_mb: int = 2048, num_cpus: float = 1.0, queue_per_actor: int = 2,
-                 max_attempts: int = 2, address: str | None = None, batch_target_s: float = 0.02,
-                 max_batch: int = 16) -> None:
+    def __init__(
+        self,
+        workers: int = 2,
+        *,
+        memory_mb: int = 2048,
+        num_cpus: float = 1.0,
+        queue_per_actor: int = 2,
+        max_attempts: int = 2,
+        address: str | None = None,
+        batch_target_s: float = 0.02,
+        max_batch: int = 16,
+    ) -> None:
         if workers < 1:
             raise ValueError(f"workers must be >= 1, got {workers}")
         if queue_per_actor < 1:
@@ -193,7 +203,9 @@ class RaySolverPool:
             load[batch[0].slot] -= 1
             yield from self._results(ready[0], batch, sizer, retry)
 
-    def _results(self, ref: Any, batch: list[_Pending], sizer: _BatchSizer, retry: list[_Pending]) -> Iterator[PoolResult]:
+    def _results(
+        self, ref: Any, batch: list[_Pending], sizer: _BatchSizer, retry: list[_Pending]
+    ) -> Iterator[PoolResult]:
         """The results of one finished round trip; crashed requests go back to ``retry``."""
         try:
             answers = ray.get(ref)
@@ -201,7 +213,7 @@ class RaySolverPool:
             self._replace(batch[0].slot, batch[0].actor)
             dead = f"solver-{batch[0].slot}/dead"
             answers = [(crash_outcome(f"solver actor died: {type(exc).__name__}").to_dict(), dead)] * len(batch)
-        for p, (outcome_dict, worker) in zip(batch, answers):
+        for p, (outcome_dict, worker) in zip(batch, answers, strict=True):
             outcome = Outcome.from_dict(outcome_dict)
             sizer.observe(p.request.language, outcome.seconds)
             if should_retry(outcome, p.attempts, self.max_attempts):
@@ -235,7 +247,7 @@ class RaySolverPool:
             ray.kill(a, no_restart=True)
         self.actors = []
 
-    def __enter__(self) -> "RaySolverPool":
+    def __enter__(self) -> RaySolverPool:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -246,8 +258,9 @@ class RaySolverPool:
 EXECUTORS = ("ray", "local")
 
 
-def make_solver_pool(executor: str, workers: int, *, memory_mb: int = 2048, cpus_per_worker: float = 1.0,
-                     ray_address: str | None = None) -> SolverPool:
+def make_solver_pool(
+    executor: str, workers: int, *, memory_mb: int = 2048, cpus_per_worker: float = 1.0, ray_address: str | None = None
+) -> SolverPool:
     """The solver pool a job's ``--executor`` names.
 
     Args:

@@ -38,8 +38,10 @@ SYMBA_GOLD_SETS = ("proofwriter_dep5", "birdselectricity", "pararules", "clutrr"
 
 def symba_gold_programs(root: Path, out: Path) -> Path:
     """The SymBa gold programs as a `symbolkg solve --programs` JSONL file (True/False options)."""
-    world = {w["name"]: [s["statement"] for s in w["statements"]]
-             for w in json.loads((root / "symba" / "clutrr" / "world_data.json").read_text())}
+    world = {
+        w["name"]: [s["statement"] for s in w["statements"]]
+        for w in json.loads((root / "symba" / "clutrr" / "world_data.json").read_text())
+    }
     with out.open("w") as f:
         for folder in SYMBA_GOLD_SETS:
             for rec in json.loads((root / "symba" / folder / "test_data.json").read_text()):
@@ -47,10 +49,20 @@ def symba_gold_programs(root: Path, out: Path) -> Path:
                 for name in rec["world_model"]:
                     lines += world[name]
                 text = "\n".join([*lines, f"?- {rec['goal']}."]) + "\n"
-                f.write(json.dumps({"id": f"{folder}_{rec['id']}", "dataset": f"symba-gold/{folder}",
-                                    "context": rec.get("body_text", ""), "question": rec["goal"],
-                                    "options": ["A) True", "B) False"], "answer": "A" if rec["label"] else "B",
-                                    "program": {"language": "symba", "text": text}}) + "\n")
+                f.write(
+                    json.dumps(
+                        {
+                            "id": f"{folder}_{rec['id']}",
+                            "dataset": f"symba-gold/{folder}",
+                            "context": rec.get("body_text", ""),
+                            "question": rec["goal"],
+                            "options": ["A) True", "B) False"],
+                            "answer": "A" if rec["label"] else "B",
+                            "program": {"language": "symba", "text": text},
+                        }
+                    )
+                    + "\n"
+                )
     return out
 
 
@@ -77,15 +89,31 @@ def one_set(name: str, programs: Path, tmp: Path, workers: int, data: list[str])
     sizes = [len(r["certificate"].encode()) for r in rows if r["certificate"]]
     seconds = pq.read_table(verdicts_path(run), columns=["seconds"]).column("seconds").to_pylist()
     return {
-        "rows": summary["rows"], "correct": sum(r["correct"] for r in rows),
+        "rows": summary["rows"],
+        "correct": sum(r["correct"] for r in rows),
         "accuracy": round(sum(r["correct"] for r in rows) / len(rows), 4),
-        **{k: summary[k] for k in ("executed", "answered", "with_certificate", "verified", "failed", "unverifiable",
-                                   "no_answer", "by_kind", "by_checker")},
+        **{
+            k: summary[k]
+            for k in (
+                "executed",
+                "answered",
+                "with_certificate",
+                "verified",
+                "failed",
+                "unverifiable",
+                "no_answer",
+                "by_kind",
+                "by_checker",
+            )
+        },
         "not_verified": summary["problems"],
         "certificate_bytes": {"median": statistics.median(sizes) if sizes else 0, "max": max(sizes, default=0)},
-        "check_seconds": {"median": round(statistics.median(seconds), 4) if seconds else 0.0,
-                          "max": round(max(seconds, default=0.0), 3)},
-        "solve_seconds": round(solve_s, 1), "verify_seconds": round(verify_s, 1),
+        "check_seconds": {
+            "median": round(statistics.median(seconds), 4) if seconds else 0.0,
+            "max": round(max(seconds, default=0.0), 3),
+        },
+        "solve_seconds": round(solve_s, 1),
+        "verify_seconds": round(verify_s, 1),
     }
 
 
@@ -101,7 +129,7 @@ def plot(result: dict, path: Path) -> None:
     for key, color in (("verified", "tab:green"), ("unverifiable", "tab:orange"), ("failed", "tab:red")):
         values = [result["sets"][n][key] for n in names]
         ax.bar(names, values, bottom=bottom, color=color, label=key)
-        bottom = [a + b for a, b in zip(bottom, values)]
+        bottom = [a + b for a, b in zip(bottom, values, strict=True)]
     for i, n in enumerate(names):
         s = result["sets"][n]
         ax.annotate(f"{s['verified']}/{s['answered']}", (i, bottom[i]), ha="center", va="bottom", fontsize=8)
@@ -122,19 +150,27 @@ def main() -> None:
 
     root = default_data_dir(args.data_dir)
     data = ["--data-dir", str(root)]
-    result: dict = {"machine": f"{platform.machine()}, {platform.python_version()}", "date": time.strftime("%Y-%m-%d"),
-                    "sets": {}}
+    result: dict = {
+        "machine": f"{platform.machine()}, {platform.python_version()}",
+        "date": time.strftime("%Y-%m-%d"),
+        "sets": {},
+    }
     with tempfile.TemporaryDirectory() as tmp:
         files = {name: root / "logiclm" / "programs" / f"{name}_dev_gpt-4.json" for name in SETS}
         files["SymBa gold"] = symba_gold_programs(root, Path(tmp) / "symba_gold.jsonl")
         for name, programs in files.items():
             result["sets"][name] = one_set(name.replace(" ", "_"), programs, Path(tmp), args.workers, data)
             s = result["sets"][name]
-            print(f"{name:18s} answered {s['answered']:4d}  certified {s['with_certificate']:4d}  verified "
-                  f"{s['verified']:4d}  failed {s['failed']}  unverifiable {s['unverifiable']}  "
-                  f"accuracy {s['accuracy']:.1%}", flush=True)
-    total = {k: sum(s[k] for s in result["sets"].values())
-             for k in ("answered", "with_certificate", "verified", "failed", "unverifiable")}
+            print(
+                f"{name:18s} answered {s['answered']:4d}  certified {s['with_certificate']:4d}  verified "
+                f"{s['verified']:4d}  failed {s['failed']}  unverifiable {s['unverifiable']}  "
+                f"accuracy {s['accuracy']:.1%}",
+                flush=True,
+            )
+    total = {
+        k: sum(s[k] for s in result["sets"].values())
+        for k in ("answered", "with_certificate", "verified", "failed", "unverifiable")
+    }
     total["verified_rate"] = round(total["verified"] / total["answered"], 4) if total["answered"] else 0.0
     result["total"] = total
     OUT.mkdir(exist_ok=True)

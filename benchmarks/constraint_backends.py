@@ -1,10 +1,11 @@
 """The CSP, AR-LSAT and LP backends per program and per step: every recorded program solved in-process.
 
 Each program goes through what the solve stage does to it (the formalization checks' correction,
-:func:`symbolkg.solvers.checks.correct_program`, as the solve stage's worker does) and then :func:`symbolkg.solvers.registry.run`
-in this process, with the engine's steps timed by wrapping its functions (the real ones: nothing
-is replaced, only timed; a function the code does not have is skipped, so the same script times an
-older tree, e.g. ``PYTHONPATH=/tmp/old_tree``, where ``/tmp/old_tree/symbolkg/solvers`` is a copy):
+:func:`symbolkg.solvers.checks.correct_program`, as the solve stage's worker does) and then
+:func:`symbolkg.solvers.registry.run` in this process, with the engine's steps timed by wrapping its
+functions (the real ones: nothing is replaced, only timed; a function the code does not have is
+skipped, so the same script times an older tree, e.g. ``PYTHONPATH=/tmp/old_tree``, where
+``/tmp/old_tree/symbolkg/solvers`` is a copy):
 
 ==============  ===============================================================================
 checks          the formalization checks (outside the solver call, as in the solve stage)
@@ -52,9 +53,9 @@ from pathlib import Path
 from typing import Any
 
 from symbolkg.jobs.datasets.registry import load_problems
-from symbolkg.solvers.checks import correct_program
 from symbolkg.solvers import registry
 from symbolkg.solvers.certificates import check as check_certificate
+from symbolkg.solvers.checks import correct_program
 from symbolkg.solvers.outcomes import Limits, Program, SolveRequest
 
 OUT = Path(__file__).resolve().parent / "out"
@@ -88,8 +89,20 @@ TIMED = [
     (_LP, "forward_chain", "chain", False),
     (_LP, "derivation_certificate", "certificate", False),
 ]
-STEPS = ["checks", "parse", "encode", "solve", "options", "cert_encode", "cert_solve", "cert_core", "cert_model",
-         "certificate", "chain", "result"]
+STEPS = [
+    "checks",
+    "parse",
+    "encode",
+    "solve",
+    "options",
+    "cert_encode",
+    "cert_solve",
+    "cert_core",
+    "cert_model",
+    "certificate",
+    "chain",
+    "result",
+]
 
 
 class StepClock:
@@ -125,6 +138,7 @@ class StepClock:
                 self.totals[step] += elapsed - inner
                 self.cpu[step] += cpu - inner_cpu
                 self.calls[step] += 1
+
         return timed
 
 
@@ -158,7 +172,9 @@ def solve_one(problem: Any, limits: Limits, clock: StepClock, verify: bool, keep
     """One program: the checks, the solver call with its steps, and (``verify``) the certificate's re-check."""
     clock.reset()
     t0 = time.perf_counter()
-    program = Program(problem.program.language, correct_program(problem.program.language, problem.program.text, problem).text)
+    program = Program(
+        problem.program.language, correct_program(problem.program.language, problem.program.text, problem).text
+    )
     checks_s = time.perf_counter() - t0
     t1, c1 = time.perf_counter(), time.thread_time()
     outcome = registry.run(SolveRequest(problem.id, program.language, program.text, limits))
@@ -166,18 +182,30 @@ def solve_one(problem: Any, limits: Limits, clock: StepClock, verify: bool, keep
     steps = {"checks": checks_s, **clock.totals}
     steps["result"] = max(0.0, solve_s - sum(clock.totals.values()))
     cpu = {**clock.cpu, "result": max(0.0, solve_cpu_s - sum(clock.cpu.values()))}
-    row = {"id": problem.id, "language": program.language, "status": outcome.status.value, "answer": outcome.answer,
-           "error_kind": outcome.error_kind, "error_line": outcome.error_line, "backend": outcome.backend,
-           "has_certificate": outcome.certificate is not None, "certificate_sha": _digest(outcome.certificate),
-           "proof_sha": _digest(outcome.proof), "message_sha": _digest(outcome.error_message),
-           "solve_s": round(solve_s, 6), "solve_cpu_s": round(solve_cpu_s, 6),
-           "steps": {k: round(v, 6) for k, v in steps.items()}, "cpu": {k: round(v, 6) for k, v in cpu.items()},
-           "calls": dict(clock.calls)}
+    row = {
+        "id": problem.id,
+        "language": program.language,
+        "status": outcome.status.value,
+        "answer": outcome.answer,
+        "error_kind": outcome.error_kind,
+        "error_line": outcome.error_line,
+        "backend": outcome.backend,
+        "has_certificate": outcome.certificate is not None,
+        "certificate_sha": _digest(outcome.certificate),
+        "proof_sha": _digest(outcome.proof),
+        "message_sha": _digest(outcome.error_message),
+        "solve_s": round(solve_s, 6),
+        "solve_cpu_s": round(solve_cpu_s, 6),
+        "steps": {k: round(v, 6) for k, v in steps.items()},
+        "cpu": {k: round(v, 6) for k, v in cpu.items()},
+        "calls": dict(clock.calls),
+    }
     if keep_certificate:
         row["certificate"] = outcome.certificate
     if verify and outcome.certificate is not None:
-        verdict = check_certificate(outcome.certificate, language=program.language, program=program.text,
-                                    answer=outcome.answer, limits=limits)
+        verdict = check_certificate(
+            outcome.certificate, language=program.language, program=program.text, answer=outcome.answer, limits=limits
+        )
         row["verdict"], row["verdict_s"] = verdict.status, round(verdict.seconds, 6)
         if verdict.status != "verified":
             row["verdict_reason"] = verdict.reason
@@ -188,9 +216,12 @@ def _quantiles(values: list[float]) -> dict[str, float]:
     if not values:
         return {"total_s": 0.0, "p50_s": 0.0, "p95_s": 0.0, "max_s": 0.0}
     ordered = sorted(values)
-    return {"total_s": round(sum(ordered), 4), "p50_s": round(statistics.median(ordered), 6),
-            "p95_s": round(ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))], 6),
-            "max_s": round(ordered[-1], 4)}
+    return {
+        "total_s": round(sum(ordered), 4),
+        "p50_s": round(statistics.median(ordered), 6),
+        "p95_s": round(ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))], 6),
+        "max_s": round(ordered[-1], 4),
+    }
 
 
 def _count(values: Any) -> dict[str, int]:
@@ -201,16 +232,22 @@ def _count(values: Any) -> dict[str, int]:
 
 
 def summarize(rows: list[dict]) -> dict[str, Any]:
-    steps = {s: _quantiles([r["steps"].get(s, 0.0) for r in rows]) for s in STEPS
-             if any(s in r["steps"] for r in rows)}
+    steps = {s: _quantiles([r["steps"].get(s, 0.0) for r in rows]) for s in STEPS if any(s in r["steps"] for r in rows)}
     calls = {s: sum(r["calls"].get(s, 0) for r in rows) for s in STEPS if any(s in r["calls"] for r in rows)}
     cpu = {s: round(sum(r["cpu"].get(s, 0.0) for r in rows), 4) for s in STEPS if any(s in r["cpu"] for r in rows)}
-    return {"programs": len(rows), "solve": _quantiles([r["solve_s"] for r in rows]),
-            "solve_cpu": _quantiles([r["solve_cpu_s"] for r in rows]), "steps": steps, "cpu_s": cpu, "calls": calls,
-            "statuses": _count(r["status"] for r in rows), "certified": sum(r["has_certificate"] for r in rows),
-            "verdicts": _count(r["verdict"] for r in rows if "verdict" in r),
-            "verdict_s": _quantiles([r["verdict_s"] for r in rows if "verdict_s" in r]),
-            "checks_plus_solve_s": round(sum(r["solve_s"] + r["steps"]["checks"] for r in rows), 3)}
+    return {
+        "programs": len(rows),
+        "solve": _quantiles([r["solve_s"] for r in rows]),
+        "solve_cpu": _quantiles([r["solve_cpu_s"] for r in rows]),
+        "steps": steps,
+        "cpu_s": cpu,
+        "calls": calls,
+        "statuses": _count(r["status"] for r in rows),
+        "certified": sum(r["has_certificate"] for r in rows),
+        "verdicts": _count(r["verdict"] for r in rows if "verdict" in r),
+        "verdict_s": _quantiles([r["verdict_s"] for r in rows if "verdict_s" in r]),
+        "checks_plus_solve_s": round(sum(r["solve_s"] + r["steps"]["checks"] for r in rows), 3),
+    }
 
 
 def compare(rows: list[dict], old_rows: dict[str, dict]) -> dict[str, Any]:
@@ -230,20 +267,29 @@ def compare(rows: list[dict], old_rows: dict[str, dict]) -> dict[str, Any]:
 
 def report(name: str, summary: dict[str, Any], diff: dict[str, Any] | None) -> None:
     s = summary["solve"]
-    print(f"\n{name}: {summary['programs']} programs, solver total {s['total_s']:.2f} s, p50 {s['p50_s'] * 1000:.1f} ms, "
-          f"p95 {s['p95_s'] * 1000:.1f} ms, max {s['max_s'] * 1000:.0f} ms; checks+solve {summary['checks_plus_solve_s']} s")
+    print(
+        f"\n{name}: {summary['programs']} programs, solver total {s['total_s']:.2f} s, p50 {s['p50_s'] * 1000:.1f} ms, "
+        f"p95 {s['p95_s'] * 1000:.1f} ms, max {s['max_s'] * 1000:.0f} ms; checks+solve "
+        f"{summary['checks_plus_solve_s']} s"
+    )
     c = summary["solve_cpu"]
     print(f"  solver CPU {c['total_s']:.2f} s, p50 {c['p50_s'] * 1000:.1f} ms, p95 {c['p95_s'] * 1000:.1f} ms")
     print(f"  {'step':12s} {'total s':>8s} {'p50 ms':>8s} {'p95 ms':>8s} {'max ms':>8s} {'CPU s':>7s} {'calls':>7s}")
     for step, q in summary["steps"].items():
         cpu = summary["cpu_s"].get(step)
-        print(f"  {step:12s} {q['total_s']:8.3f} {q['p50_s'] * 1000:8.2f} {q['p95_s'] * 1000:8.2f} "
-              f"{q['max_s'] * 1000:8.1f} {'' if cpu is None else f'{cpu:7.3f}':>7} {summary['calls'].get(step, ''):>7}")
-    print(f"  statuses {summary['statuses']}  certified {summary['certified']}  verdicts {summary['verdicts'] or '-'}"
-          + (f" (checker total {summary['verdict_s']['total_s']:.2f} s)" if summary["verdicts"] else ""))
+        print(
+            f"  {step:12s} {q['total_s']:8.3f} {q['p50_s'] * 1000:8.2f} {q['p95_s'] * 1000:8.2f} "
+            f"{q['max_s'] * 1000:8.1f} {'' if cpu is None else f'{cpu:7.3f}':>7} {summary['calls'].get(step, ''):>7}"
+        )
+    print(
+        f"  statuses {summary['statuses']}  certified {summary['certified']}  verdicts {summary['verdicts'] or '-'}"
+        + (f" (checker total {summary['verdict_s']['total_s']:.2f} s)" if summary["verdicts"] else "")
+    )
     if diff is not None:
-        print(f"  vs. the earlier run: {len(diff['answers'])} answers differ; identical of {diff['compared']}: "
-              f"{diff['identical']}")
+        print(
+            f"  vs. the earlier run: {len(diff['answers'])} answers differ; identical of {diff['compared']}: "
+            f"{diff['identical']}"
+        )
         for line in diff["answers"][:20]:
             print(f"    {line}")
 
@@ -262,16 +308,28 @@ def main() -> None:
     clock = StepClock()
     wrapped = instrument(clock)
     limits = Limits(timeout_s=args.timeout_s)
-    old = ({r["id"]: r for d in json.loads(args.compare.read_text())["sets"].values() for r in d["rows"]}
-           if args.compare else None)
+    old = (
+        {r["id"]: r for d in json.loads(args.compare.read_text())["sets"].values() for r in d["rows"]}
+        if args.compare
+        else None
+    )
     load = os.getloadavg()
-    doc: dict[str, Any] = {"benchmark": "constraint_backends", "date": time.strftime("%Y-%m-%d %H:%M"),
-                           "machine": platform.platform(), "cpus": os.cpu_count(),
-                           "loadavg_before": [round(x, 2) for x in load], "timeout_s": args.timeout_s,
-                           "timed": wrapped, "sets": {}}
+    doc: dict[str, Any] = {
+        "benchmark": "constraint_backends",
+        "date": time.strftime("%Y-%m-%d %H:%M"),
+        "machine": platform.platform(),
+        "cpus": os.cpu_count(),
+        "loadavg_before": [round(x, 2) for x in load],
+        "timeout_s": args.timeout_s,
+        "timed": wrapped,
+        "sets": {},
+    }
     for name in args.sets:
-        problems = [p for p in load_problems(PROGRAMS.format(name), data_dir=args.data_dir).problems
-                    if p.program is not None and (not args.only or p.id in args.only)]
+        problems = [
+            p
+            for p in load_problems(PROGRAMS.format(name), data_dir=args.data_dir).problems
+            if p.program is not None and (not args.only or p.id in args.only)
+        ]
         if not problems:
             continue
         solve_one(problems[0], limits, clock, False, False)  # warm: imports, Z3 loaded (timed run repeats it)

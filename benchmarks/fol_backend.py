@@ -50,9 +50,9 @@ from pathlib import Path
 from typing import Any
 
 from symbolkg.jobs.datasets.registry import load_problems
-from symbolkg.solvers.checks import correct_program
 from symbolkg.solvers import registry
 from symbolkg.solvers.certificates import check as check_certificate
+from symbolkg.solvers.checks import correct_program
 from symbolkg.solvers.outcomes import Limits, SolveRequest
 
 OUT = Path(__file__).resolve().parent / "out"
@@ -70,8 +70,18 @@ TIMED = [
     ("symbolkg.solvers.fol.prover9", "with_countermodels", "countermodels"),
     ("symbolkg.solvers.fol.race", "countermodels", "countermodels"),
 ]
-STEPS = ["checks", "parse", "translate", "prover9_start", "prover9_wait", "prover9_read", "prover9_other", "certificate",
-         "countermodels", "readings"]
+STEPS = [
+    "checks",
+    "parse",
+    "translate",
+    "prover9_start",
+    "prover9_wait",
+    "prover9_read",
+    "prover9_other",
+    "certificate",
+    "countermodels",
+    "readings",
+]
 
 
 #: Solved once before the timed run (imports, the Prover9 binary paged in, Z3 loaded).
@@ -114,6 +124,7 @@ class StepClock:
                     stack[-1] += elapsed
                 with self._lock:
                     self.totals[step] += elapsed - inner
+
         return timed
 
     def record_sides(self, fn: Any) -> Any:
@@ -126,6 +137,7 @@ class StepClock:
                     if r.exit_reason != "skipped":
                         self.sides.append((side, r.seconds, r.exit_reason))
             return result
+
         return recorded
 
 
@@ -166,17 +178,27 @@ def solve_all(problems: list, limits: Limits, clock: StepClock, verify: bool) ->
         steps = {"checks": checks_s, **{k: v for k, v in clock.totals.items()}}
         steps["readings"] = max(0.0, solve_s - sum(v for k, v in clock.totals.items()))
         cert = outcome.certificate or {}
-        row = {"id": problem.id, "status": outcome.status.value, "answer": outcome.answer,
-               "error_kind": outcome.error_kind, "backend": outcome.backend,
-               "claim": cert.get("claim"), "producer": cert.get("producer"),
-               "countermodels": sum(1 for side in ("goal_false", "goal_true")
-                                    if (cert.get("countermodels") or {}).get(side) is not None),
-               "solve_s": round(solve_s, 6), "cpu_self_s": round(cpu1[0] - cpu0[0], 6),
-               "cpu_children_s": round(cpu1[1] - cpu0[1], 6), "steps": {k: round(v, 6) for k, v in steps.items()},
-               "prover9_sides": [[s, round(t, 6), r] for s, t, r in clock.sides]}
+        row = {
+            "id": problem.id,
+            "status": outcome.status.value,
+            "answer": outcome.answer,
+            "error_kind": outcome.error_kind,
+            "backend": outcome.backend,
+            "claim": cert.get("claim"),
+            "producer": cert.get("producer"),
+            "countermodels": sum(
+                1 for side in ("goal_false", "goal_true") if (cert.get("countermodels") or {}).get(side) is not None
+            ),
+            "solve_s": round(solve_s, 6),
+            "cpu_self_s": round(cpu1[0] - cpu0[0], 6),
+            "cpu_children_s": round(cpu1[1] - cpu0[1], 6),
+            "steps": {k: round(v, 6) for k, v in steps.items()},
+            "prover9_sides": [[s, round(t, 6), r] for s, t, r in clock.sides],
+        }
         if verify and outcome.certificate is not None:
-            verdict = check_certificate(outcome.certificate, language="logiclm-fol", program=program,
-                                        answer=outcome.answer, limits=limits)
+            verdict = check_certificate(
+                outcome.certificate, language="logiclm-fol", program=program, answer=outcome.answer, limits=limits
+            )
             row["verdict"], row["verdict_s"] = verdict.status, round(verdict.seconds, 6)
         rows.append(row)
         if (i + 1) % 25 == 0:
@@ -194,8 +216,12 @@ def _quantiles(values: list[float]) -> dict[str, float]:
     if not values:
         return {"total_s": 0.0, "p50_s": 0.0, "p95_s": 0.0, "max_s": 0.0}
     ordered = sorted(values)
-    return {"total_s": round(sum(ordered), 4), "p50_s": round(statistics.median(ordered), 5),
-            "p95_s": round(ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))], 5), "max_s": round(ordered[-1], 4)}
+    return {
+        "total_s": round(sum(ordered), 4),
+        "p50_s": round(statistics.median(ordered), 5),
+        "p95_s": round(ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))], 5),
+        "max_s": round(ordered[-1], 4),
+    }
 
 
 def summarize(rows: list[dict]) -> dict[str, Any]:
@@ -211,11 +237,21 @@ def summarize(rows: list[dict]) -> dict[str, Any]:
     for r in rows:
         if "verdict" in r:
             verdicts[r["verdict"]] += 1
-    cpu = {"self_s": round(sum(r["cpu_self_s"] for r in rows), 3), "children_s": round(sum(r["cpu_children_s"] for r in rows), 3)}
-    return {"programs": len(rows), "solve": _quantiles([r["solve_s"] for r in rows]), "cpu": cpu, "steps": steps,
-            "prover9_sides": {k: _quantiles(v) for k, v in sides.items()}, "answers": dict(by_answer),
-            "backends": dict(_count(r["backend"] for r in rows)), "verdicts": dict(verdicts),
-            "checks_plus_solve_s": round(sum(r["solve_s"] + r["steps"].get("checks", 0.0) for r in rows), 3)}
+    cpu = {
+        "self_s": round(sum(r["cpu_self_s"] for r in rows), 3),
+        "children_s": round(sum(r["cpu_children_s"] for r in rows), 3),
+    }
+    return {
+        "programs": len(rows),
+        "solve": _quantiles([r["solve_s"] for r in rows]),
+        "cpu": cpu,
+        "steps": steps,
+        "prover9_sides": {k: _quantiles(v) for k, v in sides.items()},
+        "answers": dict(by_answer),
+        "backends": dict(_count(r["backend"] for r in rows)),
+        "verdicts": dict(verdicts),
+        "checks_plus_solve_s": round(sum(r["solve_s"] + r["steps"].get("checks", 0.0) for r in rows), 3),
+    }
 
 
 def _count(values: Any) -> dict[str, int]:
@@ -240,13 +276,18 @@ def compare(rows: list[dict], old_path: Path) -> list[str]:
 
 
 def report(summary: dict[str, Any], title: str) -> None:
-    print(f"\n{title}: {summary['programs']} programs, solve total {summary['solve']['total_s']:.2f} s, "
-          f"p50 {summary['solve']['p50_s'] * 1000:.1f} ms, p95 {summary['solve']['p95_s'] * 1000:.1f} ms, "
-          f"max {summary['solve']['max_s']:.2f} s; CPU {summary['cpu']['self_s']:.2f} s here + "
-          f"{summary['cpu']['children_s']:.2f} s in Prover9 processes")
+    print(
+        f"\n{title}: {summary['programs']} programs, solve total {summary['solve']['total_s']:.2f} s, "
+        f"p50 {summary['solve']['p50_s'] * 1000:.1f} ms, p95 {summary['solve']['p95_s'] * 1000:.1f} ms, "
+        f"max {summary['solve']['max_s']:.2f} s; CPU {summary['cpu']['self_s']:.2f} s here + "
+        f"{summary['cpu']['children_s']:.2f} s in Prover9 processes"
+    )
     print(f"  {'step':14s} {'total s':>9s} {'p50 ms':>8s} {'p95 ms':>8s} {'max ms':>9s}")
     for step, q in summary["steps"].items():
-        print(f"  {step:14s} {q['total_s']:9.3f} {q['p50_s'] * 1000:8.2f} {q['p95_s'] * 1000:8.2f} {q['max_s'] * 1000:9.1f}")
+        print(
+            f"  {step:14s} {q['total_s']:9.3f} {q['p50_s'] * 1000:8.2f} {q['p95_s'] * 1000:8.2f} "
+            f"{q['max_s'] * 1000:9.1f}"
+        )
     for side, q in summary["prover9_sides"].items():
         print(f"  prover9 {side:15s} runs' own wall: total {q['total_s']:.2f} s, p50 {q['p50_s'] * 1000:.1f} ms")
     print(f"  answers {summary['answers']}  backends {summary['backends']}  verdicts {summary['verdicts'] or '-'}")
@@ -264,7 +305,9 @@ def main() -> None:
     ap.add_argument("--name", default="fol_backend", help="output file benchmarks/out/<name>.json")
     args = ap.parse_args()
     problems = load_problems(args.programs, data_dir=args.data_dir).problems
-    problems = [p for p in problems if p.program is not None and p.id not in args.skip and (not args.only or p.id in args.only)]
+    problems = [
+        p for p in problems if p.program is not None and p.id not in args.skip and (not args.only or p.id in args.only)
+    ]
     clock = StepClock()
     wrapped = instrument(clock)
     limits = Limits(timeout_s=args.timeout_s)
@@ -274,10 +317,19 @@ def main() -> None:
     rows = solve_all(problems, limits, clock, args.verify)
     wall = time.perf_counter() - t0
     summary = summarize(rows)
-    doc = {"benchmark": "fol_backend", "date": time.strftime("%Y-%m-%d %H:%M"), "machine": platform.platform(),
-           "cpus": os.cpu_count(), "loadavg_before": [round(x, 2) for x in load],
-           "loadavg_after": [round(x, 2) for x in os.getloadavg()], "timeout_s": args.timeout_s, "wall_s": round(wall, 3),
-           "timed": wrapped, "summary": summary, "rows": rows}
+    doc = {
+        "benchmark": "fol_backend",
+        "date": time.strftime("%Y-%m-%d %H:%M"),
+        "machine": platform.platform(),
+        "cpus": os.cpu_count(),
+        "loadavg_before": [round(x, 2) for x in load],
+        "loadavg_after": [round(x, 2) for x in os.getloadavg()],
+        "timeout_s": args.timeout_s,
+        "wall_s": round(wall, 3),
+        "timed": wrapped,
+        "summary": summary,
+        "rows": rows,
+    }
     if args.compare:
         doc["differences"] = compare(rows, args.compare)
     report(summary, f"{args.name} (load {load[0]:.1f} -> {os.getloadavg()[0]:.1f})")

@@ -34,8 +34,8 @@ from symbolkg.jobs.datasets.logiclm import load_logiclm_programs
 from symbolkg.jobs.pipeline.solve import run_solve
 from symbolkg.jobs.pipeline.store import ResultStore, read_run
 from symbolkg.solvers.checks import CHECKS
-from symbolkg.solvers.runtime.local_pool import LocalSolverPool
 from symbolkg.solvers.outcomes import Limits
+from symbolkg.solvers.runtime.local_pool import LocalSolverPool
 
 SETS = ("ProntoQA", "ProofWriter", "FOLIO", "LogicalDeduction", "AR-LSAT")
 
@@ -75,10 +75,15 @@ def measure(name: str, data_dir: Path, pool: LocalSolverPool, limits: Limits) ->
     n = len(off)
     acc_off = sum(r["correct"] for r in off.values())
     acc_on = sum(r["correct"] for r in on.values())
-    return {"problems": n, "correct_off": acc_off, "correct_on": acc_on,
-            "accuracy_off": round(100 * acc_off / n, 2), "accuracy_on": round(100 * acc_on / n, 2),
-            "corrected_programs": sum(bool(json.loads(r["trace"] or "{}").get("corrected")) for r in on.values()),
-            "checks": per_check}
+    return {
+        "problems": n,
+        "correct_off": acc_off,
+        "correct_on": acc_on,
+        "accuracy_off": round(100 * acc_off / n, 2),
+        "accuracy_on": round(100 * acc_on / n, 2),
+        "corrected_programs": sum(bool(json.loads(r["trace"] or "{}").get("corrected")) for r in on.values()),
+        "checks": per_check,
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -101,22 +106,38 @@ def main(argv: list[str] | None = None) -> int:
         pool.close()
     print(f"{'dataset':<18}{'problems':>9}{'acc off':>10}{'acc on':>10}{'corrected':>11}")
     for name, r in results.items():
-        print(f"{name:<18}{r['problems']:>9}{r['accuracy_off']:>9.1f}%{r['accuracy_on']:>9.1f}%"
-              f"{r['corrected_programs']:>11}   ({r['correct_off']} -> {r['correct_on']} correct)")
+        print(
+            f"{name:<18}{r['problems']:>9}{r['accuracy_off']:>9.1f}%{r['accuracy_on']:>9.1f}%"
+            f"{r['corrected_programs']:>11}   ({r['correct_off']} -> {r['correct_on']} correct)"
+        )
     print()
-    print(f"{'check':<22}{'dataset':<18}{'fired':>7}{'f&wrong':>9}{'f.error':>9}{'corrected':>11}{'fixed':>7}{'broke':>7}")
+    print(
+        f"{'check':<22}{'dataset':<18}{'fired':>7}{'f&wrong':>9}{'f.error':>9}{'corrected':>11}{'fixed':>7}{'broke':>7}"
+    )
     for check in CHECKS:
         for name, r in results.items():
             c = r["checks"][check]
             if c["fired"]:
-                print(f"{check:<22}{name:<18}{c['fired']:>7}{c['fired_wrong']:>9}{c['fired_error']:>9}"
-                      f"{c['corrected']:>11}{c['fixed']:>7}{c['broke']:>7}")
+                print(
+                    f"{check:<22}{name:<18}{c['fired']:>7}{c['fired_wrong']:>9}{c['fired_error']:>9}"
+                    f"{c['corrected']:>11}{c['fixed']:>7}{c['broke']:>7}"
+                )
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({"command": "benchmarks/formalization_checks.py", "timeout_s": args.timeout_s,
-                               "machine": platform.platform(), "python": platform.python_version(),
-                               "date": time.strftime("%Y-%m-%d"), "wall_s": round(time.monotonic() - t0, 1),
-                               "results": results}, indent=2))
+    out.write_text(
+        json.dumps(
+            {
+                "command": "benchmarks/formalization_checks.py",
+                "timeout_s": args.timeout_s,
+                "machine": platform.platform(),
+                "python": platform.python_version(),
+                "date": time.strftime("%Y-%m-%d"),
+                "wall_s": round(time.monotonic() - t0, 1),
+                "results": results,
+            },
+            indent=2,
+        )
+    )
     print(f"\nwrote {out}", file=sys.stderr)
     return 0
 

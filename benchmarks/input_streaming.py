@@ -43,14 +43,19 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 OUT = HERE / "out"
 DATA = OUT / "data" / "input_streaming"
-PROGRAMS = Path(os.environ.get("SYMBOLKG_DATA", HERE.parent.parent / "shared" / "data")) / "logiclm" / "programs" / \
-    "ProntoQA_dev_gpt-4.json"
+PROGRAMS = (
+    Path(os.environ.get("SYMBOLKG_DATA", HERE.parent.parent / "shared" / "data"))
+    / "logiclm"
+    / "programs"
+    / "ProntoQA_dev_gpt-4.json"
+)
 MODES = ("limit", "shard", "whole")
 
 
@@ -64,15 +69,26 @@ def write_data(sizes: list[int]) -> dict[int, Path]:
     todo = [n for n, p in paths.items() if not (p.is_file() and p.with_suffix(".done").is_file())]
     if not todo:
         return paths
-    records = [r for r in json.loads(PROGRAMS.read_text())
-               if r["raw_logic_programs"] and r["raw_logic_programs"][0].strip()]
+    records = [
+        r for r in json.loads(PROGRAMS.read_text()) if r["raw_logic_programs"] and r["raw_logic_programs"][0].strip()
+    ]
     handles = {n: paths[n].open("w", encoding="utf-8") for n in todo}
     try:
         for i in range(max(todo)):
             r = records[i % len(records)]
-            line = json.dumps({"id": f"stream-{i:07d}", "context": r["context"], "question": r["question"],
-                               "options": r["options"], "answer": r["answer"],
-                               "program": {"language": "logiclm-lp", "text": r["raw_logic_programs"][0]}}) + "\n"
+            line = (
+                json.dumps(
+                    {
+                        "id": f"stream-{i:07d}",
+                        "context": r["context"],
+                        "question": r["question"],
+                        "options": r["options"],
+                        "answer": r["answer"],
+                        "program": {"language": "logiclm-lp", "text": r["raw_logic_programs"][0]},
+                    }
+                )
+                + "\n"
+            )
             for n, handle in handles.items():
                 if i < n:
                     handle.write(line)
@@ -176,8 +192,9 @@ def child(mode: str, result_path: Path, solve_args: list[str]) -> int:
     t0 = time.perf_counter()
     marks = Marks(t0)
     real_make = solver_pool.make_solver_pool
-    solver_pool.make_solver_pool = lambda *a, **k: TimedPool(InstantPool() if mode == "whole" else real_make(*a, **k),
-                                                             marks)
+    solver_pool.make_solver_pool = lambda *a, **k: TimedPool(
+        InstantPool() if mode == "whole" else real_make(*a, **k), marks
+    )
     if hasattr(files, "JsonLines"):  # the code before streaming has no such class: no first-line time
         real_records = files.JsonLines.records
 
@@ -195,8 +212,9 @@ def child(mode: str, result_path: Path, solve_args: list[str]) -> int:
             try:
                 return fingerprint(*a, **k)
             finally:
-                marks.at["input_fingerprint_s"] = round(marks.at.get("input_fingerprint_s", 0)
-                                                        + time.perf_counter() - t, 3)
+                marks.at["input_fingerprint_s"] = round(
+                    marks.at.get("input_fingerprint_s", 0) + time.perf_counter() - t, 3
+                )
 
         solve_command.input_fingerprint = timed_fingerprint
     if mode == "whole" and hasattr(solve_command, "REPORT_INLINE_MAX"):
@@ -208,10 +226,15 @@ def child(mode: str, result_path: Path, solve_args: list[str]) -> int:
         sampler.stop()
     wall_s = time.perf_counter() - t0
     end = marks.at.get("job_end_s", wall_s)
-    result = {"rc": rc, "imports_s": round(imports_s, 3), "wall_s": round(wall_s, 3), **marks.at,
-              "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
-              "job_peak_rss_mb": max((m for t, m in sampler.samples if t <= end), default=None),
-              "rss_mb": sampler.samples[:: max(1, len(sampler.samples) // 200)]}
+    result = {
+        "rc": rc,
+        "imports_s": round(imports_s, 3),
+        "wall_s": round(wall_s, 3),
+        **marks.at,
+        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+        "job_peak_rss_mb": max((m for t, m in sampler.samples if t <= end), default=None),
+        "rss_mb": sampler.samples[:: max(1, len(sampler.samples) // 200)],
+    }
     result_path.write_text(json.dumps(result))
     return rc
 
@@ -220,8 +243,18 @@ def child(mode: str, result_path: Path, solve_args: list[str]) -> int:
 
 
 def solve_args(mode: str, path: Path, out: Path, limit: int) -> list[str]:
-    base = ["--programs", str(path), "--out", str(out), "--executor", "local", "--workers", "2", "--no-progress",
-            "--overwrite"]
+    base = [
+        "--programs",
+        str(path),
+        "--out",
+        str(out),
+        "--executor",
+        "local",
+        "--workers",
+        "2",
+        "--no-progress",
+        "--overwrite",
+    ]
     return {"limit": [*base, "--limit", str(limit)], "shard": [*base, "--shard", "0/500"], "whole": base}[mode]
 
 
@@ -230,8 +263,16 @@ def run_one(mode: str, n: int, path: Path, limit: int, before: Path | None) -> d
     env = child_env(before)
     with tempfile.TemporaryDirectory() as tmp:
         result_path = Path(tmp) / "result.json"
-        cmd = [sys.executable, str(Path(__file__).resolve()), "--child", mode, "--result", str(result_path), "--",
-               *solve_args(mode, path, Path(tmp) / "run.parquet", limit)]
+        cmd = [
+            sys.executable,
+            str(Path(__file__).resolve()),
+            "--child",
+            mode,
+            "--result",
+            str(result_path),
+            "--",
+            *solve_args(mode, path, Path(tmp) / "run.parquet", limit),
+        ]
         load = os.getloadavg()[0]
         t0 = time.perf_counter()
         done = subprocess.run(cmd, capture_output=True, text=True, env=env)
@@ -239,15 +280,24 @@ def run_one(mode: str, n: int, path: Path, limit: int, before: Path | None) -> d
         if done.returncode != 0 or not result_path.is_file():
             raise RuntimeError(f"{mode} {n}: exit {done.returncode}\n{done.stderr[-3000:]}")
         result = json.loads(result_path.read_text())
-    row = {"mode": mode, "lines": n, "code": "before" if before is not None else "after",
-           "process_s": round(process_s, 2),
-           "load_1min_before": round(load, 2), "load_1min_after": round(os.getloadavg()[0], 2), **result}
+    row = {
+        "mode": mode,
+        "lines": n,
+        "code": "before" if before is not None else "after",
+        "process_s": round(process_s, 2),
+        "load_1min_before": round(load, 2),
+        "load_1min_after": round(os.getloadavg()[0], 2),
+        **result,
+    }
     span = (row.get("job_end_s") or row["wall_s"]) - (row.get("first_request_s") or 0)
     row["lines_per_s"] = round(n / span, 1) if mode != "limit" and span > 0 else None  # first problem to last
-    print(f"{row['code']:>6} {mode:>5} {n:>9,} lines: first problem {row.get('first_request_s')} s "
-          f"(first line {row.get('first_record_s')} s; input hashed in {row.get('input_fingerprint_s')} s), "
-          f"wall {row['wall_s']} s, peak RSS {row['peak_rss_mb']} MiB "
-          f"(job {row['job_peak_rss_mb']}), load {row['load_1min_before']}", file=sys.stderr)
+    print(
+        f"{row['code']:>6} {mode:>5} {n:>9,} lines: first problem {row.get('first_request_s')} s "
+        f"(first line {row.get('first_record_s')} s; input hashed in {row.get('input_fingerprint_s')} s), "
+        f"wall {row['wall_s']} s, peak RSS {row['peak_rss_mb']} MiB "
+        f"(job {row['job_peak_rss_mb']}), load {row['load_1min_before']}",
+        file=sys.stderr,
+    )
     return row
 
 
@@ -267,8 +317,10 @@ def child_env(before: Path | None) -> dict[str, str]:
 
 def warm_up(before: Path | None) -> None:
     """Import what a run imports once, so that the first measured run does not compile it all."""
-    code = ("import symbolkg.jobs.cli, symbolkg.actors.solver_pool, symbolkg.jobs.commands.solve, "
-            "symbolkg.solvers.runtime.worker, symbolkg.solvers.registry, pandas, matplotlib")
+    code = (
+        "import symbolkg.jobs.cli, symbolkg.actors.solver_pool, symbolkg.jobs.commands.solve, "
+        "symbolkg.solvers.runtime.worker, symbolkg.solvers.registry, pandas, matplotlib"
+    )
     subprocess.run([sys.executable, "-c", code], env=child_env(before), check=True)
 
 
@@ -296,9 +348,11 @@ def summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
     for mode in MODES:
         mine = [r for r in rows if r["mode"] == mode and r["code"] == "after"]
         if mine:
-            out[mode] = {"peak_rss_spread": spread(mine, "peak_rss_mb"),
-                         "job_peak_rss_spread": spread(mine, "job_peak_rss_mb"),
-                         "max_first_request_s": max(r.get("first_request_s") or 0 for r in mine)}
+            out[mode] = {
+                "peak_rss_spread": spread(mine, "peak_rss_mb"),
+                "job_peak_rss_spread": spread(mine, "job_peak_rss_mb"),
+                "max_first_request_s": max(r.get("first_request_s") or 0 for r in mine),
+            }
     return out
 
 
@@ -310,7 +364,10 @@ def plot(rows: list[dict[str, Any]], path: Path) -> None:
     import matplotlib.pyplot as plt
 
     fig, axes = plt.subplots(1, 3, figsize=(17, 4.8))
-    styles, colors = {"after": "o-", "before": "s--"}, {"limit": "tab:blue", "shard": "tab:orange", "whole": "tab:green"}
+    styles, colors = (
+        {"after": "o-", "before": "s--"},
+        {"limit": "tab:blue", "shard": "tab:orange", "whole": "tab:green"},
+    )
     for code in ("after", "before"):
         for mode in MODES:
             mine = sorted((r for r in rows if r["mode"] == mode and r["code"] == code), key=lambda r: r["lines"])
@@ -319,25 +376,49 @@ def plot(rows: list[dict[str, Any]], path: Path) -> None:
             xs, peaks = [r["lines"] for r in mine], [r["job_peak_rss_mb"] or r["peak_rss_mb"] for r in mine]
             axes[0].plot(xs, peaks, styles[code], color=colors[mode], label=f"{mode} ({code})")
             if code == "before" or mode == "whole":
-                for x, y in zip(xs, peaks):
-                    axes[0].annotate(f"{y:.0f}", (x, y), textcoords="offset points", xytext=(0, 6), ha="center",
-                                     fontsize=7)
-            axes[1].plot(xs, [r.get("first_request_s") for r in mine], styles[code], color=colors[mode],
-                         label=f"{mode} ({code})")
+                for x, y in zip(xs, peaks, strict=True):
+                    axes[0].annotate(
+                        f"{y:.0f}", (x, y), textcoords="offset points", xytext=(0, 6), ha="center", fontsize=7
+                    )
+            axes[1].plot(
+                xs, [r.get("first_request_s") for r in mine], styles[code], color=colors[mode], label=f"{mode} ({code})"
+            )
             if code == "after" and all(r.get("input_fingerprint_s") is not None for r in mine):
-                axes[1].plot(xs, [r["first_request_s"] - r["input_fingerprint_s"] for r in mine], ":",
-                             color=colors[mode], label=f"{mode} (after), less the input's sha256")
-    axes[0].set(xscale="log", yscale="log", xlabel="lines in the input file",
-                ylabel="driver peak RSS during the job (MiB)", title="peak memory")
-    axes[1].set(xscale="log", yscale="log", xlabel="lines in the input file", ylabel="seconds",
-                title="time to the first problem (from main())")
+                axes[1].plot(
+                    xs,
+                    [r["first_request_s"] - r["input_fingerprint_s"] for r in mine],
+                    ":",
+                    color=colors[mode],
+                    label=f"{mode} (after), less the input's sha256",
+                )
+    axes[0].set(
+        xscale="log",
+        yscale="log",
+        xlabel="lines in the input file",
+        ylabel="driver peak RSS during the job (MiB)",
+        title="peak memory",
+    )
+    axes[1].set(
+        xscale="log",
+        yscale="log",
+        xlabel="lines in the input file",
+        ylabel="seconds",
+        title="time to the first problem (from main())",
+    )
     for r in sorted((r for r in rows if r["mode"] == "whole"), key=lambda r: (r["code"], r["lines"])):
         end = r.get("job_end_s") or r["wall_s"]
         pts = [(t / end, m) for t, m in r["rss_mb"] if t <= end]
-        axes[2].plot([t for t, _ in pts], [m for _, m in pts], "-" if r["code"] == "after" else "--",
-                     label=f"{r['lines']:,} lines ({r['code']}, {r['lines_per_s']:,.0f} lines/s)")
-    axes[2].set(xlabel="share of the job's time (from main())", ylabel="resident MiB",
-                title="whole file through the driver (instant solver)")
+        axes[2].plot(
+            [t for t, _ in pts],
+            [m for _, m in pts],
+            "-" if r["code"] == "after" else "--",
+            label=f"{r['lines']:,} lines ({r['code']}, {r['lines_per_s']:,.0f} lines/s)",
+        )
+    axes[2].set(
+        xlabel="share of the job's time (from main())",
+        ylabel="resident MiB",
+        title="whole file through the driver (instant solver)",
+    )
     for ax in axes:
         ax.legend(fontsize=7)
     fig.tight_layout()
@@ -352,8 +433,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--limit", type=int, default=1000, help="--limit of the limit mode (default 1000)")
     parser.add_argument("--before", type=Path, help="a tree of the code before streaming (runs shard and whole too)")
     parser.add_argument("--before-sizes", type=int, nargs="+", help="sizes for --before (default: --sizes)")
-    parser.add_argument("--before-modes", nargs="+", choices=("shard", "whole"), default=["shard", "whole"],
-                        help="modes for --before (default shard whole)")
+    parser.add_argument(
+        "--before-modes",
+        nargs="+",
+        choices=("shard", "whole"),
+        default=["shard", "whole"],
+        help="modes for --before (default shard whole)",
+    )
     parser.add_argument("--out", type=Path, default=OUT)
     parser.add_argument("--child", choices=MODES, help=argparse.SUPPRESS)
     parser.add_argument("--result", type=Path, help=argparse.SUPPRESS)
@@ -367,22 +453,57 @@ def main(argv: list[str] | None = None) -> int:
     rows = [run_one(mode, n, paths[n], args.limit, None) for mode in args.modes for n in sorted(args.sizes)]
     if args.before is not None:
         warm_up(args.before)
-        rows += [run_one(mode, n, paths[n], args.limit, args.before) for mode in args.before_modes
-                 for n in sorted(args.before_sizes or args.sizes)]
+        rows += [
+            run_one(mode, n, paths[n], args.limit, args.before)
+            for mode in args.before_modes
+            for n in sorted(args.before_sizes or args.sizes)
+        ]
     args.out.mkdir(parents=True, exist_ok=True)
-    result = {"command": "python benchmarks/input_streaming.py " + " ".join(sys.argv[1:] if argv is None else argv),
-              "date": datetime.date.today().isoformat(),
-              "machine": {"cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version(),
-                          "note": "shared with other jobs: see each run's 1-minute load average"},
-              "input": {str(n): {"path": str(p.relative_to(HERE.parent)), "bytes": p.stat().st_size}
-                        for n, p in paths.items()},
-              "summary": summary(rows), "rows": rows, "seconds": round(time.perf_counter() - started, 1)}
+    result = {
+        "command": "python benchmarks/input_streaming.py " + " ".join(sys.argv[1:] if argv is None else argv),
+        "date": datetime.date.today().isoformat(),
+        "machine": {
+            "cpus": os.cpu_count(),
+            "platform": platform.platform(),
+            "python": platform.python_version(),
+            "note": "shared with other jobs: see each run's 1-minute load average",
+        },
+        "input": {
+            str(n): {"path": str(p.relative_to(HERE.parent)), "bytes": p.stat().st_size} for n, p in paths.items()
+        },
+        "summary": summary(rows),
+        "rows": rows,
+        "seconds": round(time.perf_counter() - started, 1),
+    }
     (args.out / "input_streaming.json").write_text(json.dumps(result, indent=1) + "\n")
     plot(rows, args.out / "input_streaming.png")
-    print(json.dumps({"summary": result["summary"],
-                      "rows": [{k: r.get(k) for k in ("code", "mode", "lines", "input_fingerprint_s", "first_record_s",
-                                                      "first_request_s", "wall_s", "peak_rss_mb", "job_peak_rss_mb",
-                                                      "lines_per_s", "load_1min_before")} for r in rows]}, indent=1))
+    print(
+        json.dumps(
+            {
+                "summary": result["summary"],
+                "rows": [
+                    {
+                        k: r.get(k)
+                        for k in (
+                            "code",
+                            "mode",
+                            "lines",
+                            "input_fingerprint_s",
+                            "first_record_s",
+                            "first_request_s",
+                            "wall_s",
+                            "peak_rss_mb",
+                            "job_peak_rss_mb",
+                            "lines_per_s",
+                            "load_1min_before",
+                        )
+                    }
+                    for r in rows
+                ],
+            },
+            indent=1,
+        )
+    )
     return 0
 
 

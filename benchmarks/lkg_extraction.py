@@ -48,34 +48,46 @@ def folio_stories(n: int, data_dir: Path) -> list:
 
 
 async def measure(args) -> dict:
-    from symbolkg.actors.engines.vllm_engine import VLLMConfig, VLLMEngine
     from symbolkg.actors.engines.base import SamplingParams
+    from symbolkg.actors.engines.vllm_engine import VLLMConfig, VLLMEngine
     from symbolkg.jobs.lkg import LKGConfig, run_lkg_build
     from symbolkg.retrieval.lkg.store import LKGStore
 
     data_dir = Path(args.data_dir or os.environ.get("SYMBOLKG_DATA", REPO.parent / "shared" / "data"))
     problems = folio_stories(args.contexts, data_dir)
-    cfg = LKGConfig(max_repair_rounds=args.repair_rounds, chunk_chars=args.chunk_chars,
-                    params=SamplingParams(max_tokens=args.max_tokens))
+    cfg = LKGConfig(
+        max_repair_rounds=args.repair_rounds,
+        chunk_chars=args.chunk_chars,
+        params=SamplingParams(max_tokens=args.max_tokens),
+    )
     t = time.perf_counter()
     engine = VLLMEngine(VLLMConfig(model=args.model))
     load_s = time.perf_counter() - t
     phases = {}
     with tempfile.TemporaryDirectory() as tmp:
         try:
-            for name, in_flight, subset in (("concurrent", len(problems), problems),
-                                            ("sequential", 1, problems[: args.sequential_contexts])):
+            for name, in_flight, subset in (
+                ("concurrent", len(problems), problems),
+                ("sequential", 1, problems[: args.sequential_contexts]),
+            ):
                 store = LKGStore(Path(tmp) / name)
                 report = await run_lkg_build(subset, store, engine, cfg, max_in_flight=in_flight, progress=False)
                 phases[name] = report.to_dict()
-                print(f"{name:10s} {report.contexts:3d} contexts  {report.wall_seconds:7.1f} s  "
-                      f"{phases[name]['contexts_per_second']:.3f} contexts/s  {phases[name]['tokens_per_second']:.1f} tok/s  "
-                      f"valid {report.valid}/{report.contexts}", flush=True)
-            cached = await run_lkg_build(problems, LKGStore(Path(tmp) / "concurrent"), engine, cfg,
-                                         max_in_flight=len(problems), progress=False)
+                print(
+                    f"{name:10s} {report.contexts:3d} contexts  {report.wall_seconds:7.1f} s  "
+                    f"{phases[name]['contexts_per_second']:.3f} contexts/s  "
+                    f"{phases[name]['tokens_per_second']:.1f} tok/s  valid {report.valid}/{report.contexts}",
+                    flush=True,
+                )
+            cached = await run_lkg_build(
+                problems, LKGStore(Path(tmp) / "concurrent"), engine, cfg, max_in_flight=len(problems), progress=False
+            )
             phases["cached"] = cached.to_dict()
-            print(f"cached     {cached.contexts:3d} contexts  {cached.wall_seconds:7.2f} s  hits {cached.cache_hits}, "
-                  f"saved {cached.seconds_saved:.1f} s of LLM time", flush=True)
+            print(
+                f"cached     {cached.contexts:3d} contexts  {cached.wall_seconds:7.2f} s  hits {cached.cache_hits}, "
+                f"saved {cached.seconds_saved:.1f} s of LLM time",
+                flush=True,
+            )
         finally:
             await engine.close()
     conc, seq = phases["concurrent"], phases["sequential"]
@@ -85,9 +97,13 @@ async def measure(args) -> dict:
         "date": time.strftime("%Y-%m-%d"),
         "model": engine.model,
         "engine_load_seconds": round(load_s, 1),
-        "settings": {"contexts": len(problems), "sequential_contexts": args.sequential_contexts,
-                     "max_tokens": args.max_tokens, "repair_rounds": args.repair_rounds,
-                     "chunk_chars": args.chunk_chars},
+        "settings": {
+            "contexts": len(problems),
+            "sequential_contexts": args.sequential_contexts,
+            "max_tokens": args.max_tokens,
+            "repair_rounds": args.repair_rounds,
+            "chunk_chars": args.chunk_chars,
+        },
         "phases": phases,
         "concurrency_speedup_contexts_per_second": round(speedup, 2) if speedup else None,
     }
@@ -128,8 +144,10 @@ def main() -> None:
     OUT.mkdir(exist_ok=True)
     (OUT / "lkg_extraction.json").write_text(json.dumps(result, indent=2) + "\n")
     plot(result, OUT / "lkg_extraction.png")
-    print(f"speed-up of concurrency: {result['concurrency_speedup_contexts_per_second']}x; "
-          f"wrote {OUT / 'lkg_extraction.json'} and .png")
+    print(
+        f"speed-up of concurrency: {result['concurrency_speedup_contexts_per_second']}x; "
+        f"wrote {OUT / 'lkg_extraction.json'} and .png"
+    )
 
 
 if __name__ == "__main__":

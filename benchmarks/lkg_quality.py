@@ -52,9 +52,13 @@ def items(graph) -> dict[str, set]:
 
 def score(found: set, gold: set) -> dict:
     hit = len(found & gold)
-    return {"extracted": len(found), "gold": len(gold), "matched": hit,
-            "precision": round(hit / len(found), 3) if found else None,
-            "recall": round(hit / len(gold), 3) if gold else None}
+    return {
+        "extracted": len(found),
+        "gold": len(gold),
+        "matched": hit,
+        "precision": round(hit / len(found), 3) if found else None,
+        "recall": round(hit / len(gold), 3) if gold else None,
+    }
 
 
 async def measure(args) -> dict:
@@ -66,10 +70,14 @@ async def measure(args) -> dict:
     from symbolkg.retrieval.lkg.store import LKGStore
 
     entries = json.loads(FIXTURE.read_text(encoding="utf-8"))["contexts"]
-    problems = [Problem(e["problems"][0]["id"], e["dataset"], e["context"], e["problems"][0]["question"])
-                for e in entries]
-    cfg = LKGConfig(max_repair_rounds=args.repair_rounds, chunk_chars=args.chunk_chars,
-                    params=SamplingParams(max_tokens=args.max_tokens))
+    problems = [
+        Problem(e["problems"][0]["id"], e["dataset"], e["context"], e["problems"][0]["question"]) for e in entries
+    ]
+    cfg = LKGConfig(
+        max_repair_rounds=args.repair_rounds,
+        chunk_chars=args.chunk_chars,
+        params=SamplingParams(max_tokens=args.max_tokens),
+    )
     engine = VLLMEngine(VLLMConfig(model=args.model))
     try:
         with tempfile.TemporaryDirectory() as tmp:
@@ -81,7 +89,7 @@ async def measure(args) -> dict:
     built = report.to_dict()
     totals: dict[str, dict[str, set]] = {k: {"found": set(), "gold": set()} for k in KINDS}
     per_context = {}
-    for entry, problem in zip(entries, problems):
+    for entry, problem in zip(entries, problems, strict=True):
         gold_graph = parse_extraction(json.dumps(entry["extraction"]), entry["context"], "gold").graph
         found, gold = items(graphs[problem.id]), items(gold_graph)
         per_context[entry["id"]] = {k: score(found[k], gold[k]) for k in KINDS}
@@ -92,10 +100,24 @@ async def measure(args) -> dict:
         "machine": {"platform": platform.platform(), "cpus": os.cpu_count(), "python": platform.python_version()},
         "date": time.strftime("%Y-%m-%d"),
         "model": engine.model,
-        "settings": {"chunk_chars": args.chunk_chars, "max_tokens": args.max_tokens,
-                     "repair_rounds": args.repair_rounds},
-        "build": {k: built[k] for k in ("contexts", "valid", "invalid", "issue_kinds", "nodes", "edges",
-                                        "completion_tokens", "wall_seconds")},
+        "settings": {
+            "chunk_chars": args.chunk_chars,
+            "max_tokens": args.max_tokens,
+            "repair_rounds": args.repair_rounds,
+        },
+        "build": {
+            k: built[k]
+            for k in (
+                "contexts",
+                "valid",
+                "invalid",
+                "issue_kinds",
+                "nodes",
+                "edges",
+                "completion_tokens",
+                "wall_seconds",
+            )
+        },
         "overall": {k: score(v["found"], v["gold"]) for k, v in totals.items()},
         "per_context": per_context,
     }
@@ -114,8 +136,11 @@ def plot(result: dict, path: Path) -> None:
         ax.bar([x + offset for x in xs], [overall[k][metric] or 0 for k in KINDS], width=0.4, label=metric)
     ax.set_xticks(list(xs), KINDS, fontsize=8)
     ax.set_ylim(0, 1)
-    ax.set_title(f"{result['model']}: agreement with the hand-checked graphs "
-                 f"({result['build']['valid']}/{result['build']['contexts']} outputs valid)", fontsize=9)
+    ax.set_title(
+        f"{result['model']}: agreement with the hand-checked graphs "
+        f"({result['build']['valid']}/{result['build']['contexts']} outputs valid)",
+        fontsize=9,
+    )
     ax.legend()
     fig.tight_layout()
     fig.savefig(path, dpi=120)
@@ -135,8 +160,10 @@ def main() -> None:
     print(f"{result['model']}: {result['build']['valid']}/{result['build']['contexts']} outputs valid")
     print(f"{'kind':18s} {'extracted':>9s} {'gold':>5s} {'matched':>7s} {'precision':>9s} {'recall':>6s}")
     for kind, s in result["overall"].items():
-        print(f"{kind:18s} {s['extracted']:9d} {s['gold']:5d} {s['matched']:7d} {s['precision']!s:>9s} "
-              f"{s['recall']!s:>6s}")
+        print(
+            f"{kind:18s} {s['extracted']:9d} {s['gold']:5d} {s['matched']:7d} {s['precision']!s:>9s} "
+            f"{s['recall']!s:>6s}"
+        )
     print(f"wrote {OUT / 'lkg_quality.json'} and {OUT / 'lkg_quality.png'}")
 
 

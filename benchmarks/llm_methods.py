@@ -37,8 +37,19 @@ from symbolkg.jobs.cli import main as cli
 
 OUT = Path(__file__).resolve().parent / "out"
 SETS = "prontoqa,proofwriter,folio,logicaldeduction,ar-lsat"
-REPORT_KEYS = ("problems", "execution_rate", "accuracy", "llm_calls", "cached_calls", "prompt_tokens",
-               "completion_tokens", "tokens_per_second", "wall_seconds", "rounds_histogram", "prefix_cache")
+REPORT_KEYS = (
+    "problems",
+    "execution_rate",
+    "accuracy",
+    "llm_calls",
+    "cached_calls",
+    "prompt_tokens",
+    "completion_tokens",
+    "tokens_per_second",
+    "wall_seconds",
+    "rounds_histogram",
+    "prefix_cache",
+)
 
 
 def _run(argv: list[str]) -> tuple[int, str]:
@@ -56,8 +67,10 @@ def _report(path: Path) -> dict:
     rep = json.loads(out)
     keep = {k: rep[k] for k in REPORT_KEYS if k in rep}
     if "by_dataset" in rep:
-        keep["by_dataset"] = {name: {k: ds.get(k) for k in ("problems", "execution_rate", "accuracy", "routes")}
-                              for name, ds in rep["by_dataset"].items()}
+        keep["by_dataset"] = {
+            name: {k: ds.get(k) for k in ("problems", "execution_rate", "accuracy", "routes")}
+            for name, ds in rep["by_dataset"].items()
+        }
     return keep
 
 
@@ -65,37 +78,64 @@ def _solve(name: str, argv: list[str], tmp: Path, *, rerun: bool) -> dict:
     out = tmp / f"{name}.parquet"
     t0 = time.perf_counter()
     code, _ = _run(["solve", *argv, "--out", str(out)])
-    result = {"command": "symbolkg solve " + " ".join(argv), "exit_code": code,
-              "seconds": round(time.perf_counter() - t0, 1)}
+    result = {
+        "command": "symbolkg solve " + " ".join(argv),
+        "exit_code": code,
+        "seconds": round(time.perf_counter() - t0, 1),
+    }
     if code == 0:
         result["report"] = _report(out)
         records = read_request_log(out)  # vLLM's prefix-cache counts per request, by the request's purpose
-        result["prefix_cache_by_purpose"] = {p: prefix_cache_summary([r for r in records if r.purpose == p])
-                                             for p in sorted({r.purpose for r in records})}
+        result["prefix_cache_by_purpose"] = {
+            p: prefix_cache_summary([r for r in records if r.purpose == p])
+            for p in sorted({r.purpose for r in records})
+        }
     if rerun and code == 0:
         again = tmp / f"{name}-again.parquet"
         t0 = time.perf_counter()
         code, _ = _run(["solve", *argv, "--out", str(again)])
-        result["rerun"] = {"exit_code": code, "seconds": round(time.perf_counter() - t0, 1),
-                           **({"report": _report(again)} if code == 0 else {})}
+        result["rerun"] = {
+            "exit_code": code,
+            "seconds": round(time.perf_counter() - t0, 1),
+            **({"report": _report(again)} if code == 0 else {}),
+        }
     return result
 
 
 def _lkg(limit: int, data: list[str], tmp: Path) -> dict:
-    base = ["lkg", "build", "--dataset", "folio", "--limit", str(limit), "--json", "--no-progress",
-            "--max-tokens", "2048", "--chunk-chars", "200", "--max-repair-rounds", "1", *data,
-            "--store", str(tmp / "lkg-folio")]
+    base = [
+        "lkg",
+        "build",
+        "--dataset",
+        "folio",
+        "--limit",
+        str(limit),
+        "--json",
+        "--no-progress",
+        "--max-tokens",
+        "2048",
+        "--chunk-chars",
+        "200",
+        "--max-repair-rounds",
+        "1",
+        *data,
+        "--store",
+        str(tmp / "lkg-folio"),
+    ]
     result = {"command": "symbolkg " + " ".join(base[:-2] + ["--llm-actor"])}
     for label, extra in (("build", ["--llm-actor"]), ("rebuild", [])):
         t0 = time.perf_counter()
         code, out = _run([*base, *extra])
-        result[label] = {"exit_code": code, "seconds": round(time.perf_counter() - t0, 1),
-                         **(json.loads(out.strip().splitlines()[-1]) if code == 0 else {})}
+        result[label] = {
+            "exit_code": code,
+            "seconds": round(time.perf_counter() - t0, 1),
+            **(json.loads(out.strip().splitlines()[-1]) if code == 0 else {}),
+        }
     return result
 
 
 def run(names: list[str], scale: float, data_dir: str | None) -> dict:
-    n = lambda count: max(1, round(count * scale))  # noqa: E731
+    n = lambda count: max(1, round(count * scale))
     data = ["--data-dir", data_dir] if data_dir else []
     common = ["--executor", "local", "--workers", "2", "--no-progress", *data]
     results: dict = {}
@@ -105,18 +145,60 @@ def run(names: list[str], scale: float, data_dir: str | None) -> dict:
         for name in names:
             print(f"== {name}", file=sys.stderr, flush=True)
             if name == "logiclm":
-                argv = ["--method", "logiclm", "--dataset", "prontoqa", "--limit", str(n(50)), "--max-tokens", "384",
-                        "--max-refine-rounds", "1", *cache, *common]
+                argv = [
+                    "--method",
+                    "logiclm",
+                    "--dataset",
+                    "prontoqa",
+                    "--limit",
+                    str(n(50)),
+                    "--max-tokens",
+                    "384",
+                    "--max-refine-rounds",
+                    "1",
+                    *cache,
+                    *common,
+                ]
                 results[name] = _solve(name, argv, tmp, rerun=True)
             elif name == "cot":
-                argv = ["--method", "cot", "--dataset", "prontoqa", "--limit", str(n(50)), "--max-tokens", "256",
-                        *cache, *common]
+                argv = [
+                    "--method",
+                    "cot",
+                    "--dataset",
+                    "prontoqa",
+                    "--limit",
+                    str(n(50)),
+                    "--max-tokens",
+                    "256",
+                    *cache,
+                    *common,
+                ]
                 results[name] = _solve(name, argv, tmp, rerun=False)
             elif name == "symbolkg":
-                argv = ["--method", "symbolkg", "--dataset", SETS, "--limit", str(n(20)), "--lkg-store",
-                        str(tmp / "lkg"), "--retrieval-actors", "2", "--max-tokens", "128", "--max-refine-rounds", "1",
-                        "--lkg-max-tokens", "128", "--lkg-repair-rounds", "0", "--stage-max-tokens", "32", *cache,
-                        *common]
+                argv = [
+                    "--method",
+                    "symbolkg",
+                    "--dataset",
+                    SETS,
+                    "--limit",
+                    str(n(20)),
+                    "--lkg-store",
+                    str(tmp / "lkg"),
+                    "--retrieval-actors",
+                    "2",
+                    "--max-tokens",
+                    "128",
+                    "--max-refine-rounds",
+                    "1",
+                    "--lkg-max-tokens",
+                    "128",
+                    "--lkg-repair-rounds",
+                    "0",
+                    "--stage-max-tokens",
+                    "32",
+                    *cache,
+                    *common,
+                ]
                 results[name] = _solve(name, argv, tmp, rerun=True)
             elif name == "lkg":
                 results[name] = _lkg(n(8), data, tmp)
@@ -153,7 +235,9 @@ def plot(results: dict, path: Path) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--runs", default="logiclm,cot,symbolkg,lkg", help="comma-separated: logiclm,cot,symbolkg,lkg")
-    parser.add_argument("--scale", type=float, default=1.0, help="multiply every problem count (e.g. 0.1 to smoke-test)")
+    parser.add_argument(
+        "--scale", type=float, default=1.0, help="multiply every problem count (e.g. 0.1 to smoke-test)"
+    )
     parser.add_argument("--data-dir", help="data root (default: $SYMBOLKG_DATA, else ../shared/data)")
     parser.add_argument("--out", type=Path, default=OUT / "llm_methods.json", help="JSON output (a .png beside it)")
     args = parser.parse_args(argv)

@@ -28,8 +28,8 @@ import os
 import platform
 import statistics
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from symbolkg.actors.engines.base import ChatRequest, Completion, Message, SamplingParams
 
@@ -56,7 +56,7 @@ def load_contexts(n: int, data_dir: Path | None) -> list[tuple[str, str]]:
     out = []
     for i in range(n):
         chain = [kinds[(i + k) % len(kinds)] for k in range(4)]
-        facts = " ".join(f"Every {a} is a {b}." for a, b in zip(chain, chain[1:]))
+        facts = " ".join(f"Every {a} is a {b}." for a, b in zip(chain, chain[1:], strict=False))
         question = f"Is the following statement true or false? Max{i} is a {chain[-1]}."
         out.append((f"{facts} Max{i} is a {chain[0]}.", question))
     return out
@@ -181,22 +181,25 @@ async def measure(engine, args) -> dict:
     # Warm-up outside the timed region (first-request paths, prefix cache of the system prompt).
     await engine.generate(make_requests(load_contexts(2, args.data_dir), 8, "warm"))
     levels = []
-    for in_flight, n in zip(args.in_flight, args.requests_per_level):
+    for in_flight, n in zip(args.in_flight, args.requests_per_level, strict=False):
         reqs = make_requests(load_contexts(n, args.data_dir), args.max_tokens, f"c{in_flight}")
         m0 = meter.mark()
         completions, wall = await closed_loop(engine, reqs, in_flight)
         row = {"in_flight": in_flight, **summarize(completions, wall, meter.foreign_share(m0, meter.mark()))}
         levels.append(row)
-        print(f"  in flight {in_flight:3d}: {row['requests']:4d} requests in {wall:6.1f} s  "
-              f"{row['generated_tokens_per_s']:7.1f} gen tok/s  {row['requests_per_s']:6.2f} req/s  "
-              f"p50 {row['latency_p50_s']:.2f} s  (other work: {row['foreign_cpu_share']:.0%} of the CPU)", flush=True)
+        print(
+            f"  in flight {in_flight:3d}: {row['requests']:4d} requests in {wall:6.1f} s  "
+            f"{row['generated_tokens_per_s']:7.1f} gen tok/s  {row['requests_per_s']:6.2f} req/s  "
+            f"p50 {row['latency_p50_s']:.2f} s  (other work: {row['foreign_cpu_share']:.0%} of the CPU)",
+            flush=True,
+        )
     pairs = load_contexts(args.problems, args.data_dir)
     m0 = meter.mark()
     seq_c, seq_s = await sequential(engine, make_requests(pairs, args.speedup_max_tokens, "seq"))
     m1 = meter.mark()
     con_c, con_s = await all_at_once(engine, make_requests(pairs, args.speedup_max_tokens, "con"))
     m2 = meter.mark()
-    same_text = sum(a.text == b.text for a, b in zip(seq_c, con_c))
+    same_text = sum(a.text == b.text for a, b in zip(seq_c, con_c, strict=True))
     speedup = {
         "problems": args.problems,
         "max_tokens": args.speedup_max_tokens,
@@ -205,8 +208,11 @@ async def measure(engine, args) -> dict:
         "speedup": round(seq_s / con_s, 2),
         "identical_texts": same_text,
     }
-    print(f"  {args.problems} problems one at a time: {seq_s:.1f} s; all in flight: {con_s:.1f} s "
-          f"-> speed-up x{speedup['speedup']} ({same_text}/{args.problems} identical greedy texts)", flush=True)
+    print(
+        f"  {args.problems} problems one at a time: {seq_s:.1f} s; all in flight: {con_s:.1f} s "
+        f"-> speed-up x{speedup['speedup']} ({same_text}/{args.problems} identical greedy texts)",
+        flush=True,
+    )
     return {"levels": levels, "sequential_vs_concurrent": speedup}
 
 
@@ -220,10 +226,15 @@ def plot(result: dict, path: Path) -> None:
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4))
     xs = [str(lv["in_flight"]) for lv in levels]
     bars = ax1.bar(xs, [lv["generated_tokens_per_s"] for lv in levels], color="#4c72b0")
-    for b, lv in zip(bars, levels):
-        ax1.annotate(f"{lv['generated_tokens_per_s']:.0f} tok/s\n{lv['requests_per_s']:.2f} req/s\n"
-                     f"other work {lv['foreign_cpu_share']:.0%}",
-                     (b.get_x() + b.get_width() / 2, b.get_height()), ha="center", va="bottom", fontsize=8)
+    for b, lv in zip(bars, levels, strict=True):
+        ax1.annotate(
+            f"{lv['generated_tokens_per_s']:.0f} tok/s\n{lv['requests_per_s']:.2f} req/s\n"
+            f"other work {lv['foreign_cpu_share']:.0%}",
+            (b.get_x() + b.get_width() / 2, b.get_height()),
+            ha="center",
+            va="bottom",
+            fontsize=8,
+        )
     ax1.set_xlabel("requests in flight")
     ax1.set_ylabel("generated tokens / s")
     ax1.set_title(f"{result['model']} on {result['machine']['cpus']} CPU cores ({result['platform']})")
@@ -231,7 +242,7 @@ def plot(result: dict, path: Path) -> None:
     s = result["sequential_vs_concurrent"]
     walls = [s["sequential"]["wall_s"], s["concurrent"]["wall_s"]]
     bars = ax2.bar(["one at a time", "all in flight"], walls, color=["#dd8452", "#55a868"])
-    for b, w in zip(bars, walls):
+    for b, w in zip(bars, walls, strict=True):
         ax2.annotate(f"{w:.1f} s", (b.get_x() + b.get_width() / 2, b.get_height()), ha="center", va="bottom")
     ax2.set_ylabel("wall seconds")
     ax2.set_title(f"{s['problems']} problems, <= {s['max_tokens']} tokens each: x{s['speedup']}")
@@ -243,12 +254,18 @@ def plot(result: dict, path: Path) -> None:
 
 def main(argv: Sequence[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--model", default=None,
-                        help="registered name, HF folder or cached repo id (default: smollm2-135m)")
+    parser.add_argument(
+        "--model", default=None, help="registered name, HF folder or cached repo id (default: smollm2-135m)"
+    )
     parser.add_argument("--max-tokens", type=int, default=64, help="completion cap for the in-flight levels")
     parser.add_argument("--in-flight", type=int, nargs="+", default=[1, 8, 64])
-    parser.add_argument("--requests-per-level", type=int, nargs="+", default=[4, 16, 96],
-                        help="requests run at each in-flight level (same order as --in-flight)")
+    parser.add_argument(
+        "--requests-per-level",
+        type=int,
+        nargs="+",
+        default=[4, 16, 96],
+        help="requests run at each in-flight level (same order as --in-flight)",
+    )
     parser.add_argument("--problems", type=int, default=32, help="N for the one-at-a-time vs all-in-flight comparison")
     parser.add_argument("--speedup-max-tokens", type=int, default=32)
     parser.add_argument("--max-num-seqs", type=int, default=64)
@@ -276,13 +293,22 @@ def main(argv: Sequence[str] | None = None) -> dict:
         "model": engine.model,
         "model_path": engine.spec.path,
         "platform": engine.platform,
-        "config": {"max_num_seqs": config.max_num_seqs, "max_model_len": config.max_model_len,
-                   "dtype": engine.dtype, "enforce_eager": engine.enforce_eager,
-                   "cpu_omp_threads_bind": config.cpu_omp_threads_bind,
-                   "max_tokens": args.max_tokens, "temperature": 0.0},
-        "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "machine": platform.machine(),
-                    "loadavg_before": [round(x, 2) for x in load_before],
-                    "loadavg_after": [round(x, 2) for x in os.getloadavg()]},
+        "config": {
+            "max_num_seqs": config.max_num_seqs,
+            "max_model_len": config.max_model_len,
+            "dtype": engine.dtype,
+            "enforce_eager": engine.enforce_eager,
+            "cpu_omp_threads_bind": config.cpu_omp_threads_bind,
+            "max_tokens": args.max_tokens,
+            "temperature": 0.0,
+        },
+        "machine": {
+            "cpus": os.cpu_count(),
+            "python": platform.python_version(),
+            "machine": platform.machine(),
+            "loadavg_before": [round(x, 2) for x in load_before],
+            "loadavg_after": [round(x, 2) for x in os.getloadavg()],
+        },
         "load_s": round(engine.load_s, 1),
         "close_s": round(close_s, 1),
         **measured,
@@ -297,23 +323,31 @@ def main(argv: Sequence[str] | None = None) -> dict:
 
 
 def print_table(result: dict) -> None:
-    print(f"\nmodel {result['model']} ({result['platform']}, {result['machine']['cpus']} cores): "
-          f"load {result['load_s']} s, close {result['close_s']} s, total {result['total_s']} s, "
-          f"load average {result['machine']['loadavg_before'][0]} -> {result['machine']['loadavg_after'][0]}")
-    header = (f"{'in flight':>9} {'requests':>8} {'wall s':>7} {'gen tok':>8} {'tok/s':>7} {'req/s':>6} "
-              f"{'p50 s':>6} {'p95 s':>6} {'other CPU':>9}")
+    print(
+        f"\nmodel {result['model']} ({result['platform']}, {result['machine']['cpus']} cores): "
+        f"load {result['load_s']} s, close {result['close_s']} s, total {result['total_s']} s, "
+        f"load average {result['machine']['loadavg_before'][0]} -> {result['machine']['loadavg_after'][0]}"
+    )
+    header = (
+        f"{'in flight':>9} {'requests':>8} {'wall s':>7} {'gen tok':>8} {'tok/s':>7} {'req/s':>6} "
+        f"{'p50 s':>6} {'p95 s':>6} {'other CPU':>9}"
+    )
     print(header)
     print("-" * len(header))
     for lv in result["levels"]:
-        print(f"{lv['in_flight']:>9} {lv['requests']:>8} {lv['wall_s']:>7.1f} {lv['generated_tokens']:>8} "
-              f"{lv['generated_tokens_per_s']:>7.1f} {lv['requests_per_s']:>6.2f} {lv['latency_p50_s']:>6.2f} "
-              f"{lv['latency_p95_s']:>6.2f} {lv['foreign_cpu_share']:>9.0%}")
+        print(
+            f"{lv['in_flight']:>9} {lv['requests']:>8} {lv['wall_s']:>7.1f} {lv['generated_tokens']:>8} "
+            f"{lv['generated_tokens_per_s']:>7.1f} {lv['requests_per_s']:>6.2f} {lv['latency_p50_s']:>6.2f} "
+            f"{lv['latency_p95_s']:>6.2f} {lv['foreign_cpu_share']:>9.0%}"
+        )
     s = result["sequential_vs_concurrent"]
-    print(f"\n{s['problems']} problems: one at a time {s['sequential']['wall_s']} s "
-          f"({s['sequential']['generated_tokens_per_s']} tok/s, "
-          f"other work {s['sequential']['foreign_cpu_share']:.0%}), "
-          f"all in flight {s['concurrent']['wall_s']} s ({s['concurrent']['generated_tokens_per_s']} tok/s, "
-          f"other work {s['concurrent']['foreign_cpu_share']:.0%}): speed-up x{s['speedup']}")
+    print(
+        f"\n{s['problems']} problems: one at a time {s['sequential']['wall_s']} s "
+        f"({s['sequential']['generated_tokens_per_s']} tok/s, "
+        f"other work {s['sequential']['foreign_cpu_share']:.0%}), "
+        f"all in flight {s['concurrent']['wall_s']} s ({s['concurrent']['generated_tokens_per_s']} tok/s, "
+        f"other work {s['concurrent']['foreign_cpu_share']:.0%}): speed-up x{s['speedup']}"
+    )
 
 
 if __name__ == "__main__":  # vLLM spawns its processes: the guard is required

@@ -30,7 +30,7 @@ from typing import Any
 
 from symbolkg.jobs.datasets.files import default_data_dir
 from symbolkg.jobs.logicgraph.generate import format_statistics
-from symbolkg.solvers.logicgraph.instances import load_instances
+from symbolkg.solvers.logicgraph.elimination import minimal_supports
 from symbolkg.solvers.logicgraph.generate import (
     TIERS,
     GenerationError,
@@ -38,8 +38,8 @@ from symbolkg.solvers.logicgraph.generate import (
     generate_instance,
     tier_statistics,
 )
+from symbolkg.solvers.logicgraph.instances import load_instances
 from symbolkg.solvers.logicgraph.proofs import matching_rules
-from symbolkg.solvers.logicgraph.elimination import minimal_supports
 
 OUT = Path(__file__).resolve().parent / "out"
 
@@ -72,7 +72,14 @@ def run_tier(tier: str, count: int, seed: int) -> dict[str, Any]:
         instances = list(load_instances(path))
 
     t1 = time.perf_counter()
-    checks = {"stepwise": 0, "derivable": 0, "consistent": 0, "forms": 0, "in_tier": 0, "reference_equals_enumerator": 0}
+    checks = {
+        "stepwise": 0,
+        "derivable": 0,
+        "consistent": 0,
+        "forms": 0,
+        "in_tier": 0,
+        "reference_equals_enumerator": 0,
+    }
     problems: list[str] = []
     for instance in instances:
         premises = {i: p.formula for i, p in instance.premises.items()}
@@ -80,16 +87,26 @@ def run_tier(tier: str, count: int, seed: int) -> dict[str, Any]:
         checks["stepwise"] += report.stepwise
         checks["derivable"] += report.derivable
         checks["consistent"] += report.consistent
-        if all(s.rule in matching_rules([c.formula for c in s.premises], s.conclusion) for p in instance.proofs for s in p.steps):
+        if all(
+            s.rule in matching_rules([c.formula for c in s.premises], s.conclusion)
+            for p in instance.proofs
+            for s in p.steps
+        ):
             checks["forms"] += 1
         else:
             problems.append(f"{instance.id}: a step that is not its form")
         checks["in_tier"] += config.accepts(len(instance.proofs))
         result = minimal_supports(premises, instance.goal)
-        if result.complete and set(result.supports) == set(instance.reference_supports()) and len(instance.reference_supports()) == len(instance.proofs):
+        if (
+            result.complete
+            and set(result.supports) == set(instance.reference_supports())
+            and len(instance.reference_supports()) == len(instance.proofs)
+        ):
             checks["reference_equals_enumerator"] += 1
         else:
-            problems.append(f"{instance.id}: reference supports differ from the enumerator's (complete={result.complete})")
+            problems.append(
+                f"{instance.id}: reference supports differ from the enumerator's (complete={result.complete})"
+            )
         problems += [f"{instance.id}: {p}" for p in report.problems]
     check_s = time.perf_counter() - t1
     ms = sorted(s * 1000 for s in seconds)
@@ -127,18 +144,29 @@ def main() -> None:
         print()
         print(format_statistics(result["statistics"], result["dataset_statistics"], tier))
         c = result["checks"]
-        print(f"{tier}: {result['written']}/{result['requested']} written, {result['constructions']} constructions "
-              f"(rejected: {result['rejections'] or 'none'}), {result['proofs_from_search']} proofs from the search, "
-              f"{result['generation_s']} s generation + {result['recheck_s']} s recheck")
-        print(f"{tier}: stepwise {c['stepwise']}, derivable {c['derivable']}, consistent {c['consistent']}, "
-              f"forms {c['forms']}, in tier {c['in_tier']}, reference == enumerator {c['reference_equals_enumerator']} "
-              f"(of {result['written']})")
+        print(
+            f"{tier}: {result['written']}/{result['requested']} written, {result['constructions']} constructions "
+            f"(rejected: {result['rejections'] or 'none'}), {result['proofs_from_search']} proofs from the search, "
+            f"{result['generation_s']} s generation + {result['recheck_s']} s recheck"
+        )
+        print(
+            f"{tier}: stepwise {c['stepwise']}, derivable {c['derivable']}, consistent {c['consistent']}, "
+            f"forms {c['forms']}, in tier {c['in_tier']}, reference == enumerator {c['reference_equals_enumerator']} "
+            f"(of {result['written']})"
+        )
         for problem in result["problems"]:
             print(f"PROBLEM {problem}")
     OUT.mkdir(exist_ok=True)
-    doc = {"benchmark": "logicgraph_generate", "date": time.strftime("%Y-%m-%d"), "machine": platform.platform(),
-           "cpus": os.cpu_count(), "python": platform.python_version(), "seed": args.seed, "count": args.count,
-           "tiers": results}
+    doc = {
+        "benchmark": "logicgraph_generate",
+        "date": time.strftime("%Y-%m-%d"),
+        "machine": platform.platform(),
+        "cpus": os.cpu_count(),
+        "python": platform.python_version(),
+        "seed": args.seed,
+        "count": args.count,
+        "tiers": results,
+    }
     (OUT / "logicgraph_generate.json").write_text(json.dumps(doc, indent=1))
     print(f"\nwrote {OUT / 'logicgraph_generate.json'}")
 

@@ -34,9 +34,25 @@ METRICS = ("success_rate", "precision", "shortest_path_rate", "diversity", "vers
 
 def run_tier(tier: str, args: argparse.Namespace) -> dict:
     run_dir = OUT / "logicgraph_llm" / tier
-    argv = ["logicgraph", "solve", "--dataset", f"logicgraph/{tier}", "--limit", str(args.limit), "--out", str(run_dir),
-            "--engine", args.engine, "--max-tokens", str(args.max_tokens), "--show", args.show, "--json",
-            "--max-in-flight", str(args.max_in_flight)]
+    argv = [
+        "logicgraph",
+        "solve",
+        "--dataset",
+        f"logicgraph/{tier}",
+        "--limit",
+        str(args.limit),
+        "--out",
+        str(run_dir),
+        "--engine",
+        args.engine,
+        "--max-tokens",
+        str(args.max_tokens),
+        "--show",
+        args.show,
+        "--json",
+        "--max-in-flight",
+        str(args.max_in_flight),
+    ]
     for flag, value in (("--model", args.model), ("--openai-url", args.openai_url), ("--data-dir", args.data_dir)):
         if value:
             argv += [flag, value]
@@ -72,7 +88,7 @@ def plot(results: list[dict], path: Path) -> None:
     import matplotlib.pyplot as plt
 
     fig, axes = plt.subplots(1, len(results), figsize=(5 * len(results), 3.6), squeeze=False)
-    for ax, res in zip(axes[0], results):
+    for ax, res in zip(axes[0], results, strict=True):
         ours = [100 * (res["metrics"].get(m) or 0.0) for m in METRICS]
         paper = [(res["paper_best"] or {}).get(m, 0.0) for m in METRICS]
         xs = range(len(METRICS))
@@ -99,20 +115,33 @@ def main() -> int:
     ap.add_argument("--show", default="both")
     args = ap.parse_args()
     results = [run_tier(tier, args) for tier in args.tiers.split(",")]
-    out = {"machine": f"{platform.machine()}, {platform.processor() or 'cpu'}", "date": time.strftime("%Y-%m-%d"),
-           "config": vars(args), "tiers": results}
+    out = {
+        "machine": f"{platform.machine()}, {platform.processor() or 'cpu'}",
+        "date": time.strftime("%Y-%m-%d"),
+        "config": vars(args),
+        "tiers": results,
+    }
     OUT.mkdir(exist_ok=True)
     (OUT / "logicgraph_llm.json").write_text(json.dumps(out, indent=2) + "\n")
     plot(results, OUT / "logicgraph_llm.png")
-    print(f"{'tier':8} {'inst':>4} {'parsed':>6} {'cut':>4} {'paths/i':>7} {'tok/i':>6} "
-          + " ".join(f"{m[:8]:>8}" for m in METRICS) + f" {'wall_s':>7}")
+    print(
+        f"{'tier':8} {'inst':>4} {'parsed':>6} {'cut':>4} {'paths/i':>7} {'tok/i':>6} "
+        + " ".join(f"{m[:8]:>8}" for m in METRICS)
+        + f" {'wall_s':>7}"
+    )
     for res in results:
         m = res["metrics"]
-        print(f"{res['tier']:8} {res['instances']:4} {res['parsed']:6} {res['truncated']:4} {res['paths_per_instance']:7} "
-              f"{(res['mean_tokens'] or 0):6.0f} " + " ".join(f"{100 * (m.get(k) or 0.0):8.2f}" for k in METRICS)
-              + f" {res['wall_s']:7.1f}")
+        print(
+            f"{res['tier']:8} {res['instances']:4} {res['parsed']:6} {res['truncated']:4} "
+            f"{res['paths_per_instance']:7} {(res['mean_tokens'] or 0):6.0f} "
+            + " ".join(f"{100 * (m.get(k) or 0.0):8.2f}" for k in METRICS)
+            + f" {res['wall_s']:7.1f}"
+        )
         paper = res["paper_best"] or {}
-        print(f"{'  paper':8} {'':4} {'':6} {'':4} {'':7} {'':6} " + " ".join(f"{paper.get(k, 0.0):8.2f}" for k in METRICS))
+        print(
+            f"{'  paper':8} {'':4} {'':6} {'':4} {'':7} {'':6} "
+            + " ".join(f"{paper.get(k, 0.0):8.2f}" for k in METRICS)
+        )
     print(f"wrote {OUT / 'logicgraph_llm.json'} and .png")
     return 0
 

@@ -36,6 +36,7 @@ import statistics
 import time
 import tracemalloc
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -101,13 +102,25 @@ def measure_instance(inst: Instance, repeat: int) -> dict[str, Any]:
     _, recheck_ms, _ = timed(lambda: recheck_supports(premises, inst.goal, after.supports), 1)
     found, old, reference = set(after.supports), set(before.supports), set(inst.reference_supports())
     return {
-        "id": inst.id, "premises": len(premises), "proofs": len(inst.proofs), "supports": len(found),
-        "complete": after.complete, "before_complete": before.complete,
-        "missing": len(reference - found), "extra": len(found - reference),
-        "missing_vs_before": len(old - found), "extra_vs_before": len(found - old),
-        "before_ms": round(before_ms, 4), "ms": round(after_ms, 4), "check_ms": round(check_ms, 4),
-        "before_cpu_ms": round(before_cpu, 4), "cpu_ms": round(after_cpu, 4), "check_cpu_ms": round(check_cpu, 4),
-        "recheck_ms": round(recheck_ms, 4), "pairs": after.solver_calls, "clauses": check.clauses,
+        "id": inst.id,
+        "premises": len(premises),
+        "proofs": len(inst.proofs),
+        "supports": len(found),
+        "complete": after.complete,
+        "before_complete": before.complete,
+        "missing": len(reference - found),
+        "extra": len(found - reference),
+        "missing_vs_before": len(old - found),
+        "extra_vs_before": len(found - old),
+        "before_ms": round(before_ms, 4),
+        "ms": round(after_ms, 4),
+        "check_ms": round(check_ms, 4),
+        "before_cpu_ms": round(before_cpu, 4),
+        "cpu_ms": round(after_cpu, 4),
+        "check_cpu_ms": round(check_cpu, 4),
+        "recheck_ms": round(recheck_ms, 4),
+        "pairs": after.solver_calls,
+        "clauses": check.clauses,
         "certificate_size": after.certificate.size(),
     }
 
@@ -121,13 +134,24 @@ def run_tier(tier: str, data_dir: str | None, repeat: int, count: int, seed: int
         return {"p50": round(quantile(v, 0.5), 3), "p95": round(quantile(v, 0.95), 3), "max": round(v[-1], 3)}
 
     return {
-        "instances": len(rows), "gt_sets": gt, "found_sets": sum(r["supports"] for r in rows),
-        "recall": (gt - sum(r["missing"] for r in rows)) / gt if gt else 1.0, "extra": sum(r["extra"] for r in rows),
+        "instances": len(rows),
+        "gt_sets": gt,
+        "found_sets": sum(r["supports"] for r in rows),
+        "recall": (gt - sum(r["missing"] for r in rows)) / gt if gt else 1.0,
+        "extra": sum(r["extra"] for r in rows),
         "agree_with_before": sum(not r["missing_vs_before"] and not r["extra_vs_before"] for r in rows),
-        "complete": sum(r["complete"] for r in rows), "premises": stats("premises"), "proofs": stats("proofs"),
-        "before_ms": stats("before_ms"), "after_ms": stats("ms"), "check_ms": stats("check_ms"),
-        "before_cpu_ms": stats("before_cpu_ms"), "after_cpu_ms": stats("cpu_ms"), "check_cpu_ms": stats("check_cpu_ms"),
-        "recheck_ms": stats("recheck_ms"), "certificate_size": stats("certificate_size"), "rows": rows,
+        "complete": sum(r["complete"] for r in rows),
+        "premises": stats("premises"),
+        "proofs": stats("proofs"),
+        "before_ms": stats("before_ms"),
+        "after_ms": stats("ms"),
+        "check_ms": stats("check_ms"),
+        "before_cpu_ms": stats("before_cpu_ms"),
+        "after_cpu_ms": stats("cpu_ms"),
+        "check_cpu_ms": stats("check_cpu_ms"),
+        "recheck_ms": stats("recheck_ms"),
+        "certificate_size": stats("certificate_size"),
+        "rows": rows,
     }
 
 
@@ -159,19 +183,33 @@ def scale_table(inst: Instance, factors: list[int], before_budget_s: float) -> l
     out = []
     for k in factors:
         premises, goal = scaled(inst, k)
-        after, ms, mib = peak(lambda: minimal_supports(premises, goal, recheck=False))
-        check, check_ms, check_mib = peak(lambda: check_certificate(premises, goal, after))
+        after, ms, mib = peak(partial(minimal_supports, premises, goal, recheck=False))
+        check, check_ms, check_mib = peak(partial(check_certificate, premises, goal, after))
         before, before_ms, before_mib = None, 0.0, 0.0
         if k == 1:  # beyond 1x its minimal transversals multiply across the copies (memory, not just time)
-            before, before_ms, before_mib = peak(lambda: reference_supports(premises, goal, budget_s=before_budget_s))
-        out.append({"factor": k, "premises": len(premises), "supports": len(after.supports), "complete": after.complete,
-                    "ms": round(ms, 2), "peak_mib": round(mib, 2), "check_ms": round(check_ms, 2),
-                    "check_peak_mib": round(check_mib, 2), "certificate_size": after.certificate.size(),
-                    "before_status": before.status if before else "not run",
-                    "before_supports": len(before.supports) if before else None,
-                    "before_ms": round(before_ms, 2), "before_peak_mib": round(before_mib, 2)})
-        print(f"scale x{k}: {len(premises)} premises, {len(after.supports)} supports; elimination {ms:.1f} ms "
-              f"{mib:.1f} MiB, check {check_ms:.1f} ms; before: {before.status if before else 'not run'} {before_ms:.0f} ms")
+            before, before_ms, before_mib = peak(partial(reference_supports, premises, goal, budget_s=before_budget_s))
+        out.append(
+            {
+                "factor": k,
+                "premises": len(premises),
+                "supports": len(after.supports),
+                "complete": after.complete,
+                "ms": round(ms, 2),
+                "peak_mib": round(mib, 2),
+                "check_ms": round(check_ms, 2),
+                "check_peak_mib": round(check_mib, 2),
+                "certificate_size": after.certificate.size(),
+                "before_status": before.status if before else "not run",
+                "before_supports": len(before.supports) if before else None,
+                "before_ms": round(before_ms, 2),
+                "before_peak_mib": round(before_mib, 2),
+            }
+        )
+        print(
+            f"scale x{k}: {len(premises)} premises, {len(after.supports)} supports; elimination {ms:.1f} ms "
+            f"{mib:.1f} MiB, check {check_ms:.1f} ms; before: {before.status if before else 'not run'} "
+            f"{before_ms:.0f} ms"
+        )
     return out
 
 
@@ -183,7 +221,7 @@ def plot(results: dict[str, Any], scale: list[dict[str, Any]], path: Path) -> No
 
     fig, (ax1, ax2, ax3) = plt.subplots(1, 3, figsize=(17, 4.8))
     colors = ("tab:blue", "tab:green", "tab:purple", "tab:brown")
-    for (tier, r), color in zip(results.items(), colors):
+    for (tier, r), color in zip(results.items(), colors, strict=False):
         for key, style, what in (("before_ms", ":", "before (dualize)"), ("ms", "-", "after (elimination)")):
             ms = sorted(row[key] for row in r["rows"])
             ax1.plot(ms, [(i + 1) / len(ms) for i in range(len(ms))], style, color=color, label=f"{tier}: {what}")
@@ -214,15 +252,19 @@ def plot(results: dict[str, Any], scale: list[dict[str, Any]], path: Path) -> No
 
 
 def print_table(results: dict[str, Any]) -> None:
-    print(f"\n{'tier':12s} {'inst':>5s} {'gt sets':>7s} {'recall':>7s} {'extra':>5s} {'=before':>7s} {'complete':>8s}"
-          f" | {'before p50':>10s} {'p95':>6s} {'max':>7s} | {'after p50':>9s} {'p95':>6s} {'max':>6s}"
-          f" | {'check p50':>9s} {'p95':>6s} | {'Z3 p95':>6s} | CPU p95: {'before':>6s} {'after':>6s} {'check':>6s}")
+    print(
+        f"\n{'tier':12s} {'inst':>5s} {'gt sets':>7s} {'recall':>7s} {'extra':>5s} {'=before':>7s} {'complete':>8s}"
+        f" | {'before p50':>10s} {'p95':>6s} {'max':>7s} | {'after p50':>9s} {'p95':>6s} {'max':>6s}"
+        f" | {'check p50':>9s} {'p95':>6s} | {'Z3 p95':>6s} | CPU p95: {'before':>6s} {'after':>6s} {'check':>6s}"
+    )
     for tier, r in results.items():
         b, a, c, z = r["before_ms"], r["after_ms"], r["check_ms"], r["recheck_ms"]
-        print(f"{tier:12s} {r['instances']:5d} {r['gt_sets']:7d} {r['recall']:7.1%} {r['extra']:5d} {r['agree_with_before']:7d}"
-              f" {r['complete']:8d} | {b['p50']:10.2f} {b['p95']:6.2f} {b['max']:7.1f} | {a['p50']:9.2f} {a['p95']:6.2f}"
-              f" {a['max']:6.1f} | {c['p50']:9.2f} {c['p95']:6.2f} | {z['p95']:6.2f} |          "
-              f"{r['before_cpu_ms']['p95']:6.2f} {r['after_cpu_ms']['p95']:6.2f} {r['check_cpu_ms']['p95']:6.2f}")
+        print(
+            f"{tier:12s} {r['instances']:5d} {r['gt_sets']:7d} {r['recall']:7.1%} {r['extra']:5d} "
+            f"{r['agree_with_before']:7d} {r['complete']:8d} | {b['p50']:10.2f} {b['p95']:6.2f} {b['max']:7.1f} | "
+            f"{a['p50']:9.2f} {a['p95']:6.2f} {a['max']:6.1f} | {c['p50']:9.2f} {c['p95']:6.2f} | {z['p95']:6.2f} | "
+            f"         {r['before_cpu_ms']['p95']:6.2f} {r['after_cpu_ms']['p95']:6.2f} {r['check_cpu_ms']['p95']:6.2f}"
+        )
 
 
 def main() -> None:
@@ -232,7 +274,12 @@ def main() -> None:
     ap.add_argument("--generated", type=int, default=100, help="instances per generated tier (default 100)")
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--scale", type=int, nargs="+", default=[1, 10, 100], help="scale factors (default 1 10 100)")
-    ap.add_argument("--before-budget-s", type=float, default=10.0, help="budget of the reference enumerator at 1x in the scale table")
+    ap.add_argument(
+        "--before-budget-s",
+        type=float,
+        default=10.0,
+        help="budget of the reference enumerator at 1x in the scale table",
+    )
     ap.add_argument("--data-dir")
     args = ap.parse_args()
     minimal_supports({"r": parse("A -> G"), "a": parse("A")}, parse("G"), recheck=True)  # imports, Z3's first context
@@ -244,10 +291,20 @@ def main() -> None:
     load_after = os.getloadavg()
     print(f"load average (1/5/15 min) before: {load_before}, after: {load_after}")
     OUT.mkdir(exist_ok=True)
-    doc = {"benchmark": "logicgraph_supports", "date": time.strftime("%Y-%m-%d"), "machine": platform.platform(),
-           "cpus": os.cpu_count(), "python": platform.python_version(), "repeat": args.repeat, "seed": args.seed,
-           "load_before": load_before, "load_after": load_after, "target_p95_ms": TARGET_P95_MS, "tiers": results,
-           "scale": {"instance": base.id, "rows": scale}}
+    doc = {
+        "benchmark": "logicgraph_supports",
+        "date": time.strftime("%Y-%m-%d"),
+        "machine": platform.platform(),
+        "cpus": os.cpu_count(),
+        "python": platform.python_version(),
+        "repeat": args.repeat,
+        "seed": args.seed,
+        "load_before": load_before,
+        "load_after": load_after,
+        "target_p95_ms": TARGET_P95_MS,
+        "tiers": results,
+        "scale": {"instance": base.id, "rows": scale},
+    }
     (OUT / "logicgraph_supports.json").write_text(json.dumps(doc, indent=1))
     plot(results, scale, OUT / "logicgraph_supports.png")
     print(f"\nwrote {OUT / 'logicgraph_supports.json'} and {OUT / 'logicgraph_supports.png'}")

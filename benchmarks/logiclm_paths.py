@@ -37,8 +37,13 @@ import pyarrow.parquet as pq
 from symbolkg.jobs.cli import main as symbolkg
 from symbolkg.jobs.datasets.files import default_data_dir
 
-SETS = {"ProntoQA": "logiclm/prontoqa", "ProofWriter": "logiclm/proofwriter", "FOLIO": "logiclm/folio",
-        "LogicalDeduction": "logiclm/logicaldeduction", "AR-LSAT": "logiclm/ar-lsat"}
+SETS = {
+    "ProntoQA": "logiclm/prontoqa",
+    "ProofWriter": "logiclm/proofwriter",
+    "FOLIO": "logiclm/folio",
+    "LogicalDeduction": "logiclm/logicaldeduction",
+    "AR-LSAT": "logiclm/ar-lsat",
+}
 COMPARED = ("correct", "executed", "predicted", "program")
 
 
@@ -53,26 +58,56 @@ def _run(argv: list[str], out: Path) -> dict[str, dict]:
 def measure(name: str, data_dir: Path, timeout_s: float, workers: int) -> dict:
     """The three runs of one program file and their per-problem comparison."""
     programs = data_dir / "logiclm" / "programs" / f"{name}_dev_gpt-4.json"
-    common = ["--executor", "local", "--workers", str(workers), "--timeout-s", str(timeout_s), "--no-progress",
-              "--data-dir", str(data_dir)]
+    common = [
+        "--executor",
+        "local",
+        "--workers",
+        str(workers),
+        "--timeout-s",
+        str(timeout_s),
+        "--no-progress",
+        "--data-dir",
+        str(data_dir),
+    ]
     with tempfile.TemporaryDirectory() as tmp:
         runs = {
             "direct": _run(["solve", "--programs", str(programs), *common], Path(tmp) / "direct.parquet"),
-            "direct_as_written": _run(["solve", "--programs", str(programs), "--no-corrections", *common],
-                                      Path(tmp) / "as_written.parquet"),
-            "method": _run(["solve", "--method", "logiclm", "--engine", "recorded", "--recorded", str(programs),
-                            "--dataset", SETS[name], *common], Path(tmp) / "method.parquet"),
+            "direct_as_written": _run(
+                ["solve", "--programs", str(programs), "--no-corrections", *common], Path(tmp) / "as_written.parquet"
+            ),
+            "method": _run(
+                [
+                    "solve",
+                    "--method",
+                    "logiclm",
+                    "--engine",
+                    "recorded",
+                    "--recorded",
+                    str(programs),
+                    "--dataset",
+                    SETS[name],
+                    *common,
+                ],
+                Path(tmp) / "method.parquet",
+            ),
         }
     direct, method = runs["direct"], runs["method"]
-    differ = sorted(pid for pid in direct if direct[pid]["error_kind"] != "no_program"
-                    and any(direct[pid][k] != method.get(pid, {}).get(k) for k in COMPARED))
+    differ = sorted(
+        pid
+        for pid in direct
+        if direct[pid]["error_kind"] != "no_program"
+        and any(direct[pid][k] != method.get(pid, {}).get(k) for k in COMPARED)
+    )
     n = len(direct)
     out: dict = {"problems": n, "differ": differ, "same_ids": direct.keys() == method.keys()}
     for run, rows in runs.items():
         correct = sum(r["correct"] for r in rows.values())
-        out[run] = {"correct": correct, "accuracy": round(100 * correct / n, 2),
-                    "executed": sum(r["executed"] for r in rows.values()),
-                    "timeouts": sorted(pid for pid, r in rows.items() if r["status"] == "timeout")}
+        out[run] = {
+            "correct": correct,
+            "accuracy": round(100 * correct / n, 2),
+            "executed": sum(r["executed"] for r in rows.values()),
+            "timeouts": sorted(pid for pid, r in rows.items() if r["status"] == "timeout"),
+        }
     return out
 
 
@@ -92,14 +127,27 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{name}: done ({time.monotonic() - t0:.0f} s)", file=sys.stderr)
     print(f"{'dataset':<18}{'problems':>9}{'method before':>15}{'method after':>14}{'direct':>10}{'differ':>8}")
     for name, r in results.items():
-        print(f"{name:<18}{r['problems']:>9}{r['direct_as_written']['accuracy']:>14.1f}%{r['method']['accuracy']:>13.1f}%"
-              f"{r['direct']['accuracy']:>9.1f}%{len(r['differ']):>8}")
+        print(
+            f"{name:<18}{r['problems']:>9}{r['direct_as_written']['accuracy']:>14.1f}%{r['method']['accuracy']:>13.1f}%"
+            f"{r['direct']['accuracy']:>9.1f}%{len(r['differ']):>8}"
+        )
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({"command": "benchmarks/logiclm_paths.py", "timeout_s": args.timeout_s,
-                               "workers": args.workers, "machine": platform.platform(),
-                               "python": platform.python_version(), "date": time.strftime("%Y-%m-%d"),
-                               "wall_s": round(time.monotonic() - t0, 1), "results": results}, indent=2))
+    out.write_text(
+        json.dumps(
+            {
+                "command": "benchmarks/logiclm_paths.py",
+                "timeout_s": args.timeout_s,
+                "workers": args.workers,
+                "machine": platform.platform(),
+                "python": platform.python_version(),
+                "date": time.strftime("%Y-%m-%d"),
+                "wall_s": round(time.monotonic() - t0, 1),
+                "results": results,
+            },
+            indent=2,
+        )
+    )
     print(f"\nwrote {out}", file=sys.stderr)
     return 0 if all(not r["differ"] and r["same_ids"] for r in results.values()) else 1
 

@@ -87,10 +87,18 @@ ISSUE_REFERENCE = (
     "load) or 159 ms (assert_many); 100 sessions 3.6-7.4 s vs 32 s and 7.9 GB (74 of 100 peer connections failed)."
 )
 BASE = "fact(1).\nloop :- repeat, fail.\nr :- r0.\nr0 :- repeat, fail.\nl :- l2.\nl2 :- l.\n"
-CATCH_PATTERNS = ["catch(r, _, r)", "repeat, catch(l, _, true), fail", "setup_call_cleanup(true, r, r)",
-                  "catch(call_with_time_limit(100, r), _, true)", "catch(r, _, true)"]
-SMUGGLED = ["fact(X).\nassertz(marker(1))", "fact(X)\n. assertz(marker(1))",
-            "fact('a'), X = 1.\nassertz(marker(1)). %'"]
+CATCH_PATTERNS = [
+    "catch(r, _, r)",
+    "repeat, catch(l, _, true), fail",
+    "setup_call_cleanup(true, r, r)",
+    "catch(call_with_time_limit(100, r), _, true)",
+    "catch(r, _, true)",
+]
+SMUGGLED = [
+    "fact(X).\nassertz(marker(1))",
+    "fact(X)\n. assertz(marker(1))",
+    "fact('a'), X = 1.\nassertz(marker(1)). %'",
+]
 
 
 class Refused(Exception):
@@ -138,9 +146,11 @@ class Server:
             self.mapping = "session: consult_text / run_goal (1 call per query) / close_session"
             self.split = False
         elif {"query_start", "query_next", "query_close"} <= names and "knowledge_base_assert_many" in names:
-            self.mapping = ("split: knowledge_base_clear + knowledge_base_assert_many (every clause in one call; "
-                            "also knowledge_base_load of a file in its allowed folder); query_start / query_next / "
-                            "query_close")
+            self.mapping = (
+                "split: knowledge_base_clear + knowledge_base_assert_many (every clause in one call; "
+                "also knowledge_base_load of a file in its allowed folder); query_start / query_next / "
+                "query_close"
+            )
             self.split = True
         else:
             raise RuntimeError(f"no known tool mapping for tools {sorted(names)}")
@@ -198,12 +208,22 @@ class Server:
         await self.must("knowledge_base_clear", {})
         await self.must("knowledge_base_load", {"filename": str(path)})
 
-    async def query(self, sid: str | None, goal: str, *, max_answers: int = 1, time_limit: float = GOAL_LIMIT_S,
-                    timeout_s: float = CALL_TIMEOUT_S) -> list[dict[str, Any]]:
+    async def query(
+        self,
+        sid: str | None,
+        goal: str,
+        *,
+        max_answers: int = 1,
+        time_limit: float = GOAL_LIMIT_S,
+        timeout_s: float = CALL_TIMEOUT_S,
+    ) -> list[dict[str, Any]]:
         """Answers of ``goal`` as {var: value} (values as JSON (ours) or text (peer)). Raises Refused."""
         if not self.split:
-            r = await self.call("run_goal", {"load_id": sid, "goal": goal, "max_answers": max_answers,
-                                             "time_limit": time_limit}, timeout_s)
+            r = await self.call(
+                "run_goal",
+                {"load_id": sid, "goal": goal, "max_answers": max_answers, "time_limit": time_limit},
+                timeout_s,
+            )
             if not r.ok:
                 raise Refused(r.text[:300])
             if r.data.get("outcome") not in ("success", "failure"):
@@ -348,8 +368,9 @@ async def settle(bound_s: float = LEFTOVER_GRACE_S, keep: set[int] = frozenset()
             break
         await asyncio.sleep(0.1)
     waited = time.monotonic() - t0
-    rows = [{"pid": p.pid, "what": describe(p), "cpu_s_while_waited": round(cpu_s(p) - first_cpu[p.pid], 2)}
-            for p in left]
+    rows = [
+        {"pid": p.pid, "what": describe(p), "cpu_s_while_waited": round(cpu_s(p) - first_cpu[p.pid], 2)} for p in left
+    ]
     kill(left)
     return {"left": len(left), "waited_s": round(waited, 2), "processes": rows}
 
@@ -393,9 +414,14 @@ async def speed_side_by_side(servers: list[str], queries: int, block: int) -> di
                     right[cmd] += bool(answers) and str(answers[0].get("X")) == "1"
         load1 = os.getloadavg()
         for cmd, _, s, _, _ in conns:
-            out[cmd] = {"calls_per_simple_query": (s.calls - calls0[cmd]) / queries,
-                        "p50_ms": round(quantile(ms[cmd], 0.5), 3), "p95_ms": round(quantile(ms[cmd], 0.95), 3),
-                        "right": f"{right[cmd]}/{queries}", "load_avg_before": load0, "load_avg_after": load1}
+            out[cmd] = {
+                "calls_per_simple_query": (s.calls - calls0[cmd]) / queries,
+                "p50_ms": round(quantile(ms[cmd], 0.5), 3),
+                "p95_ms": round(quantile(ms[cmd], 0.95), 3),
+                "right": f"{right[cmd]}/{queries}",
+                "load_avg_before": load0,
+                "load_avg_after": load1,
+            }
     finally:
         while conns:
             cmd, stack, s, sid, _ = conns.pop()
@@ -439,8 +465,10 @@ async def measure_load(s: Server) -> dict[str, Any]:
     """The program of :func:`facts_program` in one call (ours ``consult_text``, the peer
     ``knowledge_base_assert_many``); for the peer also from a file in its allowed folder (``knowledge_base_load``)."""
     text = facts_program()
-    out = {"program": {"clauses": len(clauses_of(text)), "chars": len(text), "bytes": len(text.encode())},
-           "one_call": await timed_load(s, "one_call", text)}
+    out = {
+        "program": {"clauses": len(clauses_of(text)), "chars": len(text), "bytes": len(text.encode())},
+        "one_call": await timed_load(s, "one_call", text),
+    }
     if s.split:
         out["file_load"] = await timed_load(s, "file", text)
     return out
@@ -481,19 +509,26 @@ async def measure_sessions(cmd: str, n: int) -> dict[str, Any]:
             rows = await asyncio.gather(*(one(s, i) for i in range(n)))
             connections = 1
         else:
+
             async def connect(i: int) -> bool:
                 try:
                     async with Client(params_for(cmd)) as c:
                         return await one(await Server.connect(c, cmd), i)
                 except Exception:  # noqa: BLE001 - a connection that failed to start
                     return False
+
             rows = await asyncio.gather(*(connect(i) for i in range(n)))
             connections = n
     wall = time.perf_counter() - t0
     stop.set()
     await sampler
-    return {"sessions": n, "connections": connections, "wall_s": round(wall, 2), "right": sum(rows),
-            "peak_rss_mb": round(peak[0] / 2**20)}
+    return {
+        "sessions": n,
+        "connections": connections,
+        "wall_s": round(wall, 2),
+        "right": sum(rows),
+        "peak_rss_mb": round(peak[0] / 2**20),
+    }
 
 
 async def measure_sequential_sessions(cmd: str, n: int) -> dict[str, Any]:
@@ -520,10 +555,17 @@ async def measure_sequential_sessions(cmd: str, n: int) -> dict[str, Any]:
         except Exception as exc:  # noqa: BLE001 - counted, and the first few kept
             failures.append(f"{type(exc).__name__}: {exc}"[:200])
         whole.append(time.perf_counter() - t0)
-    return {"sessions": n, "wall_s": round(time.perf_counter() - t_all, 2), "right": right,
-            "answered_s_p50": round(quantile(answered, 0.5), 3), "answered_s_p90": round(quantile(answered, 0.9), 3),
-            "session_s_p50": round(quantile(whole, 0.5), 3), "session_s_p90": round(quantile(whole, 0.9), 3),
-            "failures": len(failures), "first_failures": failures[:3]}
+    return {
+        "sessions": n,
+        "wall_s": round(time.perf_counter() - t_all, 2),
+        "right": right,
+        "answered_s_p50": round(quantile(answered, 0.5), 3),
+        "answered_s_p90": round(quantile(answered, 0.9), 3),
+        "session_s_p50": round(quantile(whole, 0.5), 3),
+        "session_s_p90": round(quantile(whole, 0.9), 3),
+        "failures": len(failures),
+        "first_failures": failures[:3],
+    }
 
 
 async def probe(cmd: str, goal: str, *, marker: bool = False) -> dict[str, Any]:
@@ -587,8 +629,13 @@ async def client_killed_during_loop(cmd: str) -> dict[str, Any]:
     running first (the server's processes burn 0.3 s of CPU), so that a loop that never started is not
     taken for one that stopped.
     """
-    child = subprocess.Popen([sys.executable, __file__, "--server-cmd", cmd, "--child-loop"],
-                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, cwd=REPO)
+    child = subprocess.Popen(
+        [sys.executable, __file__, "--server-cmd", cmd, "--child-loop"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        cwd=REPO,
+    )
     spun = False
     try:
         try:
@@ -611,11 +658,16 @@ async def client_killed_during_loop(cmd: str) -> dict[str, Any]:
     bound = limit + KILL_MARGIN_S
     gone = await settle(bound)
     if gone["left"] == 0:
-        result = f"every process ended {gone['waited_s']:.1f} s after the kill (bound: its {limit:g} s limit + {KILL_MARGIN_S:g} s)"
+        result = (
+            f"every process ended {gone['waited_s']:.1f} s after the kill (bound: "
+            f"its {limit:g} s limit + {KILL_MARGIN_S:g} s)"
+        )
     else:
-        result = (f"{gone['left']} process(es) still running {bound:g} s after the kill (its {limit:g} s limit + "
-                  f"{KILL_MARGIN_S:g} s): " + "; ".join(f"{r['what'][:60]} ({r['cpu_s_while_waited']} s CPU)"
-                                                       for r in gone["processes"]))
+        result = (
+            f"{gone['left']} process(es) still running {bound:g} s after the kill (its {limit:g} s limit + "
+            f"{KILL_MARGIN_S:g} s): "
+            + "; ".join(f"{r['what'][:60]} ({r['cpu_s_while_waited']} s CPU)" for r in gone["processes"])
+        )
     return {"survived": gone["left"] == 0, "result": result, "limit_s": limit, "bound_s": bound, "settle": gone}
 
 
@@ -689,8 +741,7 @@ def table(servers: list[str], runs: list[dict[str, Any]]) -> str:
     rows: list[tuple[str, list[str]]] = []
     for k, run in enumerate(runs, 1):
         sp = next((run[s]["speed"] for s in servers if "load_avg_before" in run[s].get("speed", {})), {})
-        during = (f", speed step {sp['load_avg_before'][0]:.1f}->{sp['load_avg_after'][0]:.1f}"
-                  if sp else "")
+        during = f", speed step {sp['load_avg_before'][0]:.1f}->{sp['load_avg_after'][0]:.1f}" if sp else ""
         rows.append((f"run {k} (load avg {run['_load'][0]:.1f}/{run['_load'][1]:.1f}{during})", ["" for _ in servers]))
         docs = [run[s] for s in servers]
 
@@ -703,23 +754,68 @@ def table(servers: list[str], runs: list[dict[str, Any]]) -> str:
             except (KeyError, TypeError):
                 return "-"
 
-        rows.append(("  calls per simple query", [cell(d, "speed", lambda x: f"{x['calls_per_simple_query']:.0f}") for d in docs]))
-        rows.append(("  simple query p50 / p95 ms", [cell(d, "speed", lambda x: f"{x['p50_ms']:.2f} / {x['p95_ms']:.2f}") for d in docs]))
+        rows.append(
+            (
+                "  calls per simple query",
+                [cell(d, "speed", lambda x: f"{x['calls_per_simple_query']:.0f}") for d in docs],
+            )
+        )
+        rows.append(
+            (
+                "  simple query p50 / p95 ms",
+                [cell(d, "speed", lambda x: f"{x['p50_ms']:.2f} / {x['p95_ms']:.2f}") for d in docs],
+            )
+        )
         rows.append(("  simple query right answers", [cell(d, "speed", lambda x: x["right"]) for d in docs]))
-        rows.append(("  1,000 facts in one call", [cell(d, "load_1000", lambda x: load_cell(x["one_call"])) for d in docs]))
-        rows.append(("  1,000 facts, file load", [cell(d, "load_1000", lambda x: load_cell(x["file_load"])) for d in docs]))
+        rows.append(
+            ("  1,000 facts in one call", [cell(d, "load_1000", lambda x: load_cell(x["one_call"])) for d in docs])
+        )
+        rows.append(
+            ("  1,000 facts, file load", [cell(d, "load_1000", lambda x: load_cell(x["file_load"])) for d in docs])
+        )
         n = next((d["sessions"]["sessions"] for d in docs if "sessions" in d.get("sessions", {})), "?")
-        rows.append((f"  {n} sessions at once: wall s / right / MB", [cell(d, "sessions", lambda x: f"{x['wall_s']} / {x['right']} / {x['peak_rss_mb']}") for d in docs]))
-        m = next((d["sequential_sessions"]["sessions"] for d in docs if "sessions" in d.get("sequential_sessions", {})), None)
+        rows.append(
+            (
+                f"  {n} sessions at once: wall s / right / MB",
+                [cell(d, "sessions", lambda x: f"{x['wall_s']} / {x['right']} / {x['peak_rss_mb']}") for d in docs],
+            )
+        )
+        m = next(
+            (d["sequential_sessions"]["sessions"] for d in docs if "sessions" in d.get("sequential_sessions", {})), None
+        )
         if m is not None:
-            rows.append((f"  {m} sessions one after another: wall s / right",
-                         [cell(d, "sequential_sessions", lambda x: f"{x['wall_s']} / {x['right']}") for d in docs]))
-            rows.append(("    per session p50 / p90 s (to answer)",
-                         [cell(d, "sequential_sessions", lambda x: f"{x['session_s_p50']:.2f} / {x['session_s_p90']:.2f} "
-                                                                   f"({x['answered_s_p50']:.2f})") for d in docs]))
+            rows.append(
+                (
+                    f"  {m} sessions one after another: wall s / right",
+                    [cell(d, "sequential_sessions", lambda x: f"{x['wall_s']} / {x['right']}") for d in docs],
+                )
+            )
+            rows.append(
+                (
+                    "    per session p50 / p90 s (to answer)",
+                    [
+                        cell(
+                            d,
+                            "sequential_sessions",
+                            lambda x: (
+                                f"{x['session_s_p50']:.2f} / {x['session_s_p90']:.2f} ({x['answered_s_p50']:.2f})"
+                            ),
+                        )
+                        for d in docs
+                    ],
+                )
+            )
         names = next((list(d["bad_inputs"]) for d in docs if "failed" not in d.get("bad_inputs", {"failed": 1})), [])
         for name in names:
-            rows.append((f"  {name}"[:46], [cell(d, "bad_inputs", lambda x, k=name: "survived" if x[k]["survived"] else "FAILED") for d in docs]))
+            rows.append(
+                (
+                    f"  {name}"[:46],
+                    [
+                        cell(d, "bad_inputs", lambda x, k=name: "survived" if x[k]["survived"] else "FAILED")
+                        for d in docs
+                    ],
+                )
+            )
         rows.append(("  processes left behind", [left_behind(d) for d in docs]))
     width = max(len(r[0]) for r in rows) + 2
     col = max(16, *(len(c) + 2 for _, cells in rows for c in cells))
@@ -758,16 +854,26 @@ def wait_for_quiet(below: float | None, max_s: float) -> float | None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--server-cmd", action="append", help="a stdio MCP server's command line (repeatable; default: ours)")
+    ap.add_argument(
+        "--server-cmd", action="append", help="a stdio MCP server's command line (repeatable; default: ours)"
+    )
     ap.add_argument("--runs", type=int, default=1, help="interleaved runs over all servers")
     ap.add_argument("--queries", type=int, default=300, help="simple queries timed per server")
     ap.add_argument("--block", type=int, default=20, help="simple queries per server per turn of the side-by-side step")
     ap.add_argument("--sessions", type=int, default=100, help="knowledge bases at once")
-    ap.add_argument("--sequential-sessions", type=int, default=100,
-                    help="sessions one after another, each with a server of its own (0: none)")
+    ap.add_argument(
+        "--sequential-sessions",
+        type=int,
+        default=100,
+        help="sessions one after another, each with a server of its own (0: none)",
+    )
     ap.add_argument("--skip-bad", action="store_true", help="no bad inputs")
-    ap.add_argument("--quiet-load", type=float, default=None,
-                    help="before each run, wait until the 1-minute load average is below this (recorded per run)")
+    ap.add_argument(
+        "--quiet-load",
+        type=float,
+        default=None,
+        help="before each run, wait until the 1-minute load average is below this (recorded per run)",
+    )
     ap.add_argument("--quiet-wait-s", type=float, default=3600, help="give up waiting for --quiet-load after this")
     ap.add_argument("--name", default="mcp_server", help="output file stem under benchmarks/out/")
     ap.add_argument("--child-loop", action="store_true", help=argparse.SUPPRESS)
@@ -784,17 +890,28 @@ def main() -> None:
         runs.append(asyncio.run(one_run(servers, args)))
         runs[-1]["_waited_for_quiet_s"] = waited
     final = asyncio.run(settle(0))  # nothing may be left by now; if anything is, it is reported and killed
-    doc = {"benchmark": "mcp_server", "date": time.strftime("%Y-%m-%d %H:%M"), "machine": platform.platform(),
-           "cpus": os.cpu_count(), "servers": servers, "runs": runs, "total_s": round(time.monotonic() - t0, 1),
-           "subreaper": subreaper, "left_at_exit": final, "issue_reference": ISSUE_REFERENCE}
+    doc = {
+        "benchmark": "mcp_server",
+        "date": time.strftime("%Y-%m-%d %H:%M"),
+        "machine": platform.platform(),
+        "cpus": os.cpu_count(),
+        "servers": servers,
+        "runs": runs,
+        "total_s": round(time.monotonic() - t0, 1),
+        "subreaper": subreaper,
+        "left_at_exit": final,
+        "issue_reference": ISSUE_REFERENCE,
+    }
     OUT.mkdir(exist_ok=True)
     (OUT / f"{args.name}.json").write_text(json.dumps(doc, indent=1, default=str))
     for i, cmd in enumerate(servers, 1):
         print(f"[{i}] {cmd}\n    mapping: {runs[0][cmd]['mapping']}")
         program = runs[0][cmd].get("load_1000", {}).get("program")
         if program:
-            print(f"    program loaded by the load step: {program['clauses']:,} clauses, {program['chars']:,} characters "
-                  f"({program['bytes']:,} bytes), in one call")
+            print(
+                f"    program loaded by the load step: {program['clauses']:,} clauses, {program['chars']:,} characters "
+                f"({program['bytes']:,} bytes), in one call"
+            )
     print()
     print(table(servers, runs))
     for k, run in enumerate(runs, 1):

@@ -27,8 +27,14 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from symbolkg.jobs.datasets.registry import load_dataset  # noqa: E402
-from symbolkg.jobs.multihop import (METHODS, PassageRetriever, answer_questions, build_pool, evaluate_retrieval,  # noqa: E402
-                           summarize)
+from symbolkg.jobs.multihop import (  # noqa: E402
+    METHODS,
+    PassageRetriever,
+    answer_questions,
+    build_pool,
+    evaluate_retrieval,
+    summarize,
+)
 from symbolkg.retrieval.embed import make_embedder, set_cpu_threads  # noqa: E402
 from symbolkg.retrieval.embed_cache import EmbeddingCache  # noqa: E402
 
@@ -44,9 +50,11 @@ def plot(rows: list[dict], path: Path) -> None:
     datasets = list(dict.fromkeys(r["dataset"] for r in rows))
     fig, axes = plt.subplots(1, 2, figsize=(11, 4))
     width = 0.8 / len(METHODS)
-    for ax, metric in zip(axes, ("recall@2", "recall@5")):
+    for ax, metric in zip(axes, ("recall@2", "recall@5"), strict=True):
         for j, method in enumerate(METHODS):
-            values = [next((r[metric] for r in rows if r["dataset"] == d and r["method"] == method), 0) for d in datasets]
+            values = [
+                next((r[metric] for r in rows if r["dataset"] == d and r["method"] == method), 0) for d in datasets
+            ]
             bars = ax.bar([i + j * width for i in range(len(datasets))], values, width, label=method)
             ax.bar_label(bars, fmt="%.2f", fontsize=7)
         ax.set_xticks([i + width for i in range(len(datasets))], [d.split("/")[-1] for d in datasets])
@@ -82,7 +90,7 @@ async def main_async() -> None:
     for name in args.datasets.split(","):
         dataset = f"multihop/{name}"
         passages, questions = build_pool(load_dataset(dataset, args.data_dir).problems)
-        questions = questions[:args.limit] if args.limit else questions
+        questions = questions[: args.limit] if args.limit else questions
         cache = EmbeddingCache(args.cache_dir, embedder)
         retriever = PassageRetriever(passages, embedder, cache=cache, progress=True)
         for method in METHODS:
@@ -91,11 +99,12 @@ async def main_async() -> None:
             if args.answer_limit and method in args.answer_methods.split(","):
                 if engine is None:
                     from symbolkg.actors.engines.factory import EngineOptions, make_engine
+
                     os.environ.setdefault("VLLM_LOGGING_LEVEL", "ERROR")
                     engine = make_engine(EngineOptions(kind="vllm", model=args.model, cache_dir=args.llm_cache))
-                subset = questions[:args.answer_limit]
+                subset = questions[: args.answer_limit]
                 t0 = time.perf_counter()
-                p_tok, c_tok = await answer_questions(engine, retriever, subset, results[:len(subset)], progress=True)
+                p_tok, c_tok = await answer_questions(engine, retriever, subset, results[: len(subset)], progress=True)
                 report = summarize(dataset, method, retriever, results, cache)
                 report.answer_model, report.prompt_tokens, report.completion_tokens = engine.model, p_tok, c_tok
                 report.extra = {"answered": len(subset), "answer_seconds": round(time.perf_counter() - t0, 1)}
@@ -105,17 +114,24 @@ async def main_async() -> None:
     if engine is not None:
         await engine.close()
     OUT.mkdir(parents=True, exist_ok=True)
-    meta = {"started": started, "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores",
-            "load_average_start": load_start, "load_average_end": os.getloadavg(), "threads": args.threads,
-            "command": " ".join(sys.argv)}
+    meta = {
+        "started": started,
+        "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores",
+        "load_average_start": load_start,
+        "load_average_end": os.getloadavg(),
+        "threads": args.threads,
+        "command": " ".join(sys.argv),
+    }
     (OUT / "multihop_retrieval.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=2))
     plot(rows, OUT / "multihop_retrieval.png")
     print(f"\n{'dataset':<28}{'method':<8}{'R@2':>7}{'R@5':>7}{'p50 ms':>9}{'p95 ms':>9}{'EM':>7}{'F1':>7}")
     for r in rows:
         em = f"{r['answer_em']:.3f}" if "answer_em" in r else "-"
         f1 = f"{r['answer_f1']:.3f}" if "answer_f1" in r else "-"
-        print(f"{r['dataset']:<28}{r['method']:<8}{r['recall@2']:>7.3f}{r['recall@5']:>7.3f}"
-              f"{r['p50_ms']:>9.1f}{r['p95_ms']:>9.1f}{em:>7}{f1:>7}")
+        print(
+            f"{r['dataset']:<28}{r['method']:<8}{r['recall@2']:>7.3f}{r['recall@5']:>7.3f}"
+            f"{r['p50_ms']:>9.1f}{r['p95_ms']:>9.1f}{em:>7}{f1:>7}"
+        )
 
 
 if __name__ == "__main__":

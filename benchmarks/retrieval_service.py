@@ -43,8 +43,10 @@ from symbolkg.retrieval.lkg.validate import validate_extraction
 
 REPO = Path(__file__).resolve().parents[1]
 OUT = REPO / "benchmarks" / "out"
-FIXTURES = (REPO / "tests" / "fixtures" / "lkg" / "hand_checked.json",
-            REPO / "tests" / "fixtures" / "symbolkg" / "prontoqa_14.json")
+FIXTURES = (
+    REPO / "tests" / "fixtures" / "lkg" / "hand_checked.json",
+    REPO / "tests" / "fixtures" / "symbolkg" / "prontoqa_14.json",
+)
 
 
 def stories() -> list[tuple[Graph, list[str]]]:
@@ -74,8 +76,12 @@ def _ms(values: list[float]) -> dict:
     if not values:
         return {}
     a = np.asarray(values) * 1000
-    return {"p50": round(float(np.percentile(a, 50)), 2), "p95": round(float(np.percentile(a, 95)), 2),
-            "p99": round(float(np.percentile(a, 99)), 2), "max": round(float(a.max()), 2)}
+    return {
+        "p50": round(float(np.percentile(a, 50)), 2),
+        "p95": round(float(np.percentile(a, 95)), 2),
+        "p99": round(float(np.percentile(a, 99)), 2),
+        "max": round(float(a.max()), 2),
+    }
 
 
 async def run_mode(mode: str, items, in_flight: int, llm_s: float, search) -> dict:
@@ -108,9 +114,14 @@ async def run_mode(mode: str, items, in_flight: int, llm_s: float, search) -> di
     wall = time.perf_counter() - t0
     stop = True
     await tick
-    return {"mode": mode, "problems": len(items), "wall_seconds": round(wall, 2),
-            "problems_per_second": round(len(items) / wall, 2), "search_ms": _ms(latencies),
-            "loop_lag_ms": _ms(lags)}
+    return {
+        "mode": mode,
+        "problems": len(items),
+        "wall_seconds": round(wall, 2),
+        "problems_per_second": round(len(items) / wall, 2),
+        "search_ms": _ms(latencies),
+        "loop_lag_ms": _ms(lags),
+    }
 
 
 def plot(result: dict, path: Path) -> None:
@@ -122,10 +133,15 @@ def plot(result: dict, path: Path) -> None:
     runs = result["runs"]
     names = [r["mode"] for r in runs]
     fig, (a, b) = plt.subplots(1, 2, figsize=(9, 3.4))
-    bars = a.bar(names, [r["problems_per_second"] for r in runs], color=["grey", "tab:blue", "tab:green"][:len(runs)])
-    for bar, r in zip(bars, runs):
-        a.annotate(f"{r['problems_per_second']:.0f}/s", (bar.get_x() + bar.get_width() / 2, bar.get_height()),
-                   ha="center", va="bottom", fontsize=8)
+    bars = a.bar(names, [r["problems_per_second"] for r in runs], color=["grey", "tab:blue", "tab:green"][: len(runs)])
+    for bar, r in zip(bars, runs, strict=True):
+        a.annotate(
+            f"{r['problems_per_second']:.0f}/s",
+            (bar.get_x() + bar.get_width() / 2, bar.get_height()),
+            ha="center",
+            va="bottom",
+            fontsize=8,
+        )
     a.set_ylabel("problems/s")
     a.set_title(f"{result['in_flight']} in flight, {result['llm_ms']:.0f} ms LLM waits")
     x = np.arange(len(runs))
@@ -177,8 +193,15 @@ def main() -> None:
             asyncio.run(service.search(*items[0]))  # the actors load MiniLM before the clock starts
             service.stats.__init__()
         try:
-            run = asyncio.run(run_mode(mode if mode == "thread" else f"actors x{args.actors}", items, args.in_flight,
-                                       args.llm_ms / 1000, service.search))
+            run = asyncio.run(
+                run_mode(
+                    mode if mode == "thread" else f"actors x{args.actors}",
+                    items,
+                    args.in_flight,
+                    args.llm_ms / 1000,
+                    service.search,
+                )
+            )
         finally:
             service.close()
         s = service.stats
@@ -189,13 +212,18 @@ def main() -> None:
         print(json.dumps(runs[-1]))
 
     result = {
-        "date": time.strftime("%Y-%m-%d"), "machine": f"{platform.machine()}, {os.cpu_count()} cores",
+        "date": time.strftime("%Y-%m-%d"),
+        "machine": f"{platform.machine()}, {os.cpu_count()} cores",
         "load_average_at_end": [round(x, 2) for x in os.getloadavg()],
-        "problems": args.problems, "in_flight": args.in_flight, "llm_ms": args.llm_ms,
-        "contexts": len({k for k, _, _ in items}), "threads_per_host": args.threads,
+        "problems": args.problems,
+        "in_flight": args.in_flight,
+        "llm_ms": args.llm_ms,
+        "contexts": len({k for k, _, _ in items}),
+        "threads_per_host": args.threads,
         "runs": runs,
-        "speedup_vs_inline": {r["mode"]: round(r["problems_per_second"] / runs[0]["problems_per_second"], 2)
-                              for r in runs[1:]},
+        "speedup_vs_inline": {
+            r["mode"]: round(r["problems_per_second"] / runs[0]["problems_per_second"], 2) for r in runs[1:]
+        },
         "loop_lag_p99_ms": {r["mode"]: r["loop_lag_ms"]["p99"] for r in runs},
     }
     OUT.mkdir(exist_ok=True)

@@ -55,8 +55,11 @@ OUT = Path(__file__).resolve().parent / "out"
 
 def mixed_stream(root: Path, seed: int = 0) -> list:
     """Every recorded program of the five sets, shuffled (a fixed seed: the same stream every run)."""
-    problems = [p for ds in DATASETS
-                for p in load_problems(str(root / "logiclm" / "programs" / f"{ds}_dev_gpt-4.json"), root).problems]
+    problems = [
+        p
+        for ds in DATASETS
+        for p in load_problems(str(root / "logiclm" / "programs" / f"{ds}_dev_gpt-4.json"), root).problems
+    ]
     random.Random(seed).shuffle(problems)
     return problems
 
@@ -77,17 +80,29 @@ def run_once(problems: list, pool: RaySolverPool, limits: Limits, keep: Path | N
     for ds in sorted({r["dataset"] for r in rows}):
         part = [r for r in rows if r["dataset"] == ds]
         s = summarize(pa.Table.from_pylist(part, schema=table.schema), {"wall_seconds": wall})
-        by_ds[ds] = {"problems": s["problems"], "execution_rate": s["execution_rate"], "accuracy": s["accuracy"],
-                     "latency": s["latency"], "errors_by_kind": s["errors_by_kind"],
-                     "certified": sum(1 for r in part if r["certificate"]),
-                     "answered": sum(1 for r in part if r["predicted"] is not None),
-                     "timeouts": sum(1 for r in part if r["status"] == "timeout")}
+        by_ds[ds] = {
+            "problems": s["problems"],
+            "execution_rate": s["execution_rate"],
+            "accuracy": s["accuracy"],
+            "latency": s["latency"],
+            "errors_by_kind": s["errors_by_kind"],
+            "certified": sum(1 for r in part if r["certificate"]),
+            "answered": sum(1 for r in part if r["predicted"] is not None),
+            "timeouts": sum(1 for r in part if r["status"] == "timeout"),
+        }
     s = summarize(table, {**meta, "wall_seconds": wall})
-    return {"wall_seconds": round(wall, 3), "problems": s["problems"], "problems_per_second": round(s["problems"] / wall, 2),
-            "execution_rate": s["execution_rate"], "accuracy": s["accuracy"], "by_dataset": by_ds,
-            "by_backend": s["latency_by_backend"], "timeouts": sum(1 for r in rows if r["status"] == "timeout"),
-            "answered": sum(1 for r in rows if r["predicted"] is not None),
-            "certified": sum(1 for r in rows if r["certificate"] and r["predicted"] is not None)}
+    return {
+        "wall_seconds": round(wall, 3),
+        "problems": s["problems"],
+        "problems_per_second": round(s["problems"] / wall, 2),
+        "execution_rate": s["execution_rate"],
+        "accuracy": s["accuracy"],
+        "by_dataset": by_ds,
+        "by_backend": s["latency_by_backend"],
+        "timeouts": sum(1 for r in rows if r["status"] == "timeout"),
+        "answered": sum(1 for r in rows if r["predicted"] is not None),
+        "certified": sum(1 for r in rows if r["certificate"] and r["predicted"] is not None),
+    }
 
 
 def plot(results: list[dict], path: Path) -> None:
@@ -113,8 +128,13 @@ def plot(results: list[dict], path: Path) -> None:
     names = list(last["by_dataset"])
     x = range(len(names))
     for k, (q, c) in enumerate([("p50_s", "#55a868"), ("p95_s", "#dd8452"), ("max_s", "#c44e52")]):
-        ax2.bar([i + 0.27 * (k - 1) for i in x], [last["by_dataset"][n]["latency"][q] for n in names], 0.27,
-                label=q.replace("_s", ""), color=c)
+        ax2.bar(
+            [i + 0.27 * (k - 1) for i in x],
+            [last["by_dataset"][n]["latency"][q] for n in names],
+            0.27,
+            label=q.replace("_s", ""),
+            color=c,
+        )
     ax2.set_yscale("log")
     ax2.set_xticks(list(x), [n.split("/")[-1] for n in names])
     ax2.set_ylabel("solver seconds per program (log)")
@@ -126,13 +146,19 @@ def plot(results: list[dict], path: Path) -> None:
 
 def _print_table(results: list[dict]) -> None:
     last = {r["workers"]: r["runs"][-1] for r in results}
-    print(f"\n{'dataset':28s} " + " ".join(f"{'w=' + str(w) + ' exec':>10s} {'acc':>6s} {'p50':>6s} {'p95':>6s} {'max':>6s}" for w in last))
+    print(
+        f"\n{'dataset':28s} "
+        + " ".join(f"{'w=' + str(w) + ' exec':>10s} {'acc':>6s} {'p50':>6s} {'p95':>6s} {'max':>6s}" for w in last)
+    )
     for ds in next(iter(last.values()))["by_dataset"]:
         cells = []
         for run in last.values():
             d = run["by_dataset"][ds]
             lat = d["latency"]
-            cells.append(f"{d['execution_rate']:10.1%} {d['accuracy']:6.1%} {lat['p50_s']:6.3f} {lat['p95_s']:6.3f} {lat['max_s']:6.2f}")
+            cells.append(
+                f"{d['execution_rate']:10.1%} {d['accuracy']:6.1%} {lat['p50_s']:6.3f} {lat['p95_s']:6.3f} "
+                f"{lat['max_s']:6.2f}"
+            )
         print(f"{ds:28s} " + " ".join(cells))
     print("\nper backend (last run):")
     for b, lat in results[-1]["runs"][-1]["by_backend"].items():
@@ -158,17 +184,31 @@ def scale_child(k: int, workers: int, limits: Limits, root: Path) -> dict:
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         rows = answered = certified = correct = 0
         ids = set()
-        for b in pq.ParquetFile(out).iter_batches(65_536, columns=["problem_id", "predicted", "certificate", "correct"]):
+        for b in pq.ParquetFile(out).iter_batches(
+            65_536, columns=["problem_id", "predicted", "certificate", "correct"]
+        ):
             d = b.to_pydict()
             rows += len(d["problem_id"])
             ids.update(d["problem_id"])
             answered += sum(x is not None for x in d["predicted"])
-            certified += sum(c is not None and x is not None for c, x in zip(d["certificate"], d["predicted"]))
+            certified += sum(
+                c is not None and x is not None for c, x in zip(d["certificate"], d["predicted"], strict=True)
+            )
             correct += sum(bool(x) for x in d["correct"])
-    return {"copies": k, "problems": k * len(problems), "rows": rows, "duplicated": rows - len(ids),
-            "lost": k * len(problems) - len(ids), "wall_seconds": round(wall, 2), "driver_cpu_seconds": round(cpu, 2),
-            "driver_peak_rss_mb": round(peak, 1), "answered": answered, "certified": certified,
-            "correct_per_copy": correct / k, "load_after": os.getloadavg()[0]}
+    return {
+        "copies": k,
+        "problems": k * len(problems),
+        "rows": rows,
+        "duplicated": rows - len(ids),
+        "lost": k * len(problems) - len(ids),
+        "wall_seconds": round(wall, 2),
+        "driver_cpu_seconds": round(cpu, 2),
+        "driver_peak_rss_mb": round(peak, 1),
+        "answered": answered,
+        "certified": certified,
+        "correct_per_copy": correct / k,
+        "load_after": os.getloadavg()[0],
+    }
 
 
 def main_scale(sizes: list[int], workers: int, timeout_s: float, data_dir: str | None) -> None:
@@ -176,17 +216,37 @@ def main_scale(sizes: list[int], workers: int, timeout_s: float, data_dir: str |
     env = {**os.environ, "SYMBOLKG_FOL_MODEL_CACHE": "0", "ARROW_DEFAULT_MEMORY_POOL": "system"}
     rows = []
     for k in sizes:
-        cmd = [sys.executable, __file__, "--copies-child", str(k), "--workers", str(workers), "--timeout-s", str(timeout_s),
-               *(["--data-dir", data_dir] if data_dir else [])]
+        cmd = [
+            sys.executable,
+            __file__,
+            "--copies-child",
+            str(k),
+            "--workers",
+            str(workers),
+            "--timeout-s",
+            str(timeout_s),
+            *(["--data-dir", data_dir] if data_dir else []),
+        ]
         done = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True)
         rows.append(json.loads(done.stdout.strip().splitlines()[-1]))
         r = rows[-1]
-        print(f"{k}x: {r['problems']} problems, wall {r['wall_seconds']} s, driver peak RSS {r['driver_peak_rss_mb']} MiB, "
-              f"{r['certified']}/{r['answered']} certified, correct per copy {r['correct_per_copy']:.1f}, "
-              f"lost {r['lost']}, duplicated {r['duplicated']}", flush=True)
-    doc = {"benchmark": "solver_scale", "date": time.strftime("%Y-%m-%d"), "machine": platform.platform(),
-           "cpus": os.cpu_count(), "workers": workers, "timeout_s": timeout_s,
-           "command": "python benchmarks/solver_throughput.py --copies " + " ".join(map(str, sizes)), "rows": rows}
+        print(
+            f"{k}x: {r['problems']} problems, wall {r['wall_seconds']} s, "
+            f"driver peak RSS {r['driver_peak_rss_mb']} MiB, "
+            f"{r['certified']}/{r['answered']} certified, correct per copy {r['correct_per_copy']:.1f}, "
+            f"lost {r['lost']}, duplicated {r['duplicated']}",
+            flush=True,
+        )
+    doc = {
+        "benchmark": "solver_scale",
+        "date": time.strftime("%Y-%m-%d"),
+        "machine": platform.platform(),
+        "cpus": os.cpu_count(),
+        "workers": workers,
+        "timeout_s": timeout_s,
+        "command": "python benchmarks/solver_throughput.py --copies " + " ".join(map(str, sizes)),
+        "rows": rows,
+    }
     OUT.mkdir(exist_ok=True)
     (OUT / "solver_scale.json").write_text(json.dumps(doc, indent=2))
     plot_scale(rows, OUT / "solver_scale.png")
@@ -209,9 +269,15 @@ def plot_scale(rows: list[dict], path: Path) -> None:
     ax1.set_title("solver stage: time")
     ax1.legend(fontsize=8)
     ax2.semilogx(n, [r["driver_peak_rss_mb"] for r in rows], "o-")
-    for x, r in zip(n, rows):
-        ax2.annotate(f"{r['driver_peak_rss_mb']:.0f}", (x, r["driver_peak_rss_mb"]), textcoords="offset points",
-                     xytext=(0, 6), ha="center", fontsize=8)
+    for x, r in zip(n, rows, strict=True):
+        ax2.annotate(
+            f"{r['driver_peak_rss_mb']:.0f}",
+            (x, r["driver_peak_rss_mb"]),
+            textcoords="offset points",
+            xytext=(0, 6),
+            ha="center",
+            fontsize=8,
+        )
     ax2.set_ylim(bottom=0)
     ax2.set_xlabel("problems")
     ax2.set_ylabel("driver peak RSS (MiB)")
@@ -227,15 +293,32 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--timeout-s", type=float, default=10.0)
     ap.add_argument("--data-dir")
-    ap.add_argument("--copies", type=int, nargs="+", metavar="K",
-                    help="instead: the scale table over K copies of the stream for each K (e.g. 1 10 100)")
-    ap.add_argument("--keep-run", type=Path, metavar="PARQUET",
-                    help="copy the results of the last run with the most workers here (for `symbolkg verify`)")
+    ap.add_argument(
+        "--copies",
+        type=int,
+        nargs="+",
+        metavar="K",
+        help="instead: the scale table over K copies of the stream for each K (e.g. 1 10 100)",
+    )
+    ap.add_argument(
+        "--keep-run",
+        type=Path,
+        metavar="PARQUET",
+        help="copy the results of the last run with the most workers here (for `symbolkg verify`)",
+    )
     ap.add_argument("--copies-child", type=int, help=argparse.SUPPRESS)  # one size of --copies, in its own process
     args = ap.parse_args()
     if args.copies_child:
-        print(json.dumps(scale_child(args.copies_child, args.workers[0], Limits(timeout_s=args.timeout_s),
-                                     default_data_dir(args.data_dir))))
+        print(
+            json.dumps(
+                scale_child(
+                    args.copies_child,
+                    args.workers[0],
+                    Limits(timeout_s=args.timeout_s),
+                    default_data_dir(args.data_dir),
+                )
+            )
+        )
         return
     if args.copies:
         main_scale(args.copies, 2 if args.workers == [1, 2] else args.workers[0], args.timeout_s, args.data_dir)
@@ -250,17 +333,34 @@ def main() -> None:
                 last = i == args.repeats - 1 and w == max(args.workers)
                 runs[w].append(run_once(problems, pool, limits, args.keep_run if last else None))
             r = runs[w][-1]
-            print(f"run {i + 1}, {w} worker(s): wall {r['wall_seconds']:.1f} s, exec {r['execution_rate']:.1%}, "
-                  f"acc {r['accuracy']:.1%}, {r['certified']}/{r['answered']} answers certified, "
-                  f"timeouts {r['timeouts']}, load {os.getloadavg()[0]:.1f}", flush=True)
-    results = [{"workers": w, "walls": [r["wall_seconds"] for r in rs],
-                "median_wall_seconds": statistics.median(r["wall_seconds"] for r in rs), "runs": rs}
-               for w, rs in runs.items()]
+            print(
+                f"run {i + 1}, {w} worker(s): wall {r['wall_seconds']:.1f} s, exec {r['execution_rate']:.1%}, "
+                f"acc {r['accuracy']:.1%}, {r['certified']}/{r['answered']} answers certified, "
+                f"timeouts {r['timeouts']}, load {os.getloadavg()[0]:.1f}",
+                flush=True,
+            )
+    results = [
+        {
+            "workers": w,
+            "walls": [r["wall_seconds"] for r in rs],
+            "median_wall_seconds": statistics.median(r["wall_seconds"] for r in rs),
+            "runs": rs,
+        }
+        for w, rs in runs.items()
+    ]
     OUT.mkdir(exist_ok=True)
-    doc = {"benchmark": "solver_throughput", "date": time.strftime("%Y-%m-%d"), "machine": platform.platform(),
-           "cpus": os.cpu_count(), "load_after": os.getloadavg(), "timeout_s": args.timeout_s,
-           "problems": len(problems), "logiclm_seconds": LOGICLM_SECONDS, "target_seconds": TARGET_SECONDS,
-           "results": results}
+    doc = {
+        "benchmark": "solver_throughput",
+        "date": time.strftime("%Y-%m-%d"),
+        "machine": platform.platform(),
+        "cpus": os.cpu_count(),
+        "load_after": os.getloadavg(),
+        "timeout_s": args.timeout_s,
+        "problems": len(problems),
+        "logiclm_seconds": LOGICLM_SECONDS,
+        "target_seconds": TARGET_SECONDS,
+        "results": results,
+    }
     (OUT / "solver_throughput.json").write_text(json.dumps(doc, indent=2))
     plot(results, OUT / "solver_throughput.png")
     _print_table(results)

@@ -43,12 +43,22 @@ OUT = Path(__file__).resolve().parent / "out"
 REPO = Path(__file__).resolve().parents[1]
 SYMBOLKG = Path(sys.executable).with_name("symbolkg")
 PEER_JS = Path("/tmp/peer/node_modules/@vpursuit/swipl-mcp-server/lib/index.js")
-PEER_CMD = (f"env HOME=/tmp/peer/home MCP_LOG_LEVEL=warn SWI_MCP_QUERY_TIMEOUT_MS=5000 node {PEER_JS}"
-            if PEER_JS.is_file() else None)
+PEER_CMD = (
+    f"env HOME=/tmp/peer/home MCP_LOG_LEVEL=warn SWI_MCP_QUERY_TIMEOUT_MS=5000 node {PEER_JS}"
+    if PEER_JS.is_file()
+    else None
+)
 PACKAGES = ("jobs", "actors", "retrieval", "solvers", "cluster")
-INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
-              "params": {"protocolVersion": "2025-06-18", "capabilities": {},
-                         "clientInfo": {"name": "startup-benchmark", "version": "1"}}}
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "startup-benchmark", "version": "1"},
+    },
+}
 EXIT_WAIT_S = 20.0
 
 
@@ -89,8 +99,14 @@ def _reap(proc: subprocess.Popen[bytes], *, block: bool = False) -> tuple[float,
 def time_cli(target: Target) -> dict[str, float]:
     """Wall seconds from start to exit (stdout discarded), CPU seconds, peak RSS."""
     t0 = time.perf_counter()
-    proc = subprocess.Popen(target.argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=REPO,
-                            env=target.env, start_new_session=True)
+    proc = subprocess.Popen(
+        target.argv,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        cwd=REPO,
+        env=target.env,
+        start_new_session=True,
+    )
     cpu, rss = _reap(proc, block=True)  # the exit is the measure: no polling delay
     wall = time.perf_counter() - t0
     if proc.returncode != 0:
@@ -115,16 +131,24 @@ def _reply(proc: subprocess.Popen[bytes], request_id: int) -> dict[str, Any]:
 def time_mcp(target: Target) -> dict[str, float]:
     """Seconds from start to the answer to ``initialize``, and to the answer to the first ``tools/list``."""
     t0 = time.perf_counter()
-    proc = subprocess.Popen(target.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                            cwd=REPO, env=target.env, start_new_session=True)
+    proc = subprocess.Popen(
+        target.argv,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        cwd=REPO,
+        env=target.env,
+        start_new_session=True,
+    )
     assert proc.stdin is not None
     try:
         proc.stdin.write((json.dumps(INITIALIZE) + "\n").encode())
         proc.stdin.flush()
         version = _reply(proc, 1)["protocolVersion"]
         t_init = time.perf_counter() - t0
-        proc.stdin.write(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n'
-                         b'{"jsonrpc":"2.0","id":2,"method":"tools/list"}\n')
+        proc.stdin.write(
+            b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n{"jsonrpc":"2.0","id":2,"method":"tools/list"}\n'
+        )
         proc.stdin.flush()
         tools = len(_reply(proc, 2)["tools"])
         t_ready = time.perf_counter() - t0
@@ -133,8 +157,14 @@ def time_mcp(target: Target) -> dict[str, float]:
         cpu, rss = _reap(proc)
         if proc.stdout is not None:
             proc.stdout.close()
-    return {"initialize_s": t_init, "ready_s": t_ready, "cpu_s": cpu, "rss_mb": rss, "tools": tools,
-            "protocol": version}  # type: ignore[dict-item]
+    return {
+        "initialize_s": t_init,
+        "ready_s": t_ready,
+        "cpu_s": cpu,
+        "rss_mb": rss,
+        "tools": tools,
+        "protocol": version,
+    }  # type: ignore[dict-item]
 
 
 def baseline_env(tree: Path, folder: Path) -> dict[str, str]:
@@ -148,9 +178,11 @@ def baseline_env(tree: Path, folder: Path) -> dict[str, str]:
 
 
 def targets(args: argparse.Namespace, scratch: Path) -> list[Target]:
-    found = [Target("symbolkg --help", cli_argv("--help")),
-             Target("symbolkg solve --help", cli_argv("solve", "--help")),
-             Target("mcp serve (ours)", cli_argv("mcp", "serve"), mcp=True)]
+    found = [
+        Target("symbolkg --help", cli_argv("--help")),
+        Target("symbolkg solve --help", cli_argv("solve", "--help")),
+        Target("mcp serve (ours)", cli_argv("mcp", "serve"), mcp=True),
+    ]
     if args.baseline:
         env = baseline_env(Path(args.baseline), scratch)
         found += [Target(f"{t.name} [baseline]", t.argv, t.mcp, env) for t in found[:3]]
@@ -163,8 +195,13 @@ def targets(args: argparse.Namespace, scratch: Path) -> list[Target]:
 def summary(samples: list[dict[str, Any]], key: str) -> dict[str, float]:
     values = sorted(s[key] for s in samples)
     q = statistics.quantiles(values, n=10) if len(values) > 1 else [values[0]] * 9
-    return {"median": round(statistics.median(values), 4), "p10": round(q[0], 4), "p90": round(q[-1], 4),
-            "min": round(values[0], 4), "max": round(values[-1], 4)}
+    return {
+        "median": round(statistics.median(values), 4),
+        "p10": round(q[0], 4),
+        "p90": round(q[-1], 4),
+        "min": round(values[0], 4),
+        "max": round(values[-1], 4),
+    }
 
 
 def wait_for_quiet(below: float | None, max_s: float) -> float | None:
@@ -188,8 +225,12 @@ def report(found: list[Target]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for t in found:
         keys = ("initialize_s", "ready_s") if t.mcp else ("wall_s",)
-        out[t.name] = {"argv": t.argv, "baseline": t.env is not None,
-                       **{k: summary(t.samples, k) for k in (*keys, "cpu_s", "rss_mb")}, "samples": t.samples}
+        out[t.name] = {
+            "argv": t.argv,
+            "baseline": t.env is not None,
+            **{k: summary(t.samples, k) for k in (*keys, "cpu_s", "rss_mb")},
+            "samples": t.samples,
+        }
     return out
 
 
@@ -200,8 +241,10 @@ def table(results: dict[str, Any]) -> str:
         for key, label in (("wall_s", "exit"), ("initialize_s", "initialize"), ("ready_s", "first tools/list")):
             if key in r:
                 s = r[key]
-                lines.append(f"{name + ': ' + label:{width}s} {s['median']:9.3f} {s['p10']:6.3f}-{s['p90']:<6.3f} "
-                             f"{r['cpu_s']['median']:7.3f} {r['rss_mb']['median']:7.0f}")
+                lines.append(
+                    f"{name + ': ' + label:{width}s} {s['median']:9.3f} {s['p10']:6.3f}-{s['p90']:<6.3f} "
+                    f"{r['cpu_s']['median']:7.3f} {r['rss_mb']['median']:7.0f}"
+                )
     return "\n".join(lines)
 
 
@@ -211,10 +254,15 @@ def plot(results: dict[str, Any], path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    series = [(f"{name.replace(' [baseline]', '')}\n{label}" + ("\n(baseline)" if r["baseline"] else ""),
-               [s[key] for s in r["samples"]]) for name, r in results.items()
-              for key, label in (("wall_s", "to exit"), ("initialize_s", "to initialize"), ("ready_s", "to tools/list"))
-              if key in r]
+    series = [
+        (
+            f"{name.replace(' [baseline]', '')}\n{label}" + ("\n(baseline)" if r["baseline"] else ""),
+            [s[key] for s in r["samples"]],
+        )
+        for name, r in results.items()
+        for key, label in (("wall_s", "to exit"), ("initialize_s", "to initialize"), ("ready_s", "to tools/list"))
+        if key in r
+    ]
     fig, ax = plt.subplots(figsize=(max(7.0, 1.25 * len(series)), 4.2))
     ax.boxplot([v for _, v in series], whis=(10, 90), showfliers=True)
     ax.set_xticks(range(1, len(series) + 1), [n for n, _ in series], fontsize=7)
@@ -232,8 +280,9 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=20, help="starts of each target (default 20)")
     ap.add_argument("--peer-cmd", help=f"the peer MCP server's command line (default: {PEER_CMD or 'none installed'})")
     ap.add_argument("--no-peer", action="store_true", help="measure ours only")
-    ap.add_argument("--baseline", metavar="DIR",
-                    help="also measure the source tree DIR (another version), side by side")
+    ap.add_argument(
+        "--baseline", metavar="DIR", help="also measure the source tree DIR (another version), side by side"
+    )
     ap.add_argument("--quiet-load", type=float, help="first wait until the 1-minute load average is under this")
     ap.add_argument("--name", default="startup", help="output file stem under benchmarks/out/")
     args = ap.parse_args()
@@ -244,15 +293,26 @@ def main() -> None:
         measure(found, args.runs)
         load1 = os.getloadavg()
     results = report(found)
-    doc = {"benchmark": "startup", "date": time.strftime("%Y-%m-%d %H:%M"), "machine": platform.platform(),
-           "cpus": os.cpu_count(), "python": platform.python_version(), "runs": args.runs,
-           "load_avg_before": load0, "load_avg_after": load1, "waited_for_quiet_s": waited,
-           "total_s": round(time.monotonic() - t0, 1), "baseline_tree": args.baseline, "results": results}
+    doc = {
+        "benchmark": "startup",
+        "date": time.strftime("%Y-%m-%d %H:%M"),
+        "machine": platform.platform(),
+        "cpus": os.cpu_count(),
+        "python": platform.python_version(),
+        "runs": args.runs,
+        "load_avg_before": load0,
+        "load_avg_after": load1,
+        "waited_for_quiet_s": waited,
+        "total_s": round(time.monotonic() - t0, 1),
+        "baseline_tree": args.baseline,
+        "results": results,
+    }
     OUT.mkdir(exist_ok=True)
     (OUT / f"{args.name}.json").write_text(json.dumps(doc, indent=1))
     plot(results, OUT / f"{args.name}.png")
-    print(f"{args.runs} runs each, interleaved; load average {load0[0]:.1f} -> {load1[0]:.1f} "
-          f"({os.cpu_count()} CPUs)\n")
+    print(
+        f"{args.runs} runs each, interleaved; load average {load0[0]:.1f} -> {load1[0]:.1f} ({os.cpu_count()} CPUs)\n"
+    )
     print(table(results))
     print(f"\nwrote {OUT / (args.name + '.json')} and {OUT / (args.name + '.png')}  ({doc['total_s']} s)")
 

@@ -5,8 +5,9 @@ CLUTRR, builds the gold program (the record's statements, the CLUTRR family rule
 ``world_model`` names them, and ``?- <goal>.``), runs `symbolkg.solvers.symba.engine.solve`
 (parse + tabled proof + proof tree + JSON, the solver worker's entry point) and compares
 "proved" with the record's label; it also times `prove` alone on the parsed program (the
-"prove" columns: CLUTRR's time is mostly parsing its 39 pooled family rules, ~80 clauses). Records with an empty program are closed-world negatives
-(true for ``not`` goals). Each record runs ``--repeat`` times; its time is the median.
+"prove" columns: CLUTRR's time is mostly parsing its 39 pooled family rules, ~80 clauses). Records
+with an empty program are closed-world negatives (true for ``not`` goals). Each record runs
+``--repeat`` times; its time is the median.
 
     python benchmarks/symba_solver.py [--repeat 3] [--timeout-s 10] [--data-dir DIR]
 
@@ -27,8 +28,8 @@ import time
 from pathlib import Path
 
 from symbolkg.jobs.datasets.files import default_data_dir
-from symbolkg.solvers.symba import engine as symba
 from symbolkg.solvers.outcomes import Limits, Status
+from symbolkg.solvers.symba import engine as symba
 
 SETS = ["proofwriter_dep5", "birdselectricity", "pararules", "clutrr"]
 SYMBA_REFERENCE_MS = {"proofwriter_dep5": {"p50": 6.7, "p95": 17.7, "max": 10_600.0, "non_terminating": 3}}
@@ -65,19 +66,34 @@ def run_set(records: list[dict], world: dict, limits: Limits, repeat: int) -> di
             prove_times.append(time.perf_counter() - t0)
         proof = json.loads(out.proof) if out.proof else {}
         proved = out.status == Status.PROVED
-        rows.append({"id": rec["id"], "goal": rec["goal"], "label": rec["label"], "proved": proved,
-                     "correct": proved == rec["label"], "status": out.status.value, "kind": proof.get("kind"),
-                     "steps": proof.get("steps"), "ms": round(statistics.median(times) * 1000, 4),
-                     "prove_ms": round(statistics.median(prove_times) * 1000, 4),
-                     "has_program": bool(rec["program"])})
+        rows.append(
+            {
+                "id": rec["id"],
+                "goal": rec["goal"],
+                "label": rec["label"],
+                "proved": proved,
+                "correct": proved == rec["label"],
+                "status": out.status.value,
+                "kind": proof.get("kind"),
+                "steps": proof.get("steps"),
+                "ms": round(statistics.median(times) * 1000, 4),
+                "prove_ms": round(statistics.median(prove_times) * 1000, 4),
+                "has_program": bool(rec["program"]),
+            }
+        )
     ms = sorted(r["ms"] for r in rows)
     prove_ms = sorted(r["prove_ms"] for r in rows)
     return {
-        "records": len(rows), "with_program": sum(r["has_program"] for r in rows),
+        "records": len(rows),
+        "with_program": sum(r["has_program"] for r in rows),
         "correct": sum(r["correct"] for r in rows),
-        "p50_ms": round(quantile(ms, 0.5), 3), "p95_ms": round(quantile(ms, 0.95), 3), "max_ms": round(ms[-1], 3),
-        "mean_ms": round(statistics.fmean(ms), 3), "total_s": round(sum(ms) / 1000, 3),
-        "prove_p50_ms": round(quantile(prove_ms, 0.5), 3), "prove_p95_ms": round(quantile(prove_ms, 0.95), 3),
+        "p50_ms": round(quantile(ms, 0.5), 3),
+        "p95_ms": round(quantile(ms, 0.95), 3),
+        "max_ms": round(ms[-1], 3),
+        "mean_ms": round(statistics.fmean(ms), 3),
+        "total_s": round(sum(ms) / 1000, 3),
+        "prove_p50_ms": round(quantile(prove_ms, 0.5), 3),
+        "prove_p95_ms": round(quantile(prove_ms, 0.95), 3),
         "prove_max_ms": round(prove_ms[-1], 3),
         "max_steps": max(r["steps"] or 0 for r in rows),
         "kinds": dict(collections.Counter(r["kind"] for r in rows)),
@@ -107,7 +123,11 @@ def plot(results: dict, path: Path) -> None:
     ax1.legend(loc="center right", fontsize=8)
     for name in names:
         ms = sorted(r["ms"] for r in results[name]["rows"])
-        ax2.plot(ms, [(i + 1) / len(ms) for i in range(len(ms))], label=f"{name} ({results[name]['correct']}/{results[name]['records']} correct)")
+        ax2.plot(
+            ms,
+            [(i + 1) / len(ms) for i in range(len(ms))],
+            label=f"{name} ({results[name]['correct']}/{results[name]['records']} correct)",
+        )
     ax2.set_xscale("log")
     ax2.set_xlabel("ms per record, log")
     ax2.set_ylabel("fraction of records")
@@ -133,27 +153,50 @@ def main() -> None:
     for name in SETS:
         records = json.loads((root / name / "test_data.json").read_text())
         results[name] = run_set(records, world, limits, args.repeat)
-    print(f"\n{'set':18s} {'records':>7s} {'correct':>8s} {'p50 ms':>8s} {'p95 ms':>8s} {'max ms':>8s} {'total s':>8s}"
-          f" | {'prove p50':>9s} {'p95':>6s} {'max':>6s}  kinds")
+    print(
+        f"\n{'set':18s} {'records':>7s} {'correct':>8s} {'p50 ms':>8s} {'p95 ms':>8s} {'max ms':>8s} {'total s':>8s}"
+        f" | {'prove p50':>9s} {'p95':>6s} {'max':>6s}  kinds"
+    )
     for name, r in results.items():
-        print(f"{name:18s} {r['records']:7d} {r['correct']:8d} {r['p50_ms']:8.2f} {r['p95_ms']:8.2f} {r['max_ms']:8.2f} "
-              f"{r['total_s']:8.2f} | {r['prove_p50_ms']:9.2f} {r['prove_p95_ms']:6.2f} {r['prove_max_ms']:6.2f}  {r['kinds']}")
+        print(
+            f"{name:18s} {r['records']:7d} {r['correct']:8d} {r['p50_ms']:8.2f} {r['p95_ms']:8.2f} {r['max_ms']:8.2f} "
+            f"{r['total_s']:8.2f} | {r['prove_p50_ms']:9.2f} {r['prove_p95_ms']:6.2f} {r['prove_max_ms']:6.2f}  "
+            f"{r['kinds']}"
+        )
     all_ms = sorted(row["ms"] for r in results.values() for row in r["rows"])
-    total = {"records": len(all_ms), "correct": sum(r["correct"] for r in results.values()),
-             "p50_ms": round(quantile(all_ms, 0.5), 3), "p95_ms": round(quantile(all_ms, 0.95), 3),
-             "max_ms": round(all_ms[-1], 3), "total_s": round(sum(all_ms) / 1000, 3)}
-    print(f"{'all':18s} {total['records']:7d} {total['correct']:8d} {total['p50_ms']:8.2f} {total['p95_ms']:8.2f} "
-          f"{total['max_ms']:8.2f} {total['total_s']:8.2f}")
+    total = {
+        "records": len(all_ms),
+        "correct": sum(r["correct"] for r in results.values()),
+        "p50_ms": round(quantile(all_ms, 0.5), 3),
+        "p95_ms": round(quantile(all_ms, 0.95), 3),
+        "max_ms": round(all_ms[-1], 3),
+        "total_s": round(sum(all_ms) / 1000, 3),
+    }
+    print(
+        f"{'all':18s} {total['records']:7d} {total['correct']:8d} {total['p50_ms']:8.2f} {total['p95_ms']:8.2f} "
+        f"{total['max_ms']:8.2f} {total['total_s']:8.2f}"
+    )
     pw = results["proofwriter_dep5"]["rows"]
-    print("ProofWriter 23, 88, 243 (SymBa's solver never ends on them): "
-          + ", ".join(f"{r['id']}: {r['kind']} {r['ms']:.2f} ms" for r in pw if r["id"] in (23, 88, 243)))
+    print(
+        "ProofWriter 23, 88, 243 (SymBa's solver never ends on them): "
+        + ", ".join(f"{r['id']}: {r['kind']} {r['ms']:.2f} ms" for r in pw if r["id"] in (23, 88, 243))
+    )
     for name, r in results.items():
         for w in r["wrong"]:
             print(f"WRONG {name} {w}")
     OUT.mkdir(exist_ok=True)
-    doc = {"benchmark": "symba_solver", "date": time.strftime("%Y-%m-%d"), "machine": platform.platform(),
-           "cpus": os.cpu_count(), "python": platform.python_version(), "repeat": args.repeat,
-           "timeout_s": args.timeout_s, "symba_reference_ms": SYMBA_REFERENCE_MS, "total": total, "sets": results}
+    doc = {
+        "benchmark": "symba_solver",
+        "date": time.strftime("%Y-%m-%d"),
+        "machine": platform.platform(),
+        "cpus": os.cpu_count(),
+        "python": platform.python_version(),
+        "repeat": args.repeat,
+        "timeout_s": args.timeout_s,
+        "symba_reference_ms": SYMBA_REFERENCE_MS,
+        "total": total,
+        "sets": results,
+    }
     (OUT / "symba_solver.json").write_text(json.dumps(doc, indent=1))
     plot(results, OUT / "symba_solver.png")
     print(f"\nwrote {OUT / 'symba_solver.json'} and {OUT / 'symba_solver.png'}")

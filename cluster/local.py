@@ -49,9 +49,9 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Iterator
 
 HEAD_RESOURCE = "head"
 STATE_FILE = "cluster.json"
@@ -118,9 +118,18 @@ class LocalCluster:
         ValueError: a bad argument.
     """
 
-    def __init__(self, workers: int = 1, *, num_cpus_per_node: int = 1, port: int | None = None,
-                 object_store_mb: int = 100, state_dir: str | os.PathLike[str] | None = None,
-                 start_timeout_s: float = 180.0, dashboard: bool = False, fate_share: bool = True) -> None:
+    def __init__(
+        self,
+        workers: int = 1,
+        *,
+        num_cpus_per_node: int = 1,
+        port: int | None = None,
+        object_store_mb: int = 100,
+        state_dir: str | os.PathLike[str] | None = None,
+        start_timeout_s: float = 180.0,
+        dashboard: bool = False,
+        fate_share: bool = True,
+    ) -> None:
         if workers < 0:
             raise ValueError(f"workers must be >= 0, got {workers}")
         if num_cpus_per_node < 0:
@@ -165,36 +174,51 @@ class LocalCluster:
         if self.nodes:
             raise LocalClusterError(f"this cluster is already up at {self.address}")
         if importlib.util.find_spec("ray") is None:
-            raise LocalClusterError(f"Ray is not installed for {sys.executable}; install the project "
-                                    "(`pip install -e .`, or run cluster/setup_node.sh)")
+            raise LocalClusterError(
+                f"Ray is not installed for {sys.executable}; install the project "
+                "(`pip install -e .`, or run cluster/setup_node.sh)"
+            )
         if self.fate_share and threading.current_thread() is not threading.main_thread():
-            raise RuntimeError("start a fate-shared LocalCluster on the main thread: its processes die with the "
-                               f"thread that started them (this is {threading.current_thread().name!r})")
+            raise RuntimeError(
+                "start a fate-shared LocalCluster on the main thread: its processes die with the "
+                f"thread that started them (this is {threading.current_thread().name!r})"
+            )
         if self.port is not None and not _port_is_free(self.port):
-            raise LocalClusterError(f"port {self.port} is in use (another Ray head? see `python -m symbolkg.cluster.local "
-                                    "status`); pass another --port, or none to get a free one")
+            raise LocalClusterError(
+                f"port {self.port} is in use (another Ray head? see `python -m symbolkg.cluster.local "
+                "status`); pass another --port, or none to get a free one"
+            )
         if self._state_dir is None:
             self._state_dir = Path(tempfile.mkdtemp(prefix="skg-ray-", dir=_SHORT_TMP))
         else:
             longest = self._state_dir.absolute() / f"worker-{max(self.workers - 1, 0)}" / _SESSION_AND_SOCKET
             if len(str(longest)) > _MAX_SOCKET_PATH:
-                raise LocalClusterError(f"state dir {self._state_dir} is too long for Ray's unix socket paths "
-                                        f"({len(str(longest))} > {_MAX_SOCKET_PATH} bytes, e.g. {longest}); "
-                                        "pick a shorter one, e.g. under /tmp")
+                raise LocalClusterError(
+                    f"state dir {self._state_dir} is too long for Ray's unix socket paths "
+                    f"({len(str(longest))} > {_MAX_SOCKET_PATH} bytes, e.g. {longest}); "
+                    "pick a shorter one, e.g. under /tmp"
+                )
             self._state_dir.mkdir(parents=True, exist_ok=True)
             recorded = self._state_dir / STATE_FILE
             if recorded.exists():
-                raise LocalClusterError(f"a cluster is already recorded in {recorded}; stop it first "
-                                        f"(`python -m symbolkg.cluster.local down --state-dir {self._state_dir}`)")
+                raise LocalClusterError(
+                    f"a cluster is already recorded in {recorded}; stop it first "
+                    f"(`python -m symbolkg.cluster.local down --state-dir {self._state_dir}`)"
+                )
         state_dir = self._state_dir
         try:
             gcs_port = self.port if self.port is not None else _free_port()
             # The dashboard and the Ray client server default to fixed ports (8265, 10001) that another
             # Ray on the machine may hold (and `ray start` checks the dashboard's even when it is off).
             dashboard_port, client_port = _free_port(), _free_port()
-            head_args = ["--head", f"--port={gcs_port}", f"--include-dashboard={str(self.dashboard).lower()}",
-                         "--dashboard-host=127.0.0.1", f"--dashboard-port={dashboard_port}",
-                         f"--ray-client-server-port={client_port}"]
+            head_args = [
+                "--head",
+                f"--port={gcs_port}",
+                f"--include-dashboard={str(self.dashboard).lower()}",
+                "--dashboard-host=127.0.0.1",
+                f"--dashboard-port={dashboard_port}",
+                f"--ray-client-server-port={client_port}",
+            ]
             head = self._start_node(state_dir, "head", HEAD_RESOURCE, head_args)
             self.address = (Path(head.temp_dir) / "ray_current_cluster").read_text().strip()
             if self.dashboard:
@@ -252,7 +276,7 @@ class LocalCluster:
         if survivors:
             raise LocalClusterError(f"processes of {node.name} survived SIGKILL: {sorted(survivors)}")
 
-    def __enter__(self) -> "LocalCluster":
+    def __enter__(self) -> LocalCluster:
         self.up()
         return self
 
@@ -278,7 +302,7 @@ class LocalCluster:
         return node.pid in self.processes(node)
 
     @classmethod
-    def attach(cls, state_dir: str | os.PathLike[str] = DEFAULT_STATE_DIR) -> "LocalCluster":
+    def attach(cls, state_dir: str | os.PathLike[str] = DEFAULT_STATE_DIR) -> LocalCluster:
         """The cluster recorded in ``state_dir`` by an earlier :meth:`up` (another process, usually).
 
         Raises:
@@ -286,12 +310,18 @@ class LocalCluster:
         """
         path = Path(state_dir) / STATE_FILE
         if not path.exists():
-            raise LocalClusterError(f"no local cluster is recorded in {state_dir} "
-                                    "(start one with `python -m symbolkg.cluster.local up`)")
+            raise LocalClusterError(
+                f"no local cluster is recorded in {state_dir} (start one with `python -m symbolkg.cluster.local up`)"
+            )
         state = json.loads(path.read_text())
-        cluster = cls(state["workers"], num_cpus_per_node=state["num_cpus_per_node"],
-                      object_store_mb=state["object_store_mb"], state_dir=state_dir,
-                      dashboard=state["dashboard_url"] is not None, fate_share=False)
+        cluster = cls(
+            state["workers"],
+            num_cpus_per_node=state["num_cpus_per_node"],
+            object_store_mb=state["object_store_mb"],
+            state_dir=state_dir,
+            dashboard=state["dashboard_url"] is not None,
+            fate_share=False,
+        )
         cluster.address = state["address"]
         cluster.dashboard_url = state["dashboard_url"]
         cluster.nodes = [NodeProcess(**n) for n in state["nodes"]]
@@ -305,17 +335,34 @@ class LocalCluster:
         log_path = state_dir / f"{name}.log"
         # `ray start`, run by this interpreter so that nodes and drivers have the same Ray. No GPUs:
         # every node on one host would claim all of the host's GPUs, counting each several times.
-        cmd = [sys.executable, "-m", "ray.scripts.scripts", "start", "--block", *extra_args,
-               f"--num-cpus={self.num_cpus_per_node}", "--num-gpus=0",
-               f"--resources={json.dumps({resource: 1})}",
-               f"--object-store-memory={self.object_store_mb * 1024 * 1024}",
-               f"--temp-dir={temp_dir}", f"--dashboard-agent-listen-port={_free_port()}",
-               # Worker processes bind random ports: several raylets on one host share the port range.
-               "--min-worker-port=0", "--max-worker-port=0", "--disable-usage-stats"]
+        cmd = [
+            sys.executable,
+            "-m",
+            "ray.scripts.scripts",
+            "start",
+            "--block",
+            *extra_args,
+            f"--num-cpus={self.num_cpus_per_node}",
+            "--num-gpus=0",
+            f"--resources={json.dumps({resource: 1})}",
+            f"--object-store-memory={self.object_store_mb * 1024 * 1024}",
+            f"--temp-dir={temp_dir}",
+            f"--dashboard-agent-listen-port={_free_port()}",
+            # Worker processes bind random ports: several raylets on one host share the port range.
+            "--min-worker-port=0",
+            "--max-worker-port=0",
+            "--disable-usage-stats",
+        ]
         with open(log_path, "wb") as log:
-            proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                                    env=_node_env(), start_new_session=True,
-                                    preexec_fn=_die_with_parent if self.fate_share else None)
+            proc = subprocess.Popen(
+                cmd,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env=_node_env(),
+                start_new_session=True,
+                preexec_fn=_die_with_parent if self.fate_share else None,
+            )
         self._children[proc.pid] = proc
         node = NodeProcess(name, resource, proc.pid, str(temp_dir), str(log_path))
         self.nodes.append(node)
@@ -325,18 +372,27 @@ class LocalCluster:
         deadline = time.monotonic() + self.start_timeout_s
         while not ready.exists():
             if proc.poll() is not None:
-                raise LocalClusterError(f"{name} did not start (`ray start` exited {proc.returncode}); "
-                                        f"its log {log_path} ends:\n{_tail(log_path)}")
+                raise LocalClusterError(
+                    f"{name} did not start (`ray start` exited {proc.returncode}); "
+                    f"its log {log_path} ends:\n{_tail(log_path)}"
+                )
             if time.monotonic() > deadline:
-                raise LocalClusterError(f"{name} did not start within {self.start_timeout_s:.0f} s; "
-                                        f"its log {log_path} ends:\n{_tail(log_path)}")
+                raise LocalClusterError(
+                    f"{name} did not start within {self.start_timeout_s:.0f} s; "
+                    f"its log {log_path} ends:\n{_tail(log_path)}"
+                )
             time.sleep(0.2)
         return node
 
     def _write_state(self, state_dir: Path) -> None:
-        state = {"address": self.address, "dashboard_url": self.dashboard_url, "workers": self.workers,
-                 "num_cpus_per_node": self.num_cpus_per_node, "object_store_mb": self.object_store_mb,
-                 "nodes": [asdict(n) for n in self.nodes]}
+        state = {
+            "address": self.address,
+            "dashboard_url": self.dashboard_url,
+            "workers": self.workers,
+            "num_cpus_per_node": self.num_cpus_per_node,
+            "object_store_mb": self.object_store_mb,
+            "nodes": [asdict(n) for n in self.nodes],
+        }
         tmp = state_dir / (STATE_FILE + ".tmp")
         tmp.write_text(json.dumps(state, indent=2) + "\n")
         tmp.replace(state_dir / STATE_FILE)
@@ -364,7 +420,8 @@ def _node_env() -> dict[str, str]:
     env.pop("RAY_ADDRESS", None)  # a node joins the head it is given, never a cluster from the caller's environment
     env.setdefault("RAY_AUTH_MODE", "disabled")  # see the module docstring
     env.setdefault("RAY_GRACEFUL_SHUTDOWN_DRAIN_TIMEOUT_S", "0")  # nothing to drain on a test cluster: stop at once
-    # A job's `python` (`ray job submit -- python -m symbolkg.jobs solve ...`) is the nodes' interpreter, as in a cluster image.
+    # A job's `python` (`ray job submit -- python -m symbolkg.jobs solve ...`) is the nodes'
+    # interpreter, as in a cluster image.
     env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
     return env
 
@@ -453,18 +510,30 @@ def _tail(path: Path, lines: int = 25) -> str:
 
 
 def _cmd_up(args: argparse.Namespace) -> int:
-    cluster = LocalCluster(args.workers, num_cpus_per_node=args.num_cpus_per_node, port=args.port,
-                           object_store_mb=args.object_store_mb, state_dir=args.state_dir, dashboard=args.dashboard,
-                           fate_share=False)
+    cluster = LocalCluster(
+        args.workers,
+        num_cpus_per_node=args.num_cpus_per_node,
+        port=args.port,
+        object_store_mb=args.object_store_mb,
+        state_dir=args.state_dir,
+        dashboard=args.dashboard,
+        fate_share=False,
+    )
     # A SIGTERM while starting must still stop what was started (Python's default would just exit).
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     address = cluster.up()
-    print(f"local Ray cluster up: head + {args.workers} worker(s), {args.num_cpus_per_node} CPU(s) each; "
-          f"state and logs in {cluster.state_dir}", file=sys.stderr)
+    print(
+        f"local Ray cluster up: head + {args.workers} worker(s), {args.num_cpus_per_node} CPU(s) each; "
+        f"state and logs in {cluster.state_dir}",
+        file=sys.stderr,
+    )
     print(f"  drivers:    RAY_ADDRESS={address} symbolkg solve ... --executor ray", file=sys.stderr)
     if cluster.dashboard_url:
-        print(f"  jobs:       ray job submit --address {cluster.dashboard_url} --working-dir . -- python -m symbolkg.jobs solve ...",
-              file=sys.stderr)
+        print(
+            f"  jobs:       ray job submit --address {cluster.dashboard_url} --working-dir . "
+            "-- python -m symbolkg.jobs solve ...",
+            file=sys.stderr,
+        )
     print("  stop:       python -m symbolkg.cluster.local down", file=sys.stderr)
     print(address)
     return 0
@@ -487,12 +556,24 @@ def _cmd_status(args: argparse.Namespace) -> int:
     if args.address:
         print(cluster.address)
         return 0
-    nodes = [{"name": n.name, "resource": n.resource, "pid": n.pid, "alive": cluster.is_alive(n),
-              "processes": len(cluster.processes(n)), "log": n.log} for n in cluster.nodes]
+    nodes = [
+        {
+            "name": n.name,
+            "resource": n.resource,
+            "pid": n.pid,
+            "alive": cluster.is_alive(n),
+            "processes": len(cluster.processes(n)),
+            "log": n.log,
+        }
+        for n in cluster.nodes
+    ]
     if args.json:
         print(json.dumps({"address": cluster.address, "dashboard_url": cluster.dashboard_url, "nodes": nodes}))
         return 0
-    print(f"address {cluster.address}" + (f"   dashboard and jobs API {cluster.dashboard_url}" if cluster.dashboard_url else ""))
+    print(
+        f"address {cluster.address}"
+        + (f"   dashboard and jobs API {cluster.dashboard_url}" if cluster.dashboard_url else "")
+    )
     for n in nodes:
         state = "alive" if n["alive"] else "DEAD"
         print(f"  {n['name']:<10} {state:<6} pid {n['pid']:<8} {n['processes']:>3} processes  resource {n['resource']}")
@@ -500,16 +581,19 @@ def _cmd_status(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m symbolkg.cluster.local",
-                                     description="A head and N worker Ray nodes on this machine (real `ray start`).")
+    parser = argparse.ArgumentParser(
+        prog="python -m symbolkg.cluster.local",
+        description="A head and N worker Ray nodes on this machine (real `ray start`).",
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("up", help="start the cluster; print its address on stdout")
     p.add_argument("--workers", type=int, default=1, help="worker nodes besides the head (default 1)")
     p.add_argument("--num-cpus-per-node", type=int, default=1, help="logical CPUs per node, head included (default 1)")
     p.add_argument("--port", type=int, help="GCS port of the head (default: a free one)")
     p.add_argument("--object-store-mb", type=int, default=100, help="object store per node in MiB (default 100)")
-    p.add_argument("--dashboard", action="store_true",
-                   help="serve the dashboard and jobs API on 127.0.0.1 (for `ray job submit`)")
+    p.add_argument(
+        "--dashboard", action="store_true", help="serve the dashboard and jobs API on 127.0.0.1 (for `ray job submit`)"
+    )
     p.set_defaults(func=_cmd_up)
     p = sub.add_parser("down", help="stop every process of the recorded cluster")
     p.set_defaults(func=_cmd_down)
@@ -518,7 +602,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=_cmd_status)
     for p in sub.choices.values():
-        p.add_argument("--state-dir", default=DEFAULT_STATE_DIR, help=f"state, temp dirs and logs (default {DEFAULT_STATE_DIR})")
+        p.add_argument(
+            "--state-dir", default=DEFAULT_STATE_DIR, help=f"state, temp dirs and logs (default {DEFAULT_STATE_DIR})"
+        )
     return parser
 
 

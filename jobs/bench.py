@@ -4,12 +4,12 @@ The command line is :mod:`symbolkg.jobs.commands.bench`; this module is the benc
 
 ``symbolkg bench pipeline --simulated`` runs synthetic problems through the real batch job
 (:func:`symbolkg.jobs.pipeline.runner.run_method_job`, method ``logiclm``: formulate -> solve -> refine,
-a real :class:`~symbolkg.jobs.pipeline.store.ResultStore`) against ``E`` :class:`~symbolkg.actors.engines.simulated.SimulatedEngine`
-replicas behind a :class:`~symbolkg.actors.engines.balanced.BalancedEngine` and a
-:class:`SimulatedSolverPool`. Only the backends are simulated; every coroutine, prompt,
-program extraction, result row and Parquet write is the real code, running in real time
-scaled by ``time_scale`` (see :class:`~symbolkg.actors.engines.simulated.SimClock`). All rates are
-per simulated second.
+a real :class:`~symbolkg.jobs.pipeline.store.ResultStore`) against ``E``
+:class:`~symbolkg.actors.engines.simulated.SimulatedEngine` replicas behind a
+:class:`~symbolkg.actors.engines.balanced.BalancedEngine` and a :class:`SimulatedSolverPool`. Only
+the backends are simulated; every coroutine, prompt, program extraction, result row and Parquet
+write is the real code, running in real time scaled by ``time_scale`` (see
+:class:`~symbolkg.actors.engines.simulated.SimClock`). All rates are per simulated second.
 
 It reports the achieved throughput against what the engines allow
 (:attr:`PipelineRun.capacity_problems_per_second`), and the same pipeline run one problem
@@ -55,10 +55,11 @@ import resource
 import time
 from array import array
 from collections import Counter
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from itertools import islice
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -79,18 +80,35 @@ from symbolkg.actors.engines.simulated import (
     SimulatedEngine,
 )
 from symbolkg.jobs.methods import MethodConfig
-from symbolkg.jobs.pipeline.runner import run_method_job
-from symbolkg.jobs.pipeline.rows import Problem, ResultRow
 from symbolkg.jobs.pipeline.ids import Shard, id_hashes
+from symbolkg.jobs.pipeline.rows import Problem, ResultRow
+from symbolkg.jobs.pipeline.runner import run_method_job
 from symbolkg.jobs.pipeline.store import ResultStore, run_exists, shard_path
-from symbolkg.solvers.runtime.local_pool import PoolResult
 from symbolkg.solvers.outcomes import ErrorKind, Outcome, SolveRequest, Status
+from symbolkg.solvers.runtime.local_pool import PoolResult
 
 DATASET = "logiclm/prontoqa"
 """The dataset the synthetic problems claim (its language, LP, decides the prompts)."""
 
-_WORDS = ("wumpus", "yumpus", "zumpus", "dumpus", "rompus", "numpus", "tumpus", "vumpus", "impus", "jompus",
-          "gorpus", "shumpus", "lempus", "sterpus", "brimpus", "lorpus", "grimpus")
+_WORDS = (
+    "wumpus",
+    "yumpus",
+    "zumpus",
+    "dumpus",
+    "rompus",
+    "numpus",
+    "tumpus",
+    "vumpus",
+    "impus",
+    "jompus",
+    "gorpus",
+    "shumpus",
+    "lempus",
+    "sterpus",
+    "brimpus",
+    "lorpus",
+    "grimpus",
+)
 
 
 def _stable_seed(*parts: object) -> int:
@@ -138,8 +156,14 @@ def _synthetic_problem(i: int, n: int, seed: int) -> Problem:
         words += 5
     name = f"Obj{i}"
     sentences.append(f"{name} is a {rng.choice(_WORDS)}.")
-    return Problem(pid, DATASET, " ".join(sentences), f"Is the following statement true? {name} is a "
-                   f"{rng.choice(_WORDS)}.", ("A) True", "B) False"), "A")
+    return Problem(
+        pid,
+        DATASET,
+        " ".join(sentences),
+        f"Is the following statement true? {name} is a {rng.choice(_WORDS)}.",
+        ("A) True", "B) False"),
+        "A",
+    )
 
 
 def problem_index(problem_id: str) -> int:
@@ -188,8 +212,9 @@ class ProgramResponder:
 
 
 class SimulatedSolverPool:
-    """A :class:`~symbolkg.solvers.runtime.local_pool.SolverPool` whose calls take ``solve_s`` simulated seconds on ``workers`` slots.
+    """A :class:`~symbolkg.solvers.runtime.local_pool.SolverPool` of simulated calls.
 
+    Each call takes ``solve_s`` simulated seconds on one of ``workers`` slots.
     The first ``failures_for(problem_id)`` programs of a problem get a syntax error (so the
     method asks for a repair); later ones are proved with answer ``A``.
 
@@ -198,8 +223,16 @@ class SimulatedSolverPool:
         calls: programs run so far.
     """
 
-    def __init__(self, clock: SimClock, *, workers: int = 32, solve_s: float = 0.05, refine_fraction: float = 0.2,
-                 max_failures: int = 4, seed: int = 0) -> None:
+    def __init__(
+        self,
+        clock: SimClock,
+        *,
+        workers: int = 32,
+        solve_s: float = 0.05,
+        refine_fraction: float = 0.2,
+        max_failures: int = 4,
+        seed: int = 0,
+    ) -> None:
         """Build the pool.
 
         Args:
@@ -249,8 +282,14 @@ class SimulatedSolverPool:
         self._runs[request.problem_id] += 1
         self.calls += 1
         if run < self.failures_for(request.problem_id):
-            outcome = Outcome.error(Status.PARSE_ERROR, ErrorKind.SYNTAX, "simulated: expected ':::' after a rule",
-                                    line=2, seconds=self.solve_s, backend="simulated")
+            outcome = Outcome.error(
+                Status.PARSE_ERROR,
+                ErrorKind.SYNTAX,
+                "simulated: expected ':::' after a rule",
+                line=2,
+                seconds=self.solve_s,
+                backend="simulated",
+            )
         else:
             outcome = Outcome(Status.PROVED, answer="A", seconds=self.solve_s, backend="simulated")
         return PoolResult(request, outcome, "simulated/0", 1, self._clock.now() - queued)
@@ -337,8 +376,16 @@ class _TimedStore(ResultStore):
     keeps grows with its requests but one byte per problem and a few numbers per :data:`BIN_S`.
     """
 
-    def __init__(self, path: Path, clock: SimClock, problems: int, totals: RequestTotals,
-                 engines: list[SimulatedEngine], pool: SimulatedSolverPool, shard: Shard | None = None) -> None:
+    def __init__(
+        self,
+        path: Path,
+        clock: SimClock,
+        problems: int,
+        totals: RequestTotals,
+        engines: list[SimulatedEngine],
+        pool: SimulatedSolverPool,
+        shard: Shard | None = None,
+    ) -> None:
         super().__init__(path, run_info={"bench": "pipeline-simulated"}, shard=shard)
         self.appends = np.zeros(problems, dtype=np.uint8)  # rows appended per problem (saturating)
         self.finished = array("q")  # rows finished per BIN_S bin
@@ -416,13 +463,15 @@ class BenchConfig:
         if not self.time_scale > 0:
             raise ValueError(f"time_scale must be > 0, got {self.time_scale}")
         if self.sequential_problems is not None and self.sequential_problems < 0:
-            raise ValueError(f"sequential_problems must be >= 0 (0: skip the sequential run), "
-                             f"got {self.sequential_problems}")
+            raise ValueError(
+                f"sequential_problems must be >= 0 (0: skip the sequential run), got {self.sequential_problems}"
+            )
         if not 0 <= self.refine_fraction < 1:
             raise ValueError(f"refine_fraction must be in [0, 1), got {self.refine_fraction}")
         if self.solver_workers < 1 or self.solve_s < 0:
-            raise ValueError(f"solver_workers must be >= 1 and solve_s >= 0, "
-                             f"got {self.solver_workers} and {self.solve_s}")
+            raise ValueError(
+                f"solver_workers must be >= 1 and solve_s >= 0, got {self.solver_workers} and {self.solve_s}"
+            )
         if self.max_refine_rounds < 0:
             raise ValueError(f"max_refine_rounds must be >= 0, got {self.max_refine_rounds}")
         ProgramResponder(self.seed, self.completion_tokens)  # validates the range
@@ -567,11 +616,15 @@ class PipelineRun:
             "prefill_seconds_saved": round(self.prefill_seconds_saved, 2),
             # Of the service the requests would have had without the cache (their service + the saving).
             "prefill_saved_share_of_service": round(
-                self.prefill_seconds_saved / (t.service_s + self.prefill_seconds_saved), 5) if n else 0.0,
+                self.prefill_seconds_saved / (t.service_s + self.prefill_seconds_saved), 5
+            )
+            if n
+            else 0.0,
             "prompt_tokens": self.prompt_tokens,
             "cached_prompt_tokens": self.cached_prompt_tokens,
             "engine_capacity_without_prefix_cache_problems_per_second": round(
-                self.capacity_without_prefix_cache_problems_per_second, 4),
+                self.capacity_without_prefix_cache_problems_per_second, 4
+            ),
             "lost": self.lost,
             "duplicated": self.duplicated,
             "rows": self.rows,
@@ -606,7 +659,9 @@ def _read_back(path: Path, problems: int) -> tuple[np.ndarray, Counter[int], int
     in_file = np.zeros(problems, dtype=np.uint8)
     rounds: Counter[int] = Counter()
     rows = 0
-    for batch in pq.ParquetFile(path).iter_batches(batch_size=16_384, columns=["problem_id", "rounds"], use_threads=False):
+    for batch in pq.ParquetFile(path).iter_batches(
+        batch_size=16_384, columns=["problem_id", "rounds"], use_threads=False
+    ):
         idx = np.fromiter((problem_index(p) for p in batch.column(0).to_pylist()), dtype=np.int64)
         np.add.at(in_file, idx, 1)
         rounds.update(batch.column(1).to_pylist())
@@ -629,24 +684,41 @@ def _peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-async def _run_async(cfg: BenchConfig, n_problems: int, max_in_flight: int, out: Path, progress: bool,
-                     shard: Shard | None) -> PipelineRun:
+async def _run_async(
+    cfg: BenchConfig, n_problems: int, max_in_flight: int, out: Path, progress: bool, shard: Shard | None
+) -> PipelineRun:
     clock = SimClock(cfg.time_scale)
     responder = ProgramResponder(cfg.seed, cfg.completion_tokens)
-    engines = [SimulatedEngine(responder, cfg.latency, clock, name=f"sim-{i}", model="simulated-llm",
-                               prefix_cache=cfg.prefix_cache) for i in range(cfg.engines)]
+    engines = [
+        SimulatedEngine(
+            responder, cfg.latency, clock, name=f"sim-{i}", model="simulated-llm", prefix_cache=cfg.prefix_cache
+        )
+        for i in range(cfg.engines)
+    ]
     balanced = BalancedEngine(engines)
-    pool = SimulatedSolverPool(clock, workers=cfg.solver_workers, solve_s=cfg.solve_s,
-                               refine_fraction=cfg.refine_fraction, max_failures=cfg.max_refine_rounds + 1,
-                               seed=cfg.seed)
+    pool = SimulatedSolverPool(
+        clock,
+        workers=cfg.solver_workers,
+        solve_s=cfg.solve_s,
+        refine_fraction=cfg.refine_fraction,
+        max_failures=cfg.max_refine_rounds + 1,
+        seed=cfg.seed,
+    )
     totals = RequestTotals(t0=clock.now())
     store = _TimedStore(out, clock, n_problems, totals, engines, pool, shard)
     method = MethodConfig(method="logiclm", max_refine_rounds=cfg.max_refine_rounds)
     t_sim, t_wall, t_cpu = clock.now(), time.perf_counter(), time.process_time()
     metered = MeteredEngine(balanced, log_to=store.path)  # the request log `symbolkg profile` reads, streamed
     try:
-        await run_method_job(islice(iter_synthetic_problems(cfg.problems, cfg.seed), n_problems), store, method,
-                             metered, pool, max_in_flight=max_in_flight, progress=progress)
+        await run_method_job(
+            islice(iter_synthetic_problems(cfg.problems, cfg.seed), n_problems),
+            store,
+            method,
+            metered,
+            pool,
+            max_in_flight=max_in_flight,
+            progress=progress,
+        )
     finally:
         await balanced.close()
         pool.close()
@@ -655,23 +727,48 @@ async def _run_async(cfg: BenchConfig, n_problems: int, max_in_flight: int, out:
     wall_seconds, cpu_seconds = time.perf_counter() - t_wall, time.process_time() - t_cpu
     totals.drain(engines)
     in_file, rounds, rows = _read_back(store.path, n_problems)
-    mine = (np.ones(n_problems, dtype=bool) if shard is None else
-            id_hashes(synthetic_id(i, cfg.problems) for i in range(n_problems))
-            % np.uint64(shard.count) == np.uint64(shard.index))
+    mine = (
+        np.ones(n_problems, dtype=bool)
+        if shard is None
+        else id_hashes(synthetic_id(i, cfg.problems) for i in range(n_problems)) % np.uint64(shard.count)
+        == np.uint64(shard.index)
+    )
     return PipelineRun(
-        problems=int(mine.sum()), max_in_flight=max_in_flight, engines=cfg.engines, max_batch=cfg.latency.max_batch,
-        sim_seconds=sim_seconds, wall_seconds=wall_seconds, cpu_seconds=cpu_seconds, rows=rows,
+        problems=int(mine.sum()),
+        max_in_flight=max_in_flight,
+        engines=cfg.engines,
+        max_batch=cfg.latency.max_batch,
+        sim_seconds=sim_seconds,
+        wall_seconds=wall_seconds,
+        cpu_seconds=cpu_seconds,
+        rows=rows,
         lost=int(np.count_nonzero(mine & (in_file == 0))) + int(np.count_nonzero(~mine & (in_file > 0))),
-        duplicated=_count_duplicates(store.appends, in_file), rounds=dict(rounds), totals=totals,
-        engine_names=[e.name for e in engines], slot_seconds=[e.slot_seconds for e in engines],
-        busy_seconds=[e.busy_seconds for e in engines], requests_per_engine=list(balanced.requests_per_engine),
-        finished=list(store.finished), last_row_s=store.last_finished_s, latency=cfg.latency, results=str(store.path),
-        prefix_cache=cfg.prefix_cache, peak_rss_mb=_peak_rss_mb(), rss_samples=store.rss_samples,
+        duplicated=_count_duplicates(store.appends, in_file),
+        rounds=dict(rounds),
+        totals=totals,
+        engine_names=[e.name for e in engines],
+        slot_seconds=[e.slot_seconds for e in engines],
+        busy_seconds=[e.busy_seconds for e in engines],
+        requests_per_engine=list(balanced.requests_per_engine),
+        finished=list(store.finished),
+        last_row_s=store.last_finished_s,
+        latency=cfg.latency,
+        results=str(store.path),
+        prefix_cache=cfg.prefix_cache,
+        peak_rss_mb=_peak_rss_mb(),
+        rss_samples=store.rss_samples,
     )
 
 
-def run_pipeline(cfg: BenchConfig, *, problems: int, max_in_flight: int, out: Path, progress: bool = False,
-                 shard: Shard | None = None) -> PipelineRun:
+def run_pipeline(
+    cfg: BenchConfig,
+    *,
+    problems: int,
+    max_in_flight: int,
+    out: Path,
+    progress: bool = False,
+    shard: Shard | None = None,
+) -> PipelineRun:
     """One measured run of the real job over simulated backends (a fresh clock, engines and pool).
 
     Args:
@@ -714,11 +811,15 @@ class BenchResult:
             "sequential_problems_per_second": round(s.problems_per_second, 4) if s else None,
             "speedup": round(c.problems_per_second / s.problems_per_second, 2) if s else None,
             "sequential": s.summary() if s else None,
-            "prefix_cache": {"capacity_tokens": self.config.prefix_cache.capacity_tokens,
-                             "block_tokens": self.config.prefix_cache.block_tokens},
+            "prefix_cache": {
+                "capacity_tokens": self.config.prefix_cache.capacity_tokens,
+                "block_tokens": self.config.prefix_cache.block_tokens,
+            },
             "latency_model": {
-                "name": lm.name, "prefill_tokens_per_s": lm.prefill_tokens_per_s,
-                "decode_tokens_per_s_batch1": lm.decode_tokens_per_s, "batch_slowdown": lm.batch_slowdown,
+                "name": lm.name,
+                "prefill_tokens_per_s": lm.prefill_tokens_per_s,
+                "decode_tokens_per_s_batch1": lm.decode_tokens_per_s,
+                "batch_slowdown": lm.batch_slowdown,
                 "max_batch": lm.max_batch,
                 "decode_tokens_per_s_per_engine_full_batch": round(lm.decode_throughput(lm.max_batch), 1),
             },
@@ -744,43 +845,59 @@ def run_bench(cfg: BenchConfig, out_dir: Path, *, progress: bool = False, shard:
         if run_exists(path) if shard is None else run_exists(shard_path(path, shard)):
             raise FileExistsError(f"results already exist at {path}; give an empty --out folder")
     out_dir.mkdir(parents=True, exist_ok=True)
-    concurrent = run_pipeline(cfg, problems=cfg.problems, max_in_flight=cfg.in_flight, out=paths[0],
-                              progress=progress, shard=shard)
+    concurrent = run_pipeline(
+        cfg, problems=cfg.problems, max_in_flight=cfg.in_flight, out=paths[0], progress=progress, shard=shard
+    )
     sequential = None
     if cfg.n_sequential:
-        sequential = run_pipeline(cfg, problems=cfg.n_sequential, max_in_flight=1, out=paths[1], progress=progress,
-                                  shard=shard)
+        sequential = run_pipeline(
+            cfg, problems=cfg.n_sequential, max_in_flight=1, out=paths[1], progress=progress, shard=shard
+        )
     return BenchResult(cfg, concurrent, sequential)
 
 
 def format_report(report: dict[str, Any]) -> str:
     """A short readable table of :meth:`BenchResult.report`."""
+
     def line(name: str, value: object) -> str:
         return f"{name:<40} {value}"
 
     lines = [
         line("problems", report["problems"]),
-        line("engines x max batch (in flight)",
-             f"{report['engines']} x {report['max_batch']} ({report['max_in_flight']})"),
+        line(
+            "engines x max batch (in flight)",
+            f"{report['engines']} x {report['max_batch']} ({report['max_in_flight']})",
+        ),
         line("problems/s (simulated)", report["problems_per_second"]),
         line("engine capacity problems/s", report["engine_capacity_problems_per_second"]),
         line("efficiency", report["efficiency"]),
-        line("prefix cache hit rate (capacity tokens)",
-             f"{report['prefix_cache_hit_rate']} ({report['prefix_cache']['capacity_tokens']})"),
-        line("prefill engine-s saved (share)",
-             f"{report['prefill_seconds_saved']} ({report['prefill_saved_share_of_service']} of service)"),
-        line("engine capacity problems/s without cache",
-             report["engine_capacity_without_prefix_cache_problems_per_second"]),
-        line("sequential problems/s", f"{report['sequential_problems_per_second']} "
-                                      f"(over {report['sequential_problems']} problems)"
-             if report["sequential"] else "skipped"),
+        line(
+            "prefix cache hit rate (capacity tokens)",
+            f"{report['prefix_cache_hit_rate']} ({report['prefix_cache']['capacity_tokens']})",
+        ),
+        line(
+            "prefill engine-s saved (share)",
+            f"{report['prefill_seconds_saved']} ({report['prefill_saved_share_of_service']} of service)",
+        ),
+        line(
+            "engine capacity problems/s without cache",
+            report["engine_capacity_without_prefix_cache_problems_per_second"],
+        ),
+        line(
+            "sequential problems/s",
+            f"{report['sequential_problems_per_second']} (over {report['sequential_problems']} problems)"
+            if report["sequential"]
+            else "skipped",
+        ),
         line("speedup over sequential", report["speedup"]),
         line("lost / duplicated", f"{report['lost']} / {report['duplicated']}"),
         line("LLM calls (rounds histogram)", f"{report['llm_calls']} {report['rounds_histogram']}"),
         line("mean queue wait s / service s", f"{report['mean_queue_wait_s']} / {report['mean_service_s']}"),
         line("engine utilization", report["engine_utilization"]),
-        line("simulated s / wall s (time scale)",
-             f"{report['simulated_seconds']} / {report['wall_seconds']} ({report['time_scale']})"),
+        line(
+            "simulated s / wall s (time scale)",
+            f"{report['simulated_seconds']} / {report['wall_seconds']} ({report['time_scale']})",
+        ),
         line("driver CPU ms per problem", report["cpu_ms_per_problem"]),
         line("driver peak RSS MiB", report["peak_rss_mb"]),
         line("results", report["results"]),

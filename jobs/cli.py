@@ -21,17 +21,47 @@ import os
 # "The driver at scale").
 os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")
 
-import argparse  # noqa: E402
-import sys  # noqa: E402
-from types import ModuleType  # noqa: E402
+import argparse
+import sys
+from types import ModuleType
 
-from symbolkg.jobs import logicgraph, view  # noqa: E402
-from symbolkg.jobs.commands import (bench, check, config, datasets, explain, lkg, mcp, profile, report,  # noqa: E402
-                                    retrieval_eval, retrieve, router_eval, solve, verify)
+from symbolkg.jobs import logicgraph, view
+from symbolkg.jobs.commands import (
+    bench,
+    check,
+    config,
+    datasets,
+    explain,
+    lkg,
+    mcp,
+    profile,
+    report,
+    retrieval_eval,
+    retrieve,
+    router_eval,
+    solve,
+    verify,
+)
 
 #: The subcommands, in the order of ``symbolkg --help``: each module's ``add_parser(sub)`` registers one.
-COMMANDS: tuple[ModuleType, ...] = (datasets, solve, config, lkg, retrieve, retrieval_eval, router_eval, report,
-                                    profile, bench, check, mcp, logicgraph, verify, explain, view)
+COMMANDS: tuple[ModuleType, ...] = (
+    datasets,
+    solve,
+    config,
+    lkg,
+    retrieve,
+    retrieval_eval,
+    router_eval,
+    report,
+    profile,
+    bench,
+    check,
+    mcp,
+    logicgraph,
+    verify,
+    explain,
+    view,
+)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -96,9 +96,41 @@ class Explanation:
 
 
 _WORD = re.compile(r"[A-Za-z][a-z]+|[A-Z]+(?![a-z])|\d+")
-_STOP = frozenset(["a", "an", "the", "is", "are", "was", "were", "be", "of", "in", "on", "to", "and", "or", "not",
-                   "no", "all", "every", "each", "some", "x", "y", "z", "true", "false", "if", "then", "it", "its",
-                   "that", "this"])
+_STOP = frozenset(
+    [
+        "a",
+        "an",
+        "the",
+        "is",
+        "are",
+        "was",
+        "were",
+        "be",
+        "of",
+        "in",
+        "on",
+        "to",
+        "and",
+        "or",
+        "not",
+        "no",
+        "all",
+        "every",
+        "each",
+        "some",
+        "x",
+        "y",
+        "z",
+        "true",
+        "false",
+        "if",
+        "then",
+        "it",
+        "its",
+        "that",
+        "this",
+    ]
+)
 
 
 def _words(text: str) -> set[str]:
@@ -152,8 +184,13 @@ def stated_sentences(text: str, sentences: list[str], pool: list[int]) -> tuple[
     return [], "unmatched"
 
 
-def provenance(program: str, lines: list[int], context: str | None,
-               selected: list[int] | None = None, recorded: dict[str, str] | None = None) -> tuple[Premise, ...]:
+def provenance(
+    program: str,
+    lines: list[int],
+    context: str | None,
+    selected: list[int] | None = None,
+    recorded: dict[str, str] | None = None,
+) -> tuple[Premise, ...]:
     """The cited program ``lines`` with the context sentence each formalizes (module docstring).
 
     ``selected``: indices of the context sentences the formalizer was shown (the LKG's premise
@@ -192,8 +229,11 @@ def _recorded_sentences(row: dict[str, Any]) -> dict[str, str]:
         statements = json.loads(row.get("trace") or "{}").get("statements") or []
     except (ValueError, AttributeError):
         return {}
-    return {str(s["statement"]).strip(): str(s["sentence"]) for s in statements
-            if isinstance(s, dict) and s.get("statement") and s.get("sentence")}
+    return {
+        str(s["statement"]).strip(): str(s["sentence"])
+        for s in statements
+        if isinstance(s, dict) and s.get("statement") and s.get("sentence")
+    }
 
 
 def _lkg_sentences(row: dict[str, Any]) -> list[int] | None:
@@ -213,23 +253,44 @@ def _kind_module(kind: str | None) -> Any:
     return importlib.import_module(f"symbolkg.solvers.certificates.{kind}")
 
 
-def explain_row(row: dict[str, Any], *, question: str | None = None, options: tuple[str, ...] = (),
-                context: str | None = None, verdict: dict[str, Any] | None = None) -> Explanation:
+def explain_row(
+    row: dict[str, Any],
+    *,
+    question: str | None = None,
+    options: tuple[str, ...] = (),
+    context: str | None = None,
+    verdict: dict[str, Any] | None = None,
+) -> Explanation:
     """The :class:`Explanation` of one results row (the problem's text given when known)."""
     cert = json.loads(row["certificate"]) if row.get("certificate") else None
     module = _kind_module(cert.get("kind")) if cert else None
     premises: tuple[Premise, ...] = ()
     proof: tuple[str, ...] = ()
     if module is not None:
-        premises = provenance(row["program"] or "", list(module.premise_lines(cert)), context, _lkg_sentences(row),
-                              _recorded_sentences(row))
+        premises = provenance(
+            row["program"] or "",
+            list(module.premise_lines(cert)),
+            context,
+            _lkg_sentences(row),
+            _recorded_sentences(row),
+        )
         proof = tuple(module.explain_lines(cert))
     return Explanation(
-        problem_id=row["problem_id"], dataset=row["dataset"], question=question, options=tuple(options),
-        answer=row["answer"], predicted=row["predicted"], gold=row["gold"], correct=bool(row["correct"]),
-        language=row["language"], backend=row["backend"], kind=cert.get("kind") if cert else None,
-        verdict=verdict["verdict"] if verdict else None, verdict_reason=verdict.get("reason") if verdict else None,
-        premises=premises, proof=proof,
+        problem_id=row["problem_id"],
+        dataset=row["dataset"],
+        question=question,
+        options=tuple(options),
+        answer=row["answer"],
+        predicted=row["predicted"],
+        gold=row["gold"],
+        correct=bool(row["correct"]),
+        language=row["language"],
+        backend=row["backend"],
+        kind=cert.get("kind") if cert else None,
+        verdict=verdict["verdict"] if verdict else None,
+        verdict_reason=verdict.get("reason") if verdict else None,
+        premises=premises,
+        proof=proof,
     )
 
 
@@ -243,8 +304,11 @@ def format_text(e: Explanation) -> str:
     if e.kind is None:
         lines.append("certificate: none (nothing to explain beyond the answer)")
         return "\n".join(lines)
-    verdict = "not checked (run `symbolkg verify`)" if e.verdict is None else \
-        e.verdict + (f" ({e.verdict_reason})" if e.verdict_reason else "")
+    verdict = (
+        "not checked (run `symbolkg verify`)"
+        if e.verdict is None
+        else e.verdict + (f" ({e.verdict_reason})" if e.verdict_reason else "")
+    )
     lines.append(f"certificate: {e.kind}; symbolkg verify: {verdict}")
     lines.append(f"premises used ({len(e.premises)}):")
     labels = {"stated": "states", "close": "paraphrases", "matched": "best match"}
@@ -268,7 +332,8 @@ def format_html(e: Explanation) -> str:
         f"<tr><td>{p.line}</td><td><code>{esc(p.text)}</code></td>"
         f"<td>{'<br>'.join(esc(s) for _, s in p.cited) or esc(p.sentence or '')}</td>"
         f"<td>{p.how}{' (LKG)' if p.lkg else ''}</td></tr>"
-        for p in e.premises)
+        for p in e.premises
+    )
     verdict = esc(e.verdict or "not checked") + (f" ({esc(e.verdict_reason)})" if e.verdict_reason else "")
     return f"""<!doctype html><html><head><meta charset="utf-8"><title>{esc(e.problem_id)}</title>
 <style>body{{font-family:sans-serif;max-width:60em;margin:2em auto}}td{{padding:2px 8px;vertical-align:top}}

@@ -28,15 +28,31 @@ from __future__ import annotations
 import asyncio
 import sys
 import time
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Any
 
+from symbolkg.actors.engines.base import (
+    ChatRequest,
+    EngineDeadError,
+    EngineError,
+    LLMEngine,
+    Message,
+    SamplingParams,
+    StructuredOutput,
+)
 from symbolkg.actors.engines.metered import MeteredEngine, prefix_cache_summary
-from symbolkg.actors.engines.base import ChatRequest, EngineDeadError, EngineError, LLMEngine, Message, SamplingParams, StructuredOutput
 from symbolkg.jobs.pipeline.concurrency import for_each_in_flight
 from symbolkg.jobs.pipeline.rows import Problem
-from symbolkg.retrieval.lkg.extract import PROMPT_VERSION, chunk_context, chunk_schema, extraction_messages, parse_extraction, repair_messages
+from symbolkg.retrieval.lkg.extract import (
+    PROMPT_VERSION,
+    chunk_context,
+    chunk_schema,
+    extraction_messages,
+    parse_extraction,
+    repair_messages,
+)
 from symbolkg.retrieval.lkg.merge import merge_graphs
 from symbolkg.retrieval.lkg.schema import ContextRecord, Graph, ValidationIssue
 from symbolkg.retrieval.lkg.store import LKGStore, cache_key
@@ -111,8 +127,16 @@ class _Ledger:
     seconds: float = 0.0
 
 
-async def _extract_chunk(text: str, sentences: Sequence[str], first_sentence: int, key: str, engine: LLMEngine,
-                         cfg: LKGConfig, ledger: _Ledger, request_id: str) -> tuple[Graph, tuple[ValidationIssue, ...]]:
+async def _extract_chunk(
+    text: str,
+    sentences: Sequence[str],
+    first_sentence: int,
+    key: str,
+    engine: LLMEngine,
+    cfg: LKGConfig,
+    ledger: _Ledger,
+    request_id: str,
+) -> tuple[Graph, tuple[ValidationIssue, ...]]:
     """Extract, validate and repair one chunk. Returns the best graph and its remaining issues."""
     structured = None
     if cfg.structured and engine.supports_structured:
@@ -121,9 +145,14 @@ async def _extract_chunk(text: str, sentences: Sequence[str], first_sentence: in
     pairs = extraction_messages(text)
     best: tuple[Graph, tuple[ValidationIssue, ...]] | None = None
     for round_no in range(1, cfg.max_repair_rounds + 2):
-        request = ChatRequest(tuple(Message(r, c) for r, c in pairs), cfg.params, structured,  # type: ignore[arg-type]
-                              problem_id=key, purpose="lkg-extract" if round_no == 1 else "lkg-repair",
-                              request_id=f"{request_id}/{round_no}")
+        request = ChatRequest(
+            tuple(Message(r, c) for r, c in pairs),
+            cfg.params,
+            structured,  # type: ignore[arg-type]
+            problem_id=key,
+            purpose="lkg-extract" if round_no == 1 else "lkg-repair",
+            request_id=f"{request_id}/{round_no}",
+        )
         ledger.calls += 1  # a failed request is a call too
         try:
             completion = (await engine.generate([request]))[0]
@@ -140,8 +169,12 @@ async def _extract_chunk(text: str, sentences: Sequence[str], first_sentence: in
         result = parse_extraction(completion.text, text, key, sentence_offset=first_sentence)
         if completion.finish_reason == "length" and not result.ok:
             # say why the JSON is broken: the model ran out of tokens, not out of syntax
-            cut = ValidationIssue("$", "too_long", f"the output was cut at {completion.completion_tokens} tokens "
-                                                   "(the token limit); write a shorter object")
+            cut = ValidationIssue(
+                "$",
+                "too_long",
+                f"the output was cut at {completion.completion_tokens} tokens "
+                "(the token limit); write a shorter object",
+            )
             result = ValidationResult(result.graph, (cut, *result.errors))
         # Keep the round with the fewest issues (a repair can make things worse); ties go to
         # the later round, whose graph was made with the issue list in view.
@@ -177,9 +210,21 @@ async def extract_context(job: ContextJob, engine: LLMEngine, cfg: LKGConfig) ->
     # batches them). A dead engine cancels the context's other chunks.
     try:
         async with asyncio.TaskGroup() as group:
-            tasks = [group.create_task(_extract_chunk(chunk.text, chunk.sentences, chunk.first_sentence, job.key,
-                                                      engine, cfg, ledger, f"{job.key[:16]}/chunk{i}"))
-                     for i, chunk in enumerate(chunks)]
+            tasks = [
+                group.create_task(
+                    _extract_chunk(
+                        chunk.text,
+                        chunk.sentences,
+                        chunk.first_sentence,
+                        job.key,
+                        engine,
+                        cfg,
+                        ledger,
+                        f"{job.key[:16]}/chunk{i}",
+                    )
+                )
+                for i, chunk in enumerate(chunks)
+            ]
     except BaseExceptionGroup as group_error:
         raise group_error.exceptions[0] from None
     for i, (graph, errors) in enumerate(task.result() for task in tasks):
@@ -188,9 +233,16 @@ async def extract_context(job: ContextJob, engine: LLMEngine, cfg: LKGConfig) ->
         issues.extend(ValidationIssue(e.path, e.kind, prefix + e.message) for e in errors)
     merged = merge_graphs(graphs, job.key)
     record = ContextRecord(
-        key=job.key, problem_ids=job.problem_ids, status="invalid" if issues else "valid", errors=tuple(issues),
-        model=engine.model, prompt_version=cfg.prompt_version, prompt_tokens=ledger.prompt_tokens,
-        completion_tokens=ledger.completion_tokens, rounds=ledger.calls, llm_seconds=round(ledger.seconds, 4),
+        key=job.key,
+        problem_ids=job.problem_ids,
+        status="invalid" if issues else "valid",
+        errors=tuple(issues),
+        model=engine.model,
+        prompt_version=cfg.prompt_version,
+        prompt_tokens=ledger.prompt_tokens,
+        completion_tokens=ledger.completion_tokens,
+        rounds=ledger.calls,
+        llm_seconds=round(ledger.seconds, 4),
     )
     return record, merged
 
@@ -258,8 +310,11 @@ class BuildReport:
             f"  cache: {self.cache_hits} hits, {self.cache_misses} misses (hit rate {d['cache_hit_rate']:.0%}); "
             f"hits saved {self.seconds_saved:.1f} s of LLM time",
             f"  graphs: {self.valid} valid, {self.invalid} invalid; {self.nodes} nodes, {self.edges} edges",
-            *([f"  {self.llm_failed} context(s) failed in the engine: not stored, a rerun retries them"]
-              if self.llm_failed else []),
+            *(
+                [f"  {self.llm_failed} context(s) failed in the engine: not stored, a rerun retries them"]
+                if self.llm_failed
+                else []
+            ),
             f"  LLM: {self.llm_calls} calls, {self.prompt_tokens} prompt + {self.completion_tokens} completion tokens, "
             f"{d['tokens_per_second']} tok/s, {d['contexts_per_second']} contexts/s; prefix-cache hit rate "
             + ("unknown" if self.prefix_cache_hit_rate is None else f"{self.prefix_cache_hit_rate:.1%}"),
@@ -271,8 +326,9 @@ class BuildReport:
         return "\n".join(lines)
 
 
-def _totals(jobs: Sequence[ContextJob], hit_keys: set[str], failed: dict[str, dict],
-            store: LKGStore) -> tuple[int, int, int, float, dict[str, int]]:
+def _totals(
+    jobs: Sequence[ContextJob], hit_keys: set[str], failed: dict[str, dict], store: LKGStore
+) -> tuple[int, int, int, float, dict[str, int]]:
     """(nodes, edges, valid graphs, LLM seconds the cache hits saved, issue kind -> count) over ``jobs``."""
     nodes = edges = n_valid = 0
     saved = 0.0
@@ -293,8 +349,15 @@ def _totals(jobs: Sequence[ContextJob], hit_keys: set[str], failed: dict[str, di
     return nodes, edges, n_valid, saved, kinds
 
 
-async def run_lkg_build(problems: Sequence[Problem], store: LKGStore, engine: LLMEngine, cfg: LKGConfig, *,
-                        max_in_flight: int = 64, progress: bool = True) -> BuildReport:
+async def run_lkg_build(
+    problems: Sequence[Problem],
+    store: LKGStore,
+    engine: LLMEngine,
+    cfg: LKGConfig,
+    *,
+    max_in_flight: int = 64,
+    progress: bool = True,
+) -> BuildReport:
     """Extract the LKG of every distinct context of ``problems`` that ``store`` does not hold yet.
 
     Contexts already stored are cache hits: their new problem ids are linked, nothing is
@@ -324,13 +387,58 @@ async def run_lkg_build(problems: Sequence[Problem], store: LKGStore, engine: LL
     todo = [j for j in jobs if not store.has(j.key)]
     for job in hits:
         store.link_problems(job.key, job.problem_ids)
-    ledger = _Ledger()
     metered = MeteredEngine(engine)  # each request's prefix-cache count, for the report
     bar = None
     if progress:
         from tqdm import tqdm
 
         bar = tqdm(total=len(jobs), initial=len(hits), unit="context", dynamic_ncols=True, file=sys.stderr)
+    try:
+        ledger, failed = await _extract_contexts(todo, store, metered, cfg, max_in_flight, bar, t0)
+    finally:
+        store.flush()
+        if bar is not None:
+            bar.close()
+
+    nodes, edges, n_valid, saved, kinds = _totals(jobs, {j.key for j in hits}, failed, store)
+    return BuildReport(
+        problems=len(problems),
+        contexts=len(jobs),
+        nodes=nodes,
+        edges=edges,
+        valid=n_valid,
+        invalid=len(jobs) - n_valid,
+        cache_hits=len(hits),
+        cache_misses=len(jobs) - len(hits),
+        llm_failed=len(failed),
+        prompt_tokens=ledger.prompt_tokens,
+        completion_tokens=ledger.completion_tokens,
+        llm_calls=ledger.calls,
+        llm_seconds=round(ledger.seconds, 3),
+        seconds_saved=round(saved, 3),
+        wall_seconds=round(time.monotonic() - t0, 3),
+        issue_kinds=kinds,
+        model=engine.model,
+        prompt_version=cfg.prompt_version,
+        store=str(store.path),
+        prefix_cache_hit_rate=prefix_cache_summary(metered.records)["prefix_cache_hit_rate"],
+    )
+
+
+async def _extract_contexts(
+    todo: Sequence[ContextJob],
+    store: LKGStore,
+    engine: LLMEngine,
+    cfg: LKGConfig,
+    max_in_flight: int,
+    bar: Any,
+    t0: float,
+) -> tuple[_Ledger, dict[str, dict]]:
+    """Extract every context of ``todo``, ``max_in_flight`` at a time, each graph stored as it finishes.
+
+    Returns the token and call counts, and the rows of the contexts that had an engine error (not stored).
+    """
+    ledger = _Ledger()
     finished = valid = 0
     # Contexts with an engine error are reported but not stored: the store is a cache, and a
     # transient failure (a timeout, a restarting server) must not become a permanent answer.
@@ -338,7 +446,7 @@ async def run_lkg_build(problems: Sequence[Problem], store: LKGStore, engine: LL
 
     async def extract(job: ContextJob) -> None:
         nonlocal finished, valid
-        record, graph = await extract_context(job, metered, cfg)
+        record, graph = await extract_context(job, engine, cfg)
         if any(e.kind == "llm_error" for e in record.errors):
             failed[job.key] = {**record.to_row(), "n_nodes": len(graph.nodes), "n_edges": len(graph.edges)}
         else:
@@ -351,27 +459,13 @@ async def run_lkg_build(problems: Sequence[Problem], store: LKGStore, engine: LL
         valid += record.status == "valid"
         if bar is not None:
             elapsed = max(time.monotonic() - t0, 1e-9)
-            bar.set_postfix(valid=f"{valid}/{finished}", tok_s=f"{ledger.completion_tokens / elapsed:.0f}",
-                            refresh=False)
+            bar.set_postfix(
+                valid=f"{valid}/{finished}", tok_s=f"{ledger.completion_tokens / elapsed:.0f}", refresh=False
+            )
             bar.update(1)
 
-    try:
-        await for_each_in_flight(todo, extract, max_in_flight)
-    finally:
-        store.flush()
-        if bar is not None:
-            bar.close()
-
-    nodes, edges, n_valid, saved, kinds = _totals(jobs, {j.key for j in hits}, failed, store)
-    return BuildReport(
-        problems=len(problems), contexts=len(jobs), nodes=nodes, edges=edges, valid=n_valid,
-        invalid=len(jobs) - n_valid, cache_hits=len(hits), cache_misses=len(jobs) - len(hits), llm_failed=len(failed),
-        prompt_tokens=ledger.prompt_tokens, completion_tokens=ledger.completion_tokens, llm_calls=ledger.calls,
-        llm_seconds=round(ledger.seconds, 3), seconds_saved=round(saved, 3),
-        wall_seconds=round(time.monotonic() - t0, 3), issue_kinds=kinds, model=engine.model,
-        prompt_version=cfg.prompt_version, store=str(store.path),
-        prefix_cache_hit_rate=prefix_cache_summary(metered.records)["prefix_cache_hit_rate"],
-    )
+    await for_each_in_flight(todo, extract, max_in_flight)
+    return ledger, failed
 
 
 # --------------------------------------------------------------------------- show
@@ -390,8 +484,12 @@ def graph_to_dot(graph: Graph, title: str = "") -> str:
         text = text if len(text) <= limit else text[: limit - 1] + "…"
         return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", " ") + '"'
 
-    lines = ["digraph LKG {", "  rankdir=LR;", '  node [fontname="Helvetica", fontsize=10];',
-             '  edge [fontname="Helvetica", fontsize=8];']
+    lines = [
+        "digraph LKG {",
+        "  rankdir=LR;",
+        '  node [fontname="Helvetica", fontsize=10];',
+        '  edge [fontname="Helvetica", fontsize=8];',
+    ]
     if title:
         lines.append(f"  labelloc=t; label={quote(title, 120)};")
     for node in graph.nodes:
@@ -404,7 +502,7 @@ def graph_to_dot(graph: Graph, title: str = "") -> str:
     return "\n".join(lines) + "\n"
 
 
-def _node_label(node) -> str:  # noqa: ANN001 - any node record
+def _node_label(node) -> str:
     for attr in ("name", "expression", "raw_expression"):
         value = getattr(node, attr, "")
         if value:
@@ -423,8 +521,10 @@ def render_dot(dot: str, fmt: str) -> bytes:
 
     exe = shutil.which("dot")
     if exe is None:
-        raise RuntimeError("Graphviz 'dot' is not installed (apt-get install graphviz); "
-                           "use --out FILE.html for a page without the drawing")
+        raise RuntimeError(
+            "Graphviz 'dot' is not installed (apt-get install graphviz); "
+            "use --out FILE.html for a page without the drawing"
+        )
     done = subprocess.run([exe, f"-T{fmt}"], input=dot.encode(), capture_output=True, timeout=120)
     if done.returncode != 0:
         raise RuntimeError(f"dot failed: {done.stderr.decode(errors='replace')[:500]}")
@@ -438,35 +538,51 @@ def graph_to_html(graph: Graph, record: ContextRecord | None, problem_id: str, c
     esc = html.escape
     try:
         svg = render_dot(graph_to_dot(graph, problem_id), "svg").decode()
-        svg = svg[svg.find("<svg"):]
+        svg = svg[svg.find("<svg") :]
     except RuntimeError as exc:
         svg = f"<p><em>{esc(str(exc))}</em></p>"
     rows = []
     for node in graph.nodes:
         prov = ", ".join(f"s{p.sentence}" for p in node.provenance)
-        detail = {k: v for k, v in node.to_row("").items()
-                  if k not in ("context_key", "node_id", "node_type", "provenance") and v not in (None, "", [], {})}
-        rows.append(f"<tr><td>{esc(type(node).__name__)}</td><td><code>{esc(node.id[:12])}</code></td>"
-                    f"<td>{esc(_node_label(node))}</td><td>{esc(str(detail))}</td><td>{esc(prov)}</td></tr>")
+        detail = {
+            k: v
+            for k, v in node.to_row("").items()
+            if k not in ("context_key", "node_id", "node_type", "provenance") and v not in (None, "", [], {})
+        }
+        rows.append(
+            f"<tr><td>{esc(type(node).__name__)}</td><td><code>{esc(node.id[:12])}</code></td>"
+            f"<td>{esc(_node_label(node))}</td><td>{esc(str(detail))}</td><td>{esc(prov)}</td></tr>"
+        )
     names = {n.id: _node_label(n) for n in graph.nodes}
-    erows = [f"<tr><td>{esc(names.get(e.source_id, e.source_id))}</td><td>{esc(e.edge_type)}</td>"
-             f"<td>{esc(names.get(e.target_id, e.target_id))}</td><td>{esc(e.raw_text)}</td></tr>" for e in graph.edges]
+    erows = [
+        f"<tr><td>{esc(names.get(e.source_id, e.source_id))}</td><td>{esc(e.edge_type)}</td>"
+        f"<td>{esc(names.get(e.target_id, e.target_id))}</td><td>{esc(e.raw_text)}</td></tr>"
+        for e in graph.edges
+    ]
     status = ""
     if record is not None:
-        status = (f"<p>status <b>{esc(record.status)}</b>, model {esc(record.model)}, prompt {esc(record.prompt_version)}, "
-                  f"{record.rounds} LLM call(s), {record.prompt_tokens}+{record.completion_tokens} tokens</p>")
+        status = (
+            f"<p>status <b>{esc(record.status)}</b>, model {esc(record.model)}, prompt {esc(record.prompt_version)}, "
+            f"{record.rounds} LLM call(s), {record.prompt_tokens}+{record.completion_tokens} tokens</p>"
+        )
         if record.errors:
-            status += "<ul>" + "".join(f"<li>{esc(e.path)} ({esc(e.kind)}): {esc(e.message)}</li>"
-                                       for e in record.errors) + "</ul>"
+            status += (
+                "<ul>"
+                + "".join(f"<li>{esc(e.path)} ({esc(e.kind)}): {esc(e.message)}</li>" for e in record.errors)
+                + "</ul>"
+            )
     ctx = f"<h2>Context</h2><p>{esc(context)}</p>" if context else ""
     return (
         "<!doctype html><html><head><meta charset='utf-8'><title>LKG "
         f"{esc(problem_id)}</title><style>body{{font-family:sans-serif;margin:2em}}"
-        "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:4px;vertical-align:top}</style></head><body>"
+        "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:4px;vertical-align:top}</style>"
+        "</head><body>"
         f"<h1>LKG of {esc(problem_id)}</h1>{status}{ctx}{svg}"
         "<h2>Nodes</h2><table><tr><th>type</th><th>id</th><th>label</th><th>fields</th><th>sentences</th></tr>"
-        + "".join(rows) + "</table><h2>Edges</h2><table><tr><th>source</th><th>type</th><th>target</th><th>raw text</th></tr>"
-        + "".join(erows) + "</table></body></html>\n"
+        + "".join(rows)
+        + "</table><h2>Edges</h2><table><tr><th>source</th><th>type</th><th>target</th><th>raw text</th></tr>"
+        + "".join(erows)
+        + "</table></body></html>\n"
     )
 
 

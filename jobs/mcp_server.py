@@ -79,8 +79,18 @@ import anyio.to_thread
 import mcp_types as types
 from mcp.server.lowlevel import Server
 
-from symbolkg.jobs.mcp_start import (INSTRUCTIONS, SERVER_NAME, SERVER_TITLE, SERVER_VERSION, ServerConfig, StdioPipes,
-                                     claim_stdio, config_from_args, is_pipe)
+from symbolkg.jobs.mcp_start import (
+    INSTRUCTIONS,
+    SERVER_NAME,
+    SERVER_TITLE,
+    SERVER_VERSION,
+    ServerConfig,
+    StdioPipes,
+    claim_stdio,
+    config_from_args,
+    is_pipe,
+)
+from symbolkg.solvers.outcomes import Limits, SolveRequest
 from symbolkg.solvers.prolog.session import (
     ERROR_KINDS,
     PendingRun,
@@ -89,7 +99,6 @@ from symbolkg.solvers.prolog.session import (
     SessionLimits,
 )
 from symbolkg.solvers.prolog.session_registry import SessionRegistry
-from symbolkg.solvers.outcomes import Limits, SolveRequest
 from symbolkg.solvers.registry import LANGUAGES
 
 if TYPE_CHECKING:
@@ -125,25 +134,40 @@ ERROR_SCHEMA: dict[str, Any] = {
 }
 MESSAGE_SCHEMA: dict[str, Any] = {
     "type": "object",
-    "properties": {"severity": {"type": "string"}, "kind": {"type": "string"}, "message": {"type": "string"},
-                   "line": _INT_OR_NULL, "column": _INT_OR_NULL},
+    "properties": {
+        "severity": {"type": "string"},
+        "kind": {"type": "string"},
+        "message": {"type": "string"},
+        "line": _INT_OR_NULL,
+        "column": _INT_OR_NULL,
+    },
     "required": ["severity", "kind", "message", "line", "column"],
 }
 _MESSAGES = {"type": "array", "items": MESSAGE_SCHEMA}
-_ANSWERS = {"type": "array", "items": {"type": "object"},
-            "description": "one object per answer: variable name -> value as typed JSON"}
-_OUTCOME = {"type": "string", "enum": ["success", "failure", "timeout", "depth_exceeded", "inference_limit", "cancelled"]}
+_ANSWERS = {
+    "type": "array",
+    "items": {"type": "object"},
+    "description": "one object per answer: variable name -> value as typed JSON",
+}
+_OUTCOME = {
+    "type": "string",
+    "enum": ["success", "failure", "timeout", "depth_exceeded", "inference_limit", "cancelled"],
+}
 _LOAD_ID = {"type": "string", "description": "the session id returned by consult_text"}
 _GOAL = {"type": "string", "description": "a Prolog goal, without the terminating full stop (one is accepted)"}
 _NODE = {
     "type": "object",
-    "properties": {"goal": {"type": "string"}, "rule": _STR_OR_NULL,
-                   "children": {"type": "array", "items": {"$ref": "#/$defs/node"}},
-                   "truncated": {"type": "boolean", "description": "proved below max_depth, not expanded"}},
+    "properties": {
+        "goal": {"type": "string"},
+        "rule": _STR_OR_NULL,
+        "children": {"type": "array", "items": {"$ref": "#/$defs/node"}},
+        "truncated": {"type": "boolean", "description": "proved below max_depth, not expanded"},
+    },
     "required": ["goal", "rule", "children"],
 }
 _GOAL_RESULT = {
-    "outcome": _OUTCOME, "answers": _ANSWERS,
+    "outcome": _OUTCOME,
+    "answers": _ANSWERS,
     "residuals": {"type": "array", "description": "residual constraints (clpfd, dif) of each answer"},
     "output": {"type": "string", "description": "what the goal printed (capped)"},
     "output_truncated": {"type": "boolean"},
@@ -156,8 +180,9 @@ _GOAL_REQUIRED = ("outcome", "answers", "output", "truncated", "cursor")
 
 
 def _annotations(*, read_only: bool, destructive: bool = False, idempotent: bool = False) -> types.ToolAnnotations:
-    return types.ToolAnnotations(read_only_hint=read_only, destructive_hint=destructive, idempotent_hint=idempotent,
-                                 open_world_hint=False)
+    return types.ToolAnnotations(
+        read_only_hint=read_only, destructive_hint=destructive, idempotent_hint=idempotent, open_world_hint=False
+    )
 
 
 @dataclass(frozen=True)
@@ -181,17 +206,31 @@ class ToolSpec:
 
     @property
     def input_schema(self) -> dict[str, Any]:
-        return {"type": "object", "properties": self.params, "required": list(self.required),
-                "additionalProperties": False}
+        return {
+            "type": "object",
+            "properties": self.params,
+            "required": list(self.required),
+            "additionalProperties": False,
+        }
 
     @property
     def output_schema(self) -> dict[str, Any]:
-        success = {"type": "object", "properties": {"ok": {"const": True}, **self.result},
-                   "required": ["ok", *self.result_required]}
-        failure = {"type": "object", "properties": {"ok": {"const": False}, "error": ERROR_SCHEMA},
-                   "required": ["ok", "error"]}
-        schema: dict[str, Any] = {"type": "object", "if": {"properties": {"ok": {"const": True}}, "required": ["ok"]},
-                                  "then": success, "else": failure}
+        success = {
+            "type": "object",
+            "properties": {"ok": {"const": True}, **self.result},
+            "required": ["ok", *self.result_required],
+        }
+        failure = {
+            "type": "object",
+            "properties": {"ok": {"const": False}, "error": ERROR_SCHEMA},
+            "required": ["ok", "error"],
+        }
+        schema: dict[str, Any] = {
+            "type": "object",
+            "if": {"properties": {"ok": {"const": True}}, "required": ["ok"]},
+            "then": success,
+            "else": failure,
+        }
         if any("$ref" in json.dumps(v) for v in self.result.values()):
             schema["$defs"] = {"node": _NODE}
         return schema
@@ -200,21 +239,41 @@ class ToolSpec:
         return {k: v["default"] for k, v in self.params.items() if "default" in v}
 
     def to_tool(self) -> types.Tool:
-        return types.Tool(name=self.name, description=self.description, input_schema=self.input_schema,
-                          output_schema=self.output_schema, annotations=self.annotations)
+        return types.Tool(
+            name=self.name,
+            description=self.description,
+            input_schema=self.input_schema,
+            output_schema=self.output_schema,
+            annotations=self.annotations,
+        )
 
 
 _SESSION_ROW = {
     "type": "object",
-    "properties": {"load_id": {"type": "string"}, "module_name": {"type": "string"}, "pid": {"type": "integer"},
-                   "clause_count": {"type": "integer"}, "idle_s": {"type": "number"}, "age_s": {"type": "number"},
-                   "busy": {"type": "boolean"}, "alive": {"type": "boolean"}},
+    "properties": {
+        "load_id": {"type": "string"},
+        "module_name": {"type": "string"},
+        "pid": {"type": "integer"},
+        "clause_count": {"type": "integer"},
+        "idle_s": {"type": "number"},
+        "age_s": {"type": "number"},
+        "busy": {"type": "boolean"},
+        "alive": {"type": "boolean"},
+    },
     "required": ["load_id", "module_name", "pid"],
 }
-_CONSULT_RESULT = {"load_id": {"type": "string"}, "module_name": {"type": "string"}, "dialect": {"const": "swi"},
-                   "messages": _MESSAGES, "clause_count": {"type": "integer"},
-                   "predicates": {"type": "array", "items": {"type": "string"},
-                                  "description": "name/arity of every predicate defined (include_predicates only)"}}
+_CONSULT_RESULT = {
+    "load_id": {"type": "string"},
+    "module_name": {"type": "string"},
+    "dialect": {"const": "swi"},
+    "messages": _MESSAGES,
+    "clause_count": {"type": "integer"},
+    "predicates": {
+        "type": "array",
+        "items": {"type": "string"},
+        "description": "name/arity of every predicate defined (include_predicates only)",
+    },
+}
 
 TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
@@ -222,133 +281,250 @@ TOOLS: tuple[ToolSpec, ...] = (
         "Load Prolog source into a NEW session and return its load_id (used by every other tool). Non-fatal: "
         "clauses that compile are loaded, the others are reported in messages; the session exists either way. "
         "Directives and clauses are checked by the sandbox (no files, processes, sockets, flags, halt).",
-        {"source_text": {"type": "string", "description": "Prolog clauses and directives"},
-         "dialect": {"type": "string", "enum": ["swi"], "default": "swi"},
-         "module_name": {"type": "string", "pattern": "^[a-z][A-Za-z0-9_]{0,63}$",
-                         "description": "name of the session's module (default: a fresh one)"},
-         "include_predicates": {"type": "boolean", "default": False}},
-        ("source_text",), _CONSULT_RESULT, ("load_id", "module_name", "dialect", "messages"),
-        _annotations(read_only=False)),
+        {
+            "source_text": {"type": "string", "description": "Prolog clauses and directives"},
+            "dialect": {"type": "string", "enum": ["swi"], "default": "swi"},
+            "module_name": {
+                "type": "string",
+                "pattern": "^[a-z][A-Za-z0-9_]{0,63}$",
+                "description": "name of the session's module (default: a fresh one)",
+            },
+            "include_predicates": {"type": "boolean", "default": False},
+        },
+        ("source_text",),
+        _CONSULT_RESULT,
+        ("load_id", "module_name", "dialect", "messages"),
+        _annotations(read_only=False),
+    ),
     ToolSpec(
         "run_goal",
         "Run a goal in a session; return up to max_answers answers (variable bindings as typed JSON), the "
         "goal's captured output, and a cursor for more answers. Bounded by time_limit seconds and max_depth "
         "inference depth; an overrun stops the goal, not the session.",
-        {"load_id": _LOAD_ID, "goal": _GOAL,
-         "max_answers": {"type": "integer", "minimum": 1, "maximum": 10000, "default": 10},
-         "time_limit": {"type": "number", "exclusiveMinimum": 0, "maximum": 3600, "default": 30.0},
-         "max_depth": {"type": "integer", "minimum": 1, "default": 1000000},
-         "allow_side_effects": {"type": "boolean", "default": True,
-                                "description": "accepted for compatibility; a goal may always change its own "
-                                               "session's dynamic predicates and never anything outside it"}},
-        ("load_id", "goal"), _GOAL_RESULT, _GOAL_REQUIRED, _annotations(read_only=False), long_running=True),
+        {
+            "load_id": _LOAD_ID,
+            "goal": _GOAL,
+            "max_answers": {"type": "integer", "minimum": 1, "maximum": 10000, "default": 10},
+            "time_limit": {"type": "number", "exclusiveMinimum": 0, "maximum": 3600, "default": 30.0},
+            "max_depth": {"type": "integer", "minimum": 1, "default": 1000000},
+            "allow_side_effects": {
+                "type": "boolean",
+                "default": True,
+                "description": "accepted for compatibility; a goal may always change its own "
+                "session's dynamic predicates and never anything outside it",
+            },
+        },
+        ("load_id", "goal"),
+        _GOAL_RESULT,
+        _GOAL_REQUIRED,
+        _annotations(read_only=False),
+        long_running=True,
+    ),
     ToolSpec(
         "next_answers",
         "More answers of an earlier run_goal, from its cursor (the goal is re-run and the answers already "
         "returned are skipped). A cursor from before the knowledge base changed answers cursor_invalid.",
-        {"load_id": _LOAD_ID, "cursor": {"type": "string"},
-         "max_answers": {"type": "integer", "minimum": 1, "maximum": 10000, "default": 10}},
-        ("load_id", "cursor"), _GOAL_RESULT, _GOAL_REQUIRED, _annotations(read_only=False), long_running=True),
+        {
+            "load_id": _LOAD_ID,
+            "cursor": {"type": "string"},
+            "max_answers": {"type": "integer", "minimum": 1, "maximum": 10000, "default": 10},
+        },
+        ("load_id", "cursor"),
+        _GOAL_RESULT,
+        _GOAL_REQUIRED,
+        _annotations(read_only=False),
+        long_running=True,
+    ),
     ToolSpec(
         "inspect_predicate",
         "The live definition of name/arity in a session: whether it exists, its type, whether it is exported, "
         "its clauses; when missing, candidates with close names.",
         {"load_id": _LOAD_ID, "name": {"type": "string"}, "arity": {"type": "integer", "minimum": 0}},
         ("load_id", "name", "arity"),
-        {"found": {"type": "boolean"}, "type": _STR_OR_NULL, "exported": {"type": "boolean"},
-         "clause_count": {"type": "integer"}, "clauses": {"type": "array", "items": {"type": "string"}},
-         "candidates": {"type": "array", "items": {"type": "string"}}, "dynamic": {"type": "boolean"},
-         "tabled": {"type": "boolean"}},
-        ("found", "clause_count", "clauses"), _annotations(read_only=True, idempotent=True)),
+        {
+            "found": {"type": "boolean"},
+            "type": _STR_OR_NULL,
+            "exported": {"type": "boolean"},
+            "clause_count": {"type": "integer"},
+            "clauses": {"type": "array", "items": {"type": "string"}},
+            "candidates": {"type": "array", "items": {"type": "string"}},
+            "dynamic": {"type": "boolean"},
+            "tabled": {"type": "boolean"},
+        },
+        ("found", "clause_count", "clauses"),
+        _annotations(read_only=True, idempotent=True),
+    ),
     ToolSpec(
         "get_source",
         "The session's current program, reconstructed from its live clauses (reflects every replacement).",
-        {"load_id": _LOAD_ID}, ("load_id",),
-        {"source": {"type": "string"}, "clause_count": {"type": "integer"}}, ("source",),
-        _annotations(read_only=True, idempotent=True)),
+        {"load_id": _LOAD_ID},
+        ("load_id",),
+        {"source": {"type": "string"}, "clause_count": {"type": "integer"}},
+        ("source",),
+        _annotations(read_only=True, idempotent=True),
+    ),
     ToolSpec(
         "replace_predicate",
         "Replace every clause of name/arity by source_text, atomically: if any clause fails to compile or "
         "defines another predicate, nothing changes and messages say why.",
-        {"load_id": _LOAD_ID, "name": {"type": "string"}, "arity": {"type": "integer", "minimum": 0},
-         "source_text": {"type": "string"}},
+        {
+            "load_id": _LOAD_ID,
+            "name": {"type": "string"},
+            "arity": {"type": "integer", "minimum": 0},
+            "source_text": {"type": "string"},
+        },
         ("load_id", "name", "arity", "source_text"),
-        {"predicate": {"type": "string"}, "replaced": {"type": "boolean"}, "clause_count": {"type": "integer"},
-         "messages": _MESSAGES},
-        ("predicate", "replaced", "messages"), _annotations(read_only=False, destructive=True, idempotent=True)),
+        {
+            "predicate": {"type": "string"},
+            "replaced": {"type": "boolean"},
+            "clause_count": {"type": "integer"},
+            "messages": _MESSAGES,
+        },
+        ("predicate", "replaced", "messages"),
+        _annotations(read_only=False, destructive=True, idempotent=True),
+    ),
     ToolSpec(
         "add_clauses",
         "Add clauses (and sandbox-checked directives) to an existing session's knowledge base without "
         "replacing anything: an incremental knowledge base. Non-fatal like consult_text.",
-        {"load_id": _LOAD_ID, "source_text": {"type": "string"}}, ("load_id", "source_text"),
-        {k: v for k, v in _CONSULT_RESULT.items() if k != "dialect"}, ("load_id", "messages"),
-        _annotations(read_only=False)),
+        {"load_id": _LOAD_ID, "source_text": {"type": "string"}},
+        ("load_id", "source_text"),
+        {k: v for k, v in _CONSULT_RESULT.items() if k != "dialect"},
+        ("load_id", "messages"),
+        _annotations(read_only=False),
+    ),
     ToolSpec(
         "list_messages",
         "Diagnostics accumulated by a session (loads, patches), at or above min_severity.",
         {"load_id": _LOAD_ID, "min_severity": {"type": "string", "enum": list(SEVERITIES), "default": "info"}},
-        ("load_id",), {"messages": _MESSAGES}, ("messages",), _annotations(read_only=True, idempotent=True)),
+        ("load_id",),
+        {"messages": _MESSAGES},
+        ("messages",),
+        _annotations(read_only=True, idempotent=True),
+    ),
     ToolSpec(
         "run_tests",
         "Run the session's plunit tests, after loading test_source_text (begin_tests/end_tests blocks) if given.",
-        {"load_id": _LOAD_ID, "test_source_text": {"type": "string"},
-         "time_limit": {"type": "number", "exclusiveMinimum": 0, "maximum": 3600, "default": 30.0,
-                        "description": "seconds for all tests together"}}, ("load_id",),
-        {"passed": {"type": "integer"}, "failed": {"type": "integer"}, "skipped": {"type": "integer"},
-         "total": {"type": "integer"},
-         "results": {"type": "array", "items": {
-             "type": "object", "properties": {"unit": {"type": "string"}, "test": {"type": "string"},
-                                              "status": {"type": "string"}, "message": _STR_OR_NULL,
-                                              "line": _INT_OR_NULL},
-             "required": ["unit", "test", "status"]}},
-         "messages": _MESSAGES},
-        ("passed", "failed", "skipped", "total", "results"), _annotations(read_only=False), long_running=True),
+        {
+            "load_id": _LOAD_ID,
+            "test_source_text": {"type": "string"},
+            "time_limit": {
+                "type": "number",
+                "exclusiveMinimum": 0,
+                "maximum": 3600,
+                "default": 30.0,
+                "description": "seconds for all tests together",
+            },
+        },
+        ("load_id",),
+        {
+            "passed": {"type": "integer"},
+            "failed": {"type": "integer"},
+            "skipped": {"type": "integer"},
+            "total": {"type": "integer"},
+            "results": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "unit": {"type": "string"},
+                        "test": {"type": "string"},
+                        "status": {"type": "string"},
+                        "message": _STR_OR_NULL,
+                        "line": _INT_OR_NULL,
+                    },
+                    "required": ["unit", "test", "status"],
+                },
+            },
+            "messages": _MESSAGES,
+        },
+        ("passed", "failed", "skipped", "total", "results"),
+        _annotations(read_only=False),
+        long_running=True,
+    ),
     ToolSpec(
         "trace_goal",
         "Prove a goal with a depth-bounded meta-interpreter and return the proof tree {goal, rule, children} "
         "of its first proof; depth_cut / node_cut say whether a bound cut the tree.",
-        {"load_id": _LOAD_ID, "goal": _GOAL, "max_depth": {"type": "integer", "minimum": 1, "default": 10},
-         "max_nodes": {"type": "integer", "minimum": 1, "maximum": 100000, "default": 200},
-         "time_limit": {"type": "number", "exclusiveMinimum": 0, "maximum": 3600, "default": 30.0}},
+        {
+            "load_id": _LOAD_ID,
+            "goal": _GOAL,
+            "max_depth": {"type": "integer", "minimum": 1, "default": 10},
+            "max_nodes": {"type": "integer", "minimum": 1, "maximum": 100000, "default": 200},
+            "time_limit": {"type": "number", "exclusiveMinimum": 0, "maximum": 3600, "default": 30.0},
+        },
         ("load_id", "goal"),
-        {"outcome": _OUTCOME, "tree": {"oneOf": [{"$ref": "#/$defs/node"}, {"type": "null"}]},
-         "node_count": {"type": "integer"}, "depth_cut": {"type": "boolean"}, "node_cut": {"type": "boolean"},
-         "truncated": {"type": "boolean", "description": "depth_cut or node_cut"}, "output": {"type": "string"}},
+        {
+            "outcome": _OUTCOME,
+            "tree": {"oneOf": [{"$ref": "#/$defs/node"}, {"type": "null"}]},
+            "node_count": {"type": "integer"},
+            "depth_cut": {"type": "boolean"},
+            "node_cut": {"type": "boolean"},
+            "truncated": {"type": "boolean", "description": "depth_cut or node_cut"},
+            "output": {"type": "string"},
+        },
         ("outcome", "tree", "node_count", "depth_cut", "node_cut", "truncated"),
-        _annotations(read_only=True, idempotent=True), long_running=True),
+        _annotations(read_only=True, idempotent=True),
+        long_running=True,
+    ),
     ToolSpec(
         "close_session",
         "End a session: its process and temp directory are released; its load_id then answers session_not_found.",
-        {"load_id": _LOAD_ID}, ("load_id",), {"closed": {"type": "boolean"}}, ("closed",),
-        _annotations(read_only=False, destructive=True, idempotent=True)),
+        {"load_id": _LOAD_ID},
+        ("load_id",),
+        {"closed": {"type": "boolean"}},
+        ("closed",),
+        _annotations(read_only=False, destructive=True, idempotent=True),
+    ),
     ToolSpec(
         "list_sessions",
         "The live sessions of this server with their pid, clause count, idle time and age, and the limits.",
-        {}, (),
-        {"sessions": {"type": "array", "items": _SESSION_ROW}, "count": {"type": "integer"},
-         "max_sessions": {"type": "integer"}, "idle_ttl_s": {"type": "number"}},
-        ("sessions", "count", "max_sessions", "idle_ttl_s"), _annotations(read_only=True, idempotent=True)),
+        {},
+        (),
+        {
+            "sessions": {"type": "array", "items": _SESSION_ROW},
+            "count": {"type": "integer"},
+            "max_sessions": {"type": "integer"},
+            "idle_ttl_s": {"type": "number"},
+        },
+        ("sessions", "count", "max_sessions", "idle_ttl_s"),
+        _annotations(read_only=True, idempotent=True),
+    ),
     ToolSpec(
         "solve_program",
         "Run a whole program in any language of `symbolkg solve` on an isolated solver worker (no session): "
         + "; ".join(f"{k}: {v}" for k, v in LANGUAGES.items())
         + ". Returns the solver outcome: status, answer, error kind/message/line, seconds.",
-        {"language": {"type": "string", "enum": sorted(LANGUAGES)}, "program": {"type": "string"},
-         "time_limit": {"type": "number", "exclusiveMinimum": 0, "maximum": 600, "default": 10.0}},
+        {
+            "language": {"type": "string", "enum": sorted(LANGUAGES)},
+            "program": {"type": "string"},
+            "time_limit": {"type": "number", "exclusiveMinimum": 0, "maximum": 600, "default": 10.0},
+        },
         ("language", "program"),
-        {"language": {"type": "string"}, "status": {"type": "string"}, "answer": _STR_OR_NULL,
-         "proof": _STR_OR_NULL, "error_kind": _STR_OR_NULL, "error_message": _STR_OR_NULL,
-         "error_line": _INT_OR_NULL, "seconds": {"type": "number"}, "backend": {"type": "string"}},
+        {
+            "language": {"type": "string"},
+            "status": {"type": "string"},
+            "answer": _STR_OR_NULL,
+            "proof": _STR_OR_NULL,
+            "error_kind": _STR_OR_NULL,
+            "error_message": _STR_OR_NULL,
+            "error_line": _INT_OR_NULL,
+            "seconds": {"type": "number"},
+            "backend": {"type": "string"},
+        },
         ("language", "status", "answer", "error_kind", "error_message", "seconds"),
-        _annotations(read_only=True, idempotent=True), long_running=True),
+        _annotations(read_only=True, idempotent=True),
+        long_running=True,
+    ),
 )
 TOOL_NAMES = tuple(t.name for t in TOOLS)
 
 
 # -------------------------------------------------------------------------------- argument checking
 
-_QUICK_KEYWORDS = frozenset({"type", "enum", "minimum", "maximum", "exclusiveMinimum", "pattern", "default",
-                             "description"})
+_QUICK_KEYWORDS = frozenset(
+    {"type", "enum", "minimum", "maximum", "exclusiveMinimum", "pattern", "default", "description"}
+)
 _QUICK_TYPES: dict[str, Callable[[Any], bool]] = {
     "string": lambda v: type(v) is str,
     "integer": lambda v: type(v) is int,
@@ -368,8 +544,11 @@ def quick_check(schema: dict[str, Any]) -> Callable[[dict[str, Any]], bool]:
     call, a tenth of a simple query.
     """
     props: dict[str, Any] = schema.get("properties", {})
-    if (set(schema) - {"type", "properties", "required", "additionalProperties"} or schema.get("type") != "object"
-            or schema.get("additionalProperties") is not False):
+    if (
+        set(schema) - {"type", "properties", "required", "additionalProperties"}
+        or schema.get("type") != "object"
+        or schema.get("additionalProperties") is not False
+    ):
         return lambda args: False
     checks: dict[str, Callable[[Any], bool]] = {}
     for name, sub in props.items():
@@ -380,8 +559,11 @@ def quick_check(schema: dict[str, Any]) -> Callable[[dict[str, Any]], bool]:
     required = tuple(schema.get("required", ()))
 
     def run(args: dict[str, Any]) -> bool:
-        return (type(args) is dict and all(k in args for k in required)
-                and all(k in checks and checks[k](v) for k, v in args.items()))
+        return (
+            type(args) is dict
+            and all(k in args for k in required)
+            and all(k in checks and checks[k](v) for k, v in args.items())
+        )
 
     return run
 
@@ -400,8 +582,11 @@ def _quick_property(sub: dict[str, Any]) -> Callable[[Any], bool] | None:
             return None
         pattern = re.compile(sub["pattern"])
         tests.append(lambda v: pattern.search(v) is not None)
-    for key, ok in (("minimum", lambda v, b: v >= b), ("maximum", lambda v, b: v <= b),
-                    ("exclusiveMinimum", lambda v, b: v > b)):
+    for key, ok in (
+        ("minimum", lambda v, b: v >= b),
+        ("maximum", lambda v, b: v <= b),
+        ("exclusiveMinimum", lambda v, b: v > b),
+    ):
         if key in sub:
             if sub["type"] not in ("integer", "number"):
                 return None
@@ -415,15 +600,17 @@ def _quick_property(sub: dict[str, Any]) -> Callable[[Any], bool] | None:
 def ok_result(data: dict[str, Any]) -> types.CallToolResult:
     """A successful tool result: ``{"ok": true, ...}`` as structuredContent and as JSON text."""
     payload = {"ok": True, **data}
-    return types.CallToolResult(content=[types.TextContent(type="text", text=json.dumps(payload))],
-                                structured_content=payload)
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=json.dumps(payload))], structured_content=payload
+    )
 
 
 def error_result(kind: str, message: str, prolog_term: str | None = None) -> types.CallToolResult:
     """A failed tool result: ``isError`` with ``{"ok": false, "error": {...}}`` (structured and as text)."""
     payload = {"ok": False, "error": {"kind": kind, "message": message, "prolog_term": prolog_term}}
-    return types.CallToolResult(content=[types.TextContent(type="text", text=json.dumps(payload))],
-                                structured_content=payload, is_error=True)
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=json.dumps(payload))], structured_content=payload, is_error=True
+    )
 
 
 def _pick(d: dict[str, Any], keys: dict[str, Any]) -> dict[str, Any]:
@@ -454,19 +641,29 @@ class PrologMCPServer:
     def __init__(self, config: ServerConfig = ServerConfig(), *, registry: SessionRegistry | None = None) -> None:
         self.config = config
         self.registry = registry or SessionRegistry(
-            max_sessions=config.max_sessions, idle_ttl_s=config.idle_ttl_s,
-            limits=SessionLimits(memory_mb=config.memory_mb), reap_interval_s=config.reap_interval_s)
+            max_sessions=config.max_sessions,
+            idle_ttl_s=config.idle_ttl_s,
+            limits=SessionLimits(memory_mb=config.memory_mb),
+            reap_interval_s=config.reap_interval_s,
+        )
         self._specs = {t.name: t for t in TOOLS}
         self._tools = [t.to_tool() for t in TOOLS]
         self._defaults = {t.name: t.defaults() for t in TOOLS}
         self._validators: dict[str, Any] = {}  # built on first need (_validator): most calls pass the quick check
         self._quick_checks = {t.name: quick_check(t.input_schema) for t in TOOLS}
         self._handlers: dict[str, Callable[[Any, dict[str, Any]], Awaitable[dict[str, Any]]]] = {
-            "consult_text": self._consult_text, "run_goal": self._run_goal, "next_answers": self._next_answers,
-            "inspect_predicate": self._inspect_predicate, "get_source": self._get_source,
-            "replace_predicate": self._replace_predicate, "add_clauses": self._add_clauses,
-            "list_messages": self._list_messages, "run_tests": self._run_tests, "trace_goal": self._trace_goal,
-            "close_session": self._close_session, "list_sessions": self._list_sessions,
+            "consult_text": self._consult_text,
+            "run_goal": self._run_goal,
+            "next_answers": self._next_answers,
+            "inspect_predicate": self._inspect_predicate,
+            "get_source": self._get_source,
+            "replace_predicate": self._replace_predicate,
+            "add_clauses": self._add_clauses,
+            "list_messages": self._list_messages,
+            "run_tests": self._run_tests,
+            "trace_goal": self._trace_goal,
+            "close_session": self._close_session,
+            "list_sessions": self._list_sessions,
             "solve_program": self._solve_program,
         }
         if set(self._handlers) != set(self._specs):
@@ -478,26 +675,34 @@ class PrologMCPServer:
         self._solve_ids = itertools.count(1)
         self._closed = False
         self.server: Server[Any] = Server(
-            SERVER_NAME, version=SERVER_VERSION, title=SERVER_TITLE, instructions=INSTRUCTIONS,
-            on_list_tools=self._list_tools, on_call_tool=self._call_tool,
-            get_tool_input_schema=lambda name: self._specs[name].input_schema if name in self._specs else None)
+            SERVER_NAME,
+            version=SERVER_VERSION,
+            title=SERVER_TITLE,
+            instructions=INSTRUCTIONS,
+            on_list_tools=self._list_tools,
+            on_call_tool=self._call_tool,
+            get_tool_input_schema=lambda name: self._specs[name].input_schema if name in self._specs else None,
+        )
 
     # ----------------------------------------------------------------------------- MCP handlers
 
-    async def _list_tools(self, ctx: ServerRequestContext, params: types.PaginatedRequestParams | None
-                          ) -> types.ListToolsResult:
+    async def _list_tools(
+        self, ctx: ServerRequestContext, params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
         return types.ListToolsResult(tools=self._tools)
 
-    async def _call_tool(self, ctx: ServerRequestContext, params: types.CallToolRequestParams
-                         ) -> types.CallToolResult:
+    async def _call_tool(self, ctx: ServerRequestContext, params: types.CallToolRequestParams) -> types.CallToolResult:
         spec = self._specs.get(params.name)
         if spec is None:
             return error_result("bad_argument", f"unknown tool {params.name!r}; known: {', '.join(TOOL_NAMES)}")
         args = dict(params.arguments or {})
         if not self._quick_checks[spec.name](args) and not (validator := self._validator(spec)).is_valid(args):
             problems = sorted(validator.iter_errors(args), key=lambda e: list(e.path))
-            return error_result("bad_argument", f"{spec.name}: " + "; ".join(
-                f"{'.'.join(str(p) for p in e.path) or 'arguments'}: {e.message}" for e in problems[:5]))
+            return error_result(
+                "bad_argument",
+                f"{spec.name}: "
+                + "; ".join(f"{'.'.join(str(p) for p in e.path) or 'arguments'}: {e.message}" for e in problems[:5]),
+            )
         args = {**self._defaults[spec.name], **args}
         try:
             data = await self._handlers[spec.name](ctx, args)
@@ -518,9 +723,15 @@ class PrologMCPServer:
             self._validators[spec.name] = jsonschema.Draft202012Validator(spec.input_schema)
         return self._validators[spec.name]
 
-    async def _long(self, ctx: ServerRequestContext | None, call: Callable[[], Awaitable[T]], *,
-                    on_cancel: Callable[[], None] | None = None, total_s: float | None = None,
-                    label: str = "") -> T:
+    async def _long(
+        self,
+        ctx: ServerRequestContext | None,
+        call: Callable[[], Awaitable[T]],
+        *,
+        on_cancel: Callable[[], None] | None = None,
+        total_s: float | None = None,
+        label: str = "",
+    ) -> T:
         """Await ``call()`` while sending progress, and run ``on_cancel`` if the request is cancelled.
 
         A progress notification (elapsed seconds, of ``total_s`` when known) goes out every
@@ -565,21 +776,37 @@ class PrologMCPServer:
             raise failure
         return result
 
-    async def _blocking(self, ctx: ServerRequestContext | None, fn: Callable[[], T], *,
-                        on_cancel: Callable[[], None] | None = None, total_s: float | None = None,
-                        label: str = "") -> T:
+    async def _blocking(
+        self,
+        ctx: ServerRequestContext | None,
+        fn: Callable[[], T],
+        *,
+        on_cancel: Callable[[], None] | None = None,
+        total_s: float | None = None,
+        label: str = "",
+    ) -> T:
         """Run a blocking call in a worker thread (see :meth:`_long` for progress and cancellation).
 
         A cancelled request abandons the thread at once; ``on_cancel`` makes the thread's call
         end soon (its result then goes to nobody).
         """
         return await self._long(
-            ctx, lambda: anyio.to_thread.run_sync(fn, abandon_on_cancel=True, limiter=self._limiter),
-            on_cancel=on_cancel, total_s=total_s, label=label)
+            ctx,
+            lambda: anyio.to_thread.run_sync(fn, abandon_on_cancel=True, limiter=self._limiter),
+            on_cancel=on_cancel,
+            total_s=total_s,
+            label=label,
+        )
 
-    async def _on_session(self, ctx: ServerRequestContext, load_id: str,
-                          method: Callable[[PrologSession], dict[str, Any]], *,
-                          total_s: float | None = None, label: str = "") -> dict[str, Any]:
+    async def _on_session(
+        self,
+        ctx: ServerRequestContext,
+        load_id: str,
+        method: Callable[[PrologSession], dict[str, Any]],
+        *,
+        total_s: float | None = None,
+        label: str = "",
+    ) -> dict[str, Any]:
         """``method(session)`` for the session ``load_id``, in one worker thread.
 
         The registry lookup happens in the thread too (it may wait for the registry lock
@@ -610,18 +837,26 @@ class PrologMCPServer:
 
     async def _consult_text(self, ctx: ServerRequestContext, a: dict[str, Any]) -> dict[str, Any]:
         session = await anyio.to_thread.run_sync(
-            lambda: self.registry.create(module_name=a.get("module_name")), limiter=self._limiter)
+            lambda: self.registry.create(module_name=a.get("module_name")), limiter=self._limiter
+        )
         try:
             out = await self._blocking(
-                ctx, lambda: session.consult_text(a["source_text"], include_predicates=a["include_predicates"]),
-                on_cancel=session.cancel, label="consult_text")
+                ctx,
+                lambda: session.consult_text(a["source_text"], include_predicates=a["include_predicates"]),
+                on_cancel=session.cancel,
+                label="consult_text",
+            )
         except BaseException:
             # The caller never learns this load_id: do not leave the session behind.
             with anyio.CancelScope(shield=True):
                 await anyio.to_thread.run_sync(self.registry.close, session.load_id)
             raise
-        return {**_pick(out, _CONSULT_RESULT), "load_id": session.load_id, "module_name": session.module_name,
-                "dialect": "swi"}
+        return {
+            **_pick(out, _CONSULT_RESULT),
+            "load_id": session.load_id,
+            "module_name": session.module_name,
+            "dialect": "swi",
+        }
 
     async def _run_goal(self, ctx: ServerRequestContext, a: dict[str, Any]) -> dict[str, Any]:
         run = {"max_answers": a["max_answers"], "time_limit": a["time_limit"], "max_depth": a["max_depth"]}
@@ -629,8 +864,9 @@ class PrologMCPServer:
         if pending is not None:
             out = await self._long(ctx, lambda: await_reply(pending), total_s=a["time_limit"], label="run_goal")
         else:
-            out = await self._on_session(ctx, a["load_id"], lambda s: s.run_goal(a["goal"], **run),
-                                         total_s=a["time_limit"], label="run_goal")
+            out = await self._on_session(
+                ctx, a["load_id"], lambda s: s.run_goal(a["goal"], **run), total_s=a["time_limit"], label="run_goal"
+            )
         return _pick(out, _GOAL_RESULT)
 
     def _start_inline(self, load_id: str, goal: str, run: dict[str, Any]) -> PendingRun | None:
@@ -641,9 +877,9 @@ class PrologMCPServer:
         return None if session is None else session.start_run_goal(goal, **run)
 
     async def _next_answers(self, ctx: ServerRequestContext, a: dict[str, Any]) -> dict[str, Any]:
-        out = await self._on_session(ctx, a["load_id"], lambda s: s.next_answers(a["cursor"],
-                                                                                 max_answers=a["max_answers"]),
-                                     label="next_answers")
+        out = await self._on_session(
+            ctx, a["load_id"], lambda s: s.next_answers(a["cursor"], max_answers=a["max_answers"]), label="next_answers"
+        )
         return _pick(out, _GOAL_RESULT)
 
     async def _inspect_predicate(self, ctx: ServerRequestContext, a: dict[str, Any]) -> dict[str, Any]:
@@ -652,36 +888,51 @@ class PrologMCPServer:
 
     async def _get_source(self, ctx: ServerRequestContext, a: dict[str, Any]) -> dict[str, Any]:
         out = await self._on_session(ctx, a["load_id"], lambda s: s.get_source())
-        return {"source": out.get("source_text", out.get("source", "")),
-                **({"clause_count": out["clause_count"]} if "clause_count" in out else {})}
+        return {
+            "source": out.get("source_text", out.get("source", "")),
+            **({"clause_count": out["clause_count"]} if "clause_count" in out else {}),
+        }
 
     async def _replace_predicate(self, ctx: ServerRequestContext, a: dict[str, Any]) -> dict[str, Any]:
-        out = await self._on_session(ctx, a["load_id"],
-                                     lambda s: s.replace_predicate(a["name"], a["arity"], a["source_text"]))
+        out = await self._on_session(
+            ctx, a["load_id"], lambda s: s.replace_predicate(a["name"], a["arity"], a["source_text"])
+        )
         return {**_pick(out, self._specs["replace_predicate"].result), "predicate": f"{a['name']}/{a['arity']}"}
 
     async def _add_clauses(self, ctx: ServerRequestContext, a: dict[str, Any]) -> dict[str, Any]:
-        out = await self._on_session(ctx, a["load_id"], lambda s: {**s.add_clauses(a["source_text"]),
-                                                                   "module_name": s.module_name})
+        out = await self._on_session(
+            ctx, a["load_id"], lambda s: {**s.add_clauses(a["source_text"]), "module_name": s.module_name}
+        )
         return {**_pick(out, self._specs["add_clauses"].result), "load_id": a["load_id"]}
 
     async def _list_messages(self, ctx: ServerRequestContext, a: dict[str, Any]) -> dict[str, Any]:
-        return _pick(await self._on_session(ctx, a["load_id"], lambda s: s.list_messages(a["min_severity"])),
-                     self._specs["list_messages"].result)
+        return _pick(
+            await self._on_session(ctx, a["load_id"], lambda s: s.list_messages(a["min_severity"])),
+            self._specs["list_messages"].result,
+        )
 
     async def _run_tests(self, ctx: ServerRequestContext, a: dict[str, Any]) -> dict[str, Any]:
-        out = await self._on_session(ctx, a["load_id"], lambda s: s.run_tests(a.get("test_source_text"),
-                                                                              time_limit=a["time_limit"]),
-                                     total_s=a["time_limit"], label="run_tests")
+        out = await self._on_session(
+            ctx,
+            a["load_id"],
+            lambda s: s.run_tests(a.get("test_source_text"), time_limit=a["time_limit"]),
+            total_s=a["time_limit"],
+            label="run_tests",
+        )
         out = _pick(out, self._specs["run_tests"].result)
         out.setdefault("total", out["passed"] + out["failed"] + out["skipped"])
         return out
 
     async def _trace_goal(self, ctx: ServerRequestContext, a: dict[str, Any]) -> dict[str, Any]:
         out = await self._on_session(
-            ctx, a["load_id"], lambda s: s.trace_goal(a["goal"], max_depth=a["max_depth"], max_nodes=a["max_nodes"],
-                                                      time_limit=a["time_limit"]),
-            total_s=a["time_limit"], label="trace_goal")
+            ctx,
+            a["load_id"],
+            lambda s: s.trace_goal(
+                a["goal"], max_depth=a["max_depth"], max_nodes=a["max_nodes"], time_limit=a["time_limit"]
+            ),
+            total_s=a["time_limit"],
+            label="trace_goal",
+        )
         out = _pick(out, self._specs["trace_goal"].result)
         out["truncated"] = bool(out.get("depth_cut")) or bool(out.get("node_cut"))
         return out
@@ -696,18 +947,27 @@ class PrologMCPServer:
     async def _list_sessions(self, ctx: ServerRequestContext, a: dict[str, Any]) -> dict[str, Any]:
         rows = await anyio.to_thread.run_sync(self.registry.list, limiter=self._limiter)
         rows = [_pick(r, _SESSION_ROW["properties"]) for r in rows]
-        return {"sessions": rows, "count": len(rows), "max_sessions": self.config.max_sessions,
-                "idle_ttl_s": self.config.idle_ttl_s}
+        return {
+            "sessions": rows,
+            "count": len(rows),
+            "max_sessions": self.config.max_sessions,
+            "idle_ttl_s": self.config.idle_ttl_s,
+        }
 
     async def _solve_program(self, ctx: ServerRequestContext, a: dict[str, Any]) -> dict[str, Any]:
         pool = await anyio.to_thread.run_sync(self._solver_pool, limiter=self._limiter)
-        request = SolveRequest(problem_id=f"mcp-{next(self._solve_ids)}", language=a["language"], text=a["program"],
-                               limits=Limits(timeout_s=float(a["time_limit"]), memory_mb=self.config.solver_memory_mb))
+        request = SolveRequest(
+            problem_id=f"mcp-{next(self._solve_ids)}",
+            language=a["language"],
+            text=a["program"],
+            limits=Limits(timeout_s=float(a["time_limit"]), memory_mb=self.config.solver_memory_mb),
+        )
         result = await self._long(ctx, lambda: pool.solve(request), total_s=a["time_limit"], label="solve_program")
         return {**_pick(result.outcome.to_dict(), self._specs["solve_program"].result), "language": a["language"]}
 
     def _solver_pool(self) -> LocalSolverPool:
-        from symbolkg.solvers.runtime.local_pool import LocalSolverPool  # lazy: the worker pool starts with the first solve_program call, not with every server
+        # lazy: the worker pool starts with the first solve_program call, not with every server
+        from symbolkg.solvers.runtime.local_pool import LocalSolverPool
 
         with self._pool_lock:
             if self._closed:
@@ -785,12 +1045,20 @@ class BearerTokenMiddleware:
         if scope["type"] in ("http", "websocket"):
             given = next((v for k, v in scope.get("headers", []) if k.lower() == b"authorization"), b"")
             if not hmac.compare_digest(given, self._expected):
-                body = json.dumps({"error": "unauthorized",
-                                   "error_description": "missing or wrong bearer token"}).encode()
-                await send({"type": "http.response.start", "status": 401,
-                            "headers": [(b"content-type", b"application/json"),
-                                        (b"www-authenticate", b'Bearer realm="symbolkg-mcp"'),
-                                        (b"content-length", str(len(body)).encode())]})
+                body = json.dumps(
+                    {"error": "unauthorized", "error_description": "missing or wrong bearer token"}
+                ).encode()
+                await send(
+                    {
+                        "type": "http.response.start",
+                        "status": 401,
+                        "headers": [
+                            (b"content-type", b"application/json"),
+                            (b"www-authenticate", b'Bearer realm="symbolkg-mcp"'),
+                            (b"content-length", str(len(body)).encode()),
+                        ],
+                    }
+                )
                 await send({"type": "http.response.body", "body": body})
                 return
         await self.app(scope, receive, send)
@@ -831,10 +1099,14 @@ def check_http_options(host: str, token: str | None) -> None:
     if token:
         return
     if not is_loopback(host):
-        raise ValueError(f"refusing to listen on non-loopback host {host!r} without a bearer token: "
-                         f"give --token-file FILE or set {TOKEN_ENV}")
-    raise ValueError(f"the HTTP transport needs a bearer token: give --token-file FILE or set {TOKEN_ENV} "
-                     "(any local process could otherwise run goals)")
+        raise ValueError(
+            f"refusing to listen on non-loopback host {host!r} without a bearer token: "
+            f"give --token-file FILE or set {TOKEN_ENV}"
+        )
+    raise ValueError(
+        f"the HTTP transport needs a bearer token: give --token-file FILE or set {TOKEN_ENV} "
+        "(any local process could otherwise run goals)"
+    )
 
 
 async def serve_stdio(app: PrologMCPServer, pipes: StdioPipes | None = None) -> None:
@@ -866,8 +1138,9 @@ async def serve_http(app: PrologMCPServer, *, host: str, port: int, token: str) 
     asgi = BearerTokenMiddleware(app.server.streamable_http_app(host=host), token)
     # A long keep-alive: with uvicorn's 5 s default, a client reusing a pooled connection at the moment
     # the server drops it gets a ReadError (seen under load with many clients).
-    server = uvicorn.Server(uvicorn.Config(asgi, host=host, port=port, log_level="warning", lifespan="on",
-                                           timeout_keep_alive=120))
+    server = uvicorn.Server(
+        uvicorn.Config(asgi, host=host, port=port, log_level="warning", lifespan="on", timeout_keep_alive=120)
+    )
     print(f"symbolkg mcp: listening on http://{host}:{port}/mcp (bearer token required)", file=sys.stderr, flush=True)
     await server.serve()
 

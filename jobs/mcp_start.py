@@ -44,9 +44,11 @@ log = logging.getLogger("symbolkg.jobs.mcp_server")
 SERVER_NAME = "symbolkg-prolog"
 SERVER_TITLE = "SymbolKG Prolog sessions"
 SERVER_VERSION = "1"
-INSTRUCTIONS = ("Load a Prolog program with consult_text (it returns a load_id), then query it with run_goal. "
-                "Errors come back as {ok: false, error: {kind, message, prolog_term}}; the session survives them. "
-                "close_session when done.")
+INSTRUCTIONS = (
+    "Load a Prolog program with consult_text (it returns a load_id), then query it with run_goal. "
+    "Errors come back as {ok: false, error: {kind, message, prolog_term}}; the session survives them. "
+    "close_session when done."
+)
 #: What the SDK declares for a server that lists tools and nothing else (checked against it by the tests).
 CAPABILITIES: dict[str, Any] = {"tools": {"listChanged": False}}
 #: Protocol versions the SDK accepts as the client asks them in ``initialize`` (it answers any other with
@@ -92,8 +94,13 @@ class ServerConfig:
 
 def config_from_args(args: argparse.Namespace) -> ServerConfig:
     """The :class:`ServerConfig` of ``symbolkg mcp serve``'s flags. Raises ValueError on a bad value."""
-    return ServerConfig(max_sessions=args.max_sessions, idle_ttl_s=args.idle_ttl, memory_mb=args.memory_mb,
-                        reap_interval_s=min(5.0, max(0.1, args.idle_ttl / 4)), solver_workers=args.solver_workers)
+    return ServerConfig(
+        max_sessions=args.max_sessions,
+        idle_ttl_s=args.idle_ttl,
+        memory_mb=args.memory_mb,
+        reap_interval_s=min(5.0, max(0.1, args.idle_ttl / 4)),
+        solver_workers=args.solver_workers,
+    )
 
 
 # ----------------------------------------------------------------------------------------- pipes
@@ -153,7 +160,7 @@ class PipeLines:
             if not self._read_some():
                 select.select([self.fd], [], [])
         end = self._buffer.find(b"\n")
-        return bytes(self._buffer[:end + 1]) if end >= 0 else (bytes(self._buffer) or None)
+        return bytes(self._buffer[: end + 1]) if end >= 0 else (bytes(self._buffer) or None)
 
 
 class PipeWriter:
@@ -191,7 +198,7 @@ class PipeWriter:
         data = memoryview(text.encode("utf-8"))
         while data:
             try:
-                data = data[os.write(self.fd, data):]
+                data = data[os.write(self.fd, data) :]
             except BlockingIOError:
                 await anyio.wait_writable(self.fd)
 
@@ -237,7 +244,7 @@ def claim_stdio() -> Iterator[StdioPipes]:
     try:
         yield StdioPipes(PipeLines(fd_in), PipeWriter(fd_out))
     finally:
-        for fd, was_blocking in zip((fd_in, fd_out), blocking):
+        for fd, was_blocking in zip((fd_in, fd_out), blocking, strict=True):
             with contextlib.suppress(OSError):
                 os.set_blocking(fd, was_blocking)
         with contextlib.suppress(OSError):
@@ -261,13 +268,21 @@ def initialize_result(message: Any) -> dict[str, Any] | None:
     if isinstance(request_id, bool) or not isinstance(request_id, (int, str)) or not isinstance(params, dict):
         return None
     client = params.get("clientInfo")
-    if ("_meta" in params or params.get("protocolVersion") not in HANDSHAKE_VERSIONS
-            or not isinstance(params.get("capabilities"), dict) or not isinstance(client, dict)
-            or not isinstance(client.get("name"), str) or not isinstance(client.get("version"), str)):
+    if (
+        "_meta" in params
+        or params.get("protocolVersion") not in HANDSHAKE_VERSIONS
+        or not isinstance(params.get("capabilities"), dict)
+        or not isinstance(client, dict)
+        or not isinstance(client.get("name"), str)
+        or not isinstance(client.get("version"), str)
+    ):
         return None
-    return {"protocolVersion": params["protocolVersion"], "capabilities": CAPABILITIES,
-            "serverInfo": {"name": SERVER_NAME, "title": SERVER_TITLE, "version": SERVER_VERSION},
-            "instructions": INSTRUCTIONS}
+    return {
+        "protocolVersion": params["protocolVersion"],
+        "capabilities": CAPABILITIES,
+        "serverInfo": {"name": SERVER_NAME, "title": SERVER_TITLE, "version": SERVER_VERSION},
+        "instructions": INSTRUCTIONS,
+    }
 
 
 def answer_initialize(pipes: StdioPipes) -> bool:
@@ -290,7 +305,7 @@ def answer_initialize(pipes: StdioPipes) -> bool:
     data = memoryview(reply.encode("utf-8"))
     while data:
         try:
-            data = data[os.write(pipes.writer.fd, data):]
+            data = data[os.write(pipes.writer.fd, data) :]
         except BlockingIOError:
             select.select([], [pipes.writer.fd], [])
     pipes.writer.expect_reply(message["id"], result)

@@ -33,9 +33,10 @@ import re
 import string
 import time
 from collections import Counter
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Iterable, Literal, Sequence
+from typing import Literal
 
 import numpy as np
 
@@ -83,7 +84,7 @@ class MultihopQuestion:
 
 
 def passage_key(title: str, text: str) -> str:
-    return hashlib.sha256(f"{title}\n{text}".encode("utf-8")).hexdigest()[:16]
+    return hashlib.sha256(f"{title}\n{text}".encode()).hexdigest()[:16]
 
 
 def split_paragraphs(problem: Problem) -> list[tuple[str, str]]:
@@ -97,11 +98,11 @@ def split_paragraphs(problem: Problem) -> list[tuple[str, str]]:
     if len(parts) != len(titles):
         raise ValueError(f"{problem.id}: {len(parts)} paragraphs in the context but {len(titles)} titles")
     out = []
-    for title, part in zip(titles, parts):
+    for title, part in zip(titles, parts, strict=True):
         prefix = f"{title}: "
         if not part.startswith(prefix):
             raise ValueError(f"{problem.id}: paragraph does not start with its title {title!r}")
-        out.append((title, part[len(prefix):]))
+        out.append((title, part[len(prefix) :]))
     return out
 
 
@@ -117,8 +118,15 @@ def build_pool(problems: Sequence[Problem]) -> tuple[list[Passage], list[Multiho
             passages.setdefault(key, Passage(key, title, text))
             if title in supporting and key not in gold:
                 gold.append(key)
-        questions.append(MultihopQuestion(problem.id, problem.question, problem.answer or "",
-                                          tuple(problem.meta.get("answer_aliases") or ()), tuple(gold)))
+        questions.append(
+            MultihopQuestion(
+                problem.id,
+                problem.question,
+                problem.answer or "",
+                tuple(problem.meta.get("answer_aliases") or ()),
+                tuple(gold),
+            )
+        )
     return list(passages.values()), questions
 
 
@@ -175,7 +183,7 @@ def passage_graph(passages: Sequence[Passage]) -> PassageGraph:
             if not word[:1].isupper():
                 continue
             for n in range(min(longest, len(words) - i), 0, -1):
-                normalized = " ".join(name_tokens(" ".join(words[i:i + n])))
+                normalized = " ".join(name_tokens(" ".join(words[i : i + n])))
                 if normalized.startswith(("the ", "a ", "an ")) and n > 1:
                     normalized = normalized.split(" ", 1)[1]
                 eid = names.get(normalized)
@@ -220,8 +228,15 @@ class PassageRetriever:
         progress: show a progress bar while embedding the pool.
     """
 
-    def __init__(self, passages: Sequence[Passage], embedder: Embedder, *, cache: EmbeddingCache | None = None,
-                 config: HybridConfig | None = None, progress: bool = False) -> None:
+    def __init__(
+        self,
+        passages: Sequence[Passage],
+        embedder: Embedder,
+        *,
+        cache: EmbeddingCache | None = None,
+        config: HybridConfig | None = None,
+        progress: bool = False,
+    ) -> None:
         self.passages = list(passages)
         self.embedder = embedder
         self.config = config or HybridConfig()
@@ -231,20 +246,24 @@ class PassageRetriever:
         bar = None
         if progress and (cache is None or any(p.document not in cache for p in self.passages)):
             from tqdm import tqdm
-            bar = tqdm(total=sum(p.document not in cache for p in self.passages) if cache else len(self.passages),
-                       desc="embedding passages", unit="psg")
+
+            bar = tqdm(
+                total=sum(p.document not in cache for p in self.passages) if cache else len(self.passages),
+                desc="embedding passages",
+                unit="psg",
+            )
         vectors = embed_with_cache(embedder, [p.document for p in self.passages], cache, progress=bar)
         if bar is not None:
             bar.close()
-        self.index = VectorIndex(embedder.dim, IndexConfig(exact_max_vectors=max(50_000, len(self.passages))),
-                                 embedder=embedder.name)
+        self.index = VectorIndex(
+            embedder.dim, IndexConfig(exact_max_vectors=max(50_000, len(self.passages))), embedder=embedder.name
+        )
         self.index.add(vectors, self.keys)
         self.graph = passage_graph(self.passages)
         self._row = {k: i for i, k in enumerate(self.keys)}
         self.build_seconds = time.perf_counter() - t0
 
-    def rank(self, query: str, method: Method, k: int = 5, entities: Sequence[str] | None = None
-             ) -> list[str]:
+    def rank(self, query: str, method: Method, k: int = 5, entities: Sequence[str] | None = None) -> list[str]:
         """The keys of the ``k`` best passages for ``query`` by ``method``."""
         if method == "bm25":
             return [str(i) for i in self.bm25.search(query, k)[1]]
@@ -268,9 +287,10 @@ class PassageRetriever:
         mentions = list(entities) if entities is not None else lexical_query_entities(query)
         named = [entity_id(m) for m in mentions if normalize_name(m)]
         named = [e for e in named if e in self.graph.adjacency]
-        anchors = fused[:cfg.anchor_passages]
-        hull = logical_hull(self.graph.adjacency, anchors + named,
-                            HullConfig(k=cfg.hops, edge_types=("MENTIONS",), relations=True))
+        anchors = fused[: cfg.anchor_passages]
+        hull = logical_hull(
+            self.graph.adjacency, anchors + named, HullConfig(k=cfg.hops, edge_types=("MENTIONS",), relations=True)
+        )
         reached = hull.distances
         named_set = set(named)
         boosted = dict(score)
@@ -283,8 +303,11 @@ class PassageRetriever:
             bonus = cfg.name_bonus if entity in named_set else 0.0
             # a bridge: an anchor passage names the entity this passage is about (an entity the
             # query names itself is an anchor, at distance 0, and has the name bonus instead)
-            parents = [score[a] for a in anchors if entity in self.graph.mentions.get(a, ())] \
-                if reached.get(entity) == 1 else []
+            parents = (
+                [score[a] for a in anchors if entity in self.graph.mentions.get(a, ())]
+                if reached.get(entity) == 1
+                else []
+            )
             if parents:
                 bonus += cfg.bridge_weight * max(parents)
             if bonus:
@@ -330,14 +353,19 @@ def f1_score(prediction: str, answers: Iterable[str]) -> float:
     return best
 
 
-_ANSWER_SYSTEM = ("Answer the question from the passages. Reply with the answer only: a name, a date, a number, "
-                  "yes or no, or a short phrase. No explanation.")
+_ANSWER_SYSTEM = (
+    "Answer the question from the passages. Reply with the answer only: a name, a date, a number, "
+    "yes or no, or a short phrase. No explanation."
+)
 
 
 def answer_messages(question: str, passages: Sequence[Passage], max_chars: int = 1200) -> list[tuple[str, str]]:
     """The reading prompt: the retrieved passages (each cut to ``max_chars``), then the question."""
     blocks = [f"[{i + 1}] {p.title}: {p.text[:max_chars]}" for i, p in enumerate(passages)]
-    return [("system", _ANSWER_SYSTEM), ("user", "Passages:\n" + "\n".join(blocks) + f"\n\nQuestion: {question}\nAnswer:")]
+    return [
+        ("system", _ANSWER_SYSTEM),
+        ("user", "Passages:\n" + "\n".join(blocks) + f"\n\nQuestion: {question}\nAnswer:"),
+    ]
 
 
 def clean_prediction(text: str) -> str:
@@ -386,14 +414,23 @@ class EvalReport:
     answer_model: str | None = None
     prompt_tokens: int = 0
     completion_tokens: int = 0
-    note: str = ("small dev samples (HotpotQA 685, 2Wiki 164, MuSiQue 292 questions), pooled corpus of their "
-                 "paragraphs: not comparable to the papers' 1,000-question tables")
+    note: str = (
+        "small dev samples (HotpotQA 685, 2Wiki 164, MuSiQue 292 questions), pooled corpus of their "
+        "paragraphs: not comparable to the papers' 1,000-question tables"
+    )
     extra: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict:
         """The JSON object: the headline keys first, then the rest; unset answer fields left out."""
-        out = {"dataset": self.dataset, "method": self.method, "questions": self.questions,
-               "recall@2": self.recall_2, "recall@5": self.recall_5, "p50_ms": self.p50_ms, "p95_ms": self.p95_ms}
+        out = {
+            "dataset": self.dataset,
+            "method": self.method,
+            "questions": self.questions,
+            "recall@2": self.recall_2,
+            "recall@5": self.recall_5,
+            "p50_ms": self.p50_ms,
+            "p95_ms": self.p95_ms,
+        }
         rest = asdict(self)
         for key in ("recall_2", "recall_5", "extra"):
             rest.pop(key)
@@ -402,38 +439,55 @@ class EvalReport:
         return out
 
     def format(self) -> str:
-        lines = [f"{self.dataset} · {self.method} · {self.questions} questions over {self.passages} pooled passages",
-                 f"  Recall@2 {self.recall_2:.3f}   Recall@5 {self.recall_5:.3f}   "
-                 f"latency p50 {self.p50_ms:.1f} ms  p95 {self.p95_ms:.1f} ms",
-                 f"  index build {self.index_seconds:.1f} s ({self.embedder}; embedding cache "
-                 f"{self.embedding_cache_hits} hits / {self.embedding_cache_misses} misses)"]
+        lines = [
+            f"{self.dataset} · {self.method} · {self.questions} questions over {self.passages} pooled passages",
+            f"  Recall@2 {self.recall_2:.3f}   Recall@5 {self.recall_5:.3f}   "
+            f"latency p50 {self.p50_ms:.1f} ms  p95 {self.p95_ms:.1f} ms",
+            f"  index build {self.index_seconds:.1f} s ({self.embedder}; embedding cache "
+            f"{self.embedding_cache_hits} hits / {self.embedding_cache_misses} misses)",
+        ]
         if self.answer_em is not None:
-            lines.append(f"  answers ({self.answer_model}): EM {self.answer_em:.3f}  F1 {self.answer_f1:.3f}  "
-                         f"tokens {self.prompt_tokens} in / {self.completion_tokens} out")
+            lines.append(
+                f"  answers ({self.answer_model}): EM {self.answer_em:.3f}  F1 {self.answer_f1:.3f}  "
+                f"tokens {self.prompt_tokens} in / {self.completion_tokens} out"
+            )
         lines.append(f"  note: {self.note}")
         return "\n".join(lines)
 
 
-def evaluate_retrieval(retriever: PassageRetriever, questions: Sequence[MultihopQuestion], method: Method,
-                       progress: bool = False) -> list[QuestionResult]:
+def evaluate_retrieval(
+    retriever: PassageRetriever, questions: Sequence[MultihopQuestion], method: Method, progress: bool = False
+) -> list[QuestionResult]:
     """Rank passages for each question (one at a time: the latency is a single query's)."""
     iterator: Iterable[MultihopQuestion] = questions
     if progress:
         from tqdm import tqdm
+
         iterator = tqdm(questions, desc=f"retrieving ({method})", unit="q")
     out = []
     for q in iterator:
         t0 = time.perf_counter()
         ranked = retriever.rank(q.question, method, k=5)
         ms = (time.perf_counter() - t0) * 1000
-        out.append(QuestionResult(q.id, ranked, list(q.gold), recall_at(ranked, q.gold, 2),
-                                  recall_at(ranked, q.gold, 5), round(ms, 3)))
+        out.append(
+            QuestionResult(
+                q.id, ranked, list(q.gold), recall_at(ranked, q.gold, 2), recall_at(ranked, q.gold, 5), round(ms, 3)
+            )
+        )
     return out
 
 
-async def answer_questions(engine, retriever: PassageRetriever, questions: Sequence[MultihopQuestion],
-                           results: Sequence[QuestionResult], *, top_k: int = 5, max_tokens: int = 32,
-                           max_in_flight: int = 64, progress: bool = False) -> tuple[int, int]:
+async def answer_questions(
+    engine,
+    retriever: PassageRetriever,
+    questions: Sequence[MultihopQuestion],
+    results: Sequence[QuestionResult],
+    *,
+    top_k: int = 5,
+    max_tokens: int = 32,
+    max_in_flight: int = 64,
+    progress: bool = False,
+) -> tuple[int, int]:
     """Have the LLM answer each question from its top passages; fills ``prediction``, ``em``, ``f1``.
 
     Returns:
@@ -444,14 +498,19 @@ async def answer_questions(engine, retriever: PassageRetriever, questions: Seque
     bar = None
     if progress:
         from tqdm import tqdm
+
         bar = tqdm(total=len(questions), desc="answering", unit="q")
 
     async def handle(pair: tuple[MultihopQuestion, QuestionResult]) -> None:
         q, r = pair
         messages = answer_messages(q.question, [by_key[k] for k in r.ranked[:top_k]])
-        request = ChatRequest(tuple(Message(role, c) for role, c in messages),  # type: ignore[arg-type]
-                              SamplingParams(max_tokens=max_tokens), problem_id=q.id, purpose="answer",
-                              request_id=f"{q.id}/answer")
+        request = ChatRequest(
+            tuple(Message(role, c) for role, c in messages),  # type: ignore[arg-type]
+            SamplingParams(max_tokens=max_tokens),
+            problem_id=q.id,
+            purpose="answer",
+            request_id=f"{q.id}/answer",
+        )
         try:
             completion = (await engine.generate([request]))[0]
             r.prediction = clean_prediction(completion.text)
@@ -468,26 +527,37 @@ async def answer_questions(engine, retriever: PassageRetriever, questions: Seque
             bar.update(1)
 
     try:
-        await for_each_in_flight(list(zip(questions, results)), handle, max_in_flight)
+        await for_each_in_flight(list(zip(questions, results, strict=True)), handle, max_in_flight)
     finally:
         if bar is not None:
             bar.close()
     return tokens[0], tokens[1]
 
 
-def summarize(dataset: str, method: str, retriever: PassageRetriever, results: Sequence[QuestionResult],
-              cache: EmbeddingCache | None) -> EvalReport:
+def summarize(
+    dataset: str,
+    method: str,
+    retriever: PassageRetriever,
+    results: Sequence[QuestionResult],
+    cache: EmbeddingCache | None,
+) -> EvalReport:
     """The report of an evaluation (answers included when they were made)."""
     n = len(results)
     latencies = np.array([r.retrieval_ms for r in results]) if n else np.zeros(1)
     answered = [r for r in results if r.em is not None]
     return EvalReport(
-        dataset=dataset, method=method, questions=n, passages=len(retriever.passages),
+        dataset=dataset,
+        method=method,
+        questions=n,
+        passages=len(retriever.passages),
         recall_2=round(float(np.mean([r.recall_2 for r in results])) if n else 0.0, 4),
         recall_5=round(float(np.mean([r.recall_5 for r in results])) if n else 0.0, 4),
-        p50_ms=round(float(np.percentile(latencies, 50)), 3), p95_ms=round(float(np.percentile(latencies, 95)), 3),
-        index_seconds=round(retriever.build_seconds, 3), embedder=retriever.embedder.name,
-        embedding_cache_hits=cache.stats.hits if cache else 0, embedding_cache_misses=cache.stats.misses if cache else 0,
+        p50_ms=round(float(np.percentile(latencies, 50)), 3),
+        p95_ms=round(float(np.percentile(latencies, 95)), 3),
+        index_seconds=round(retriever.build_seconds, 3),
+        embedder=retriever.embedder.name,
+        embedding_cache_hits=cache.stats.hits if cache else 0,
+        embedding_cache_misses=cache.stats.misses if cache else 0,
         answer_em=round(float(np.mean([r.em for r in answered])), 4) if answered else None,
         answer_f1=round(float(np.mean([r.f1 for r in answered])), 4) if answered else None,
     )

@@ -28,8 +28,9 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from symbolkg.actors.engines.metered import RequestRecord, prefix_cache_summary, read_request_log
 from symbolkg.jobs.pipeline.gates import GateEvent, read_gate_log
@@ -47,8 +48,15 @@ def distribution(values: Sequence[float]) -> dict[str, float]:
         lo, hi = int(k), min(int(k) + 1, len(s) - 1)
         return s[lo] + (s[hi] - s[lo]) * (k - lo)
 
-    return {"count": len(s), "mean": round(sum(s) / len(s), 4), "p50": round(q(0.5), 4), "p90": round(q(0.9), 4),
-            "p95": round(q(0.95), 4), "p99": round(q(0.99), 4), "max": round(s[-1], 4)}
+    return {
+        "count": len(s),
+        "mean": round(sum(s) / len(s), 4),
+        "p50": round(q(0.5), 4),
+        "p90": round(q(0.9), 4),
+        "p95": round(q(0.95), 4),
+        "p99": round(q(0.99), 4),
+        "max": round(s[-1], 4),
+    }
 
 
 def _solver_seconds(row: dict[str, Any]) -> float:
@@ -57,8 +65,9 @@ def _solver_seconds(row: dict[str, Any]) -> float:
     return total if attempts else float(row["solve_seconds"])
 
 
-def in_flight_timeline(records: Sequence[RequestRecord], start: float, bucket_s: float
-                       ) -> tuple[list[float], list[float], list[float], float]:
+def in_flight_timeline(
+    records: Sequence[RequestRecord], start: float, bucket_s: float
+) -> tuple[list[float], list[float], list[float], float]:
     """Per time bucket: mean requests in flight and completion tokens/s; plus the busy fraction.
 
     Returns:
@@ -93,8 +102,7 @@ def in_flight_timeline(records: Sequence[RequestRecord], start: float, bucket_s:
     return [i * bucket_s for i in range(n)], occupancy, tokens, (busy / span if span > 0 else 1.0)
 
 
-def gate_timelines(events: Sequence[GateEvent], start: float
-                   ) -> dict[str, tuple[list[float], list[int], list[int]]]:
+def gate_timelines(events: Sequence[GateEvent], start: float) -> dict[str, tuple[list[float], list[int], list[int]]]:
     """Per stage: event times relative to ``start``, calls waiting and slots held after each event.
 
     The gates record every change, so these are exact step functions (hold each value until
@@ -122,18 +130,23 @@ def gate_report(events: Sequence[GateEvent]) -> dict[str, dict[str, Any]]:
         mine = [e for e in events if e.stage == stage]
         waits = [e.wait_s or 0.0 for e in mine if e.event == "enter"]
         span = times[-1] - times[0]
-        area = sum(w * (t1 - t0) for w, t0, t1 in zip(waiting, times, times[1:]))
+        area = sum(w * (t1 - t0) for w, t0, t1 in zip(waiting, times, times[1:], strict=False))
         report[stage] = {
-            "limit": mine[-1].limit, "passes": len(waits), "cancelled": sum(e.event == "cancel" for e in mine),
-            "waited": sum(w > 0 for w in waits), "wait": distribution(waits),
-            "peak_waiting": max(waiting), "mean_waiting": round(area / span, 3) if span > 0 else 0.0,
+            "limit": mine[-1].limit,
+            "passes": len(waits),
+            "cancelled": sum(e.event == "cancel" for e in mine),
+            "waited": sum(w > 0 for w in waits),
+            "wait": distribution(waits),
+            "peak_waiting": max(waiting),
+            "mean_waiting": round(area / span, 3) if span > 0 else 0.0,
             "peak_running": max(running),
         }
     return report
 
 
-def profile_run(run: str | os.PathLike[str], out_dir: str | os.PathLike[str] | None = None, *,
-                buckets: int = 60) -> dict[str, Any]:
+def profile_run(
+    run: str | os.PathLike[str], out_dir: str | os.PathLike[str] | None = None, *, buckets: int = 60
+) -> dict[str, Any]:
     """Profile a run; with ``out_dir``, also write ``profile.json``, ``profile.md`` and the plots.
 
     Args:
@@ -187,17 +200,20 @@ def profile_run(run: str | os.PathLike[str], out_dir: str | os.PathLike[str] | N
         llm_span = max(r.finished for r in records) - min(r.submitted for r in records)
         completion = sum(r.completion_tokens for r in records)
         report["llm"] = {
-            "requests": len(records), "errors": sum(r.error is not None for r in records),
+            "requests": len(records),
+            "errors": sum(r.error is not None for r in records),
             "cached": sum(r.cached for r in records),
-            "prompt_tokens": sum(r.prompt_tokens for r in records), "completion_tokens": completion,
+            "prompt_tokens": sum(r.prompt_tokens for r in records),
+            "completion_tokens": completion,
             "tokens_per_second": round(completion / llm_span, 3) if llm_span > 0 else 0.0,
             "busy_fraction": round(busy, 4),
             "mean_in_flight": round(sum(r.finished - r.submitted for r in records) / llm_span, 3) if llm_span else 0.0,
             "max_in_flight": round(max(occupancy), 3) if occupancy else 0.0,
             "request_latency": {k: distribution(v) for k, v in sorted(by_purpose.items())},
             "prefix_cache": prefix_cache_summary(records),
-            "prefix_cache_by_purpose": {k: prefix_cache_summary([r for r in records if r.purpose == k])
-                                        for k in sorted(by_purpose)},
+            "prefix_cache_by_purpose": {
+                k: prefix_cache_summary([r for r in records if r.purpose == k]) for k in sorted(by_purpose)
+            },
         }
     if gate_events:
         report["gates"] = gate_report(gate_events)
@@ -214,42 +230,66 @@ def profile_run(run: str | os.PathLike[str], out_dir: str | os.PathLike[str] | N
 
 def format_profile(p: dict[str, Any]) -> str:
     """The profile as text tables."""
+
     def line(name: str, d: dict[str, float]) -> str:
-        return (f"  {name:16s} {d['count']:6d} {d['mean']:9.3f} {d['p50']:9.3f} {d['p90']:9.3f} {d['p95']:9.3f} "
-                f"{d['p99']:9.3f} {d['max']:9.3f}")
+        return (
+            f"  {name:16s} {d['count']:6d} {d['mean']:9.3f} {d['p50']:9.3f} {d['p90']:9.3f} {d['p95']:9.3f} "
+            f"{d['p99']:9.3f} {d['max']:9.3f}"
+        )
 
     head = f"  {'':16s} {'n':>6s} {'mean s':>9s} {'p50 s':>9s} {'p90 s':>9s} {'p95 s':>9s} {'p99 s':>9s} {'max s':>9s}"
-    lines = [f"profile of {p['run']}: {p['problems']} problems over {p['span_seconds']:.1f} s "
-             f"({p['problems_per_second']:.3f} problems/s)", head, line("end to end", p["latency"])]
+    lines = [
+        f"profile of {p['run']}: {p['problems']} problems over {p['span_seconds']:.1f} s "
+        f"({p['problems_per_second']:.3f} problems/s)",
+        head,
+        line("end to end", p["latency"]),
+    ]
     lines += [line(k, d) for k, d in p["stages"].items()]
-    lines += ["waits:", line("solver queue", p["waits"]["solver_queue"]),
-              line("orchestrator", p["waits"]["orchestrator"])]
+    lines += [
+        "waits:",
+        line("solver queue", p["waits"]["solver_queue"]),
+        line("orchestrator", p["waits"]["orchestrator"]),
+    ]
     if "llm" in p:
         llm = p["llm"]
-        lines.append(f"LLM: {llm['requests']} requests ({llm['cached']} cached, {llm['errors']} failed), "
-                     f"{llm['completion_tokens']} completion tokens, {llm['tokens_per_second']:.1f} tokens/s; "
-                     f"busy {llm['busy_fraction']:.1%} of the time, {llm['mean_in_flight']:.1f} requests in flight "
-                     f"on average (max {llm['max_in_flight']:.1f})")
+        lines.append(
+            f"LLM: {llm['requests']} requests ({llm['cached']} cached, {llm['errors']} failed), "
+            f"{llm['completion_tokens']} completion tokens, {llm['tokens_per_second']:.1f} tokens/s; "
+            f"busy {llm['busy_fraction']:.1%} of the time, {llm['mean_in_flight']:.1f} requests in flight "
+            f"on average (max {llm['max_in_flight']:.1f})"
+        )
         lines.append("LLM request latency by purpose:")
         lines += [line(k, d) for k, d in llm["request_latency"].items()]
         lines.append("prefix-cache hit rate (share of prompt tokens served from the engine's cache) by purpose:")
         for k, c in [*llm["prefix_cache_by_purpose"].items(), ("all", llm["prefix_cache"])]:
             rate = "unknown" if c["prefix_cache_hit_rate"] is None else f"{c['prefix_cache_hit_rate']:.1%}"
-            lines.append(f"  {k:14s} {rate:>8s}  ({c['cached_prompt_tokens']} of {c['prompt_tokens']} prompt tokens, "
-                         f"{c['requests_known']} requests)")
+            lines.append(
+                f"  {k:14s} {rate:>8s}  ({c['cached_prompt_tokens']} of {c['prompt_tokens']} prompt tokens, "
+                f"{c['requests_known']} requests)"
+            )
     if "gates" in p:
         lines.append("stage gates: seconds a call waited for a slot")
         lines += [line(f"{k} gate", g["wait"]) for k, g in p["gates"].items()]
-        lines += [f"  {k}: limit {g['limit'] if g['limit'] is not None else 'none'}, {g['waited']} of {g['passes']} "
-                  f"calls waited, queue depth peak {g['peak_waiting']} (mean {g['mean_waiting']:.2f}), "
-                  f"slots held peak {g['peak_running']}" for k, g in p["gates"].items()]
+        lines += [
+            f"  {k}: limit {g['limit'] if g['limit'] is not None else 'none'}, {g['waited']} of {g['passes']} "
+            f"calls waited, queue depth peak {g['peak_waiting']} (mean {g['mean_waiting']:.2f}), "
+            f"slots held peak {g['peak_running']}"
+            for k, g in p["gates"].items()
+        ]
     if p.get("plots"):
         lines.append("plots: " + ", ".join(p["plots"]))
     return "\n".join(lines)
 
 
-def _plots(report: dict[str, Any], stages: dict[str, list[float]], finished: list[float], times: list[float],
-           occupancy: list[float], tokens: list[float], out: Path) -> list[str]:
+def _plots(
+    report: dict[str, Any],
+    stages: dict[str, list[float]],
+    finished: list[float],
+    times: list[float],
+    occupancy: list[float],
+    tokens: list[float],
+    out: Path,
+) -> list[str]:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -289,8 +329,9 @@ def _plots(report: dict[str, Any], stages: dict[str, list[float]], finished: lis
     return written
 
 
-def _gate_plot(gates: dict[str, dict[str, Any]], timelines: dict[str, tuple[list[float], list[int], list[int]]],
-               out: Path) -> str:
+def _gate_plot(
+    gates: dict[str, dict[str, Any]], timelines: dict[str, tuple[list[float], list[int], list[int]]], out: Path
+) -> str:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -298,7 +339,7 @@ def _gate_plot(gates: dict[str, dict[str, Any]], timelines: dict[str, tuple[list
     from matplotlib.ticker import MaxNLocator
 
     fig, axes = plt.subplots(len(timelines), 1, figsize=(8, 2.6 * len(timelines) + 0.6), sharex=True, squeeze=False)
-    for ax, (stage, (times, waiting, running)) in zip(axes[:, 0], timelines.items()):
+    for ax, (stage, (times, waiting, running)) in zip(axes[:, 0], timelines.items(), strict=True):
         ax.step(times, waiting, where="post", label="waiting at the gate")
         ax.step(times, running, where="post", label="slots held", color="tab:green")
         limit = gates[stage]["limit"]
@@ -306,8 +347,10 @@ def _gate_plot(gates: dict[str, dict[str, Any]], timelines: dict[str, tuple[list
             ax.axhline(limit, color="tab:red", linestyle="--", linewidth=1, label=f"limit {limit}")
         ax.set_ylabel("calls")
         ax.yaxis.set_major_locator(MaxNLocator(integer=True))
-        ax.set_title(f"{stage} gate: p95 wait {gates[stage]['wait']['p95']:.3f} s, "
-                     f"{gates[stage]['waited']}/{gates[stage]['passes']} calls waited")
+        ax.set_title(
+            f"{stage} gate: p95 wait {gates[stage]['wait']['p95']:.3f} s, "
+            f"{gates[stage]['waited']}/{gates[stage]['passes']} calls waited"
+        )
         ax.legend(loc="upper right", fontsize=8)
     axes[-1, 0].set_xlabel("seconds since the run started")
     fig.tight_layout()

@@ -79,9 +79,12 @@ def stage_summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
     latency = {}
     for k in order:
         values = [d.get(k, 0.0) for d in per_row]
-        latency[k] = {"mean_s": round(totals[k] / len(values), 4), "p50_s": round(_percentile(values, 0.5), 4),
-                      "p95_s": round(_percentile(values, 0.95), 4),
-                      "share": round(totals[k] / grand, 4) if grand else 0.0}
+        latency[k] = {
+            "mean_s": round(totals[k] / len(values), 4),
+            "p50_s": round(_percentile(values, 0.5), 4),
+            "p95_s": round(_percentile(values, 0.95), 4),
+            "share": round(totals[k] / grand, 4) if grand else 0.0,
+        }
     return {"stage_seconds": {k: round(v, 3) for k, v in totals.items()}, "stage_latency": latency}
 
 
@@ -104,7 +107,7 @@ def plot_stages(summary: dict[str, Any], rows: list[dict[str, Any]], path: str |
     for i, stage in enumerate(stages):
         widths = [means[label][i] for label in labels]
         ax.barh(labels, widths, left=left, label=stage)
-        left = [a + b for a, b in zip(left, widths)]
+        left = [a + b for a, b in zip(left, widths, strict=True)]
     ax.set_xlabel("mean seconds per problem (waits for the engine and the solver pool included)")
     ax.set_title(f"per-stage latency, {summary['problems']} problems")
     ax.legend(ncol=min(len(stages), 6), fontsize=8, loc="lower center", bbox_to_anchor=(0.5, 1.08))
@@ -158,47 +161,66 @@ def summarize(table: pa.Table, meta: dict[str, Any]) -> dict[str, Any]:
             "method": sorted({r["fallback_method"] for r in fb}),
             "answered": sum(r["fallback_predicted"] is not None for r in fb),
             "correct": sum(bool(r["fallback_correct"]) for r in fb),
-            "accuracy_with_fallback": round((out["correct"] + sum(bool(r["fallback_correct"]) for r in fb)) / len(rows), 4),
+            "accuracy_with_fallback": round(
+                (out["correct"] + sum(bool(r["fallback_correct"]) for r in fb)) / len(rows), 4
+            ),
         }
     return out
 
 
 def format_table(s: dict[str, Any]) -> str:
     lines = []
-    head = f"{'dataset':28s} {'problems':>8s} {'executed':>9s} {'exec rate':>9s} {'accuracy':>9s} {'acc|exec':>9s} {'p50 s':>7s} {'p95 s':>7s} {'max s':>7s}"
+    head = (
+        f"{'dataset':28s} {'problems':>8s} {'executed':>9s} {'exec rate':>9s} {'accuracy':>9s} {'acc|exec':>9s} "
+        f"{'p50 s':>7s} {'p95 s':>7s} {'max s':>7s}"
+    )
     lines.append(head)
     lines.append("-" * len(head))
 
     def line(name: str, m: dict[str, Any], lat: dict[str, float]) -> str:
-        return (f"{name:28s} {m['problems']:8d} {m['executed']:9d} {m['execution_rate']:9.1%} {m['accuracy']:9.1%} "
-                f"{m['accuracy_on_executed']:9.1%} {lat['p50_s']:7.3f} {lat['p95_s']:7.3f} {lat['max_s']:7.2f}")
+        return (
+            f"{name:28s} {m['problems']:8d} {m['executed']:9d} {m['execution_rate']:9.1%} {m['accuracy']:9.1%} "
+            f"{m['accuracy_on_executed']:9.1%} {lat['p50_s']:7.3f} {lat['p95_s']:7.3f} {lat['max_s']:7.2f}"
+        )
 
     for ds, m in s["by_dataset"].items():
         lines.append(line(ds, m, m["latency"]))
     if len(s["by_dataset"]) > 1:
         lines.append(line("ALL", s, s["latency"]))
     lines.append("")
-    lines.append(f"wall time: {s['wall_seconds']:.1f} s over {s['sessions']} session(s)"
-                 + (f", {s['problems_per_second']:.1f} problems/s" if s["problems_per_second"] else "")
-                 + ("" if s["finished"] else "  (UNFINISHED: rerun the same command to resume)"))
+    lines.append(
+        f"wall time: {s['wall_seconds']:.1f} s over {s['sessions']} session(s)"
+        + (f", {s['problems_per_second']:.1f} problems/s" if s["problems_per_second"] else "")
+        + ("" if s["finished"] else "  (UNFINISHED: rerun the same command to resume)")
+    )
     if s["errors_by_kind"]:
         lines.append("errors by kind (unexecuted, or executed without an answer):")
         for k, v in sorted(s["errors_by_kind"].items(), key=lambda kv: -kv[1]):
             lines.append(f"  {k:20s} {v:6d}")
     lines.append("solver time by backend:")
     for b, lat in s["latency_by_backend"].items():
-        lines.append(f"  {b or '-':20s} n={lat['count']:<6d} p50={lat['p50_s']:.3f}s p95={lat['p95_s']:.3f}s max={lat['max_s']:.2f}s")
+        lines.append(
+            f"  {b or '-':20s} n={lat['count']:<6d} p50={lat['p50_s']:.3f}s p95={lat['p95_s']:.3f}s "
+            f"max={lat['max_s']:.2f}s"
+        )
     if s["retried"]:
         lines.append(f"retried after a worker crash: {s['retried']}")
     if s["llm_calls"]:
-        lines.append(f"LLM: {', '.join(s['models'])}: {s['llm_calls']} calls ({s['cached_calls']} from cache), "
-                     f"{s['prompt_tokens']} prompt + {s['completion_tokens']} completion tokens"
-                     + (f", {s['tokens_per_second']:.1f} tokens/s" if s["tokens_per_second"] else ""))
-        lines.append(f"rounds per problem: {s['rounds_histogram']}; round that executed: {s['success_round_histogram']}")
+        lines.append(
+            f"LLM: {', '.join(s['models'])}: {s['llm_calls']} calls ({s['cached_calls']} from cache), "
+            f"{s['prompt_tokens']} prompt + {s['completion_tokens']} completion tokens"
+            + (f", {s['tokens_per_second']:.1f} tokens/s" if s["tokens_per_second"] else "")
+        )
+        lines.append(
+            f"rounds per problem: {s['rounds_histogram']}; round that executed: {s['success_round_histogram']}"
+        )
     if "prefix_cache" in s:
         c = s["prefix_cache"]
-        rate = "unknown (the engine does not report it)" if c["prefix_cache_hit_rate"] is None else \
-            f"{c['prefix_cache_hit_rate']:.1%} ({c['cached_prompt_tokens']} of {c['prompt_tokens']} prompt tokens)"
+        rate = (
+            "unknown (the engine does not report it)"
+            if c["prefix_cache_hit_rate"] is None
+            else f"{c['prefix_cache_hit_rate']:.1%} ({c['cached_prompt_tokens']} of {c['prompt_tokens']} prompt tokens)"
+        )
         lines.append(f"prefix-cache hit rate: {rate}")
     if s.get("routes"):
         lines.append("routes: " + ", ".join(f"{k} {v}" for k, v in s["routes"].items()))
@@ -209,14 +231,18 @@ def format_table(s: dict[str, Any]) -> str:
             lines.append(f"  {k:12s} {lat['mean_s']:8.3f} {lat['p50_s']:8.3f} {lat['p95_s']:8.3f} {lat['share']:7.1%}")
     if s.get("certificates"):
         c = s["certificates"]
-        lines.append(f"certificates (symbolkg verify): verified {c['verified']}, failed {c['failed']}, "
-                     f"unverifiable {c['unverifiable']}")
+        lines.append(
+            f"certificates (symbolkg verify): verified {c['verified']}, failed {c['failed']}, "
+            f"unverifiable {c['unverifiable']}"
+        )
     elif s.get("certified"):
         lines.append(f"certificates: {s['certified']} rows carry one (run `symbolkg verify` to re-check them)")
     if "fallback" in s:
         f = s["fallback"]
-        lines.append(f"fallback {'/'.join(f['method'])}: answered {f['answered']}, correct {f['correct']} "
-                     f"(accuracy with fallback {f['accuracy_with_fallback']:.1%}, reported separately)")
+        lines.append(
+            f"fallback {'/'.join(f['method'])}: answered {f['answered']}, correct {f['correct']} "
+            f"(accuracy with fallback {f['accuracy_with_fallback']:.1%}, reported separately)"
+        )
     return "\n".join(lines)
 
 
@@ -311,16 +337,24 @@ def summary_lines(path: str | os.PathLike[str]) -> list[SummaryLine]:
     lines = []
     for ds in sorted({r["dataset"] for r in rows}):
         sub = [r for r in rows if r["dataset"] == ds]
-        lines.append(SummaryLine(
-            ran=ran, dataset=ds, problems=len(sub), executed=sum(bool(r["executed"]) for r in sub),
-            correct=sum(bool(r["correct"]) for r in sub),
-            certified=sum(r["predicted"] is not None and r["certificate"] is not None for r in sub)))
+        lines.append(
+            SummaryLine(
+                ran=ran,
+                dataset=ds,
+                problems=len(sub),
+                executed=sum(bool(r["executed"]) for r in sub),
+                correct=sum(bool(r["correct"]) for r in sub),
+                certified=sum(r["predicted"] is not None and r["certificate"] is not None for r in sub),
+            )
+        )
     return lines
 
 
 #: The summary's last two lines: what its columns mean, for a reader who sees it once at the end of ``make demo``.
-SUMMARY_LEGEND = ("accuracy: correct / problems (a problem without a program or an answer counts as wrong)\n"
-                  "certified: answers carrying a certificate, which `symbolkg verify` re-checks")
+SUMMARY_LEGEND = (
+    "accuracy: correct / problems (a problem without a program or an answer counts as wrong)\n"
+    "certified: answers carrying a certificate, which `symbolkg verify` re-checks"
+)
 
 
 def format_summary(lines: list[SummaryLine]) -> str:
@@ -330,12 +364,16 @@ def format_summary(lines: list[SummaryLine]) -> str:
     """
     width = max([len("what ran"), *(len(x.ran) for x in lines)])
     ds_width = max([len("dataset"), *(len(x.dataset) for x in lines)])
-    head = (f"{'what ran':{width}s}  {'dataset':{ds_width}s} {'problems':>8s} {'executed':>8s} {'correct':>7s} "
-            f"{'accuracy':>8s} {'certified':>9s}")
+    head = (
+        f"{'what ran':{width}s}  {'dataset':{ds_width}s} {'problems':>8s} {'executed':>8s} {'correct':>7s} "
+        f"{'accuracy':>8s} {'certified':>9s}"
+    )
     out = [head, "-" * len(head)]
     for x in lines:
-        out.append(f"{x.ran:{width}s}  {x.dataset:{ds_width}s} {x.problems:8d} {x.executed:8d} {x.correct:7d} "
-                   f"{x.accuracy:8.1%} {x.certified:9d}")
+        out.append(
+            f"{x.ran:{width}s}  {x.dataset:{ds_width}s} {x.problems:8d} {x.executed:8d} {x.correct:7d} "
+            f"{x.accuracy:8.1%} {x.certified:9d}"
+        )
     return "\n".join([*out, "", SUMMARY_LEGEND])
 
 

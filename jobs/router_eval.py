@@ -11,18 +11,33 @@ fired how often per dataset, and the confusion counts.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import zip_longest
-from typing import Mapping, Sequence
 
-from symbolkg.actors.engines.base import (ChatRequest, EngineDeadError, EngineError, Message, SamplingParams,
-                                          StructuredOutput)
+from symbolkg.actors.engines.base import (
+    ChatRequest,
+    EngineDeadError,
+    EngineError,
+    Message,
+    SamplingParams,
+    StructuredOutput,
+)
 from symbolkg.jobs.datasets.registry import load_dataset
 from symbolkg.jobs.pipeline.concurrency import for_each_in_flight
 from symbolkg.jobs.pipeline.rows import Problem
 from symbolkg.retrieval.lkg.schema import STRUCTURAL_EDGE_TYPES, Graph
 from symbolkg.retrieval.lkg.store import LKGStore
-from symbolkg.solvers.router import Route, RouteFeatures, Solver, combine_vote, parse_vote, route, text_features, vote_messages
+from symbolkg.solvers.router import (
+    Route,
+    RouteFeatures,
+    Solver,
+    combine_vote,
+    parse_vote,
+    route,
+    text_features,
+    vote_messages,
+)
 
 #: dataset key in the report -> (registry name, the solver the paper routes it to)
 ROUTER_GROUND_TRUTH: dict[str, tuple[str, str]] = {
@@ -53,8 +68,10 @@ def problem_features(problem: Problem, store: LKGStore | None = None, *, use_opt
 
 def mixed_stream(per_dataset: int, data_dir: str | None = None) -> list[tuple[str, Problem]]:
     """The first ``per_dataset`` problems of each dataset, interleaved round-robin."""
-    columns = [[(key, p) for p in load_dataset(name, data_dir, limit=per_dataset).problems]
-               for key, (name, _) in ROUTER_GROUND_TRUTH.items()]
+    columns = [
+        [(key, p) for p in load_dataset(name, data_dir, limit=per_dataset).problems]
+        for key, (name, _) in ROUTER_GROUND_TRUTH.items()
+    ]
     return [item for row in zip_longest(*columns) for item in row if item is not None]
 
 
@@ -73,15 +90,24 @@ class RouterReport:
     llm_vote: bool = False
 
     def to_dict(self) -> dict:
-        return {"overall": self.overall, **self.accuracy, "overall_macro": self.overall_macro,
-                "problems": self.problems, "with_lkg": self.with_graph, "option_features": self.use_options,
-                "llm_vote": self.llm_vote,
-                "rules": self.rules, "confusion": self.confusion}
+        return {
+            "overall": self.overall,
+            **self.accuracy,
+            "overall_macro": self.overall_macro,
+            "problems": self.problems,
+            "with_lkg": self.with_graph,
+            "option_features": self.use_options,
+            "llm_vote": self.llm_vote,
+            "rules": self.rules,
+            "confusion": self.confusion,
+        }
 
     def format(self) -> str:
-        lines = [f"router accuracy on a mixed stream of {sum(self.problems.values())} problems "
-                 f"({self.with_graph} with an LKG; answer-option features {'on' if self.use_options else 'off'}; "
-                 f"LLM vote {'on' if self.llm_vote else 'off'})"]
+        lines = [
+            f"router accuracy on a mixed stream of {sum(self.problems.values())} problems "
+            f"({self.with_graph} with an LKG; answer-option features {'on' if self.use_options else 'off'}; "
+            f"LLM vote {'on' if self.llm_vote else 'off'})"
+        ]
         for key, acc in self.accuracy.items():
             truth = ROUTER_GROUND_TRUTH[key][1]
             rules = ", ".join(f"{r} {n}" for r, n in sorted(self.rules[key].items(), key=lambda x: -x[1]))
@@ -101,8 +127,14 @@ async def llm_votes(engine, problems: Sequence[Problem], *, max_in_flight: int =
 
     async def handle(problem: Problem) -> None:
         messages = vote_messages(problem.context, problem.question, problem.options)
-        request = ChatRequest(tuple(Message(r, c) for r, c in messages), SamplingParams(max_tokens=8),  # type: ignore[arg-type]
-                              structured, problem_id=problem.id, purpose="route", request_id=f"{problem.id}/route")
+        request = ChatRequest(
+            tuple(Message(r, c) for r, c in messages),
+            SamplingParams(max_tokens=8),  # type: ignore[arg-type]
+            structured,
+            problem_id=problem.id,
+            purpose="route",
+            request_id=f"{problem.id}/route",
+        )
         try:
             votes[problem.id] = parse_vote((await engine.generate([request]))[0].text)
         except EngineDeadError:
@@ -114,9 +146,13 @@ async def llm_votes(engine, problems: Sequence[Problem], *, max_in_flight: int =
     return votes
 
 
-def evaluate_router(stream: Sequence[tuple[str, Problem]], store: LKGStore | None = None, *,
-                    use_options: bool = True, votes: Mapping[str, Solver | None] | None = None
-                    ) -> tuple[RouterReport, list[tuple[str, Problem, Route]]]:
+def evaluate_router(
+    stream: Sequence[tuple[str, Problem]],
+    store: LKGStore | None = None,
+    *,
+    use_options: bool = True,
+    votes: Mapping[str, Solver | None] | None = None,
+) -> tuple[RouterReport, list[tuple[str, Problem, Route]]]:
     """Route every problem of the stream; the report and each (dataset key, problem, route).
 
     With ``votes`` (problem id -> the LLM's solver), each route is :func:`~symbolkg.solvers.router.combine_vote`d.

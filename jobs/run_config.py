@@ -43,8 +43,9 @@ method than the run's.
     >>> try:
     ...     resolve(schema, {}, file=Source("run.yaml", {"b": {"depth": 5}}))
     ... except ConfigError as exc:
-    ...     print(exc)
-    run.yaml: section 'b' holds options of --method b, but this run's method is 'a' (the default); remove it, or set method: b
+    ...     print(exc)  # doctest: +NORMALIZE_WHITESPACE
+    run.yaml: section 'b' holds options of --method b, but this run's method is 'a' (the default);
+    remove it, or set method: b
 """
 
 from __future__ import annotations
@@ -52,12 +53,23 @@ from __future__ import annotations
 import argparse
 import difflib
 import os
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
-__all__ = ["ConfigError", "NOT_RERUN", "Option", "RunConfig", "Schema", "Source", "load_file", "resolve",
-           "stored_source", "to_yaml"]
+__all__ = [
+    "ConfigError",
+    "NOT_RERUN",
+    "Option",
+    "RunConfig",
+    "Schema",
+    "Source",
+    "load_file",
+    "resolve",
+    "stored_source",
+    "to_yaml",
+]
 
 #: Options that are never config keys: how the config itself is given, and ``--help``.
 META_OPTIONS = frozenset({"help", "config", "rerun"})
@@ -139,20 +151,26 @@ class Option:
         if value is None and self.nullable:
             return None
         if self.kind is not None:
-            ok = {bool: isinstance(value, bool),
-                  int: isinstance(value, int) and not isinstance(value, bool),
-                  float: isinstance(value, (int, float)) and not isinstance(value, bool),
-                  str: isinstance(value, str)}[self.kind]
+            ok = {
+                bool: isinstance(value, bool),
+                int: isinstance(value, int) and not isinstance(value, bool),
+                float: isinstance(value, (int, float)) and not isinstance(value, bool),
+                str: isinstance(value, str),
+            }[self.kind]
             if not ok:
-                raise ConfigError(f"{origin}: bad value for {self.where()} ({self.flag}): expected "
-                                  f"{self._expected(value)}, got {_describe(value)}")
+                raise ConfigError(
+                    f"{origin}: bad value for {self.where()} ({self.flag}): expected "
+                    f"{self._expected(value)}, got {_describe(value)}"
+                )
             if self.kind is float:
                 value = float(value)
         if self.choices is not None and value not in self.choices:
             allowed = ", ".join(str(c) for c in self.choices)
             close = _did_you_mean(str(value), [str(c) for c in self.choices])
-            raise ConfigError(f"{origin}: bad value for {self.where()} ({self.flag}): {value!r} is not one of "
-                              f"{allowed}" + (f" (did you mean '{close}'?)" if close else ""))
+            raise ConfigError(
+                f"{origin}: bad value for {self.where()} ({self.flag}): {value!r} is not one of "
+                f"{allowed}" + (f" (did you mean '{close}'?)" if close else "")
+            )
         return value
 
 
@@ -179,7 +197,7 @@ class Schema:
     methods: tuple[str, ...]
 
     @classmethod
-    def from_parser(cls, parser: argparse.ArgumentParser, sections: Mapping[str, Sequence[str]]) -> "Schema":
+    def from_parser(cls, parser: argparse.ArgumentParser, sections: Mapping[str, Sequence[str]]) -> Schema:
         """The schema of ``parser``'s flags; ``sections`` names each method's own flags (their dests).
 
         Raises:
@@ -193,9 +211,19 @@ class Schema:
                 continue
             section = owner.get(action.dest)
             prefix = f"{_norm(section)}_" if section else ""
-            key = action.dest[len(prefix):] if prefix and action.dest.startswith(prefix) else action.dest
-            options.append(Option(action.dest, key, section, max(action.option_strings, key=len), _kind(action),
-                                  action.default, tuple(action.choices) if action.choices else None, action.help or ""))
+            key = action.dest[len(prefix) :] if prefix and action.dest.startswith(prefix) else action.dest
+            options.append(
+                Option(
+                    action.dest,
+                    key,
+                    section,
+                    max(action.option_strings, key=len),
+                    _kind(action),
+                    action.default,
+                    tuple(action.choices) if action.choices else None,
+                    action.help or "",
+                )
+            )
         schema = cls(tuple(options), tuple(sections))
         schema._check_keys()
         return schema
@@ -284,8 +312,13 @@ def _unknown_key(raw: Any, section: str | None, schema: Schema, origin: str) -> 
         allowed = [*top, *schema.methods]
         owners = [m for m in schema.methods if key in schema.section(m)]
         close = _did_you_mean(key, allowed)
-        hint = (f" (an option of section '{owners[0]}': put it under '{owners[0]}:')" if owners
-                else f" (did you mean '{close}'?)" if close else "")
+        hint = (
+            f" (an option of section '{owners[0]}': put it under '{owners[0]}:')"
+            if owners
+            else f" (did you mean '{close}'?)"
+            if close
+            else ""
+        )
         return ConfigError(f"{origin}: unknown key '{raw}'{hint}; allowed top-level keys: {', '.join(allowed)}")
     own = list(schema.section(section))
     close = _did_you_mean(key, own)
@@ -351,15 +384,19 @@ class _Reader:
             return True
         if self.other_methods == "drop":
             return False
-        raise ConfigError(f"{self.origin}: {what}, but this run's method is '{self.method}' ({self.method_origin}); "
-                          f"remove it, or set method: {section}")
+        raise ConfigError(
+            f"{self.origin}: {what}, but this run's method is '{self.method}' ({self.method_origin}); "
+            f"remove it, or set method: {section}"
+        )
 
     def _section(self, raw: Any, section: str, body: Any) -> None:
         if not self._belongs(section, f"section '{raw}' holds options of --method {section}"):
             return
         if not isinstance(body, Mapping):
-            raise ConfigError(f"{self.origin}: section '{raw}' maps the options of --method {section} to values, "
-                              f"got {_describe(body)}")
+            raise ConfigError(
+                f"{self.origin}: section '{raw}' maps the options of --method {section} to values, "
+                f"got {_describe(body)}"
+            )
         own = self.schema.section(section)
         for k, value in body.items():
             opt = own.get(_norm(k))
@@ -377,12 +414,15 @@ def _check_flags(given: Mapping[str, Any], schema: Schema, method: str, method_o
     for dest in given:
         opt = schema.dest(dest)
         if opt is not None and opt.section not in (None, method):
-            raise ConfigError(f"{opt.flag} is an option of --method {opt.section}, but this run's method is "
-                              f"'{method}' ({method_origin})")
+            raise ConfigError(
+                f"{opt.flag} is an option of --method {opt.section}, but this run's method is "
+                f"'{method}' ({method_origin})"
+            )
 
 
-def resolve(schema: Schema, given: Mapping[str, Any], *, file: Source | None = None,
-            stored: Source | None = None) -> RunConfig:
+def resolve(
+    schema: Schema, given: Mapping[str, Any], *, file: Source | None = None, stored: Source | None = None
+) -> RunConfig:
     """The run's config: defaults < ``stored`` (a ``--rerun``) < ``file`` (``--config``) < ``given`` flags.
 
     Args:
@@ -399,8 +439,10 @@ def resolve(schema: Schema, given: Mapping[str, Any], *, file: Source | None = N
     for source in (file, stored):
         if source is not None:
             candidates.append((f"from {source.origin}", _method_of(source, schema)))
-    method_origin, method = next(((o, m) for o, m in candidates if m is not None),
-                                 ("the default", schema.dest("method").default if schema.dest("method") else ""))
+    method_origin, method = next(
+        ((o, m) for o, m in candidates if m is not None),
+        ("the default", schema.dest("method").default if schema.dest("method") else ""),
+    )
     _check_flags(given, schema, method, method_origin)
     values = schema.defaults(method)
     if stored is not None:
@@ -445,8 +487,9 @@ def load_file(path: str | os.PathLike[str]) -> Source:
     p, origin = Path(path), os.fspath(path)
     fmt = SUFFIXES.get(p.suffix.lower())
     if fmt is None:
-        raise ConfigError(f"{origin}: a config file is YAML (.yaml, .yml) or TOML (.toml), not "
-                          f"'{p.suffix or 'no suffix'}'")
+        raise ConfigError(
+            f"{origin}: a config file is YAML (.yaml, .yml) or TOML (.toml), not '{p.suffix or 'no suffix'}'"
+        )
     try:
         text = p.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -472,8 +515,9 @@ def stored_source(run: str | os.PathLike[str]) -> tuple[Source, dict[str, Any]]:
     except Exception as exc:  # noqa: BLE001 - pyarrow raises its own errors for a corrupt file
         raise ConfigError(f"{origin}: cannot read its metadata: {type(exc).__name__}: {exc}") from None
     if not isinstance(meta.get("config"), Mapping):
-        raise ConfigError(f"{origin}: no stored config (the run was written before runs stored theirs); "
-                          "rerun it with its flags")
+        raise ConfigError(
+            f"{origin}: no stored config (the run was written before runs stored theirs); rerun it with its flags"
+        )
     return Source(origin, meta["config"]), meta
 
 

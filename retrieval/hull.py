@@ -27,8 +27,9 @@ Example:
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Iterable, Literal, Mapping, Sequence
+from typing import Literal
 
 import numpy as np
 
@@ -67,8 +68,10 @@ class HullConfig:
         object.__setattr__(self, "edge_types", tuple(self.edge_types))
         for edge_type in self.edge_types:
             if not is_edge_type(edge_type):
-                raise ValueError(f"HullConfig.edge_types: {edge_type!r} is not an edge type (IS_A, MENTIONS, "
-                                 f"... or an UPPER_SNAKE relation)")
+                raise ValueError(
+                    f"HullConfig.edge_types: {edge_type!r} is not an edge type (IS_A, MENTIONS, "
+                    f"... or an UPPER_SNAKE relation)"
+                )
         if self.direction not in ("both", "out", "in"):
             raise ValueError(f"HullConfig.direction must be 'both', 'out' or 'in', got {self.direction!r}")
         if self.max_nodes is not None and self.max_nodes < 1:
@@ -125,8 +128,15 @@ class Adjacency:
         edge_type_names: the edge type of each code.
     """
 
-    def __init__(self, node_ids: Sequence[str], node_types: Sequence[str], src: np.ndarray, dst: np.ndarray,
-                 edge_codes: np.ndarray, edge_type_names: Sequence[str]) -> None:
+    def __init__(
+        self,
+        node_ids: Sequence[str],
+        node_types: Sequence[str],
+        src: np.ndarray,
+        dst: np.ndarray,
+        edge_codes: np.ndarray,
+        edge_type_names: Sequence[str],
+    ) -> None:
         n = len(node_ids)
         if len(node_types) != n:
             raise ValueError(f"{n} node ids but {len(node_types)} node types")
@@ -173,14 +183,22 @@ class Adjacency:
 
     # -- builders ------------------------------------------------------------------------
     @classmethod
-    def from_arrays(cls, node_ids: Sequence[str], node_types: Sequence[str], src: np.ndarray, dst: np.ndarray,
-                    edge_codes: np.ndarray, edge_type_names: Sequence[str]) -> "Adjacency":
+    def from_arrays(
+        cls,
+        node_ids: Sequence[str],
+        node_types: Sequence[str],
+        src: np.ndarray,
+        dst: np.ndarray,
+        edge_codes: np.ndarray,
+        edge_type_names: Sequence[str],
+    ) -> Adjacency:
         """From integer edge arrays (the constructor; for callers that already have integer ids)."""
         return cls(node_ids, node_types, src, dst, edge_codes, edge_type_names)
 
     @classmethod
-    def from_edges(cls, edges: Iterable[tuple[str, str, str]], node_types: Mapping[str, str] | None = None
-                   ) -> "Adjacency":
+    def from_edges(
+        cls, edges: Iterable[tuple[str, str, str]], node_types: Mapping[str, str] | None = None
+    ) -> Adjacency:
         """From ``(source_id, target_id, edge_type)`` triples.
 
         Args:
@@ -204,18 +222,26 @@ class Adjacency:
             dst.append(index.setdefault(target_id, len(index)))
             codes.append(type_codes[edge_type])
         ids = list(index)
-        return cls(ids, [types.get(i, "") for i in ids], np.array(src, np.int64), np.array(dst, np.int64),
-                   np.array(codes, np.int32), list(type_codes))
+        return cls(
+            ids,
+            [types.get(i, "") for i in ids],
+            np.array(src, np.int64),
+            np.array(dst, np.int64),
+            np.array(codes, np.int32),
+            list(type_codes),
+        )
 
     @classmethod
-    def from_graph(cls, graph: Graph) -> "Adjacency":
+    def from_graph(cls, graph: Graph) -> Adjacency:
         """From one :class:`~symbolkg.retrieval.lkg.schema.Graph` (every node, isolated ones included)."""
-        return cls.from_edges(((e.source_id, e.target_id, e.edge_type) for e in graph.edges),
-                              {n.id: n.node_type for n in graph.nodes})
+        return cls.from_edges(
+            ((e.source_id, e.target_id, e.edge_type) for e in graph.edges), {n.id: n.node_type for n in graph.nodes}
+        )
 
     @classmethod
-    def from_store(cls, store: LKGStore, context_keys: Sequence[str] | None = None,
-                   batch_size: int = 262_144) -> "Adjacency":
+    def from_store(
+        cls, store: LKGStore, context_keys: Sequence[str] | None = None, batch_size: int = 262_144
+    ) -> Adjacency:
         """The corpus graph of a store: nodes merged by canonical id across contexts, edges deduplicated.
 
         Streams only the id and type columns, so memory is the adjacency itself.
@@ -226,16 +252,24 @@ class Adjacency:
             batch_size: rows per streamed batch.
         """
         node_types: dict[str, str] = {}
-        for batch in store.iter_nodes(columns=["node_id", "node_type"], batch_size=batch_size,
-                                      context_keys=context_keys):
-            for node_id, node_type in zip(batch.column("node_id").to_pylist(), batch.column("node_type").to_pylist()):
+        for batch in store.iter_nodes(
+            columns=["node_id", "node_type"], batch_size=batch_size, context_keys=context_keys
+        ):
+            for node_id, node_type in zip(
+                batch.column("node_id").to_pylist(), batch.column("node_type").to_pylist(), strict=True
+            ):
                 node_types.setdefault(node_id, node_type)
 
         def edges() -> Iterable[tuple[str, str, str]]:
-            for batch in store.iter_edges(columns=["source_id", "target_id", "edge_type"], batch_size=batch_size,
-                                          context_keys=context_keys):
-                yield from zip(batch.column("source_id").to_pylist(), batch.column("target_id").to_pylist(),
-                               batch.column("edge_type").to_pylist())
+            for batch in store.iter_edges(
+                columns=["source_id", "target_id", "edge_type"], batch_size=batch_size, context_keys=context_keys
+            ):
+                yield from zip(
+                    batch.column("source_id").to_pylist(),
+                    batch.column("target_id").to_pylist(),
+                    batch.column("edge_type").to_pylist(),
+                    strict=True,
+                )
 
         return cls.from_edges(edges(), node_types)
 
@@ -275,7 +309,7 @@ def logical_hull(adjacency: Adjacency, anchors: Iterable[str], config: HullConfi
     for node_id in dict.fromkeys(anchors):
         (found if node_id in adjacency._index else unknown).append(node_id)
     if config.max_nodes is not None and len(found) > config.max_nodes:
-        found, truncated = found[:config.max_nodes], True
+        found, truncated = found[: config.max_nodes], True
     else:
         truncated = False
     allowed = np.array([config.follows(t) for t in adjacency.edge_type_names] or [False], dtype=bool)
@@ -293,7 +327,7 @@ def logical_hull(adjacency: Adjacency, anchors: Iterable[str], config: HullConfi
         neighbors = np.unique(adjacency._neighbors_of(frontier, allowed, dir_mask))
         fresh = neighbors[~visited[neighbors]]
         if config.max_nodes is not None and n_reached + len(fresh) > config.max_nodes:
-            fresh = fresh[:config.max_nodes - n_reached]
+            fresh = fresh[: config.max_nodes - n_reached]
             truncated = True
         visited[fresh] = True
         n_reached += len(fresh)
@@ -309,8 +343,14 @@ def logical_hull(adjacency: Adjacency, anchors: Iterable[str], config: HullConfi
     codes = adjacency._type_codes[ordered] if len(ordered) else np.empty(0, dtype=np.int8)
     rules = tuple(adjacency.node_ids[i] for i in ordered[codes == rule_code].tolist())
     constraints = tuple(adjacency.node_ids[i] for i in ordered[codes == constraint_code].tolist())
-    return Hull(anchors=tuple(found), unknown_anchors=tuple(unknown), distances=distances, rules=rules,
-                constraints=constraints, truncated=truncated)
+    return Hull(
+        anchors=tuple(found),
+        unknown_anchors=tuple(unknown),
+        distances=distances,
+        rules=rules,
+        constraints=constraints,
+        truncated=truncated,
+    )
 
 
 def hull_subgraph(graph: Graph, hull: Hull, config: HullConfig | None = None) -> Graph:
@@ -329,6 +369,7 @@ def hull_subgraph(graph: Graph, hull: Hull, config: HullConfig | None = None) ->
     config = config or HullConfig()
     inside = hull.distances
     nodes = tuple(n for n in (graph.node(i) for i in inside) if n is not None)
-    edges = tuple(e for e in graph.edges
-                  if e.source_id in inside and e.target_id in inside and config.follows(e.edge_type))
+    edges = tuple(
+        e for e in graph.edges if e.source_id in inside and e.target_id in inside and config.follows(e.edge_type)
+    )
     return Graph(graph.context_key, nodes, edges)

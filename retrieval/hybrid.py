@@ -26,18 +26,31 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 
-from symbolkg.retrieval.anchors import Anchor, AnchorConfig, NameIndex, dense_anchors, lexical_query_entities, merge_anchors
+from symbolkg.retrieval.anchors import (
+    Anchor,
+    AnchorConfig,
+    NameIndex,
+    dense_anchors,
+    lexical_query_entities,
+    merge_anchors,
+)
 from symbolkg.retrieval.embed import Embedder
 from symbolkg.retrieval.embed_cache import EmbeddingCache, store_embedding_cache
 from symbolkg.retrieval.hull import Adjacency, Hull, HullConfig, logical_hull
-from symbolkg.retrieval.index import (DEFAULT_INDEXED_TYPES, IndexConfig, VectorIndex, build_indexes, load_indexes,
-                             save_indexes)
+from symbolkg.retrieval.index import (
+    DEFAULT_INDEXED_TYPES,
+    IndexConfig,
+    VectorIndex,
+    build_indexes,
+    load_indexes,
+    save_indexes,
+)
 from symbolkg.retrieval.lkg.schema import Edge, Graph, node_from_row
 from symbolkg.retrieval.lkg.store import LKGStore
 
@@ -81,13 +94,21 @@ class HybridRetriever:
         ValueError: if an index was built by another embedder or has another width.
     """
 
-    def __init__(self, embedder: Embedder, indexes: Mapping[str, VectorIndex], names: NameIndex,
-                 adjacency: Adjacency, anchor_config: AnchorConfig | None = None,
-                 hull_config: HullConfig | None = None) -> None:
+    def __init__(
+        self,
+        embedder: Embedder,
+        indexes: Mapping[str, VectorIndex],
+        names: NameIndex,
+        adjacency: Adjacency,
+        anchor_config: AnchorConfig | None = None,
+        hull_config: HullConfig | None = None,
+    ) -> None:
         for node_type, index in indexes.items():
             if index.dim != embedder.dim or (index.embedder and index.embedder != embedder.name):
-                raise ValueError(f"the {node_type} index holds {index.dim}-dim vectors of {index.embedder!r}; "
-                                 f"queries would be embedded by {embedder.name!r} ({embedder.dim} dims)")
+                raise ValueError(
+                    f"the {node_type} index holds {index.dim}-dim vectors of {index.embedder!r}; "
+                    f"queries would be embedded by {embedder.name!r} ({embedder.dim} dims)"
+                )
         self.embedder = embedder
         self.indexes = dict(indexes)
         self.names = names
@@ -97,22 +118,39 @@ class HybridRetriever:
 
     # -- builders ------------------------------------------------------------------------
     @classmethod
-    def from_graphs(cls, graphs: Iterable[Graph], embedder: Embedder, *, index_config: IndexConfig | None = None,
-                    anchor_config: AnchorConfig | None = None, hull_config: HullConfig | None = None,
-                    cache: EmbeddingCache | None = None) -> "HybridRetriever":
+    def from_graphs(
+        cls,
+        graphs: Iterable[Graph],
+        embedder: Embedder,
+        *,
+        index_config: IndexConfig | None = None,
+        anchor_config: AnchorConfig | None = None,
+        hull_config: HullConfig | None = None,
+        cache: EmbeddingCache | None = None,
+    ) -> HybridRetriever:
         """From graphs in memory (one problem's LKG, tests); ``cache`` holds node embeddings across calls."""
         graphs = list(graphs)
         indexes = build_indexes(graphs, embedder, config=index_config, cache=cache)
         entities = [(n.id, n.name) for g in graphs for n in g.nodes if n.node_type == "Entity"]  # type: ignore[attr-defined]
-        merged = Graph("corpus", tuple({n.id: n for g in graphs for n in g.nodes}.values()),
-                       tuple(e for g in graphs for e in g.edges))
+        merged = Graph(
+            "corpus",
+            tuple({n.id: n for g in graphs for n in g.nodes}.values()),
+            tuple(e for g in graphs for e in g.edges),
+        )
         return cls(embedder, indexes, NameIndex(entities), Adjacency.from_graph(merged), anchor_config, hull_config)
 
     @classmethod
-    def from_store(cls, store: LKGStore, embedder: Embedder, *, index_dir: str | os.PathLike[str] | None = None,
-                   index_config: IndexConfig | None = None, anchor_config: AnchorConfig | None = None,
-                   hull_config: HullConfig | None = None, cache: EmbeddingCache | None | bool = True
-                   ) -> "HybridRetriever":
+    def from_store(
+        cls,
+        store: LKGStore,
+        embedder: Embedder,
+        *,
+        index_dir: str | os.PathLike[str] | None = None,
+        index_config: IndexConfig | None = None,
+        anchor_config: AnchorConfig | None = None,
+        hull_config: HullConfig | None = None,
+        cache: EmbeddingCache | None | bool = True,
+    ) -> HybridRetriever:
         """From an LKG store: loads saved indexes from ``index_dir`` when they are there, else builds and saves them.
 
         Args:
@@ -133,9 +171,12 @@ class HybridRetriever:
             save_indexes(indexes, folder)
         entities: list[tuple[str, str]] = []
         for batch in store.iter_nodes(columns=["node_id", "node_type", "name"]):
-            for node_id, node_type, name in zip(batch.column("node_id").to_pylist(),
-                                                batch.column("node_type").to_pylist(),
-                                                batch.column("name").to_pylist()):
+            for node_id, node_type, name in zip(
+                batch.column("node_id").to_pylist(),
+                batch.column("node_type").to_pylist(),
+                batch.column("name").to_pylist(),
+                strict=True,
+            ):
                 if node_type == "Entity" and name:
                     entities.append((node_id, name))
         return cls(embedder, indexes, NameIndex(entities), Adjacency.from_store(store), anchor_config, hull_config)
@@ -145,8 +186,12 @@ class HybridRetriever:
         """Anchors and hull for one query (:meth:`retrieve_batch` of one)."""
         return self.retrieve_batch([query], None if entities is None else [entities])[0]
 
-    def retrieve_batch(self, queries: Sequence[str], entities: Sequence[Sequence[str] | None] | None = None,
-                       vectors: np.ndarray | None = None) -> list[Retrieval]:
+    def retrieve_batch(
+        self,
+        queries: Sequence[str],
+        entities: Sequence[Sequence[str] | None] | None = None,
+        vectors: np.ndarray | None = None,
+    ) -> list[Retrieval]:
         """Anchors and hull for each query; the queries are embedded and searched as one batch.
 
         Args:
@@ -180,8 +225,15 @@ class HybridRetriever:
             t4 = time.perf_counter()
             hull = logical_hull(self.adjacency, [a.node_id for a in anchors], self.hull_config)
             t5 = time.perf_counter()
-            out.append(Retrieval(query, tuple(mentions), tuple(anchors), hull,
-                                 {"embed": embed_s, "anchors": dense_s + (t4 - t3), "hull": t5 - t4}))
+            out.append(
+                Retrieval(
+                    query,
+                    tuple(mentions),
+                    tuple(anchors),
+                    hull,
+                    {"embed": embed_s, "anchors": dense_s + (t4 - t3), "hull": t5 - t4},
+                )
+            )
         return out
 
 
@@ -204,8 +256,9 @@ def store_subgraph(store: LKGStore, node_ids: Sequence[str]) -> Graph:
             found.setdefault(row["node_id"], node_from_row(row))
     edges: dict[tuple[str, str, str], Edge] = {}
     for batch in store.iter_edges(columns=["source_id", "target_id", "edge_type", "raw_text"]):
-        inside = pc.and_(pc.is_in(batch.column("source_id"), value_set=wanted),
-                         pc.is_in(batch.column("target_id"), value_set=wanted))
+        inside = pc.and_(
+            pc.is_in(batch.column("source_id"), value_set=wanted), pc.is_in(batch.column("target_id"), value_set=wanted)
+        )
         for row in batch.filter(inside).to_pylist():
             key = (row["source_id"], row["target_id"], row["edge_type"])
             edges.setdefault(key, Edge(*key, raw_text=row["raw_text"] or ""))

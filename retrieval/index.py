@@ -34,9 +34,10 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Iterable, Iterator, Literal, Mapping, Sequence
+from typing import Literal
 
 import faiss
 import numpy as np
@@ -81,8 +82,10 @@ class IndexConfig:
         if not 2 <= self.hnsw_m <= 256:
             raise ValueError(f"IndexConfig.hnsw_m must be in [2, 256], got {self.hnsw_m}")
         if self.ef_construction < 1 or self.ef_search < 1:
-            raise ValueError(f"IndexConfig.ef_construction and ef_search must be >= 1, "
-                             f"got {self.ef_construction} and {self.ef_search}")
+            raise ValueError(
+                f"IndexConfig.ef_construction and ef_search must be >= 1, "
+                f"got {self.ef_construction} and {self.ef_search}"
+            )
         if self.device not in ("auto", "cpu", "gpu"):
             raise ValueError(f"IndexConfig.device must be 'auto', 'cpu' or 'gpu', got {self.device!r}")
 
@@ -127,8 +130,10 @@ class VectorIndex:
         self.config = config or IndexConfig()
         self.embedder = embedder
         if self.config.device == "gpu" and gpu_count() == 0:
-            raise ValueError("IndexConfig.device='gpu' but FAISS sees no GPU: install faiss-gpu on a CUDA "
-                             "machine, or use device='auto' / 'cpu'")
+            raise ValueError(
+                "IndexConfig.device='gpu' but FAISS sees no GPU: install faiss-gpu on a CUDA "
+                "machine, or use device='auto' / 'cpu'"
+            )
         self.on_gpu = self.config.device != "cpu" and gpu_count() > 0
         self.read_only = False
         self._index = self._new_index("flat")
@@ -181,8 +186,10 @@ class VectorIndex:
             RuntimeError: if the index was loaded memory-mapped (read-only).
         """
         if self.read_only:
-            raise RuntimeError("this index was loaded with mmap=True and is read-only; "
-                               "VectorIndex.load(path, mmap=False) to add vectors")
+            raise RuntimeError(
+                "this index was loaded with mmap=True and is read-only; "
+                "VectorIndex.load(path, mmap=False) to add vectors"
+            )
         x = _as_matrix(vectors, self.dim, "vectors")
         ids = list(node_ids)
         if len(ids) != len(x):
@@ -196,8 +203,7 @@ class VectorIndex:
             fresh.add(node_id)
         if not ids:
             return
-        if (self._kind == "flat" and not self.on_gpu
-                and len(self._ids) + len(ids) > self.config.exact_max_vectors):
+        if self._kind == "flat" and not self.on_gpu and len(self._ids) + len(ids) > self.config.exact_max_vectors:
             old = self._index.reconstruct_n(0, self._index.ntotal) if self._index.ntotal else None
             self._index = self._new_index("hnsw")
             self._kind = "hnsw"
@@ -209,8 +215,9 @@ class VectorIndex:
         self._id_array = None
 
     # -- search --------------------------------------------------------------------------
-    def search_rows(self, queries: np.ndarray, k: int, *, ef_search: int | None = None
-                    ) -> tuple[np.ndarray, np.ndarray]:
+    def search_rows(
+        self, queries: np.ndarray, k: int, *, ef_search: int | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
         """FAISS search: scores and row numbers.
 
         Args:
@@ -240,8 +247,7 @@ class VectorIndex:
         scores[rows < 0] = -np.inf
         return scores, rows
 
-    def search(self, queries: np.ndarray, k: int, *, ef_search: int | None = None
-               ) -> tuple[np.ndarray, np.ndarray]:
+    def search(self, queries: np.ndarray, k: int, *, ef_search: int | None = None) -> tuple[np.ndarray, np.ndarray]:
         """The ``k`` nearest nodes of each query, by inner product (cosine for unit vectors).
 
         Args:
@@ -284,16 +290,22 @@ class VectorIndex:
         tmp = folder / "ids.parquet.tmp"
         pq.write_table(pa.table({"node_id": pa.array(self._ids, type=pa.string())}), tmp)
         os.replace(tmp, folder / "ids.parquet")
-        meta = {"format_version": FORMAT_VERSION, "kind": self._kind, "dim": self.dim, "count": len(self._ids),
-                "embedder": self.embedder, "config": asdict(self.config), "saved_at": time.time()}
+        meta = {
+            "format_version": FORMAT_VERSION,
+            "kind": self._kind,
+            "dim": self.dim,
+            "count": len(self._ids),
+            "embedder": self.embedder,
+            "config": asdict(self.config),
+            "saved_at": time.time(),
+        }
         tmp = folder / "meta.json.tmp"
         tmp.write_text(json.dumps(meta, indent=2))
         os.replace(tmp, folder / "meta.json")
         return folder
 
     @classmethod
-    def load(cls, path: str | os.PathLike[str], *, mmap: bool = True, config: IndexConfig | None = None
-             ) -> "VectorIndex":
+    def load(cls, path: str | os.PathLike[str], *, mmap: bool = True, config: IndexConfig | None = None) -> VectorIndex:
         """Open a folder written by :meth:`save`.
 
         Args:
@@ -333,8 +345,10 @@ class VectorIndex:
             index = faiss.read_index(index_file)
         ids = pq.read_table(folder / "ids.parquet", columns=["node_id"]).column("node_id").to_pylist()
         if not (index.ntotal == len(ids) == meta["count"]):
-            raise ValueError(f"{folder}: index holds {index.ntotal} vectors, ids.parquet {len(ids)}, "
-                             f"meta.json {meta['count']}: the folder is inconsistent, save it again")
+            raise ValueError(
+                f"{folder}: index holds {index.ntotal} vectors, ids.parquet {len(ids)}, "
+                f"meta.json {meta['count']}: the folder is inconsistent, save it again"
+            )
         if index.d != out.dim:
             raise ValueError(f"{folder}: index dim {index.d} differs from meta.json dim {out.dim}")
         out._kind = meta["kind"]
@@ -351,8 +365,9 @@ class VectorIndex:
 # --------------------------------------------------------------------------- node texts and per-type indexes
 
 
-def _text(node_type: str, name: str | None, expression: str | None, description: str | None,
-          raw_expression: str | None) -> str:
+def _text(
+    node_type: str, name: str | None, expression: str | None, description: str | None, raw_expression: str | None
+) -> str:
     if node_type in ("Entity", "Concept"):
         return name or ""
     if node_type == "Rule":
@@ -372,20 +387,24 @@ def node_text(node: Node) -> str:
     Returns:
         The text (may be empty only for malformed records).
     """
-    return _text(node.node_type, getattr(node, "name", None), getattr(node, "expression", None),
-                 getattr(node, "description", None), getattr(node, "raw_expression", None))
+    return _text(
+        node.node_type,
+        getattr(node, "name", None),
+        getattr(node, "expression", None),
+        getattr(node, "description", None),
+        getattr(node, "raw_expression", None),
+    )
 
 
 _TEXT_COLUMNS = ["node_id", "node_type", "name", "expression", "description", "raw_expression"]
 
 
-def _iter_node_texts(source: LKGStore | Graph | Iterable[Graph], batch_rows: int
-                     ) -> Iterator[tuple[str, str, str]]:
+def _iter_node_texts(source: LKGStore | Graph | Iterable[Graph], batch_rows: int) -> Iterator[tuple[str, str, str]]:
     """(node id, node type, text) of every node of ``source``, in store / graph order."""
     if isinstance(source, LKGStore):
         for batch in source.iter_nodes(columns=_TEXT_COLUMNS, batch_size=batch_rows):
             cols = [batch.column(c).to_pylist() for c in _TEXT_COLUMNS]
-            for node_id, node_type, name, expression, description, raw_expression in zip(*cols):
+            for node_id, node_type, name, expression, description, raw_expression in zip(*cols, strict=True):
                 yield node_id, node_type, _text(node_type, name, expression, description, raw_expression)
         return
     graphs = [source] if isinstance(source, Graph) else source
@@ -394,10 +413,16 @@ def _iter_node_texts(source: LKGStore | Graph | Iterable[Graph], batch_rows: int
             yield node.id, node.node_type, node_text(node)
 
 
-def build_indexes(source: LKGStore | Graph | Iterable[Graph], embedder: Embedder, *,
-                  node_types: Sequence[str] = DEFAULT_INDEXED_TYPES, config: IndexConfig | None = None,
-                  batch_size: int = 64, chunk_texts: int = 8_192, cache: EmbeddingCache | None = None
-                  ) -> dict[str, VectorIndex]:
+def build_indexes(
+    source: LKGStore | Graph | Iterable[Graph],
+    embedder: Embedder,
+    *,
+    node_types: Sequence[str] = DEFAULT_INDEXED_TYPES,
+    config: IndexConfig | None = None,
+    batch_size: int = 64,
+    chunk_texts: int = 8_192,
+    cache: EmbeddingCache | None = None,
+) -> dict[str, VectorIndex]:
     """Embed the nodes of a store (or graphs) into one :class:`VectorIndex` per node type.
 
     A node id met again (the same canonical entity in several contexts) is indexed once, with
@@ -461,16 +486,20 @@ def save_indexes(indexes: Mapping[str, VectorIndex], path: str | os.PathLike[str
     return folder
 
 
-def load_indexes(path: str | os.PathLike[str], *, mmap: bool = True, config: IndexConfig | None = None
-                 ) -> dict[str, VectorIndex]:
+def load_indexes(
+    path: str | os.PathLike[str], *, mmap: bool = True, config: IndexConfig | None = None
+) -> dict[str, VectorIndex]:
     """Load every ``PATH/<node type>/`` index folder written by :func:`save_indexes`.
 
     Raises:
         FileNotFoundError: if ``path`` holds no index folder.
     """
     folder = Path(path)
-    out = {t: VectorIndex.load(folder / t, mmap=mmap, config=config)
-           for t in NODE_TYPES if (folder / t / "meta.json").is_file()}
+    out = {
+        t: VectorIndex.load(folder / t, mmap=mmap, config=config)
+        for t in NODE_TYPES
+        if (folder / t / "meta.json").is_file()
+    }
     if not out:
         raise FileNotFoundError(f"no per-type vector index under {str(folder)!r}")
     return out

@@ -25,8 +25,9 @@ Example:
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 from symbolkg.retrieval.index import node_text
 from symbolkg.retrieval.lkg.schema import Node
@@ -59,7 +60,7 @@ _SYSTEM = (
     "You select premises. Given a question and numbered facts, rules and constraints from a knowledge "
     "graph, list the handles of every item needed to answer the question, and nothing else. Keep rules "
     "whose conditions or conclusions mention the question's entities or classes. Answer with JSON only: "
-    "{\"keep\": [\"N1\", ...]}."
+    '{"keep": ["N1", ...]}.'
 )
 
 
@@ -84,29 +85,31 @@ class PrunePrompt:
     cap: int
 
     @classmethod
-    def build(cls, question: str, nodes: Sequence[Node], config: PruneConfig | None = None) -> "PrunePrompt":
+    def build(cls, question: str, nodes: Sequence[Node], config: PruneConfig | None = None) -> PrunePrompt:
         """The prompt for ``question`` over ``nodes`` (hull order; only the first ``max_shown`` are shown)."""
         config = config or PruneConfig()
-        shown = list(nodes)[:config.max_shown]
+        shown = list(nodes)[: config.max_shown]
         handles = tuple(f"N{i + 1}" for i in range(len(shown)))
         lines = []
-        for handle, node in zip(handles, shown):
+        for handle, node in zip(handles, shown, strict=True):
             text = " ".join(node_text(node).split())
             if len(text) > config.max_node_chars:
-                text = text[:config.max_node_chars - 3] + "..."
+                text = text[: config.max_node_chars - 3] + "..."
             lines.append(f"{handle} [{node.node_type}] {text}")
         user = f"Question: {question}\n\nItems:\n" + "\n".join(lines)
         schema = {
             "type": "object",
             # no "uniqueItems": vLLM's grammar backend (xgrammar) rejects the key and fails the
             # request; parse_pruned drops repeated handles instead
-            "properties": {"keep": {"type": "array", "items": {"enum": list(handles) or ["N1"]},
-                                    "maxItems": config.cap}},
+            "properties": {
+                "keep": {"type": "array", "items": {"enum": list(handles) or ["N1"]}, "maxItems": config.cap}
+            },
             "required": ["keep"],
             "additionalProperties": False,
         }
-        return cls(question, (("system", _SYSTEM), ("user", user)), schema, handles,
-                   tuple(n.id for n in shown), config.cap)
+        return cls(
+            question, (("system", _SYSTEM), ("user", user)), schema, handles, tuple(n.id for n in shown), config.cap
+        )
 
 
 @dataclass(frozen=True)
@@ -157,7 +160,7 @@ def parse_pruned(text: str, prompt: PrunePrompt) -> PruneResult:
         elif i not in picked:
             picked.append(i)
     over_cap = len(picked) > prompt.cap
-    picked = sorted(picked[:prompt.cap])
+    picked = sorted(picked[: prompt.cap])
     if not picked:
         return PruneResult((), tuple(unknown), error="the answer keeps no known node")
     return PruneResult(tuple(prompt.node_ids[i] for i in picked), tuple(unknown), over_cap=over_cap)
@@ -166,4 +169,4 @@ def parse_pruned(text: str, prompt: PrunePrompt) -> PruneResult:
 def unpruned(node_ids: Sequence[str], config: PruneConfig | None = None) -> PruneResult:
     """The no-pruning result (ablation, or fallback after a failed call): the first ``max_shown`` hull nodes."""
     config = config or PruneConfig()
-    return PruneResult(tuple(node_ids[:config.max_shown]))
+    return PruneResult(tuple(node_ids[: config.max_shown]))

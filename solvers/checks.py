@@ -89,7 +89,8 @@ back as it sends solver errors, and the recorded path (:func:`symbolkg.jobs.pipe
 records them in the row's ``trace``, solving the corrected program unless corrections are off.
 
 >>> from types import SimpleNamespace
->>> p = SimpleNamespace(question="Is the following statement true or false? Max is sour.", options=("A) True", "B) False"))
+>>> question = "Is the following statement true or false? Max is sour."
+>>> p = SimpleNamespace(question=question, options=("A) True", "B) False"))
 >>> prog = "Predicates:\\nSour($x, bool)\\nFacts:\\nSour(Max, False)\\nQuery:\\nSour(Max, False)"
 >>> [f.check for f in check_program("logiclm-lp", prog, p)]
 ['query_polarity']
@@ -123,9 +124,18 @@ class ProblemText(Protocol):
     @property
     def options(self) -> Sequence[str]: ...
 
+
 #: The checks, in the order they run (see the module docstring for each definition).
-CHECKS = ("answer_format", "query_polarity", "one_name", "option_position", "option_modality", "free_variables",
-          "unused_symbols", "disconnected_premises")
+CHECKS = (
+    "answer_format",
+    "query_polarity",
+    "one_name",
+    "option_position",
+    "option_modality",
+    "free_variables",
+    "unused_symbols",
+    "disconnected_premises",
+)
 
 
 @dataclass(frozen=True)
@@ -149,14 +159,19 @@ class Finding:
     correction: str | None = None
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "Finding":
+    def from_dict(cls, d: dict[str, Any]) -> Finding:
         """A finding from :meth:`to_dict`'s form (its correction only when that form holds it)."""
         return cls(d["check"], d["severity"], d["message"], d.get("line"), d.get("correction"))
 
     def to_dict(self, *, with_correction: bool = False) -> dict[str, Any]:
         """JSON-friendly form for a row's trace (the corrected text only on request: it is long)."""
-        out: dict[str, Any] = {"check": self.check, "severity": self.severity, "message": self.message,
-                               "line": self.line, "corrects": self.correction is not None}
+        out: dict[str, Any] = {
+            "check": self.check,
+            "severity": self.severity,
+            "message": self.message,
+            "line": self.line,
+            "corrects": self.correction is not None,
+        }
         if with_correction:
             out["correction"] = self.correction
         return out
@@ -239,10 +254,17 @@ def checked_solve_entries(program_text: str, corrected: Corrected, *, correction
     ``checks`` (the findings on the program as given), ``corrected``, and when ``corrections`` and a
     check corrected it, ``corrections`` (the checks applied), ``original_program`` (as given),
     ``program`` (what is solved) and ``remaining`` (the findings on it)."""
-    entries: dict = {"checks": [f.to_dict() for f in corrected.findings], "corrected": corrections and corrected.corrected}
+    entries: dict = {
+        "checks": [f.to_dict() for f in corrected.findings],
+        "corrected": corrections and corrected.corrected,
+    }
     if entries["corrected"]:
-        entries.update(corrections=[f.check for f in corrected.applied], original_program=program_text,
-                       program=corrected.text, remaining=[f.to_dict() for f in corrected.remaining])
+        entries.update(
+            corrections=[f.check for f in corrected.applied],
+            original_program=program_text,
+            program=corrected.text,
+            remaining=[f.to_dict() for f in corrected.remaining],
+        )
     return entries
 
 
@@ -258,13 +280,59 @@ def refine_message(findings: list[Finding] | tuple[Finding, ...]) -> str:
 
 # --------------------------------------------------------------------------- text helpers
 
-_STOP = {"a", "an", "the", "is", "are", "be", "was", "were", "does", "do", "did", "of", "to", "it", "its", "has",
-         "have", "x", "y", "z"}
+_STOP = {
+    "a",
+    "an",
+    "the",
+    "is",
+    "are",
+    "be",
+    "was",
+    "were",
+    "does",
+    "do",
+    "did",
+    "of",
+    "to",
+    "it",
+    "its",
+    "has",
+    "have",
+    "x",
+    "y",
+    "z",
+}
 _NEGATIONS = {"not", "never", "n't", "cannot"}
 #: Words that make a sentence more than one atom (connectives, quantifiers) or its negation unclear.
-_NOT_ATOMIC = {"and", "or", "if", "then", "all", "every", "each", "some", "either", "neither", "nor", "unless",
-               "only", "everything", "something", "anything", "everyone", "someone", "anyone", "any", "no",
-               "nothing", "nobody", "none", "both", "whether", "because"}
+_NOT_ATOMIC = {
+    "and",
+    "or",
+    "if",
+    "then",
+    "all",
+    "every",
+    "each",
+    "some",
+    "either",
+    "neither",
+    "nor",
+    "unless",
+    "only",
+    "everything",
+    "something",
+    "anything",
+    "everyone",
+    "someone",
+    "anyone",
+    "any",
+    "no",
+    "nothing",
+    "nobody",
+    "none",
+    "both",
+    "whether",
+    "because",
+}
 _NAME_NEGATIONS = {"not", "no", "non", "never"}
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 
@@ -365,8 +433,10 @@ def _parses(parse: Callable[[str], Any], text: str) -> Any | None:
 
 # --------------------------------------------------------------------------- shared check logic
 
-def _polarity_expectation(pred: str, constants: list[str], predicates: set[str], all_constants: set[str],
-                          sentence: _Sentence) -> bool | None:
+
+def _polarity_expectation(
+    pred: str, constants: list[str], predicates: set[str], all_constants: set[str], sentence: _Sentence
+) -> bool | None:
     """The truth value the text gives the atom ``pred(constants)``, or None when the match is not unambiguous."""
     pred_words = _content(_words(pred))
     name_negated = any(w in _NAME_NEGATIONS for w in pred_words)
@@ -398,7 +468,7 @@ def _one_name_groups(arities: dict[str, set[int]]) -> list[list[str]]:
     names = sorted(arities)
     group: dict[str, int] = {n: i for i, n in enumerate(names)}
     for i, a in enumerate(names):
-        for b in names[i + 1:]:
+        for b in names[i + 1 :]:
             if _same_concept(a, b):
                 old, new = group[b], group[a]
                 for n, g in group.items():
@@ -449,16 +519,29 @@ def _verdict_options(problem: ProblemText) -> list[Finding]:
     bad = [f"{k}) {v}" for k, v in letters.items() if v.lower() not in texts]
     if not bad:
         return []
-    return [Finding("answer_format", "error",
-                    f"this language answers True, False or Unknown, but the problem's options {bad} are not "
-                    "verdicts; the answer cannot be mapped onto them")]
+    return [
+        Finding(
+            "answer_format",
+            "error",
+            f"this language answers True, False or Unknown, but the problem's options {bad} are not "
+            "verdicts; the answer cannot be mapped onto them",
+        )
+    ]
 
 
 # --------------------------------------------------------------------------- logiclm-lp
 
-def _one_name(text: str, arities: dict[str, set[int]], declarations: tuple, asked: set[str],
-              first_use: dict[str, int], first_line: Callable[[list[str]], int | None],
-              parse: Callable[[str], Any], effect: str) -> list[Finding]:
+
+def _one_name(
+    text: str,
+    arities: dict[str, set[int]],
+    declarations: tuple,
+    asked: set[str],
+    first_use: dict[str, int],
+    first_line: Callable[[list[str]], int | None],
+    parse: Callable[[str], Any],
+    effect: str,
+) -> list[Finding]:
     """``one_name`` for a language whose predicates are declared by ``declarations`` (LP, FOL).
 
     Args:
@@ -484,10 +567,16 @@ def _one_name(text: str, arities: dict[str, set[int]], declarations: tuple, aske
                     correction = _rename(correction, other, keep, drop_line=drop)
             if _parses(parse, correction) is None:
                 correction = None
-        findings.append(Finding(
-            "one_name", "error",
-            f"the predicates {', '.join(names)} name one concept in {len(names)} ways, so {effect}; use one name, "
-            f"{keep}, everywhere", first_line(names), correction))
+        findings.append(
+            Finding(
+                "one_name",
+                "error",
+                f"the predicates {', '.join(names)} name one concept in {len(names)} ways, so {effect}; use one name, "
+                f"{keep}, everywhere",
+                first_line(names),
+                correction,
+            )
+        )
     return findings
 
 
@@ -503,11 +592,23 @@ def _check_lp(text: str, problem: ProblemText) -> list[Finding]:
     first_use: dict[str, int] = {}
     for a in sorted((*atoms, q), key=lambda a: a.line):
         first_use.setdefault(a.predicate, a.line)
-    return (_verdict_options(problem) + _lp_polarity(text, program, set(arities), problem)
-            + _one_name(text, arities, program.predicates, {q.predicate}, first_use,
-                        lambda names: min((a.line for a in atoms if a.predicate in names), default=None), lp.parse,
-                        "rules written with one never apply to facts written with another")
-            + _lp_free_variables(program) + _lp_unused(program, atoms) + _lp_disconnected(program))
+    return (
+        _verdict_options(problem)
+        + _lp_polarity(text, program, set(arities), problem)
+        + _one_name(
+            text,
+            arities,
+            program.predicates,
+            {q.predicate},
+            first_use,
+            lambda names: min((a.line for a in atoms if a.predicate in names), default=None),
+            lp.parse,
+            "rules written with one never apply to facts written with another",
+        )
+        + _lp_free_variables(program)
+        + _lp_unused(program, atoms)
+        + _lp_disconnected(program)
+    )
 
 
 def _lp_polarity(text: str, program: Any, predicates: set[str], problem: ProblemText) -> list[Finding]:
@@ -524,11 +625,17 @@ def _lp_polarity(text: str, program: Any, predicates: set[str], problem: Problem
     correction = _replace_line(text, q.line, fixed)
     check = _parses(lp.parse, correction)
     ok = check is not None and check.query.predicate == q.predicate and check.query.value == expected
-    return [Finding(
-        "query_polarity", "error",
-        f"the query {q} states the opposite of the question's statement {sentence.text!r}"
-        f" ({'negative' if sentence.negated else 'positive'}); the query must be the statement itself, "
-        f"{fixed}, so that True means the statement is true", q.line, correction if ok else None)]
+    return [
+        Finding(
+            "query_polarity",
+            "error",
+            f"the query {q} states the opposite of the question's statement {sentence.text!r}"
+            f" ({'negative' if sentence.negated else 'positive'}); the query must be the statement itself, "
+            f"{fixed}, so that True means the statement is true",
+            q.line,
+            correction if ok else None,
+        )
+    ]
 
 
 def _lp_free_variables(program: Any) -> list[Finding]:
@@ -538,15 +645,24 @@ def _lp_free_variables(program: Any) -> list[Finding]:
         bound = {v for a in r.body for v in a.variables()}
         free = sorted({v.name for a in r.head for v in a.variables()} - {v.name for v in bound})
         if free and r.body:
-            findings.append(Finding(
-                "free_variables", "warning",
-                f"the rule {r.text!r} concludes about {', '.join('$' + v for v in free)}, which its premises do "
-                "not mention, so it holds for every constant of the program; bind the variable in a premise",
-                r.line))
+            findings.append(
+                Finding(
+                    "free_variables",
+                    "warning",
+                    f"the rule {r.text!r} concludes about {', '.join('$' + v for v in free)}, which its premises do "
+                    "not mention, so it holds for every constant of the program; bind the variable in a premise",
+                    r.line,
+                )
+            )
         elif free:
-            findings.append(Finding(
-                "free_variables", "info",
-                f"the fact {r.text!r} has a variable, so it holds for every constant of the program", r.line))
+            findings.append(
+                Finding(
+                    "free_variables",
+                    "info",
+                    f"the fact {r.text!r} has a variable, so it holds for every constant of the program",
+                    r.line,
+                )
+            )
     return findings
 
 
@@ -556,39 +672,58 @@ def _lp_unused(program: Any, atoms: list) -> list[Finding]:
     findings = []
     concluded = {a.predicate for a in program.facts} | {h.predicate for r in program.rules for h in r.head}
     if q.predicate not in concluded:
-        findings.append(Finding(
-            "unused_symbols", "warning",
-            f"no fact or rule concludes {q.predicate}(...), so the query {q} can only be Unknown; check the "
-            "predicate's name against the premises", q.line))
+        findings.append(
+            Finding(
+                "unused_symbols",
+                "warning",
+                f"no fact or rule concludes {q.predicate}(...), so the query {q} can only be Unknown; check the "
+                "predicate's name against the premises",
+                q.line,
+            )
+        )
     premise_constants = {c for a in atoms for c in a.args if isinstance(c, str)}
     for c in q.args:
         if isinstance(c, str) and c not in premise_constants:
-            findings.append(Finding(
-                "unused_symbols", "warning",
-                f"the query's constant {c} appears in no fact or rule; check its spelling against the premises",
-                q.line))
+            findings.append(
+                Finding(
+                    "unused_symbols",
+                    "warning",
+                    f"the query's constant {c} appears in no fact or rule; check its spelling against the premises",
+                    q.line,
+                )
+            )
     used = {a.predicate for a in (*atoms, q)}
     for d in program.predicates:
         if d.name not in used:
-            findings.append(Finding("unused_symbols", "info", f"the declared predicate {d.name} is used nowhere",
-                                    d.line))
+            findings.append(
+                Finding("unused_symbols", "info", f"the declared predicate {d.name} is used nowhere", d.line)
+            )
     return findings
 
 
 def _lp_disconnected(program: Any) -> list[Finding]:
     """``disconnected_premises`` for logiclm-lp."""
+
     def symbols(items: tuple) -> set[str]:
         return {f"p:{a.predicate}" for a in items} | {f"c:{c}" for a in items for c in a.args if isinstance(c, str)}
 
-    premises = [(a.line, symbols((a,))) for a in program.facts] + [(r.line, symbols((*r.body, *r.head)))
-                                                                   for r in program.rules]
-    return [Finding(
-        "disconnected_premises", "info",
-        f"the premise on line {line} shares no predicate or constant with the query, even through other "
-        "premises, so it cannot affect the answer", line) for line in _components(premises, symbols((program.query,)))]
+    premises = [(a.line, symbols((a,))) for a in program.facts] + [
+        (r.line, symbols((*r.body, *r.head))) for r in program.rules
+    ]
+    return [
+        Finding(
+            "disconnected_premises",
+            "info",
+            f"the premise on line {line} shares no predicate or constant with the query, even through other "
+            "premises, so it cannot affect the answer",
+            line,
+        )
+        for line in _components(premises, symbols((program.query,)))
+    ]
 
 
 # --------------------------------------------------------------------------- logiclm-fol
+
 
 def _fol_walk(formula: Any):  # type: ignore[no-untyped-def]
     yield formula
@@ -652,16 +787,26 @@ def _check_fol(text: str, problem: ProblemText) -> list[Finding]:
     for statement, preds, _ in per_premise:
         for name in preds:
             first_use.setdefault(name, statement.line)
-    return (_verdict_options(problem) + _fol_polarity(text, concl, set(arities), constants, problem)
-            + _one_name(text, arities, program.predicates, set(c_preds), first_use,
-                        lambda names: min((s.line for s, preds, _ in per_premise if set(preds) & set(names)),
-                                          default=None), fol.parse,
-                        "premises written with one say nothing about the other")
-            + _fol_unused(program, per_premise, c_preds, c_consts))
+    return (
+        _verdict_options(problem)
+        + _fol_polarity(text, concl, set(arities), constants, problem)
+        + _one_name(
+            text,
+            arities,
+            program.predicates,
+            set(c_preds),
+            first_use,
+            lambda names: min((s.line for s, preds, _ in per_premise if set(preds) & set(names)), default=None),
+            fol.parse,
+            "premises written with one say nothing about the other",
+        )
+        + _fol_unused(program, per_premise, c_preds, c_consts)
+    )
 
 
-def _fol_polarity(text: str, concl: Any, predicates: set[str], constants: set[str],
-                  problem: ProblemText) -> list[Finding]:
+def _fol_polarity(
+    text: str, concl: Any, predicates: set[str], constants: set[str], problem: ProblemText
+) -> list[Finding]:
     """``query_polarity`` for logiclm-fol: a literal conclusion about constants."""
     formula, negated = concl.formula, False
     if isinstance(formula, fol.Not):
@@ -677,11 +822,17 @@ def _fol_polarity(text: str, concl: Any, predicates: set[str], constants: set[st
     correction = _replace_line(text, concl.line, fixed)
     check = _parses(fol.parse, correction)
     ok = check is not None and check.conclusion.formula == (formula if negated else fol.Not(formula))
-    return [Finding(
-        "query_polarity", "error",
-        f"the conclusion {concl.text!r} states the opposite of the question's statement {sentence.text!r} "
-        f"({'negative' if sentence.negated else 'positive'}); the conclusion must be the statement itself, "
-        f"{fixed}", concl.line, correction if ok else None)]
+    return [
+        Finding(
+            "query_polarity",
+            "error",
+            f"the conclusion {concl.text!r} states the opposite of the question's statement {sentence.text!r} "
+            f"({'negative' if sentence.negated else 'positive'}); the conclusion must be the statement itself, "
+            f"{fixed}",
+            concl.line,
+            correction if ok else None,
+        )
+    ]
 
 
 def _fol_unused(program: Any, per_premise: list, c_preds: dict[str, set[int]], c_consts: set[str]) -> list[Finding]:
@@ -691,34 +842,66 @@ def _fol_unused(program: Any, per_premise: list, c_preds: dict[str, set[int]], c
     premise_preds = {p for _, preds, _ in per_premise for p in preds}
     premise_consts = {c for _, _, consts in per_premise for c in consts}
     for p in sorted(set(c_preds) - premise_preds):
-        findings.append(Finding(
-            "unused_symbols", "warning",
-            f"the conclusion's predicate {p} appears in no premise, so the conclusion can only be Uncertain; check "
-            "its name against the premises", concl.line))
+        findings.append(
+            Finding(
+                "unused_symbols",
+                "warning",
+                f"the conclusion's predicate {p} appears in no premise, so the conclusion can only be Uncertain; check "
+                "its name against the premises",
+                concl.line,
+            )
+        )
     for c in sorted(c_consts - premise_consts):
-        findings.append(Finding(
-            "unused_symbols", "warning",
-            f"the conclusion's constant {c} appears in no premise; check its spelling against the premises",
-            concl.line))
+        findings.append(
+            Finding(
+                "unused_symbols",
+                "warning",
+                f"the conclusion's constant {c} appears in no premise; check its spelling against the premises",
+                concl.line,
+            )
+        )
     used = premise_preds | set(c_preds)
     for d in program.predicates:
         if d.name not in used:
-            findings.append(Finding("unused_symbols", "info", f"the declared predicate {d.name} is used nowhere",
-                                    d.line))
+            findings.append(
+                Finding("unused_symbols", "info", f"the declared predicate {d.name} is used nowhere", d.line)
+            )
     premises = [(s.line, {f"p:{p}" for p in preds} | {f"c:{c}" for c in consts}) for s, preds, consts in per_premise]
     start = {f"p:{p}" for p in c_preds} | {f"c:{c}" for c in c_consts}
     for line in _components(premises, start):
-        findings.append(Finding(
-            "disconnected_premises", "info",
-            f"the premise on line {line} shares no predicate or constant with the conclusion, even through other "
-            "premises, so it cannot affect the answer", line))
+        findings.append(
+            Finding(
+                "disconnected_premises",
+                "info",
+                f"the premise on line {line} shares no predicate or constant with the conclusion, even through other "
+                "premises, so it cannot affect the answer",
+                line,
+            )
+        )
     return findings
 
 
 # --------------------------------------------------------------------------- logiclm-csp
 
-_ORDINALS = {"first": 1, "second": 2, "third": 3, "fourth": 4, "fifth": 5, "sixth": 6, "seventh": 7, "eighth": 8,
-             "ninth": 9, "tenth": 10, "1st": 1, "2nd": 2, "3rd": 3, "4th": 4, "5th": 5, "6th": 6, "7th": 7}
+_ORDINALS = {
+    "first": 1,
+    "second": 2,
+    "third": 3,
+    "fourth": 4,
+    "fifth": 5,
+    "sixth": 6,
+    "seventh": 7,
+    "eighth": 8,
+    "ninth": 9,
+    "tenth": 10,
+    "1st": 1,
+    "2nd": 2,
+    "3rd": 3,
+    "4th": 4,
+    "5th": 5,
+    "6th": 6,
+    "7th": 7,
+}
 _NOTE_RE = re.compile(r"^\s*(-?\d+)\s*:\s*(.+?)\s*\.?\s*$")
 _ORD = "|".join(sorted(_ORDINALS, key=len, reverse=True))
 
@@ -781,45 +964,66 @@ def _position_literal(expr: Any) -> tuple[str, int] | None:
     return None
 
 
-def _letters_mismatch(section: str, mine: set[str], letters: dict[str, str], advice: str,
-                      line: int | None) -> list[Finding]:
+def _letters_mismatch(
+    section: str, mine: set[str], letters: dict[str, str], advice: str, line: int | None
+) -> list[Finding]:
     """``answer_format``: the program's option letters must be the problem's (CSP, SMT DSL)."""
     if not letters or mine == set(letters):
         return []
     missing, extra = sorted(set(letters) - mine), sorted(mine - set(letters))
-    return [Finding(
-        "answer_format", "error",
-        f"the {section} section has the options {sorted(mine)} but the problem has {sorted(letters)}"
-        + (f"; missing {missing}" if missing else "") + (f"; not in the problem {extra}" if extra else "")
-        + f"; {advice}", line)]
+    return [
+        Finding(
+            "answer_format",
+            "error",
+            f"the {section} section has the options {sorted(mine)} but the problem has {sorted(letters)}"
+            + (f"; missing {missing}" if missing else "")
+            + (f"; not in the problem {extra}" if extra else "")
+            + f"; {advice}",
+            line,
+        )
+    ]
 
 
 def _check_csp(text: str, problem: ProblemText) -> list[Finding]:
     program = csp.parse(text)
     letters = option_letters(problem.options)
-    findings = _letters_mismatch("Query", {o.letter for o in program.options}, letters,
-                                 "write one option per problem option, with the problem's letters",
-                                 program.options[0].line if program.options else None)
+    findings = _letters_mismatch(
+        "Query",
+        {o.letter for o in program.options},
+        letters,
+        "write one option per problem option, with the problem's letters",
+        program.options[0].line if program.options else None,
+    )
     norm = {k: re.sub(r"\W+", " ", v.lower()).strip() for k, v in letters.items()}
     for o in program.options:
         c = re.sub(r"\W+", " ", o.comment.lower()).strip()
         if c and norm.get(o.letter) != c:
             other = [k for k, v in norm.items() if v == c]
             if other:
-                findings.append(Finding(
-                    "answer_format", "error",
-                    f"option {o.letter}) has the text of option {other[0]}) ({letters[other[0]]!r}); the problem's "
-                    f"option {o.letter}) is {letters.get(o.letter)!r}", o.line))
+                findings.append(
+                    Finding(
+                        "answer_format",
+                        "error",
+                        f"option {o.letter}) has the text of option {other[0]}) ({letters[other[0]]!r}); the problem's "
+                        f"option {o.letter}) is {letters.get(o.letter)!r}",
+                        o.line,
+                    )
+                )
     findings += _csp_option_position(text, program, letters)
     start: set[str] = set()
     for o in program.options:
         start |= _csp_vars(o.expr)
     premises = [(c.line, _csp_vars(c.expr)) for c in program.constraints]
     for line in _components(premises, start):
-        findings.append(Finding(
-            "disconnected_premises", "info",
-            f"the constraint on line {line} shares no variable with the options, even through other constraints, "
-            "so it cannot affect the answer", line))
+        findings.append(
+            Finding(
+                "disconnected_premises",
+                "info",
+                f"the constraint on line {line} shares no variable with the options, even through other constraints, "
+                "so it cannot affect the answer",
+                line,
+            )
+        )
     return findings
 
 
@@ -857,11 +1061,16 @@ def _csp_option_position(text: str, program: Any, letters: dict[str, str]) -> li
             continue
         notes = "; ".join(n.text for n in program.notes)
         if disagree and not agree:
-            findings.append(Finding(
-                "option_position", "warning",
-                f"option {o.letter}) {o.text!r} puts {name} at {value}, but the option's text {option_text!r} "
-                f"names position {want} under the Domain notes ({notes}); the constraints read positions the "
-                "option's way, so the Domain notes are reversed", o.line))
+            findings.append(
+                Finding(
+                    "option_position",
+                    "warning",
+                    f"option {o.letter}) {o.text!r} puts {name} at {value}, but the option's text {option_text!r} "
+                    f"names position {want} under the Domain notes ({notes}); the constraints read positions the "
+                    "option's way, so the Domain notes are reversed",
+                    o.line,
+                )
+            )
             continue
         correction = None
         if not disagree:
@@ -872,14 +1081,21 @@ def _csp_option_position(text: str, program: Any, letters: dict[str, str]) -> li
             correction = "\n".join(lines)
             if new_code == o.text or _parses(csp.parse, correction) is None:
                 correction = None
-        findings.append(Finding(
-            "option_position", "error",
-            f"option {o.letter}) {o.text!r} puts {name} at {value}, but the option's text {option_text!r} "
-            f"names position {want} under the Domain notes ({notes})", o.line, correction))
+        findings.append(
+            Finding(
+                "option_position",
+                "error",
+                f"option {o.letter}) {o.text!r} puts {name} at {value}, but the option's text {option_text!r} "
+                f"names position {want} under the Domain notes ({notes})",
+                o.line,
+                correction,
+            )
+        )
     return findings
 
 
 # --------------------------------------------------------------------------- logiclm-smt
+
 
 def _check_smt(text: str, problem: ProblemText) -> list[Finding]:
     program = lsat.parse(text)
@@ -887,13 +1103,19 @@ def _check_smt(text: str, problem: ProblemText) -> list[Finding]:
 
 
 def _smt_answer_format(program: Any, problem: ProblemText) -> list[Finding]:
-    return _letters_mismatch("Options", {o.letter for o in program.options}, option_letters(problem.options),
-                             "write one option check per problem option, marked ::: (A) and so on",
-                             program.options[0].line if program.options else None)
+    return _letters_mismatch(
+        "Options",
+        {o.letter for o in program.options},
+        option_letters(problem.options),
+        "write one option check per problem option, marked ::: (A) and so on",
+        program.options[0].line if program.options else None,
+    )
 
 
-_MODAL_NEGATIVE = re.compile(r"\b(?:cannot|can ?not|could not|couldn't|can't|must be false|impossible|"
-                             r"not (?:be )?(?:allowed|acceptable|possible|permissible))\b")
+_MODAL_NEGATIVE = re.compile(
+    r"\b(?:cannot|can ?not|could not|couldn't|can't|must be false|impossible|"
+    r"not (?:be )?(?:allowed|acceptable|possible|permissible))\b"
+)
 _MODAL_MUST = re.compile(r"\bmust\b")
 _MODAL_COULD = re.compile(r"\b(?:could|can|acceptable|allowable|permissible|possible|allowed)\b")
 #: What each asked check means, in words for the finding.
@@ -962,8 +1184,13 @@ def _rewrite_check(code: str, asked: str) -> str | None:
 def _smt_modality(text: str, program: Any, problem: ProblemText) -> list[Finding]:
     asked = _asked_check(problem.question)
     checks = [o.check for o in program.options]
-    if asked is None or not checks or any(
-            c.kind == "is_accurate_list" or (c.inner is not None and c.inner.kind == "is_accurate_list") for c in checks):
+    if (
+        asked is None
+        or not checks
+        or any(
+            c.kind == "is_accurate_list" or (c.inner is not None and c.inner.kind == "is_accurate_list") for c in checks
+        )
+    ):
         return []
     wrong = [o for o in program.options if _check_meaning(o.check) != _SAME_CHECK.get(asked, asked)]
     if not wrong:
@@ -983,11 +1210,16 @@ def _smt_modality(text: str, program: Any, problem: ProblemText) -> list[Finding
             corrected = None
     used = sorted({o.check.describe() for o in wrong})
     form = f"{asked[:-1]}(<formula>))" if asked.startswith("is_exception") else f"{asked}(<formula>)"
-    return [Finding(
-        "option_modality", "error",
-        f"the question asks {_MODAL_WORDS[asked]}, but option(s) {', '.join(o.letter for o in wrong)} check "
-        f"{', '.join(used)}; write every option as {form}",
-        wrong[0].line, corrected)]
+    return [
+        Finding(
+            "option_modality",
+            "error",
+            f"the question asks {_MODAL_WORDS[asked]}, but option(s) {', '.join(o.letter for o in wrong)} check "
+            f"{', '.join(used)}; write every option as {form}",
+            wrong[0].line,
+            corrected,
+        )
+    ]
 
 
 _CHECKERS: dict[str, Callable[[str, ProblemText], list[Finding]]] = {

@@ -39,7 +39,7 @@ Example:
 
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 #: The characters ``str.splitlines()`` breaks lines at, as the inside of a GBNF character class.
 #: Free text must exclude all of them: a parser would see a new line where the grammar sees none.
@@ -89,8 +89,7 @@ def text_rules(name: str, max_words: int, *, max_word_chars: int = 40, exclude: 
 
 def string_rule(max_chars: int) -> str:
     """The body of a rule for a quoted string on one line, ``'...'`` or ``"..."``, of at most ``max_chars``."""
-    return (f'"\'" [^\'{LINE_BREAKS}]{{0,{max_chars}}} "\'" | '
-            f'"\\"" [^"{LINE_BREAKS}]{{0,{max_chars}}} "\\""')
+    return f'"\'" [^\'{LINE_BREAKS}]{{0,{max_chars}}} "\'" | "\\"" [^"{LINE_BREAKS}]{{0,{max_chars}}} "\\""'
 
 
 def char_class(chars: str) -> str:
@@ -99,7 +98,7 @@ def char_class(chars: str) -> str:
     if not codes:
         raise ValueError("a character class needs at least one character")
     parts, start = [], codes[0]
-    for prev, code in zip(codes, codes[1:] + [None]):
+    for prev, code in zip(codes, codes[1:] + [None], strict=True):
         if code != prev + 1:
             parts.append(_class_char(start) if start == prev else f"{_class_char(start)}-{_class_char(prev)}")
             start = code
@@ -112,8 +111,9 @@ def _class_char(code: int) -> str:
     return "\\" + ch if ch in "]-^\\" else ch
 
 
-def word_except(name: str, excluded: tuple[str, ...], *, first: str, rest: str, max_len: int,
-                prefixes: tuple[str, ...] = ()) -> dict[str, str]:
+def word_except(
+    name: str, excluded: tuple[str, ...], *, first: str, rest: str, max_len: int, prefixes: tuple[str, ...] = ()
+) -> dict[str, str]:
     """Rules for a word of ``first`` then ``rest`` characters (at most ``max_len``), none of ``excluded``.
 
     xgrammar has no negative lookahead, so the complement is spelled out over the trie of the
@@ -159,9 +159,18 @@ def word_except(name: str, excluded: tuple[str, ...], *, first: str, rest: str, 
     return rules
 
 
-def expression_rules(prefix: str, *, depth: int, operands: int, arguments: int, operators: tuple[str, ...],
-                     tight: tuple[str, ...], words: tuple[str, ...], unary: tuple[str, ...],
-                     binders: bool) -> dict[str, str]:
+def expression_rules(
+    prefix: str,
+    *,
+    depth: int,
+    operands: int,
+    arguments: int,
+    operators: tuple[str, ...],
+    tight: tuple[str, ...],
+    words: tuple[str, ...],
+    unary: tuple[str, ...],
+    binders: bool,
+) -> dict[str, str]:
     """Rules for Python-style expressions (the CSP language and the AR-LSAT DSL are read by ``ast.parse``).
 
     An expression is a chain of at most ``operands`` operands joined by binary operators; an
@@ -196,8 +205,9 @@ def expression_rules(prefix: str, *, depth: int, operands: int, arguments: int, 
         # xgrammar's token masks cost ~10 ms per token with the tight operators as an alternative in
         # the chain's group, ~0.01 ms with them in a rule of their own (measured with SmolLM2's vocabulary).
         tail = f" | {prefix}_tight_{d}" if tight else ""
-        rules[f"{prefix}_{d}"] = (f'{prefix}_operand_{d} (" " {choice(*spaced)} " " {prefix}_operand_{d}{tail})'
-                                  f"{{0,{operands - 1}}}")
+        rules[f"{prefix}_{d}"] = (
+            f'{prefix}_operand_{d} (" " {choice(*spaced)} " " {prefix}_operand_{d}{tail}){{0,{operands - 1}}}'
+        )
         if tight:
             rules[f"{prefix}_tight_{d}"] = f"{choice(*tight)} {prefix}_operand_{d}"
         brackets = ""

@@ -158,15 +158,23 @@ class SolveRequest:
     def to_dict(self) -> dict[str, Any]:
         d = {"problem_id": self.problem_id, "language": self.language, "text": self.text, "limits": asdict(self.limits)}
         if self.checks is not None:
-            d["checks"] = {"question": self.checks.question, "options": list(self.checks.options),
-                           "corrections": self.checks.corrections}
+            d["checks"] = {
+                "question": self.checks.question,
+                "options": list(self.checks.options),
+                "corrections": self.checks.corrections,
+            }
         return d
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "SolveRequest":
+    def from_dict(cls, d: dict[str, Any]) -> SolveRequest:
         checks = d.get("checks")
-        return cls(problem_id=d["problem_id"], language=d["language"], text=d["text"], limits=Limits(**d["limits"]),
-                   checks=CheckSpec(checks["question"], tuple(checks["options"]), checks["corrections"]) if checks else None)
+        return cls(
+            problem_id=d["problem_id"],
+            language=d["language"],
+            text=d["text"],
+            limits=Limits(**d["limits"]),
+            checks=CheckSpec(checks["question"], tuple(checks["options"]), checks["corrections"]) if checks else None,
+        )
 
 
 @dataclass(frozen=True)
@@ -224,7 +232,7 @@ class Outcome:
         return d
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "Outcome":
+    def from_dict(cls, d: dict[str, Any]) -> Outcome:
         return cls(**d)
 
     @classmethod
@@ -237,9 +245,16 @@ class Outcome:
         line: int | None = None,
         seconds: float = 0.0,
         backend: str = "",
-    ) -> "Outcome":
+    ) -> Outcome:
         kind_value = kind.value if isinstance(kind, ErrorKind) else kind
-        return cls(status=status, error_kind=kind_value, error_message=message, error_line=line, seconds=seconds, backend=backend)
+        return cls(
+            status=status,
+            error_kind=kind_value,
+            error_message=message,
+            error_line=line,
+            seconds=seconds,
+            backend=backend,
+        )
 
 
 class ProgramError(Exception):
@@ -258,13 +273,15 @@ class ProgramError(Exception):
         self.kind = kind
 
     def to_outcome(self, *, seconds: float = 0.0, backend: str = "") -> Outcome:
-        return Outcome.error(Status.PARSE_ERROR, self.kind, self.message, line=self.line, seconds=seconds, backend=backend)
+        return Outcome.error(
+            Status.PARSE_ERROR, self.kind, self.message, line=self.line, seconds=seconds, backend=backend
+        )
 
 
 class Stopwatch:
     """Measures the wall time of a solver call: ``with Stopwatch() as sw: ...; sw.seconds``."""
 
-    def __enter__(self) -> "Stopwatch":
+    def __enter__(self) -> Stopwatch:
         self._t0 = time.perf_counter()
         self.seconds = 0.0
         return self

@@ -14,14 +14,14 @@ conversation: the model's own reply, then the solver's message (with the line it
 points at) and a request for a corrected program.
 
 Each language's system message states exactly what its parser accepts
-(:mod:`symbolkg.solvers.lp.syntax`, :mod:`symbolkg.solvers.fol.syntax`, :mod:`symbolkg.solvers.csp.syntax`, :mod:`symbolkg.solvers.smt.lsat_syntax`)
-and is followed by hand-written few-shot examples (:data:`EXAMPLES`: made-up
-problems in the style of each dataset, not taken from any dev set or from
-Logic-LM's prompts); the tests run every example program through its solver and
-check the intended answer. Prompts are laid out for an engine's prefix cache (vLLM):
-the fixed system message and examples first, then the problem (context before
-question), and a refine prompt is the formulation prompt, word for word, followed by
-the model's reply to it and the error: the engine computes only the error turn anew.
+(:mod:`symbolkg.solvers.lp.syntax`, :mod:`symbolkg.solvers.fol.syntax`,
+:mod:`symbolkg.solvers.csp.syntax`, :mod:`symbolkg.solvers.smt.lsat_syntax`) and is followed by
+hand-written few-shot examples (:data:`EXAMPLES`: made-up problems in the style of each dataset, not
+taken from any dev set or from Logic-LM's prompts); the tests run every example program through its
+solver and check the intended answer. Prompts are laid out for an engine's prefix cache (vLLM): the
+fixed system message and examples first, then the problem (context before question), and a refine
+prompt is the formulation prompt, word for word, followed by the model's reply to it and the error:
+the engine computes only the error turn anew.
 
 Baselines: :func:`direct_messages` (answer letter only) and :func:`cot_messages`
 (short reasoning ending with ``The answer is X.``); :func:`extract_answer` reads
@@ -51,8 +51,8 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Sequence
 
 from symbolkg.solvers.csp import grammar as csp_grammar
 from symbolkg.solvers.fol import grammar as fol_grammar
@@ -99,9 +99,7 @@ class FewShot:
 
 _LP_EXAMPLES = (
     FewShot(
-        context=(
-            "Every lorpin is a tremp. Each tremp is not shiny. Every zindle is shiny. Mira is a lorpin."
-        ),
+        context=("Every lorpin is a tremp. Each tremp is not shiny. Every zindle is shiny. Mira is a lorpin."),
         question="Is the following statement true or false? Mira is shiny.",
         options=("A) True", "B) False"),
         program="""Predicates:
@@ -128,7 +126,9 @@ Shiny(Mira, True)""",
             "The bear is big. The bear likes the mouse. The mouse is cold. The mouse does not like the bear. "
             "If someone likes the mouse then they are kind. If someone is big and kind then they are not quiet."
         ),
-        question="Based on the above information, is the following statement true, false, or unknown? The bear is not quiet.",
+        question=(
+            "Based on the above information, is the following statement true, false, or unknown? The bear is not quiet."
+        ),
         options=("A) True", "B) False", "C) Unknown"),
         program="""Predicates:
 Big($x, bool) ::: Is x big?
@@ -162,7 +162,9 @@ _FOL_EXAMPLES = (
             "If someone is a teacher, then they have a library card. "
             "Ingrid is a librarian in Tromso, and she is not a teacher."
         ),
-        question="Based on the above information, is the following statement true, false, or uncertain? Ingrid is a student.",
+        question=(
+            "Based on the above information, is the following statement true, false, or uncertain? Ingrid is a student."
+        ),
         options=("A) True", "B) False", "C) Uncertain"),
         program="""Predicates:
 Librarian(x) ::: x is a librarian in Tromso.
@@ -178,7 +180,7 @@ Premises:
 ∀x (Teacher(x) → HasCard(x)) ::: If someone is a teacher, then they have a library card.
 Librarian(ingrid) ∧ ¬Teacher(ingrid) ::: Ingrid is a librarian in Tromso, and she is not a teacher.
 Conclusion:
-Student(ingrid) ::: Ingrid is a student.""",
+Student(ingrid) ::: Ingrid is a student.""",  # noqa: E501 - a program line is one line for the model
         solver_answer="True",
         answer="A",
     ),
@@ -297,7 +299,7 @@ Variables: one per object, name [IN] [1, 2, 3]; names use letters, digits and _.
 Constraints: one Python condition per line (== != < > <= >=, + -, abs(), and, or, not), and AllDifferentConstraint([all variables]).
 Query: one line per answer option, with its letter, e.g. A) name == 1
 "Second from the right" among N objects is position N - 1.
-Text after ::: is a comment (the sentence).""",
+Text after ::: is a comment (the sentence).""",  # noqa: E501 - a prompt line is one line for the model
     "logiclm-smt": f"""Translate the puzzle into a Z3-style program. {_ONLY}
 Sections, in this order, each header alone on its line:
 # Declarations
@@ -309,7 +311,7 @@ The question's own condition ("If Ann ..., then") is a constraint too.
 Question ::: the question
 one check per option, ending with ::: (A), ::: (B), ...:
 is_valid(f) must be true; is_sat(f) could be true; is_unsat(f) cannot be true; is_exception(is_sat(f)) for "could be true EXCEPT".
-Text after ::: is a comment.""",
+Text after ::: is a comment.""",  # noqa: E501 - a prompt line is one line for the model
 }
 
 
@@ -341,8 +343,9 @@ def _program_prefix(language: str) -> Messages:
     return messages
 
 
-def formulation_messages(language: str, context: str, question: str, options: Sequence[str],
-                         hints: str = "") -> Messages:
+def formulation_messages(
+    language: str, context: str, question: str, options: Sequence[str], hints: str = ""
+) -> Messages:
     """Messages asking for a program in ``language`` for one problem.
 
     Args:
@@ -424,8 +427,11 @@ def refine_messages(
     if error_line is not None and 1 <= error_line <= len(lines):
         error += f"\nLine {error_line}: {lines[error_line - 1].strip()}"
     body = f"{lead}\n{error}\n\nWrite the corrected full program. " + _ONLY
-    return [*formulation_messages(language, context, question, options, hints),
-            ("assistant", program if reply is None else reply), ("user", body)]
+    return [
+        *formulation_messages(language, context, question, options, hints),
+        ("assistant", program if reply is None else reply),
+        ("user", body),
+    ]
 
 
 # --------------------------------------------------------------------------- program extraction
@@ -613,8 +619,9 @@ CSP_PROGRAM_REGEX = (
     rf"\n?Query:\n([A-G]\) {_ITEM}{_COMMENT}\n)*[A-G]\) {_ITEM}{_COMMENT}\n?"
 )
 
-# the option checks the DSL reads, with the English spellings it reads as one of them (lsat_formula_syntax.CHECK_ALIASES):
-# the regex admits every program the parser runs (tests/solvers/test_prompts.py)
+# the option checks the DSL reads, with the English spellings it reads as one of them
+# (lsat_formula_syntax.CHECK_ALIASES): the regex admits every program the parser runs
+# (tests/solvers/test_prompts.py)
 _SMT_CHECKS = ("is_sat", "is_unsat", "is_valid", "is_exception", "is_accurate_list", *sorted(CHECK_ALIASES))
 _SMT_OPTION = rf"({'|'.join(_SMT_CHECKS)})\({_TEXT}*\) ::: \([A-G]\)"
 _SMT_LINE = rf"[^#{_BREAKS}]{_TEXT}*\n"
@@ -785,7 +792,7 @@ def _resolve(fragment: str, parsed: list[tuple[str, str]], *, strict: bool) -> s
         letter = (match.group(1) or match.group(2)).upper()
         if letter not in letters:
             return None
-        rest = frag[match.end():]
+        rest = frag[match.end() :]
         other = re.match(r"[)\]}*]*\s*(?:or|and|/|,|&)\s*\(?([A-Z])(?![A-Za-z0-9'])", rest)
         if other and other.group(1) != letter and other.group(1) in letters:
             return _AMBIGUOUS

@@ -15,30 +15,58 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import traceback
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from symbolkg.solvers import checks
 from symbolkg.solvers.outcomes import ErrorKind, Limits, Outcome, SolveRequest, Status
 
 #: language name -> (module, what it is)
 LANGUAGES: dict[str, tuple[str, str]] = {
-    "logiclm-lp": ("symbolkg.solvers.lp.engine", "Logic-LM logic program (ProntoQA/ProofWriter): Pred($x, True) facts, >>> rules"),
-    "logiclm-lp-swipl": ("symbolkg.solvers.lp.swipl", "the logiclm-lp language answered by SWI-Prolog (the router's prolog route)"),
-    "logiclm-fol": ("symbolkg.solvers.fol.engine", "Logic-LM first-order logic (FOLIO): Unicode connectives, Prover9 backend"),
-    "logiclm-fol-z3": ("symbolkg.solvers.fol.z3_engine", "the logiclm-fol language decided by Z3 (symbolkg solve --cross-check's second prover)"),
-    "logiclm-csp": ("symbolkg.solvers.csp.engine", "Logic-LM constraint program (LogicalDeduction): Domain/Variables/Constraints/Query"),
-    "logiclm-smt": ("symbolkg.solvers.smt.lsat_engine", "Logic-LM SAT/SMT DSL (AR-LSAT): EnumSort, Function, ForAll, Count, options"),
-    "prolog": ("symbolkg.solvers.prolog.language", "SWI-Prolog program text with a '% query: Goal' line (tabled, bounded)"),
+    "logiclm-lp": (
+        "symbolkg.solvers.lp.engine",
+        "Logic-LM logic program (ProntoQA/ProofWriter): Pred($x, True) facts, >>> rules",
+    ),
+    "logiclm-lp-swipl": (
+        "symbolkg.solvers.lp.swipl",
+        "the logiclm-lp language answered by SWI-Prolog (the router's prolog route)",
+    ),
+    "logiclm-fol": (
+        "symbolkg.solvers.fol.engine",
+        "Logic-LM first-order logic (FOLIO): Unicode connectives, Prover9 backend",
+    ),
+    "logiclm-fol-z3": (
+        "symbolkg.solvers.fol.z3_engine",
+        "the logiclm-fol language decided by Z3 (symbolkg solve --cross-check's second prover)",
+    ),
+    "logiclm-csp": (
+        "symbolkg.solvers.csp.engine",
+        "Logic-LM constraint program (LogicalDeduction): Domain/Variables/Constraints/Query",
+    ),
+    "logiclm-smt": (
+        "symbolkg.solvers.smt.lsat_engine",
+        "Logic-LM SAT/SMT DSL (AR-LSAT): EnumSort, Function, ForAll, Count, options",
+    ),
+    "prolog": (
+        "symbolkg.solvers.prolog.language",
+        "SWI-Prolog program text with a '% query: Goal' line (tabled, bounded)",
+    ),
     "prover9": ("symbolkg.solvers.fol.prover9", "Prover9 input: formulas(assumptions)/formulas(goals) lists"),
     "smtlib2": ("symbolkg.solvers.smt.smtlib", "SMT-LIB2 script for Z3"),
-    "symba": ("symbolkg.solvers.symba.engine", "SymBa clause language (ASP-like facts/rules, not, -p, denials, pooling, {a; b}, #count, arithmetic, strings) with a '?- goal.' query: tabled SLDNF backward chainer"),
+    "symba": (
+        "symbolkg.solvers.symba.engine",
+        "SymBa clause language (ASP-like facts/rules, not, -p, denials, pooling, {a; b}, #count, arithmetic, "
+        "strings) with a '?- goal.' query: tabled SLDNF backward chainer",
+    ),
 }
 
 #: Languages the solver worker runs for the system itself, never given by a user or a dataset (not
 #: in :data:`LANGUAGES`, so no input can name them): name -> (module, what it is).
 INTERNAL_LANGUAGES: dict[str, tuple[str, str]] = {
-    "certificate-check": ("symbolkg.solvers.certificates.recheck",
-                          "symbolkg verify: a JSON request that re-checks one answer's certificate with an independent engine"),
+    "certificate-check": (
+        "symbolkg.solvers.certificates.recheck",
+        "symbolkg verify: a JSON request that re-checks one answer's certificate with an independent engine",
+    ),
 }
 
 
@@ -66,7 +94,9 @@ def run(request: SolveRequest) -> Outcome:
     on LLM-written programs (it goes through :mod:`symbolkg.solvers.runtime.worker`).
     """
     if request.language not in LANGUAGES and request.language not in INTERNAL_LANGUAGES:
-        return Outcome.error(Status.PARSE_ERROR, ErrorKind.UNSUPPORTED, f"unknown program language {request.language!r}")
+        return Outcome.error(
+            Status.PARSE_ERROR, ErrorKind.UNSUPPORTED, f"unknown program language {request.language!r}"
+        )
     try:
         solve: Callable[[str, Limits], Outcome] = language_module(request.language).solve
         if request.checks is None:

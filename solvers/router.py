@@ -23,8 +23,9 @@ Example:
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Literal, Mapping, Sequence
+from typing import Literal
 
 Solver = Literal["z3", "prover9", "prolog"]
 SOLVERS: tuple[str, ...] = ("z3", "prover9", "prolog")
@@ -36,13 +37,22 @@ _UNKNOWN = {"unknown", "uncertain", "cannot be determined", "undetermined"}
 _ORDERING = re.compile(
     r"\b(left|right|leftmost|rightmost|first|second|third|fourth|fifth|sixth|seventh|last|before|after|"
     r"above|below|older|oldest|younger|youngest|newer|newest|cheaper|cheapest|more expensive|most expensive|"
-    r"earlier|later|position|order|ranked|finished|scheduled|slot|immediately)\b", re.IGNORECASE)
-_ASSIGNMENT_QUESTION = re.compile(r"\b(could be|must be|cannot be|which one of the following|which of the following|"
-                                  r"acceptable|assignment|schedule|complete and accurate list)\b", re.IGNORECASE)
-_NUMBER = re.compile(r"\b\d+(?:\.\d+)?\b|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|exactly|at least|"
-                     r"at most|more than|fewer than)\b", re.IGNORECASE)
-_QUANTIFIER = re.compile(r"\b(all|every|each|any|no|none|some|everyone|someone|nobody|if|then|only if|whoever)\b",
-                         re.IGNORECASE)
+    r"earlier|later|position|order|ranked|finished|scheduled|slot|immediately)\b",
+    re.IGNORECASE,
+)
+_ASSIGNMENT_QUESTION = re.compile(
+    r"\b(could be|must be|cannot be|which one of the following|which of the following|"
+    r"acceptable|assignment|schedule|complete and accurate list)\b",
+    re.IGNORECASE,
+)
+_NUMBER = re.compile(
+    r"\b\d+(?:\.\d+)?\b|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|exactly|at least|"
+    r"at most|more than|fewer than)\b",
+    re.IGNORECASE,
+)
+_QUANTIFIER = re.compile(
+    r"\b(all|every|each|any|no|none|some|everyone|someone|nobody|if|then|only if|whoever)\b", re.IGNORECASE
+)
 # "someone" / "something" are left out: "If someone is red then they are kind" is universal.
 _DISJUNCTIVE = re.compile(r"\b(either|or|some|neither|nor|unless|exists?|at least one)\b", re.IGNORECASE)
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
@@ -81,10 +91,11 @@ class RouteFeatures:
     graph_relations: int = 0
     has_graph: bool = False
 
-    def with_graph(self, constraints: Mapping[str, int], rules: int, relations: int) -> "RouteFeatures":
+    def with_graph(self, constraints: Mapping[str, int], rules: int, relations: int) -> RouteFeatures:
         """These features plus counts read from the problem's LKG."""
-        return replace(self, graph_constraints=dict(constraints), graph_rules=rules, graph_relations=relations,
-                       has_graph=True)
+        return replace(
+            self, graph_constraints=dict(constraints), graph_rules=rules, graph_relations=relations, has_graph=True
+        )
 
     @property
     def typed_constraints(self) -> int:
@@ -191,13 +202,25 @@ def route(features: RouteFeatures, force: Solver | None = None) -> Route:
     if f.options_kind == "none" and f.ordering_words >= 4:
         return Route("z3", "ordering", (f"{f.ordering_words} ordering / position words",), f)
     if f.sentences and f.disjunctive_sentences * 4 >= f.sentences:
-        return Route("prover9", "disjunctive",
-                     (f"{f.disjunctive_sentences} of {f.sentences} sentences use a disjunction or an existential "
-                      f"(not Horn clauses)",), f)
+        return Route(
+            "prover9",
+            "disjunctive",
+            (
+                f"{f.disjunctive_sentences} of {f.sentences} sentences use a disjunction or an existential "
+                f"(not Horn clauses)",
+            ),
+            f,
+        )
     if f.options_kind in ("true_false", "none") and (f.quantifiers or f.graph_rules):
-        return Route("prolog", "closed_world_horn", ("True/False answer over Horn-like rules (closed world)",
-                                                     f"{f.quantifiers} quantifier / conditional words, "
-                                                     f"{f.graph_rules} LKG rules"), f)
+        return Route(
+            "prolog",
+            "closed_world_horn",
+            (
+                "True/False answer over Horn-like rules (closed world)",
+                f"{f.quantifiers} quantifier / conditional words, {f.graph_rules} LKG rules",
+            ),
+            f,
+        )
     if f.numbers >= 4:
         return Route("z3", "arithmetic", (f"{f.numbers} numbers or counting phrases",), f)
     return Route("prover9", "default", ("no decisive feature: first-order logic is the most general",), f)
@@ -207,8 +230,11 @@ def route(features: RouteFeatures, force: Solver | None = None) -> Route:
 
 #: A question that is not a plain "which statement is entailed": possibility (could / cannot /
 #: may), counting (maximum / minimum / how many), a hypothesis (if ...) or an exception.
-_SMT_QUESTION = re.compile(r"\b(could|cannot|can|may|might|must|maximum|minimum|how many|number|if|acceptable|"
-                           r"except|possible|impossible)\b", re.IGNORECASE)
+_SMT_QUESTION = re.compile(
+    r"\b(could|cannot|can|may|might|must|maximum|minimum|how many|number|if|acceptable|"
+    r"except|possible|impossible)\b",
+    re.IGNORECASE,
+)
 
 
 @dataclass(frozen=True)
@@ -251,10 +277,15 @@ def target_for(solver: Solver, question: str) -> Target:
     if solver == "z3":
         found = _SMT_QUESTION.search(question)
         if found:
-            return Target("z3", "logiclm-smt", "logiclm-smt",
-                          f"the question asks beyond plain entailment ({found.group(0)!r}): the Z3 DSL")
-        return Target("z3", "logiclm-csp", "logiclm-csp",
-                      "the question asks which statement holds: a finite-domain CSP")
+            return Target(
+                "z3",
+                "logiclm-smt",
+                "logiclm-smt",
+                f"the question asks beyond plain entailment ({found.group(0)!r}): the Z3 DSL",
+            )
+        return Target(
+            "z3", "logiclm-csp", "logiclm-csp", "the question asks which statement holds: a finite-domain CSP"
+        )
     raise ValueError(f"unknown solver {solver!r}; expected one of {SOLVERS}")
 
 
@@ -273,13 +304,16 @@ _VOTE_SYSTEM = (
 )
 
 
-def vote_messages(context: str, question: str, options: Sequence[str], max_context_chars: int = 2000
-                  ) -> list[tuple[str, str]]:
+def vote_messages(
+    context: str, question: str, options: Sequence[str], max_context_chars: int = 2000
+) -> list[tuple[str, str]]:
     """The chat messages asking an LLM which solver fits (its answer: one of :data:`SOLVERS`)."""
     body = context if len(context) <= max_context_chars else context[:max_context_chars] + " ..."
     listed = "\n".join(options)
-    return [("system", _VOTE_SYSTEM),
-            ("user", f"Problem:\n{body}\n\nQuestion: {question}\n{listed}\n\nSolver (z3, prover9 or prolog):")]
+    return [
+        ("system", _VOTE_SYSTEM),
+        ("user", f"Problem:\n{body}\n\nQuestion: {question}\n{listed}\n\nSolver (z3, prover9 or prolog):"),
+    ]
 
 
 def parse_vote(text: str) -> Solver | None:
@@ -297,6 +331,13 @@ def combine_vote(feature_route: Route, vote: Solver | None) -> Route:
     if vote is None:
         return replace(feature_route, reasons=feature_route.reasons + ("LLM vote: none (unparsable)",))
     if feature_route.rule in WEAK_RULES and vote != feature_route.solver:
-        return Route(vote, "llm_vote", (f"LLM vote {vote} overrules the weak feature rule {feature_route.rule} "
-                                        f"({feature_route.solver})", *feature_route.reasons), feature_route.features)
+        return Route(
+            vote,
+            "llm_vote",
+            (
+                f"LLM vote {vote} overrules the weak feature rule {feature_route.rule} ({feature_route.solver})",
+                *feature_route.reasons,
+            ),
+            feature_route.features,
+        )
     return replace(feature_route, reasons=feature_route.reasons + (f"LLM vote: {vote}",))

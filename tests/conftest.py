@@ -46,12 +46,25 @@ def lp_problem(i: int, *, chain: int = 3) -> dict:
     last = "True" if i % 2 == 0 else "False"
     rules.append(f"{preds[chain - 1]}($x, True) >>> {preds[chain]}($x, {last})")
     text = "\n".join(
-        ["Predicates:", *[f"{p}($x, bool)" for p in preds], "Facts:", f"P0(Obj{i}, True)", "Rules:", *rules,
-         "Query:", f"{preds[chain]}(Obj{i}, True)"]
+        [
+            "Predicates:",
+            *[f"{p}($x, bool)" for p in preds],
+            "Facts:",
+            f"P0(Obj{i}, True)",
+            "Rules:",
+            *rules,
+            "Query:",
+            f"{preds[chain]}(Obj{i}, True)",
+        ]
     )
-    return {"id": f"gen-{i:05d}", "context": "generated", "question": f"Is Obj{i} {preds[chain]}?",
-            "options": ["A) True", "B) False", "C) Unknown"], "answer": "A" if i % 2 == 0 else "B",
-            "program": {"language": "logiclm-lp", "text": text}}
+    return {
+        "id": f"gen-{i:05d}",
+        "context": "generated",
+        "question": f"Is Obj{i} {preds[chain]}?",
+        "options": ["A) True", "B) False", "C) Unknown"],
+        "answer": "A" if i % 2 == 0 else "B",
+        "program": {"language": "logiclm-lp", "text": text},
+    }
 
 
 def write_jsonl(path: Path, rows: list[dict]) -> Path:
@@ -69,8 +82,16 @@ def generated_jsonl(tmp_path: Path):
 
 # Tests that load a real LLM (vLLM on 2 CPU cores: minutes each). Their slow tests carry the
 # `llm` marker: `make test` (CI) runs them with everything else, `make test-llm` runs only them.
-_LLM_MODULES = {"test_vllm_engine", "test_openai_engine", "test_llm_e2e", "test_llm_actor", "test_models",
-                "test_lkg_llm", "test_symbolkg_llm", "test_symba_llm"}
+_LLM_MODULES = {
+    "test_vllm_engine",
+    "test_openai_engine",
+    "test_llm_e2e",
+    "test_llm_actor",
+    "test_models",
+    "test_lkg_llm",
+    "test_symbolkg_llm",
+    "test_symba_llm",
+}
 
 
 def pytest_collection_modifyitems(config, items):
@@ -102,8 +123,12 @@ def pytest_collection_finish(session):
     on its own. Never under pytest-xdist: there both cores are busy with tests already.
     """
     global _early_server
-    if (os.environ.get("PYTEST_XDIST_WORKER") or session.config.option.collectonly
-            or importlib.util.find_spec("vllm") is None or not any(_uses_server(item) for item in session.items)):
+    if (
+        os.environ.get("PYTEST_XDIST_WORKER")
+        or session.config.option.collectonly
+        or importlib.util.find_spec("vllm") is None
+        or not any(_uses_server(item) for item in session.items)
+    ):
         return
     from symbolkg.actors.engines.models import ModelError, resolve_model
     from tests.llm_server import VLLMServer

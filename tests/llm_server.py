@@ -68,12 +68,25 @@ class VLLMServer:
         if stub is not None:
             env["PYTHONPATH"] = os.pathsep.join(p for p in (str(stub), env.get("PYTHONPATH", "")) if p)
         cmd = [
-            sys.executable, "-m", "vllm.entrypoints.openai.api_server",
-            "--model", model_path, "--served-model-name", SERVED_NAME,
-            "--host", "127.0.0.1", "--port", str(self.port),
-            "--enforce-eager", "--max-model-len", str(max_model_len), "--max-num-seqs", str(max_num_seqs),
+            sys.executable,
+            "-m",
+            "vllm.entrypoints.openai.api_server",
+            "--model",
+            model_path,
+            "--served-model-name",
+            SERVED_NAME,
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(self.port),
+            "--enforce-eager",
+            "--max-model-len",
+            str(max_model_len),
+            "--max-num-seqs",
+            str(max_num_seqs),
             "--enable-prompt-tokens-details",  # usage.prompt_tokens_details.cached_tokens: the prefix-cache hits
-            "--block-size", "32",  # finer prefix-cache hits than the CPU default 128 (VLLMConfig.block_size)
+            "--block-size",
+            "32",  # finer prefix-cache hits than the CPU default 128 (VLLMConfig.block_size)
         ]
         self._log = open(log_path, "wb")
         self.proc = subprocess.Popen(cmd, stdout=self._log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
@@ -128,7 +141,8 @@ def _torchcodec_stub(folder: Path) -> Path | None:
     probe = subprocess.run([sys.executable, "-c", "import torchcodec"], capture_output=True, text=True, timeout=120)
     if probe.returncode == 0 or "ModuleNotFoundError" in probe.stderr:
         return None
-    warnings.warn(f"torchcodec is broken here ({probe.stderr.strip().splitlines()[-1]}); hidden from the vllm server")
+    reason = probe.stderr.strip().splitlines()[-1]
+    warnings.warn(f"torchcodec is broken here ({reason}); hidden from the vllm server", stacklevel=1)
     stub = folder / "torchcodec_stub"
     (stub / "torchcodec").mkdir(parents=True, exist_ok=True)
     (stub / "torchcodec" / "__init__.py").write_text('raise ImportError("hidden by the test: broken build")\n')
@@ -147,8 +161,12 @@ def engine_processes() -> list:
     session = os.getsid(0)
     for p in psutil.Process().children(recursive=True):
         try:
-            if (p.is_running() and p.status() != psutil.STATUS_ZOMBIE and os.getsid(p.pid) == session
-                    and "VLLM" in " ".join([p.name(), *p.cmdline()])):
+            if (
+                p.is_running()
+                and p.status() != psutil.STATUS_ZOMBIE
+                and os.getsid(p.pid) == session
+                and "VLLM" in " ".join([p.name(), *p.cmdline()])
+            ):
                 found.append(p)
         except (psutil.NoSuchProcess, ProcessLookupError):
             pass

@@ -84,8 +84,13 @@ class LoadGenerator:
         for _ in range(self.n):
             # A session of their own: a Ctrl-C on the terminal reaches pytest and this script, and the
             # loops are then killed here, in order, rather than racing the terminal's signal.
-            self.procs.append(subprocess.Popen([sys.executable, "-c", _BUSY_LOOP, str(os.getpid())],
-                                               stdin=subprocess.DEVNULL, start_new_session=True))
+            self.procs.append(
+                subprocess.Popen(
+                    [sys.executable, "-c", _BUSY_LOOP, str(os.getpid())],
+                    stdin=subprocess.DEVNULL,
+                    start_new_session=True,
+                )
+            )
 
     def stop(self) -> None:
         procs, self.procs = self.procs, []
@@ -128,16 +133,26 @@ def read_junit(path: Path) -> tuple[dict[str, str], dict[str, float]]:
     return outcomes, durations
 
 
-def run_pytest(kind: str, repeat: int, paths: list[str], marker: str | None, extra: list[str], workdir: Path,
-               load: LoadGenerator | None) -> Run:
+def run_pytest(
+    kind: str,
+    repeat: int,
+    paths: list[str],
+    marker: str | None,
+    extra: list[str],
+    workdir: Path,
+    load: LoadGenerator | None,
+) -> Run:
     report = workdir / f"{kind}-{repeat}.xml"
     cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--junitxml={report}", *extra]
     if marker is not None:
         cmd += ["-m", marker]
     cmd += paths
     load_avg = os.getloadavg()[0]
-    print(f"\n=== {kind} run {repeat}: load average {load_avg:.2f}, "
-          f"{load.running() if load else 0} busy-loop processes\n$ {shlex.join(cmd)}", flush=True)
+    print(
+        f"\n=== {kind} run {repeat}: load average {load_avg:.2f}, "
+        f"{load.running() if load else 0} busy-loop processes\n$ {shlex.join(cmd)}",
+        flush=True,
+    )
     busy = load.running() if load else 0
     start = time.monotonic()
     proc = subprocess.Popen(cmd, cwd=REPO)
@@ -178,13 +193,18 @@ def failed(runs: list[Run]) -> dict[str, list[str]]:
 
 def print_summary(runs: list[Run], diff: dict[str, list[str]], bad: dict[str, list[str]]) -> None:
     print("\n=== load check summary")
-    header = f"{'run':10s} {'load avg':>8s} {'busy':>4s} {'wall s':>7s} {'tests':>6s} {'passed':>6s} {'failed':>6s} {'skipped':>7s} {'exit':>4s}"
+    header = (
+        f"{'run':10s} {'load avg':>8s} {'busy':>4s} {'wall s':>7s} {'tests':>6s} {'passed':>6s} {'failed':>6s} "
+        f"{'skipped':>7s} {'exit':>4s}"
+    )
     print(header)
     print("-" * len(header))
     for r in runs:
-        print(f"{r.kind + ' ' + str(r.repeat):10s} {r.load_avg_at_start:8.2f} {r.load_procs:4d} {r.wall_s:7.1f} "
-              f"{len(r.outcomes):6d} {r.count('passed'):6d} {r.count('failed', 'error'):6d} {r.count('skipped'):7d} "
-              f"{r.exit_code:4d}")
+        print(
+            f"{r.kind + ' ' + str(r.repeat):10s} {r.load_avg_at_start:8.2f} {r.load_procs:4d} {r.wall_s:7.1f} "
+            f"{len(r.outcomes):6d} {r.count('passed'):6d} {r.count('failed', 'error'):6d} {r.count('skipped'):7d} "
+            f"{r.exit_code:4d}"
+        )
     names = [f"{r.kind} {r.repeat}" for r in runs]
     if diff:
         print(f"\n{len(diff)} test(s) whose verdict differs between runs ({', '.join(names)}):")
@@ -201,8 +221,10 @@ def print_summary(runs: list[Run], diff: dict[str, list[str]], bad: dict[str, li
     idle = [r for r in runs if r.kind == "idle"]
     loaded = [r for r in runs if r.kind == "load"]
     if idle and loaded:
-        print(f"wall time: idle {sum(r.wall_s for r in idle) / len(idle):.1f} s, "
-              f"under load {sum(r.wall_s for r in loaded) / len(loaded):.1f} s (mean per run)")
+        print(
+            f"wall time: idle {sum(r.wall_s for r in idle) / len(idle):.1f} s, "
+            f"under load {sum(r.wall_s for r in loaded) / len(loaded):.1f} s (mean per run)"
+        )
 
 
 def _raise_on_sigterm(signum: int, frame: FrameType | None) -> None:
@@ -210,16 +232,27 @@ def _raise_on_sigterm(signum: int, frame: FrameType | None) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("paths", nargs="*", help=f"test files or folders (default: {' '.join(DEFAULT_PATHS)})")
     parser.add_argument("--all", action="store_true", help='include slow tests (default: -m "not slow")')
     parser.add_argument("--repeat", type=int, default=1, metavar="N", help="idle+load pairs to run (default 1)")
     parser.add_argument("--json", type=Path, metavar="PATH", help="write every run's per-test verdicts here")
-    parser.add_argument("--load-procs", type=int, default=os.cpu_count() or 1, metavar="N",
-                        help=f"busy-loop processes during the load runs (default: os.cpu_count() = {os.cpu_count()})")
-    parser.add_argument("--pytest-arg", action="append", default=[], metavar="ARG",
-                        help="an extra argument for pytest, e.g. --pytest-arg=-x (repeatable)")
+    parser.add_argument(
+        "--load-procs",
+        type=int,
+        default=os.cpu_count() or 1,
+        metavar="N",
+        help=f"busy-loop processes during the load runs (default: os.cpu_count() = {os.cpu_count()})",
+    )
+    parser.add_argument(
+        "--pytest-arg",
+        action="append",
+        default=[],
+        metavar="ARG",
+        help="an extra argument for pytest, e.g. --pytest-arg=-x (repeatable)",
+    )
     args = parser.parse_args(argv)
     if args.repeat < 1 or args.load_procs < 1:
         parser.error("--repeat and --load-procs must be >= 1")
@@ -258,11 +291,23 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{r.kind} run {r.repeat}: pytest exited with code {r.exit_code}; its tests did not run (see above)")
     if args.json is not None:
         args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps({
-            "paths": paths, "marker": marker, "load_procs": args.load_procs, "repeat": args.repeat,
-            "interrupted": interrupted, "runs": [asdict(r) for r in runs],
-            "differing": diff, "failed": bad, "ok": not (diff or bad or broken or interrupted),
-        }, indent=1) + "\n")
+        args.json.write_text(
+            json.dumps(
+                {
+                    "paths": paths,
+                    "marker": marker,
+                    "load_procs": args.load_procs,
+                    "repeat": args.repeat,
+                    "interrupted": interrupted,
+                    "runs": [asdict(r) for r in runs],
+                    "differing": diff,
+                    "failed": bad,
+                    "ok": not (diff or bad or broken or interrupted),
+                },
+                indent=1,
+            )
+            + "\n"
+        )
         print(f"results written to {args.json}")
     if interrupted:
         return 130

@@ -27,8 +27,13 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("solvers", "retrieval", "actors", "jobs", "cluster")
 #: layer -> the layers it may import (besides itself)
-ALLOWED = {"solvers": set(), "retrieval": {"solvers"}, "actors": {"retrieval", "solvers"},
-           "cluster": set(), "jobs": {"solvers", "retrieval", "actors", "cluster"}}
+ALLOWED = {
+    "solvers": set(),
+    "retrieval": {"solvers"},
+    "actors": {"retrieval", "solvers"},
+    "cluster": set(),
+    "jobs": {"solvers", "retrieval", "actors", "cluster"},
+}
 MAX_MODULE_LINES = 1000
 MAX_FUNCTION_LINES = 80
 
@@ -58,14 +63,21 @@ def _resolve(modules: set[str], name: str, imported: list[str]) -> list[str]:
 
 
 def _function_ranges(tree: ast.AST) -> list[tuple[int, int]]:
-    return [(n.lineno, n.end_lineno or n.lineno) for n in ast.walk(tree)
-            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    return [
+        (n.lineno, n.end_lineno or n.lineno)
+        for n in ast.walk(tree)
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+    ]
 
 
 def import_graph(root: Path, packages: tuple[str, ...] = PACKAGES) -> list[Import]:
     """Every import of one of our modules by one of our modules under ``root``."""
-    files = {_module_name(root, p): p for pkg in packages if (root / pkg).is_dir()
-             for p in sorted((root / pkg).rglob("*.py"))}
+    files = {
+        _module_name(root, p): p
+        for pkg in packages
+        if (root / pkg).is_dir()
+        for p in sorted((root / pkg).rglob("*.py"))
+    }
     modules = set(files)
     found: list[Import] = []
     for source, path in files.items():
@@ -80,7 +92,9 @@ def import_graph(root: Path, packages: tuple[str, ...] = PACKAGES) -> list[Impor
             elif isinstance(node, ast.ImportFrom):
                 base = node.module or ""
                 if node.level:
-                    base = ".".join(package.split(".")[: len(package.split(".")) - node.level + 1] + ([base] if base else []))
+                    base = ".".join(
+                        package.split(".")[: len(package.split(".")) - node.level + 1] + ([base] if base else [])
+                    )
                 if base.split(".")[0] != "symbolkg" and not node.level:
                     continue
                 targets = _resolve(modules, base, [a.name for a in node.names])
@@ -147,8 +161,12 @@ def _is_eval(module: str) -> bool:
 
 
 def upward_imports(graph: list[Import]) -> list[str]:
-    return [f"{i.source}:{i.line} imports {i.target} ({_layer(i.source)} may import {sorted(ALLOWED[_layer(i.source)]) or 'nothing of ours'})"
-            for i in graph if _layer(i.target) != _layer(i.source) and _layer(i.target) not in ALLOWED[_layer(i.source)]]
+    return [
+        f"{i.source}:{i.line} imports {i.target} ({_layer(i.source)} may import "
+        f"{sorted(ALLOWED[_layer(i.source)]) or 'nothing of ours'})"
+        for i in graph
+        if _layer(i.target) != _layer(i.source) and _layer(i.target) not in ALLOWED[_layer(i.source)]
+    ]
 
 
 def checker_imports(graph: list[Import]) -> list[str]:
@@ -156,18 +174,24 @@ def checker_imports(graph: list[Import]) -> list[str]:
     modules only outcomes and syntax."""
     bad = []
     for i in graph:
-        ok_target = (i.target == "symbolkg.solvers.outcomes" or _is_syntax(i.target) or _is_eval(i.target))
+        ok_target = i.target == "symbolkg.solvers.outcomes" or _is_syntax(i.target) or _is_eval(i.target)
         if i.source.startswith("symbolkg.solvers.certificates"):
             if not (ok_target or i.target.startswith("symbolkg.solvers.certificates")):
-                bad.append(f"{i.source}:{i.line} (a checker) imports {i.target}, which is neither syntax nor an *_eval evaluator")
+                bad.append(
+                    f"{i.source}:{i.line} (a checker) imports {i.target}, "
+                    "which is neither syntax nor an *_eval evaluator"
+                )
         elif _is_syntax(i.source) and not (i.target == "symbolkg.solvers.outcomes" or _is_syntax(i.target)):
             bad.append(f"{i.source}:{i.line} (syntax) imports {i.target}")
     return bad
 
 
 def uncommented_local_imports(graph: list[Import]) -> list[str]:
-    return [f"{i.source}:{i.line} imports {i.target} inside a function without a comment saying why"
-            for i in graph if i.local and not i.commented]
+    return [
+        f"{i.source}:{i.line} imports {i.target} inside a function without a comment saying why"
+        for i in graph
+        if i.local and not i.commented
+    ]
 
 
 def oversized(root: Path, packages: tuple[str, ...] = PACKAGES) -> list[str]:
@@ -179,9 +203,14 @@ def oversized(root: Path, packages: tuple[str, ...] = PACKAGES) -> list[str]:
             rel = path.relative_to(root)
             n_lines = len(text.splitlines())
             if n_lines > MAX_MODULE_LINES and "long because" not in (ast.get_docstring(tree) or ""):
-                out.append(f"{rel}: {n_lines} lines (over {MAX_MODULE_LINES}; a docstring may say why it is 'long because')")
-            out += [f"{rel}:{a}: a function of {b - a + 1} lines (over {MAX_FUNCTION_LINES})"
-                    for a, b in _function_ranges(tree) if b - a + 1 > MAX_FUNCTION_LINES]
+                out.append(
+                    f"{rel}: {n_lines} lines (over {MAX_MODULE_LINES}; a docstring may say why it is 'long because')"
+                )
+            out += [
+                f"{rel}:{a}: a function of {b - a + 1} lines (over {MAX_FUNCTION_LINES})"
+                for a, b in _function_ranges(tree)
+                if b - a + 1 > MAX_FUNCTION_LINES
+            ]
     return out
 
 
@@ -236,62 +265,89 @@ def _plant(root: Path, files: dict[str, str]) -> Path:
 
 
 def test_planted_cycle_is_found(tmp_path):
-    root = _plant(tmp_path, {
-        "solvers/a.py": "from symbolkg.solvers import b\n",
-        "solvers/b.py": "def f():\n    # lazy: breaks nothing\n    from symbolkg.solvers.a import x\n",
-        "solvers/c.py": "import symbolkg.solvers.a\n",
-    })
+    root = _plant(
+        tmp_path,
+        {
+            "solvers/a.py": "from symbolkg.solvers import b\n",
+            "solvers/b.py": "def f():\n    # lazy: breaks nothing\n    from symbolkg.solvers.a import x\n",
+            "solvers/c.py": "import symbolkg.solvers.a\n",
+        },
+    )
     assert cycles(import_graph(root)) == [["symbolkg.solvers.a", "symbolkg.solvers.b"]]
 
 
 def test_planted_upward_import_is_found(tmp_path):
-    root = _plant(tmp_path, {
-        "jobs/rows.py": "X = 1\n",
-        "solvers/checks.py": "def f():\n    from symbolkg.jobs.rows import X  # why: none good\n",
-        "retrieval/r.py": "from symbolkg.solvers import checks\n",
-        "actors/a.py": "from symbolkg.jobs import rows\n",
-    })
+    root = _plant(
+        tmp_path,
+        {
+            "jobs/rows.py": "X = 1\n",
+            "solvers/checks.py": "def f():\n    from symbolkg.jobs.rows import X  # why: none good\n",
+            "retrieval/r.py": "from symbolkg.solvers import checks\n",
+            "actors/a.py": "from symbolkg.jobs import rows\n",
+        },
+    )
     found = upward_imports(import_graph(root))
     assert len(found) == 2
-    assert found[0].startswith("symbolkg.actors.a:1 imports symbolkg.jobs.rows") or found[1].startswith("symbolkg.actors.a:1")
+    assert found[0].startswith("symbolkg.actors.a:1 imports symbolkg.jobs.rows") or found[1].startswith(
+        "symbolkg.actors.a:1"
+    )
     assert any(f.startswith("symbolkg.solvers.checks:2 imports symbolkg.jobs.rows") for f in found)
 
 
 def test_planted_engine_import_in_a_checker_is_found(tmp_path):
-    root = _plant(tmp_path, {
-        "solvers/outcomes.py": "",
-        "solvers/fol/syntax.py": "from symbolkg.solvers.outcomes import *\n",
-        "solvers/fol/z3_eval.py": "from symbolkg.solvers.fol import syntax\n",
-        "solvers/fol/engine.py": "from symbolkg.solvers.fol import syntax\n",
-        "solvers/certificates/entailment.py": ("from symbolkg.solvers.fol import syntax, z3_eval\n"
-                                               "from symbolkg.solvers.fol.engine import solve\n"),
-        "solvers/lp/syntax.py": "from symbolkg.solvers.lp import engine\n",
-        "solvers/lp/engine.py": "",
-    })
+    root = _plant(
+        tmp_path,
+        {
+            "solvers/outcomes.py": "",
+            "solvers/fol/syntax.py": "from symbolkg.solvers.outcomes import *\n",
+            "solvers/fol/z3_eval.py": "from symbolkg.solvers.fol import syntax\n",
+            "solvers/fol/engine.py": "from symbolkg.solvers.fol import syntax\n",
+            "solvers/certificates/entailment.py": (
+                "from symbolkg.solvers.fol import syntax, z3_eval\nfrom symbolkg.solvers.fol.engine import solve\n"
+            ),
+            "solvers/lp/syntax.py": "from symbolkg.solvers.lp import engine\n",
+            "solvers/lp/engine.py": "",
+        },
+    )
     found = checker_imports(import_graph(root))
     assert found == [
-        "symbolkg.solvers.certificates.entailment:2 (a checker) imports symbolkg.solvers.fol.engine, which is neither syntax nor an *_eval evaluator",
+        "symbolkg.solvers.certificates.entailment:2 (a checker) imports symbolkg.solvers.fol.engine, "
+        "which is neither syntax nor an *_eval evaluator",
         "symbolkg.solvers.lp.syntax:1 (syntax) imports symbolkg.solvers.lp.engine",
     ]
 
 
 def test_planted_uncommented_local_import_and_sizes_are_found(tmp_path):
     long_body = "".join(f"    x{i} = {i}\n" for i in range(90))
-    root = _plant(tmp_path, {
-        "jobs/a.py": "def f():\n    from symbolkg.jobs import b\n\ndef g():\n    from symbolkg.jobs import b  # heavy: optional\n",
-        "jobs/b.py": "def long():\n" + long_body,
-        "jobs/big.py": '"""Big."""\n' + "x = 1\n" * 1001,
-        "jobs/big_ok.py": '"""Big, and long because it is a table."""\n' + "x = 1\n" * 1001,
-    })
+    root = _plant(
+        tmp_path,
+        {
+            "jobs/a.py": (
+                "def f():\n    from symbolkg.jobs import b\n\n"
+                "def g():\n    from symbolkg.jobs import b  # heavy: optional\n"
+            ),
+            "jobs/b.py": "def long():\n" + long_body,
+            "jobs/big.py": '"""Big."""\n' + "x = 1\n" * 1001,
+            "jobs/big_ok.py": '"""Big, and long because it is a table."""\n' + "x = 1\n" * 1001,
+        },
+    )
     assert uncommented_local_imports(import_graph(root)) == [
-        "symbolkg.jobs.a:2 imports symbolkg.jobs.b inside a function without a comment saying why"]
+        "symbolkg.jobs.a:2 imports symbolkg.jobs.b inside a function without a comment saying why"
+    ]
     found = oversized(root)
-    assert found == ["jobs/b.py:1: a function of 91 lines (over 80)",
-                     "jobs/big.py: 1002 lines (over 1000; a docstring may say why it is 'long because')"]
+    assert found == [
+        "jobs/b.py:1: a function of 91 lines (over 80)",
+        "jobs/big.py: 1002 lines (over 1000; a docstring may say why it is 'long because')",
+    ]
 
 
 if __name__ == "__main__":  # `python tests/test_layering.py`: every violation, one per line
     g = import_graph(ROOT)
-    for problem in ([" <-> ".join(c) for c in cycles(g)] + upward_imports(g) + checker_imports(g)
-                    + uncommented_local_imports(g) + oversized(ROOT)):
+    for problem in (
+        [" <-> ".join(c) for c in cycles(g)]
+        + upward_imports(g)
+        + checker_imports(g)
+        + uncommented_local_imports(g)
+        + oversized(ROOT)
+    ):
         print(problem)

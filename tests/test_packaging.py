@@ -28,8 +28,12 @@ TOP_LEVEL_FOLDERS = ("jobs", "actors", "retrieval", "solvers", "cluster")
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("wheel")
-    build = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
-                            "-w", str(out), str(REPO)], capture_output=True, text=True, timeout=300)
+    build = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(out), str(REPO)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert build.returncode == 0, build.stderr[-3000:]
     (path,) = out.glob("symbolkg-*.whl")
     return path
@@ -40,11 +44,19 @@ def fresh_venv(tmp_path_factory, wheel) -> Path:
     root = tmp_path_factory.mktemp("fresh") / "venv"
     venv.EnvBuilder(with_pip=False).create(root)
     python = root / "bin" / "python"
-    site = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                          capture_output=True, text=True, check=True).stdout.strip()
+    site = subprocess.run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
     Path(site, "deps-from-the-dev-venv.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
-    install = subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install", "--no-deps", "-q",
-                              str(wheel)], capture_output=True, text=True, timeout=300)
+    install = subprocess.run(
+        [sys.executable, "-m", "pip", "--python", str(python), "install", "--no-deps", "-q", str(wheel)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert install.returncode == 0, install.stderr[-3000:]
     return root
 
@@ -54,15 +66,19 @@ def test_the_wheel_holds_only_the_symbolkg_package(wheel):
     tops = {n.split("/")[0] for n in names}
     assert tops == {"symbolkg", next(t for t in tops if t.endswith(".dist-info"))}, tops
     # every module of the five folders (a subpackage missing from pyproject's list would be absent)
-    modules = {f"symbolkg/{p.relative_to(REPO).as_posix()}" for name in TOP_LEVEL_FOLDERS
-               for p in (REPO / name).rglob("*.py")}
+    modules = {
+        f"symbolkg/{p.relative_to(REPO).as_posix()}" for name in TOP_LEVEL_FOLDERS for p in (REPO / name).rglob("*.py")
+    }
     assert modules - set(names) == set()
     assert not any(n.startswith("symbolkg/tests/") or n.startswith("tests/") for n in names)
 
 
 def run_outside(venv_root: Path, tmp_path: Path, *argv: str) -> subprocess.CompletedProcess:
-    env = {"PATH": f"{venv_root / 'bin'}:{os.environ.get('PATH', '')}", "HOME": os.environ.get("HOME", str(tmp_path)),
-           "SYMBOLKG_DATA": str(tmp_path)}
+    env = {
+        "PATH": f"{venv_root / 'bin'}:{os.environ.get('PATH', '')}",
+        "HOME": os.environ.get("HOME", str(tmp_path)),
+        "SYMBOLKG_DATA": str(tmp_path),
+    }
     return subprocess.run(list(argv), cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
 
 
@@ -71,8 +87,13 @@ def test_installed_outside_the_repo_it_imports_as_symbolkg_only(fresh_venv, tmp_
     for name in TOP_LEVEL_FOLDERS:
         probe = run_outside(fresh_venv, tmp_path, python, "-c", f"import {name}")
         assert probe.returncode != 0 and "ModuleNotFoundError" in probe.stderr, name
-    found = run_outside(fresh_venv, tmp_path, python, "-c",
-                        "import symbolkg.solvers, symbolkg.jobs.cli; print(symbolkg.solvers.__file__)")
+    found = run_outside(
+        fresh_venv,
+        tmp_path,
+        python,
+        "-c",
+        "import symbolkg.solvers, symbolkg.jobs.cli; print(symbolkg.solvers.__file__)",
+    )
     assert found.returncode == 0, found.stderr[-2000:]
     assert str(fresh_venv) in found.stdout and str(REPO) not in found.stdout
     site = Path(found.stdout.strip()).parents[2]
@@ -84,7 +105,21 @@ def test_installed_outside_the_repo_symbolkg_solve_runs(fresh_venv, tmp_path):
     helped = run_outside(fresh_venv, tmp_path, symbolkg, "--help")
     assert helped.returncode == 0 and "solve" in helped.stdout, helped.stderr[-2000:]
     out = tmp_path / "run.parquet"
-    solved = run_outside(fresh_venv, tmp_path, symbolkg, "solve", "--programs", str(FIXTURES / "custom_problems.jsonl"),
-                         "--skip-bad", "--out", str(out), "--executor", "local", "--workers", "1", "--no-progress")
+    solved = run_outside(
+        fresh_venv,
+        tmp_path,
+        symbolkg,
+        "solve",
+        "--programs",
+        str(FIXTURES / "custom_problems.jsonl"),
+        "--skip-bad",
+        "--out",
+        str(out),
+        "--executor",
+        "local",
+        "--workers",
+        "1",
+        "--no-progress",
+    )
     assert solved.returncode == 0, solved.stderr[-3000:]
     assert out.is_file() and "ALL" in solved.stdout  # the report's total line

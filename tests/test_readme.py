@@ -48,8 +48,18 @@ START, END = "<!-- demo-output:start -->", "<!-- demo-output:end -->"
 FIRST_SCREEN_LINES = 60
 
 #: The demo's LLM job, as the Makefile's ``demo`` target runs it (without its paths and worker count).
-DEMO_LLM_ARGS = ("--method", "logiclm", "--dataset", "prontoqa", "--limit", "50", "--max-tokens", "384",
-                 "--max-refine-rounds", "1")
+DEMO_LLM_ARGS = (
+    "--method",
+    "logiclm",
+    "--dataset",
+    "prontoqa",
+    "--limit",
+    "50",
+    "--max-tokens",
+    "384",
+    "--max-refine-rounds",
+    "1",
+)
 #: The Logic-LM datasets whose recorded GPT-4 programs the demo solves, in the Makefile's order.
 DEMO_SETS = ("ProntoQA", "ProofWriter", "FOLIO", "LogicalDeduction", "AR-LSAT")
 # Per program. Every recorded program ends within 0.31 s idle but FOLIO_dev_119 (1.7 s in a two-worker
@@ -136,14 +146,39 @@ def _replay(run: ReplayedRun, tmp: Path, data: Path) -> Path:
     cache = tmp / f"cache-{run.model}"
     shutil.copytree(run.completions, cache)
     out = tmp / run.out
-    rc = main(["solve", *run.args, "--engine", "replay", "--model", run.model, "--cache", str(cache),
-               "--out", str(out), "--workers", "2", "--executor", "local", "--timeout-s", str(TIMEOUT_S),
-               "--no-progress", "--data-dir", str(data)])
+    rc = main(
+        [
+            "solve",
+            *run.args,
+            "--engine",
+            "replay",
+            "--model",
+            run.model,
+            "--cache",
+            str(cache),
+            "--out",
+            str(out),
+            "--workers",
+            "2",
+            "--executor",
+            "local",
+            "--timeout-s",
+            str(TIMEOUT_S),
+            "--no-progress",
+            "--data-dir",
+            str(data),
+        ]
+    )
     assert rc == 0
-    misses = [r["problem_id"] for r in pq.read_table(out, columns=["problem_id", "error_message"]).to_pylist()
-              if "replay miss" in (r["error_message"] or "")]
-    assert not misses, (f"{len(misses)} problems asked a prompt the shipped completions lack ({misses[:3]}...): "
-                        "the demo's prompts changed; record the completions again (see this module's docstring)")
+    misses = [
+        r["problem_id"]
+        for r in pq.read_table(out, columns=["problem_id", "error_message"]).to_pylist()
+        if "replay miss" in (r["error_message"] or "")
+    ]
+    assert not misses, (
+        f"{len(misses)} problems asked a prompt the shipped completions lack ({misses[:3]}...): "
+        "the demo's prompts changed; record the completions again (see this module's docstring)"
+    )
     return out
 
 
@@ -151,8 +186,24 @@ def _recorded(name: str, tmp: Path, data: Path) -> Path:
     """Run one of the demo's recorded-programs jobs."""
     programs = data_or_skip("logiclm", "programs", f"{name}_dev_gpt-4.json")
     out = tmp / f"demo-{name}.parquet"
-    rc = main(["solve", "--programs", str(programs), "--out", str(out), "--workers", "2", "--executor", "local",
-               "--timeout-s", str(TIMEOUT_S), "--no-progress", "--data-dir", str(data)])
+    rc = main(
+        [
+            "solve",
+            "--programs",
+            str(programs),
+            "--out",
+            str(out),
+            "--workers",
+            "2",
+            "--executor",
+            "local",
+            "--timeout-s",
+            str(TIMEOUT_S),
+            "--no-progress",
+            "--data-dir",
+            str(data),
+        ]
+    )
     assert rc == 0
     return out
 
@@ -161,10 +212,13 @@ def drift(shown: str, built: str) -> str | None:
     """Why the README's sample is stale (a unified diff and the text to paste), or None when it is not."""
     if built == shown:
         return None
-    diff = "\n".join(difflib.unified_diff(shown.splitlines(), built.splitlines(), "README.md", "the demo now",
-                                         lineterm=""))
-    return (f"README.md's demo sample drifted from what `make demo` prints:\n{diff}\n\n"
-            f"the demo now prints (paste it between the markers):\n{built}")
+    diff = "\n".join(
+        difflib.unified_diff(shown.splitlines(), built.splitlines(), "README.md", "the demo now", lineterm="")
+    )
+    return (
+        f"README.md's demo sample drifted from what `make demo` prints:\n{diff}\n\n"
+        f"the demo now prints (paste it between the markers):\n{built}"
+    )
 
 
 @pytest.fixture(scope="module")
@@ -187,8 +241,9 @@ def test_readme_sample_is_what_the_demo_prints(demo_summary):
 def test_a_changed_number_in_the_sample_is_caught(demo_summary):
     """The comparison can fail: one count changed in the sample is reported, with the line it came from."""
     lines = demo_summary.splitlines()
-    planted = "\n".join([*lines[:2], re.sub(r" (\d+) ", lambda m: f" {int(m.group(1)) + 1} ", lines[2], count=1),
-                         *lines[3:]])
+    planted = "\n".join(
+        [*lines[:2], re.sub(r" (\d+) ", lambda m: f" {int(m.group(1)) + 1} ", lines[2], count=1), *lines[3:]]
+    )
     problem = drift(planted, demo_summary)
     assert problem and f"-{planted.splitlines()[2]}" in problem and f"+{lines[2]}" in problem
 

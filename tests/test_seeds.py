@@ -24,7 +24,7 @@ from __future__ import annotations
 import ast
 import re
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -41,7 +41,7 @@ PACKAGES = frozenset({"jobs", "actors", "retrieval", "solvers", "cluster"})
 STEP_HEADER = ("step", "paper reference", "implemented by", "pinned by")
 DEPARTURE_HEADER = ("what", "why", "measured effect")
 #: What a departure's effect cell must contain (one of them).
-EFFECT_WORDS = ('RESULTS.md §', "not measured", "no answer changes")
+EFFECT_WORDS = ("RESULTS.md §", "not measured", "no answer changes")
 
 IMPL_RE = re.compile(r"`(symbolkg(?:\.\w+)+:\w+(?:\.\w+)*)`")
 TEST_RE = re.compile(r"`(tests/[\w/.-]+\.py::\w+(?:::\w+)?)`")
@@ -116,7 +116,7 @@ def parse(text: str) -> Doc:
 # --------------------------------------------------------------------------- resolving names (ast only)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _tree(path: Path) -> ast.Module | None:
     try:
         return ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
@@ -247,8 +247,10 @@ def shape_errors(doc: Doc, results_text: str) -> list[str]:
             if not what or not why or not effect:
                 errors.append(f"{row.where()}: a departure row needs what, why and measured effect")
             elif not any(word in effect for word in EFFECT_WORDS):
-                errors.append(f"{row.where()}: the effect cell cites no RESULTS.md section and says neither "
-                              "'not measured' nor 'no answer changes'")
+                errors.append(
+                    f"{row.where()}: the effect cell cites no RESULTS.md section and says neither "
+                    "'not measured' nor 'no answer changes'"
+                )
         for cited in RESULTS_RE.findall(" ".join(row.cells)):
             if not any(h.startswith(cited) for h in headings):
                 errors.append(f'{row.where()}: RESULTS.md has no section "{cited}"')
@@ -294,7 +296,7 @@ PLANTED = """
 |---|---|---|
 | a departure | a reason | it is faster |
 | another | a reason | RESULTS.md § "No such section" |
-"""
+"""  # noqa: E501 - a markdown table row is one line
 
 
 def test_a_planted_row_with_a_gone_function_and_a_gone_test_is_reported():
@@ -326,7 +328,8 @@ def test_names_resolve_through_classes_and_blocks_but_not_through_imports(tmp_pa
     (pkg / "m.py").write_text(
         "from os import path\n"
         "try:\n    import fast as impl\nexcept ImportError:\n    impl = None\n"
-        "class A:\n    x: int = 1\n    def f(self):\n        pass\n    class B:\n        async def g(self):\n            pass\n"
+        "class A:\n    x: int = 1\n    def f(self):\n        pass\n"
+        "    class B:\n        async def g(self):\n            pass\n"
         "def h():\n    pass\n"
     )
     ok = ["A", "A.x", "A.f", "A.B.g", "h", "impl"]

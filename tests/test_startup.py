@@ -34,8 +34,14 @@ def loaded(names):
 
 def run_child(code: str, *, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
     """``code`` in a fresh interpreter (its last stdout line is JSON), from the repository root."""
-    proc = subprocess.run([sys.executable, "-c", textwrap.dedent(_PRELUDE) + textwrap.dedent(code)], input=stdin,
-                          capture_output=True, text=True, cwd=REPO, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(_PRELUDE) + textwrap.dedent(code)],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     return proc
 
@@ -84,17 +90,23 @@ def test_every_commands_help_imports_no_heavy_library() -> None:
 def test_mcp_serve_answers_initialize_before_importing_the_sdk() -> None:
     """Up to the answer to ``initialize``: the CLI's parser, then :mod:`symbolkg.jobs.mcp_start`'s steps, as
     :func:`symbolkg.jobs.commands.mcp.run` takes them."""
-    request = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
-               "params": {"protocolVersion": "2025-06-18", "capabilities": {},
-                          "clientInfo": {"name": "t", "version": "0"}}}
-    proc = run_child(f"""
+    request = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}},
+    }
+    proc = run_child(
+        f"""
         from symbolkg.jobs import mcp_start
         from symbolkg.jobs.cli import build_parser
         build_parser().parse_args(["mcp", "serve"])
         with mcp_start.claim_stdio() as pipes:
             answered = mcp_start.answer_initialize(pipes)
             print(json.dumps({{"answered": answered, "loaded": loaded({HEAVY + MCP_SDK!r})}}), file=sys.stderr)
-    """, stdin=json.dumps(request) + "\n")
+    """,
+        stdin=json.dumps(request) + "\n",
+    )
     reply = json.loads(proc.stdout.splitlines()[0])
     assert reply["id"] == 1 and reply["result"]["protocolVersion"] == "2025-06-18"
     assert reply["result"]["serverInfo"]["name"] == "symbolkg-prolog"

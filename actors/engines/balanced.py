@@ -21,7 +21,7 @@ Example:
 from __future__ import annotations
 
 import asyncio
-from typing import Sequence
+from collections.abc import Sequence
 
 from symbolkg.actors.engines.base import ChatRequest, Completion, EngineDeadError, LLMEngine
 

@@ -28,8 +28,9 @@ from __future__ import annotations
 import hashlib
 import json
 import time
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal, Protocol, Sequence
+from typing import Any, Literal, Protocol
 
 
 @dataclass(frozen=True)
@@ -82,7 +83,9 @@ class StructuredOutput:
     def __post_init__(self) -> None:
         set_fields = [f for f in ("json_schema", "regex", "grammar", "choice") if getattr(self, f) is not None]
         if len(set_fields) != 1:
-            raise ValueError(f"StructuredOutput needs exactly one of json_schema/regex/grammar/choice, got {set_fields}")
+            raise ValueError(
+                f"StructuredOutput needs exactly one of json_schema/regex/grammar/choice, got {set_fields}"
+            )
         if self.choice is not None:
             object.__setattr__(self, "choice", tuple(self.choice))
 

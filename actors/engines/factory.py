@@ -8,9 +8,9 @@ from __future__ import annotations
 import asyncio
 import sys
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Sequence
 
 from symbolkg.actors.engines.base import ChatRequest, Completion, EngineDeadError, EngineError, LLMEngine
 
@@ -76,14 +76,18 @@ class EngineOptions:
         if self.kind == "recorded" and not self.recorded:
             raise ValueError("--engine recorded needs --recorded FILE (a Logic-LM program file)")
         if self.kind == "replay" and not (self.cache_dir and self.model):
-            raise ValueError("--engine replay needs a completion cache (--cache DIR; --llm-cache DIR where the LLM "
-                             "step is optional) and --model NAME (the model the cache was filled by)")
+            raise ValueError(
+                "--engine replay needs a completion cache (--cache DIR; --llm-cache DIR where the LLM "
+                "step is optional) and --model NAME (the model the cache was filled by)"
+            )
         if self.kind == "gold" and not self.data_dir:
             raise ValueError("--engine gold needs the data folder holding SymBa's sets (--data-dir)")
         if self.kind == "openai" and not (self.openai_url and self.model):
             raise ValueError("--engine openai needs --openai-url URL and --model NAME")
         if self.actor and self.kind != "vllm":
-            raise ValueError(f"--llm-actor hosts a vLLM engine in a Ray actor; it does not apply to --engine {self.kind}")
+            raise ValueError(
+                f"--llm-actor hosts a vLLM engine in a Ray actor; it does not apply to --engine {self.kind}"
+            )
 
 
 class LazyEngine:
@@ -112,12 +116,20 @@ class LazyEngine:
         quarantined: request ids failed after too many engine deaths.
     """
 
-    def __init__(self, build: Callable[[], LLMEngine], *, model: str, supports_structured: bool,
-                 prepare: Callable[[], None] | None = None, max_restarts: int = 0,
-                 max_request_attempts: int = 2) -> None:
+    def __init__(
+        self,
+        build: Callable[[], LLMEngine],
+        *,
+        model: str,
+        supports_structured: bool,
+        prepare: Callable[[], None] | None = None,
+        max_restarts: int = 0,
+        max_request_attempts: int = 2,
+    ) -> None:
         if max_restarts < 0 or max_request_attempts < 1:
-            raise ValueError(f"need max_restarts >= 0 and max_request_attempts >= 1, got {max_restarts}, "
-                             f"{max_request_attempts}")
+            raise ValueError(
+                f"need max_restarts >= 0 and max_request_attempts >= 1, got {max_restarts}, {max_request_attempts}"
+            )
         self._build = build
         self._prepare = prepare
         self._engine: LLMEngine | None = None
@@ -155,8 +167,11 @@ class LazyEngine:
             self._generation += 1
             self.restarts += 1
             self.events.append(f"{time.strftime('%H:%M:%S')} engine died ({cause}); restart {self.restarts}")
-            print(f"[symbolkg] the LLM engine died ({cause}); rebuilding it ({self.restarts}/{self.max_restarts}) "
-                  "and retrying its requests", file=sys.stderr)
+            print(
+                f"[symbolkg] the LLM engine died ({cause}); rebuilding it ({self.restarts}/{self.max_restarts}) "
+                "and retrying its requests",
+                file=sys.stderr,
+            )
             try:
                 await dead.close()
             except Exception:  # noqa: BLE001 - a dead engine may fail to close; it is gone either way
@@ -184,9 +199,10 @@ class LazyEngine:
             await self._engine.close()
 
 
-def vllm_model_name(config) -> str:  # noqa: ANN001 - a VLLMConfig; vllm_engine is imported lazily
+def vllm_model_name(config) -> str:
     """The name a VLLMEngine built from ``config`` will have, without loading anything."""
-    from symbolkg.actors.engines.models import resolve_model  # lazy: a backend loads only when chosen (vllm, httpx, ray, data files)
+    # lazy: a backend loads only when chosen (vllm, httpx, ray, data files)
+    from symbolkg.actors.engines.models import resolve_model
 
     return config.served_model_name or resolve_model(config.model, prepare_embedded=False).name
 
@@ -195,56 +211,83 @@ def make_engine(opts: EngineOptions) -> LLMEngine:
     """The engine ``opts`` describes, wrapped in the write-through cache if ``cache_dir`` is set."""
     engine: LLMEngine
     if opts.kind == "gold":
-        from symbolkg.actors.engines.gold import GoldEngine  # lazy: a backend loads only when chosen (vllm, httpx, ray, data files)
+        # lazy: a backend loads only when chosen (vllm, httpx, ray, data files)
+        from symbolkg.actors.engines.gold import GoldEngine
 
         engine = GoldEngine(opts.data_dir)  # type: ignore[arg-type]
     elif opts.kind == "pararule-template":
-        from symbolkg.actors.engines.pararule_template import PararuleTemplateEngine  # lazy: a backend loads only when chosen (vllm, httpx, ray, data files)
+        # lazy: a backend loads only when chosen (vllm, httpx, ray, data files)
+        from symbolkg.actors.engines.pararule_template import PararuleTemplateEngine
 
         engine = PararuleTemplateEngine()
     elif opts.kind == "recorded":
-        from symbolkg.actors.engines.recorded import RecordedEngine  # lazy: a backend loads only when chosen (vllm, httpx, ray, data files)
+        # lazy: a backend loads only when chosen (vllm, httpx, ray, data files)
+        from symbolkg.actors.engines.recorded import RecordedEngine
 
         engine = RecordedEngine.from_logiclm_file(opts.recorded)  # type: ignore[arg-type]
     elif opts.kind == "replay":
-        from symbolkg.actors.engines.replay import CompletionCache, ReplayEngine  # lazy: a backend loads only when chosen (vllm, httpx, ray, data files)
+        # lazy: a backend loads only when chosen (vllm, httpx, ray, data files)
+        from symbolkg.actors.engines.replay import CompletionCache, ReplayEngine
 
         return ReplayEngine(CompletionCache(Path(opts.cache_dir)), opts.model)  # type: ignore[arg-type]
     elif opts.kind == "openai":
-        from symbolkg.actors.engines.openai_engine import OpenAIConfig, OpenAIEngine  # lazy: a backend loads only when chosen (vllm, httpx, ray, data files)
+        # lazy: a backend loads only when chosen (vllm, httpx, ray, data files)
+        from symbolkg.actors.engines.openai_engine import OpenAIConfig, OpenAIEngine
 
         engine = OpenAIEngine(OpenAIConfig(base_url=opts.openai_url, model=opts.model))  # type: ignore[arg-type]
     else:
-        from symbolkg.actors.engines.vllm_engine import VLLMConfig, VLLMEngine  # lazy: a backend loads only when chosen (vllm, httpx, ray, data files)
+        engine = _vllm_engine(opts)
+    if opts.cache_dir:
+        # lazy: a backend loads only when chosen (vllm, httpx, ray, data files)
+        from symbolkg.actors.engines.replay import CachingEngine, CompletionCache
 
-        kwargs = {k: v for k, v in {
+        engine = CachingEngine(engine, CompletionCache(Path(opts.cache_dir)))
+    return engine
+
+
+def _vllm_engine(opts: EngineOptions) -> LLMEngine:
+    """vLLM in this process, or in ``opts.actors`` Ray actors (balanced) when ``opts.actor`` is set."""
+    # lazy: a backend loads only when chosen (vllm, httpx, ray, data files)
+    from symbolkg.actors.engines.vllm_engine import VLLMConfig, VLLMEngine
+
+    kwargs = {
+        k: v
+        for k, v in {
             "tensor_parallel_size": opts.tensor_parallel_size,
             "gpu_memory_utilization": opts.gpu_memory_utilization,
             "max_model_len": opts.max_model_len,
             "max_num_seqs": opts.max_num_seqs,
-        }.items() if v is not None}
-        if opts.model:
-            kwargs["model"] = opts.model
-        config = VLLMConfig(**kwargs)
-        if opts.actor:
-            from symbolkg.actors.llm_actor import LLMActorConfig, start_llm_actor  # lazy: a backend loads only when chosen (vllm, httpx, ray, data files)
-            from symbolkg.actors.ray_runtime import ensure_ray  # lazy: a backend loads only when chosen (vllm, httpx, ray, data files)
+        }.items()
+        if v is not None
+    }
+    if opts.model:
+        kwargs["model"] = opts.model
+    config = VLLMConfig(**kwargs)
+    if not opts.actor:
+        return LazyEngine(
+            lambda: VLLMEngine(config),
+            model=vllm_model_name(config),
+            supports_structured=True,
+            max_restarts=opts.restarts,
+        )
+    from symbolkg.actors.engines.balanced import BalancedEngine  # lazy, as above
+    from symbolkg.actors.llm_actor import LLMActorConfig, start_llm_actor  # lazy, as above
+    from symbolkg.actors.ray_runtime import ensure_ray  # lazy, as above
 
-            from symbolkg.actors.engines.balanced import BalancedEngine  # lazy: a backend loads only when chosen (vllm, httpx, ray, data files)
-
-            actor_config = LLMActorConfig(
-                "vllm", config, placement_strategy=opts.placement_strategy,  # type: ignore[arg-type]
-                placement_timeout_s=opts.placement_timeout_s)
-            replicas = [LazyEngine(lambda: start_llm_actor(actor_config, address=opts.ray_address),
-                                   model=vllm_model_name(config), supports_structured=True,
-                                   prepare=lambda: ensure_ray(opts.ray_address), max_restarts=opts.restarts)
-                        for _ in range(opts.actors)]
-            engine = replicas[0] if len(replicas) == 1 else BalancedEngine(replicas)
-        else:
-            engine = LazyEngine(lambda: VLLMEngine(config), model=vllm_model_name(config), supports_structured=True,
-                                max_restarts=opts.restarts)
-    if opts.cache_dir:
-        from symbolkg.actors.engines.replay import CachingEngine, CompletionCache  # lazy: a backend loads only when chosen (vllm, httpx, ray, data files)
-
-        engine = CachingEngine(engine, CompletionCache(Path(opts.cache_dir)))
-    return engine
+    actor_config = LLMActorConfig(
+        "vllm",
+        config,
+        placement_strategy=opts.placement_strategy,  # type: ignore[arg-type]
+        placement_timeout_s=opts.placement_timeout_s,
+    )
+    replicas = [
+        LazyEngine(
+            lambda: start_llm_actor(actor_config, address=opts.ray_address),
+            model=vllm_model_name(config),
+            supports_structured=True,
+            prepare=lambda: ensure_ray(opts.ray_address),
+            max_restarts=opts.restarts,
+        )
+        for _ in range(opts.actors)
+    ]
+    return replicas[0] if len(replicas) == 1 else BalancedEngine(replicas)

@@ -54,8 +54,10 @@ class GoldEngine(CodeEngine):
         folders = [p.name for p in (self.data_dir / "symba").iterdir() if (p / "test_data.json").is_file()]
         matching = [f for f in folders if problem_id.startswith(f + "_")]
         if not matching:
-            raise EngineError(f"the gold engine only knows SymBa's sets ({', '.join(sorted(folders))}); "
-                              f"{problem_id!r} is not one of their ids")
+            raise EngineError(
+                f"the gold engine only knows SymBa's sets ({', '.join(sorted(folders))}); "
+                f"{problem_id!r} is not one of their ids"
+            )
         return max(matching, key=len)
 
     def _pairs(self, problem_id: str) -> list[tuple[str, str]]:
@@ -76,7 +78,9 @@ class GoldEngine(CodeEngine):
         """The text the gold program answers ``request`` with."""
         module = request.purpose.removeprefix("symba-")
         if module not in P.MODULES:
-            raise EngineError(f"the gold engine only answers SymBa's search and translation calls, not {request.purpose!r}")
+            raise EngineError(
+                f"the gold engine only answers SymBa's search and translation calls, not {request.purpose!r}"
+            )
         asked = P.read_request(module, request.messages[-1].content)
         kind = "fact" if module.startswith("fact") else "rule"
         try:
@@ -95,7 +99,10 @@ class GoldEngine(CodeEngine):
         if module.endswith("search"):
             sentences = list(dict.fromkeys(sentence for _, sentence in matching))
             return "\n".join(sentences) if sentences else P.sentinel(kind)  # type: ignore[arg-type]
-        return next((statement for statement, sentence in matching if sentence == " ".join((asked.sentence or "").split())), P.NO_STATEMENT)
+        return next(
+            (statement for statement, sentence in matching if sentence == " ".join((asked.sentence or "").split())),
+            P.NO_STATEMENT,
+        )
 
 
 def _statements(record: dict) -> list[tuple[str, str]]:

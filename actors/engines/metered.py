@@ -5,8 +5,9 @@
 cache answered, the error if any). The log goes beside the job's results, streamed in files of a
 few thousand records as they come (``MeteredEngine(engine, log_to=RUN)``, :meth:`MeteredEngine.flush_log`
 at the end, so a job of any length holds only that many) or at once (:func:`write_request_log`),
-and ``symbolkg profile`` reads it for what the result rows cannot tell: how many requests the engine had in flight over time (its batch occupancy), the
-fraction of the run it was busy, and tokens/s over time.
+and ``symbolkg profile`` reads it for what the result rows cannot tell: how many requests the engine
+had in flight over time (its batch occupancy), the fraction of the run it was busy, and tokens/s
+over time.
 
 Example:
     >>> import asyncio
@@ -22,9 +23,10 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -59,18 +61,20 @@ class RequestRecord:
     cached_prompt_tokens: int | None = None
 
 
-REQUEST_LOG_SCHEMA = pa.schema([
-    pa.field("request_id", pa.string()),
-    pa.field("problem_id", pa.string()),
-    pa.field("purpose", pa.string()),
-    pa.field("submitted", pa.float64(), nullable=False),
-    pa.field("finished", pa.float64(), nullable=False),
-    pa.field("prompt_tokens", pa.int64(), nullable=False),
-    pa.field("completion_tokens", pa.int64(), nullable=False),
-    pa.field("cached", pa.bool_(), nullable=False),
-    pa.field("error", pa.string()),
-    pa.field("cached_prompt_tokens", pa.int64()),
-])
+REQUEST_LOG_SCHEMA = pa.schema(
+    [
+        pa.field("request_id", pa.string()),
+        pa.field("problem_id", pa.string()),
+        pa.field("purpose", pa.string()),
+        pa.field("submitted", pa.float64(), nullable=False),
+        pa.field("finished", pa.float64(), nullable=False),
+        pa.field("prompt_tokens", pa.int64(), nullable=False),
+        pa.field("completion_tokens", pa.int64(), nullable=False),
+        pa.field("cached", pa.bool_(), nullable=False),
+        pa.field("error", pa.string()),
+        pa.field("cached_prompt_tokens", pa.int64()),
+    ]
+)
 
 
 REQUEST_LOG_FLUSH_RECORDS = 4096
@@ -93,8 +97,13 @@ class MeteredEngine:
         logged: records written to the request log so far.
     """
 
-    def __init__(self, engine: LLMEngine, *, log_to: str | os.PathLike[str] | None = None,
-                 flush_records: int = REQUEST_LOG_FLUSH_RECORDS) -> None:
+    def __init__(
+        self,
+        engine: LLMEngine,
+        *,
+        log_to: str | os.PathLike[str] | None = None,
+        flush_records: int = REQUEST_LOG_FLUSH_RECORDS,
+    ) -> None:
         if flush_records < 1:
             raise ValueError(f"flush_records must be >= 1, got {flush_records}")
         self.engine = engine
@@ -113,15 +122,34 @@ class MeteredEngine:
             completions = await self.engine.generate(requests)
         except Exception as exc:
             finished = time.time()
-            self.records.extend(RequestRecord(r.request_id, r.problem_id, r.purpose, submitted, finished,
-                                              error=f"{type(exc).__name__}: {exc}"[:500]) for r in requests)
+            self.records.extend(
+                RequestRecord(
+                    r.request_id,
+                    r.problem_id,
+                    r.purpose,
+                    submitted,
+                    finished,
+                    error=f"{type(exc).__name__}: {exc}"[:500],
+                )
+                for r in requests
+            )
             self._maybe_flush()
             raise
         finished = time.time()
-        self.records.extend(RequestRecord(r.request_id, r.problem_id, r.purpose, submitted, finished,
-                                          c.prompt_tokens, c.completion_tokens, c.cached,
-                                          cached_prompt_tokens=None if c.cached else c.cached_prompt_tokens)
-                            for r, c in zip(requests, completions))
+        self.records.extend(
+            RequestRecord(
+                r.request_id,
+                r.problem_id,
+                r.purpose,
+                submitted,
+                finished,
+                c.prompt_tokens,
+                c.completion_tokens,
+                c.cached,
+                cached_prompt_tokens=None if c.cached else c.cached_prompt_tokens,
+            )
+            for r, c in zip(requests, completions, strict=True)
+        )
         self._maybe_flush()
         return completions
 

@@ -45,9 +45,10 @@ import shutil
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterator, Literal, Sequence
+from typing import Literal
 
 DEFAULT_MODEL = "smollm2-135m"
 """The model used when none is named: small enough for 2 CPU cores."""
@@ -540,8 +541,7 @@ def resolve_model(name_or_path: str | None = None, *, prepare_embedded: bool = T
             ) from exc
         return ModelSpec(name, folder, folder, "hf-cache", f"HF cache snapshot of {name}")
     raise UnknownModelError(
-        f"unknown model {name!r}: not a registered name ({', '.join(REGISTRY)}), not a local folder, "
-        f"not a HF repo id"
+        f"unknown model {name!r}: not a registered name ({', '.join(REGISTRY)}), not a local folder, not a HF repo id"
     )
 
 
@@ -551,7 +551,9 @@ def resolve_model(name_or_path: str | None = None, *, prepare_embedded: bool = T
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``list`` / ``prepare [NAME] [--force]`` / ``path [NAME]``; returns the exit code."""
-    parser = argparse.ArgumentParser(prog="python -m symbolkg.actors.engines.models", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m symbolkg.actors.engines.models", description=__doc__.split("\n")[0]
+    )
     sub = parser.add_subparsers(dest="cmd", required=True)
     sub.add_parser("list", help="registered models and whether each is converted")
     p = sub.add_parser("prepare", help="convert a registered model once (idempotent)")

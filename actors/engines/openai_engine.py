@@ -34,9 +34,10 @@ import math
 import os
 import random
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
-from typing import Any, Literal, Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any, Literal
 
 import httpx
 
@@ -138,9 +139,7 @@ class OpenAIConfig:
         if self.requests_per_second is not None and not (
             math.isfinite(self.requests_per_second) and self.requests_per_second > 0
         ):
-            raise ValueError(
-                f"requests_per_second must be > 0 or None (unlimited), got {self.requests_per_second}"
-            )
+            raise ValueError(f"requests_per_second must be > 0 or None (unlimited), got {self.requests_per_second}")
         if self.structured not in _STRUCTURED_MODES:
             raise ValueError(f"structured must be one of {_STRUCTURED_MODES}, got {self.structured!r}")
         reserved = _RESERVED_BODY_KEYS.intersection(self.extra_body)
@@ -260,9 +259,7 @@ class OpenAIEngine:
         self._ensure_started()
         self.stats.requests += len(requests)
         submitted = time.monotonic()
-        results = await asyncio.gather(
-            *(self._complete(r, submitted) for r in requests), return_exceptions=True
-        )
+        results = await asyncio.gather(*(self._complete(r, submitted) for r in requests), return_exceptions=True)
         completions: list[Completion] = []
         errors: list[BaseException] = []
         for result in results:
@@ -425,9 +422,7 @@ class OpenAIEngine:
                 ) from exc
         message = _server_message(response)
         if status in _RETRY_STATUSES or status >= 500:
-            raise _Retryable(
-                f"{url} answered HTTP {status}: {message}", retry_after_s=_retry_after_s(response)
-            )
+            raise _Retryable(f"{url} answered HTTP {status}: {message}", retry_after_s=_retry_after_s(response))
         if status in _DEAD_STATUSES:
             raise EngineDeadError(
                 f"{url} answered HTTP {status}: {message} (check base_url, model={self.model!r} and the API key)"
@@ -531,5 +526,5 @@ def _retry_after_s(response: httpx.Response) -> float | None:
     except (TypeError, ValueError):
         return None
     if when.tzinfo is None:
-        when = when.replace(tzinfo=timezone.utc)
-    return max(0.0, (when - datetime.now(timezone.utc)).total_seconds())
+        when = when.replace(tzinfo=UTC)
+    return max(0.0, (when - datetime.now(UTC)).total_seconds())

@@ -33,11 +33,14 @@ class PararuleTemplateEngine(CodeEngine):
         """
         first_user = next((m.content for m in request.messages if m.role == "user"), None)
         if first_user is None:
-            raise EngineError(f"the pararule-template engine needs a user message ({request.request_id or request.purpose})")
+            raise EngineError(
+                f"the pararule-template engine needs a user message ({request.request_id or request.purpose})"
+            )
         try:
             context, statement = P.read_request(first_user)
             translation = P.translate(context, statement)
         except ValueError as exc:  # TranslationError is a ValueError
-            raise EngineError(f"the pararule-template engine cannot answer {request.request_id or request.purpose!r}: "
-                              f"{exc}") from exc
+            raise EngineError(
+                f"the pararule-template engine cannot answer {request.request_id or request.purpose!r}: {exc}"
+            ) from exc
         return P.render_response(translation.program, translation.goal)

@@ -22,9 +22,10 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from symbolkg.actors.engines.base import ChatRequest, Completion, EngineDeadError, EngineError
 

@@ -33,9 +33,10 @@ import os
 import sqlite3
 import threading
 import time
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 from symbolkg.actors.engines.base import ChatRequest, Completion, EngineDeadError, EngineError, LLMEngine
 
@@ -182,8 +183,9 @@ class CompletionCache:
         try:
             # check_same_thread=False: engines call the cache through asyncio.to_thread, so
             # one connection is used from several threads, one at a time under self._lock.
-            self._conn = sqlite3.connect(self.db_path, timeout=busy_timeout_s, isolation_level=None,
-                                         check_same_thread=False)
+            self._conn = sqlite3.connect(
+                self.db_path, timeout=busy_timeout_s, isolation_level=None, check_same_thread=False
+            )
             self._init_schema_with_retry(self._conn)
         except BaseException as exc:
             if self._conn is not None:
@@ -302,8 +304,19 @@ class CompletionCache:
             if not key:
                 raise ValueError("cache keys must be non-empty")
             r = CachedCompletion.from_completion(completion, created_at=now)
-            rows.append((key, r.text, r.prompt_tokens, r.completion_tokens, r.finish_reason, r.model,
-                         r.created_at, int(r.structured), r.latency_s))
+            rows.append(
+                (
+                    key,
+                    r.text,
+                    r.prompt_tokens,
+                    r.completion_tokens,
+                    r.finish_reason,
+                    r.model,
+                    r.created_at,
+                    int(r.structured),
+                    r.latency_s,
+                )
+            )
         if not rows:
             return 0
         with self._lock:
@@ -447,7 +460,7 @@ class ReplayEngine:
         requests = list(requests)
         keys = [r.cache_key(self.model) for r in requests]
         found = await asyncio.to_thread(self._cache.get_many, keys)
-        for request, key in zip(requests, keys):
+        for request, key in zip(requests, keys, strict=True):
             if key not in found:
                 raise EngineError(
                     f"replay miss: no cached completion of model {self.model!r} for {_describe(request)} "
@@ -527,7 +540,7 @@ class CachingEngine:
         requests = list(requests)
         keys = [r.cache_key(model) for r in requests]
         first: dict[str, ChatRequest] = {}
-        for key, request in zip(keys, requests):
+        for key, request in zip(keys, requests, strict=True):
             first.setdefault(key, request)
         resolved: dict[str, Completion] = {}
         pending = list(first)
@@ -603,10 +616,10 @@ class CachingEngine:
         model = self.model
         # A blank model name would make the stored record unattributable; the key's model is the truth.
         completions = [c if c.model else dataclasses.replace(c, model=model) for c in completions]
-        fresh = [(k, c) for k, c in zip(misses, completions) if not c.cached]
+        fresh = [(k, c) for k, c in zip(misses, completions, strict=True) if not c.cached]
         if fresh:
             await asyncio.to_thread(self._store, fresh)
-        for key, completion in zip(misses, completions):
+        for key, completion in zip(misses, completions, strict=True):
             resolved[key] = completion
 
     def _store(self, fresh: list[tuple[str, Completion]]) -> None:

@@ -34,14 +34,14 @@ import asyncio
 import dataclasses
 import threading
 import time
-from typing import Callable, Mapping, Sequence, Union
+from collections.abc import Callable, Mapping, Sequence
 
 from symbolkg.actors.engines.base import ChatRequest, Completion, EngineDeadError, EngineError
 
-ScriptResponse = Union[str, Completion, BaseException]
+ScriptResponse = str | Completion | BaseException
 """One scripted answer: the text, a full :class:`Completion`, or an exception to raise."""
 
-Script = Union[Callable[[ChatRequest], ScriptResponse], Mapping[str, Sequence[ScriptResponse]]]
+Script = Callable[[ChatRequest], ScriptResponse] | Mapping[str, Sequence[ScriptResponse]]
 """A callable from request to response, or per-key response lists (see the module docstring)."""
 
 
@@ -163,7 +163,7 @@ class ScriptedEngine:
                 raise response
         latency_s = time.perf_counter() - started
         # No exception is left in responses here.
-        return [self._to_completion(r, resp, latency_s) for r, resp in zip(requests, responses)]
+        return [self._to_completion(r, resp, latency_s) for r, resp in zip(requests, responses, strict=True)]
 
     async def close(self) -> None:
         """Mark the engine closed; later ``generate`` calls raise EngineDeadError. Idempotent."""

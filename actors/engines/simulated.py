@@ -67,9 +67,9 @@ import asyncio
 import math
 import time
 from collections import deque
-from itertools import islice
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from itertools import islice
 
 from symbolkg.actors.engines.base import ChatRequest, Completion, EngineDeadError, EngineError
 from symbolkg.actors.engines.replay import CompletionCache
@@ -329,7 +329,7 @@ class PrefixCache:
         size = self.config.block_chars
         keys, key = [], 0
         for start in range(0, len(text) - size + 1, size):
-            key = hash((key, text[start:start + size]))
+            key = hash((key, text[start : start + size]))
             keys.append(key)
         return keys
 
@@ -424,12 +424,31 @@ class RequestStats:
 class _Sequence:
     """One request inside the engine (mutable progress)."""
 
-    __slots__ = ("request", "text", "finish_reason", "prompt_tokens", "completion_tokens", "future",
-                 "queued_at", "started_at", "batch_at_start", "prefill_left_s", "decode_left",
-                 "cached_prompt_tokens")
+    __slots__ = (
+        "request",
+        "text",
+        "finish_reason",
+        "prompt_tokens",
+        "completion_tokens",
+        "future",
+        "queued_at",
+        "started_at",
+        "batch_at_start",
+        "prefill_left_s",
+        "decode_left",
+        "cached_prompt_tokens",
+    )
 
-    def __init__(self, request: ChatRequest, text: str, finish_reason: str, prompt_tokens: int,
-                 completion_tokens: int, future: asyncio.Future[Completion], queued_at: float) -> None:
+    def __init__(
+        self,
+        request: ChatRequest,
+        text: str,
+        finish_reason: str,
+        prompt_tokens: int,
+        completion_tokens: int,
+        future: asyncio.Future[Completion],
+        queued_at: float,
+    ) -> None:
         self.request = request
         self.text = text
         self.finish_reason = finish_reason
@@ -470,9 +489,17 @@ class SimulatedEngine:
             service so far, and those of them served from the prefix cache.
     """
 
-    def __init__(self, responder: Responder, latency: LatencyModel, clock: SimClock, *, name: str = "sim-0",
-                 model: str = "simulated", supports_structured: bool = False,
-                 prefix_cache: PrefixCacheConfig = NO_PREFIX_CACHE) -> None:
+    def __init__(
+        self,
+        responder: Responder,
+        latency: LatencyModel,
+        clock: SimClock,
+        *,
+        name: str = "sim-0",
+        model: str = "simulated",
+        supports_structured: bool = False,
+        prefix_cache: PrefixCacheConfig = NO_PREFIX_CACHE,
+    ) -> None:
         """Build the engine.
 
         Args:
@@ -568,8 +595,9 @@ class SimulatedEngine:
         for request in requests:
             text = self._responder(request)
             if not isinstance(text, str):
-                raise TypeError(f"the responder answered request {request.request_id!r} with a "
-                                f"{type(text).__name__}; expected str")
+                raise TypeError(
+                    f"the responder answered request {request.request_id!r} with a {type(text).__name__}; expected str"
+                )
             answers.append((request, text))
         now = self.clock.now()
         seqs = [self._sequence(request, text, loop, now) for request, text in answers]
@@ -656,16 +684,35 @@ class SimulatedEngine:
                 continue
             r = seq.request
             late_s = max(0.0, -seq.decode_left) * step_s  # decoded "past the end" during the last interval
-            self.stats.append(RequestStats(self.name, r.request_id, r.problem_id, seq.prompt_tokens,
-                                           seq.completion_tokens, seq.queued_at, seq.started_at, now,
-                                           seq.batch_at_start, late_s, seq.cached_prompt_tokens))
+            self.stats.append(
+                RequestStats(
+                    self.name,
+                    r.request_id,
+                    r.problem_id,
+                    seq.prompt_tokens,
+                    seq.completion_tokens,
+                    seq.queued_at,
+                    seq.started_at,
+                    now,
+                    seq.batch_at_start,
+                    late_s,
+                    seq.cached_prompt_tokens,
+                )
+            )
             if not seq.future.done():
-                seq.future.set_result(Completion(
-                    text=seq.text, prompt_tokens=seq.prompt_tokens, completion_tokens=seq.completion_tokens,
-                    latency_s=now - seq.queued_at, finish_reason=seq.finish_reason, model=self.model,
-                    cached=False, structured=self.supports_structured and r.structured is not None,
-                    cached_prompt_tokens=seq.cached_prompt_tokens,
-                ))
+                seq.future.set_result(
+                    Completion(
+                        text=seq.text,
+                        prompt_tokens=seq.prompt_tokens,
+                        completion_tokens=seq.completion_tokens,
+                        latency_s=now - seq.queued_at,
+                        finish_reason=seq.finish_reason,
+                        model=self.model,
+                        cached=False,
+                        structured=self.supports_structured and r.structured is not None,
+                        cached_prompt_tokens=seq.cached_prompt_tokens,
+                    )
+                )
         self._running = still
 
     def _admit(self, now: float) -> None:

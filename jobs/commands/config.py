@@ -19,18 +19,26 @@ from symbolkg.jobs.run_config import ConfigError, Option, RunConfig, resolve, st
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("config", help="a run as one file: `config show RUN.parquet` prints the config a run used "
-                                      "(YAML for `solve --config`); `config init` a file to start from")
+    p = sub.add_parser(
+        "config",
+        help="a run as one file: `config show RUN.parquet` prints the config a run used "
+        "(YAML for `solve --config`); `config init` a file to start from",
+    )
     actions = p.add_subparsers(dest="config_command", required=True, metavar="{show,init}")
-    s = actions.add_parser("show", help="print the config RUN.parquet stored, as YAML that `symbolkg solve --config "
-                                        "FILE` runs again")
+    s = actions.add_parser(
+        "show", help="print the config RUN.parquet stored, as YAML that `symbolkg solve --config FILE` runs again"
+    )
     s.add_argument("run", metavar="RUN.parquet", help="a results file of `symbolkg solve`")
-    s.add_argument("--provenance", action="store_true",
-                   help="print the run's provenance instead: package version and commit, the model and its files' "
-                        "hash, the prompt template ids, sampling and seed, the input's fingerprint")
+    s.add_argument(
+        "--provenance",
+        action="store_true",
+        help="print the run's provenance instead: package version and commit, the model and its files' "
+        "hash, the prompt template ids, sampling and seed, the input's fingerprint",
+    )
     s.set_defaults(func=run)
-    i = actions.add_parser("init", help="print every option of `symbolkg solve` at its default, with its help, as a "
-                                        "config file to edit")
+    i = actions.add_parser(
+        "init", help="print every option of `symbolkg solve` at its default, with its help, as a config file to edit"
+    )
     i.add_argument("--method", default="recorded", help="include this method's own options (its section)")
     i.set_defaults(func=run)
 
@@ -51,9 +59,11 @@ def show(args: argparse.Namespace) -> int:
         print(to_yaml(provenance), end="")
         return 0
     commit = str(provenance.get("git_commit", "unknown"))[:12]
-    header = [f"the config of {args.run} (symbolkg {provenance.get('symbolkg_version', 'unknown')}, commit {commit})",
-              "run it again: symbolkg solve --config THIS.yaml --out NEW.parquet",
-              f"          or: symbolkg solve --rerun {args.run} --out NEW.parquet"]
+    header = [
+        f"the config of {args.run} (symbolkg {provenance.get('symbolkg_version', 'unknown')}, commit {commit})",
+        "run it again: symbolkg solve --config THIS.yaml --out NEW.parquet",
+        f"          or: symbolkg solve --rerun {args.run} --out NEW.parquet",
+    ]
     print(to_yaml(source.document, header), end="")
     return 0
 
@@ -77,9 +87,11 @@ def init(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         print(f"symbolkg config: {exc}", file=sys.stderr)
         return 2
-    out = [f"# symbolkg solve --config FILE: every option of --method {config.method} at its default.\n",
-           "# Flags given on the command line override these; delete what you do not change.\n",
-           f"method: {config.method}\n"]
+    out = [
+        f"# symbolkg solve --config FILE: every option of --method {config.method} at its default.\n",
+        "# Flags given on the command line override these; delete what you do not change.\n",
+        f"method: {config.method}\n",
+    ]
     for opt in options.options:
         if opt.section is None and opt.dest != "method":
             out.append(_commented(opt, config.values[opt.dest], ""))

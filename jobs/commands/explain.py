@@ -7,14 +7,18 @@ import sys
 from pathlib import Path
 
 
-
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("explain", help="one answer: the question, the premises its certificate rests on (with their "
-                                       "sentences), and the proof, readably")
+    p = sub.add_parser(
+        "explain",
+        help="one answer: the question, the premises its certificate rests on (with their "
+        "sentences), and the proof, readably",
+    )
     p.add_argument("run", help="results Parquet written by `symbolkg solve`")
     p.add_argument("--id", required=True, help="the problem id")
     p.add_argument("--html", metavar="FILE", help="write an HTML page instead of printing")
-    p.add_argument("--data-dir", help="data root, for the question and context (default: $SYMBOLKG_DATA, else ../shared/data)")
+    p.add_argument(
+        "--data-dir", help="data root, for the question and context (default: $SYMBOLKG_DATA, else ../shared/data)"
+    )
     p.set_defaults(func=run)
 
 
@@ -34,8 +38,9 @@ def run(args: argparse.Namespace) -> int:
         return 2
     row = rows[0]
     question, options, context = problem_text(row["dataset"], row["problem_id"], args.data_dir)
-    e = explain_row(row, question=question, options=options, context=context,
-                    verdict=recorded_verdict(args.run, args.id))
+    e = explain_row(
+        row, question=question, options=options, context=context, verdict=recorded_verdict(args.run, args.id)
+    )
     if args.html:
         Path(args.html).write_text(format_html(e), encoding="utf-8")
         print(f"wrote {args.html}")

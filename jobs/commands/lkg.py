@@ -24,27 +24,40 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def _add_build_parser(lkg_sub: argparse._SubParsersAction) -> None:
-    p = lkg_sub.add_parser("build", help="extract the LKG of every distinct context into a Parquet store (cached, resumable)")
+    p = lkg_sub.add_parser(
+        "build", help="extract the LKG of every distinct context into a Parquet store (cached, resumable)"
+    )
     src = p.add_argument_group("input (one of)")
     src.add_argument("--dataset", help="dataset name, e.g. folio or logiclm/folio (see `symbolkg datasets`)")
     src.add_argument("--corpus", help="JSONL/Parquet file of problems (id, context, ...) or a Logic-LM file")
-    p.add_argument("--store", required=True, help="LKG store directory (also the cache: rerunning skips stored contexts)")
+    p.add_argument(
+        "--store", required=True, help="LKG store directory (also the cache: rerunning skips stored contexts)"
+    )
     p.add_argument("--limit", type=int, help="only the first N problems")
     p.add_argument("--data-dir", help=DATA_DIR_HELP)
-    p.add_argument("--engine", choices=("vllm", "openai", "replay"), default="vllm",
-                   help="LLM backend (default vllm with the embedded SmolLM2-135M-Instruct)")
+    p.add_argument(
+        "--engine",
+        choices=("vllm", "openai", "replay"),
+        default="vllm",
+        help="LLM backend (default vllm with the embedded SmolLM2-135M-Instruct)",
+    )
     p.add_argument("--model", help="model name or path (see `symbolkg solve --help`)")
     p.add_argument("--cache", help="completion cache dir (written through; read by --engine replay)")
     p.add_argument("--openai-url", help="base URL of an OpenAI-compatible server (--engine openai)")
-    p.add_argument("--max-repair-rounds", type=int, default=2, help="repair requests per chunk after a failed validation")
+    p.add_argument(
+        "--max-repair-rounds", type=int, default=2, help="repair requests per chunk after a failed validation"
+    )
     p.add_argument("--chunk-chars", type=int, default=2000, help="longest chunk of a context in characters")
     p.add_argument("--max-tokens", type=int, default=1024, help="most generated tokens per extraction request")
     p.add_argument("--max-in-flight", type=int, default=64, help="contexts extracted concurrently (default 64)")
     p.add_argument("--no-structured", action="store_true", help="plain-text decoding instead of the JSON schema")
     p.add_argument("--tensor-parallel-size", type=int, default=1, help="vLLM tensor parallelism (GPUs per engine)")
     p.add_argument("--max-model-len", type=int, help="vLLM context length")
-    p.add_argument("--llm-actor", action="store_true",
-                   help="host the vLLM engine in a Ray actor (a GPU node of the cluster) instead of this process")
+    p.add_argument(
+        "--llm-actor",
+        action="store_true",
+        help="host the vLLM engine in a Ray actor (a GPU node of the cluster) instead of this process",
+    )
     p.add_argument("--ray-address", help="Ray cluster for --llm-actor (default: $RAY_ADDRESS or a local Ray)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--json", action="store_true", help="print the report as one JSON object")
@@ -76,22 +89,38 @@ def build(args: argparse.Namespace) -> int:
     if loaded is None:
         return 2
     try:
-        opts = EngineOptions(kind=args.engine, model=args.model, cache_dir=args.cache, openai_url=args.openai_url,
-                             max_model_len=args.max_model_len, tensor_parallel_size=args.tensor_parallel_size,
-                             actor=args.llm_actor, ray_address=args.ray_address)
-        cfg = LKGConfig(max_repair_rounds=args.max_repair_rounds, chunk_chars=args.chunk_chars,
-                        params=SamplingParams(max_tokens=args.max_tokens), structured=not args.no_structured)
+        opts = EngineOptions(
+            kind=args.engine,
+            model=args.model,
+            cache_dir=args.cache,
+            openai_url=args.openai_url,
+            max_model_len=args.max_model_len,
+            tensor_parallel_size=args.tensor_parallel_size,
+            actor=args.llm_actor,
+            ray_address=args.ray_address,
+        )
+        cfg = LKGConfig(
+            max_repair_rounds=args.max_repair_rounds,
+            chunk_chars=args.chunk_chars,
+            params=SamplingParams(max_tokens=args.max_tokens),
+            structured=not args.no_structured,
+        )
     except ValueError as exc:
         print(f"symbolkg lkg build: {exc}", file=sys.stderr)
         return 2
     store = LKGStore(args.store)
     try:
-        report = run_with_engine(opts, lambda engine: run_lkg_build(loaded.problems, store, engine, cfg,
-                                                                    max_in_flight=args.max_in_flight,
-                                                                    progress=not args.no_progress))
+        report = run_with_engine(
+            opts,
+            lambda engine: run_lkg_build(
+                loaded.problems, store, engine, cfg, max_in_flight=args.max_in_flight, progress=not args.no_progress
+            ),
+        )
     except EngineDeadError as exc:
-        print(f"symbolkg lkg build: the LLM engine died: {exc}; finished graphs are stored, rerun to resume",
-              file=sys.stderr)
+        print(
+            f"symbolkg lkg build: the LLM engine died: {exc}; finished graphs are stored, rerun to resume",
+            file=sys.stderr,
+        )
         return 1
     print(json.dumps(report.to_dict()) if args.json else report.format())
     return 0

@@ -13,7 +13,9 @@ from symbolkg.jobs.mcp_start import answer_initialize, claim_stdio, config_from_
 def add_parser(sub: argparse._SubParsersAction) -> None:
     mcp = sub.add_parser("mcp", help="SWI-Prolog sessions as tools for agents: a Model Context Protocol server")
     mcp_sub = mcp.add_subparsers(dest="mcp_command", required=True)
-    p = mcp_sub.add_parser("serve", help="serve the Prolog tools over stdio (default) or Streamable HTTP; see docs/MCP.md")
+    p = mcp_sub.add_parser(
+        "serve", help="serve the Prolog tools over stdio (default) or Streamable HTTP; see docs/MCP.md"
+    )
     p.add_argument("--transport", choices=("stdio", "http"), default="stdio")
     p.add_argument("--host", default="127.0.0.1", help="HTTP: address to listen on (non-loopback needs a token)")
     p.add_argument("--port", type=int, default=8765, help="HTTP: port (the endpoint is /mcp)")

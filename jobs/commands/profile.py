@@ -1,4 +1,7 @@
-"""``symbolkg profile RUN --out DIR``: per-stage latency, waits, engine occupancy; the job is :mod:`symbolkg.jobs.profile`."""
+"""``symbolkg profile RUN --out DIR``: per-stage latency, waits, engine occupancy.
+
+The job is :mod:`symbolkg.jobs.profile`.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +11,9 @@ import sys
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("profile", help="per-stage latency, waits, LLM engine occupancy and throughput of a run, with plots")
+    p = sub.add_parser(
+        "profile", help="per-stage latency, waits, LLM engine occupancy and throughput of a run, with plots"
+    )
     p.add_argument("run", help="results Parquet written by `symbolkg solve`")
     p.add_argument("--out", required=True, help="folder for profile.json, profile.md and the plots")
     p.add_argument("--json", action="store_true", help="print one JSON object")

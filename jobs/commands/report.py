@@ -1,5 +1,6 @@
-"""``symbolkg report RUN``: accuracy, execution rate, errors by kind, timings; the report is :mod:`symbolkg.jobs.report`.
+"""``symbolkg report RUN``: accuracy, execution rate, errors by kind, timings.
 
+The report is :mod:`symbolkg.jobs.report`.
 ``symbolkg report --summary RUN [RUN ...]`` prints the counts of several runs as one table instead
 (:func:`symbolkg.jobs.report.summary`): what ``make demo`` ends with.
 """
@@ -16,9 +17,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--plot", help="per-stage latency plot (PNG) for runs with stage timings (default RUN_stages.png)")
     p.add_argument("--no-plot", action="store_true", help="do not write the stage plot")
-    p.add_argument("--summary", action="store_true",
-                   help="one short table over every RUN given: what ran, problems, executed, correct, accuracy, "
-                        "certified answers; no timings, no paths (what `make demo` ends with)")
+    p.add_argument(
+        "--summary",
+        action="store_true",
+        help="one short table over every RUN given: what ran, problems, executed, correct, accuracy, "
+        "certified answers; no timings, no paths (what `make demo` ends with)",
+    )
     p.set_defaults(func=run)
 
 

@@ -21,17 +21,31 @@ if TYPE_CHECKING:
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("retrieval-eval", help="Recall@2/5 and latency of bm25 / dense / hybrid retrieval on multi-hop QA")
-    p.add_argument("--dataset", required=True,
-                   help="multihop/hotpotqa, multihop/2wikimultihopqa or multihop/musique (or the short name)")
-    p.add_argument("--method", choices=("bm25", "dense", "hybrid"), default="hybrid", help="retrieval method (default hybrid)")
+    p = sub.add_parser(
+        "retrieval-eval", help="Recall@2/5 and latency of bm25 / dense / hybrid retrieval on multi-hop QA"
+    )
+    p.add_argument(
+        "--dataset",
+        required=True,
+        help="multihop/hotpotqa, multihop/2wikimultihopqa or multihop/musique (or the short name)",
+    )
+    p.add_argument(
+        "--method", choices=("bm25", "dense", "hybrid"), default="hybrid", help="retrieval method (default hybrid)"
+    )
     p.add_argument("--limit", type=int, help="evaluate only the first N questions (the pool is always the whole set)")
     p.add_argument("--data-dir", help=DATA_DIR_HELP)
-    p.add_argument("--embedder", choices=("minilm", "bge-m3", "hashing"), default="minilm",
-                   help="dense model (default minilm: all-MiniLM-L6-v2 from its PyPI package, offline)")
+    p.add_argument(
+        "--embedder",
+        choices=("minilm", "bge-m3", "hashing"),
+        default="minilm",
+        help="dense model (default minilm: all-MiniLM-L6-v2 from its PyPI package, offline)",
+    )
     p.add_argument("--embedder-path", help="local model folder (required for bge-m3)")
-    p.add_argument("--cache-dir", default="runs/retrieval-cache",
-                   help="passage embedding cache (default runs/retrieval-cache; '' = none)")
+    p.add_argument(
+        "--cache-dir",
+        default="runs/retrieval-cache",
+        help="passage embedding cache (default runs/retrieval-cache; '' = none)",
+    )
     p.add_argument("--threads", type=int, help="torch and FAISS CPU threads (default: the libraries' own)")
     p.add_argument("--out", help="write one JSON line per question (ranked passage keys, gold, recall, answer)")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
@@ -67,8 +81,13 @@ def _check_flags(args: argparse.Namespace) -> str:
 def run(args: argparse.Namespace) -> int:
     # the job only when the command runs (FAISS, pyarrow, pandas, torch): the CLI builds every command's parser
     from symbolkg.jobs.datasets.registry import load_dataset
-    from symbolkg.jobs.multihop import (PassageRetriever, build_pool, evaluate_retrieval, summarize,  # as above
-                                        write_results)
+    from symbolkg.jobs.multihop import (  # as above
+        PassageRetriever,
+        build_pool,
+        evaluate_retrieval,
+        summarize,
+        write_results,
+    )
     from symbolkg.retrieval.embed import ModelNotFoundError, make_embedder  # as above
     from symbolkg.retrieval.embed_cache import EmbeddingCache  # as above
 
@@ -88,7 +107,7 @@ def run(args: argparse.Namespace) -> int:
             opts = llm_options(args)
         except ValueError as exc:
             return _fail(str(exc))
-    questions = questions[:args.limit] if args.limit else questions
+    questions = questions[: args.limit] if args.limit else questions
     cache = EmbeddingCache(args.cache_dir, embedder) if args.cache_dir else None
     retriever = PassageRetriever(passages, embedder, cache=cache, progress=not args.no_progress)
     results = evaluate_retrieval(retriever, questions, args.method, progress=not args.no_progress)
@@ -105,15 +124,23 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _answer(args: argparse.Namespace, opts: EngineOptions, dataset: str, retriever: PassageRetriever,
-            questions: list[MultihopQuestion], results: list[QuestionResult], cache: EmbeddingCache | None) -> EvalReport:
+def _answer(
+    args: argparse.Namespace,
+    opts: EngineOptions,
+    dataset: str,
+    retriever: PassageRetriever,
+    questions: list[MultihopQuestion],
+    results: list[QuestionResult],
+    cache: EmbeddingCache | None,
+) -> EvalReport:
     """``--answer``: the LLM answers each question from its top passages; the report with EM / F1 and tokens."""
     # the job only when the command runs (FAISS, pyarrow, pandas, torch): the CLI builds every command's parser
     from symbolkg.jobs.multihop import answer_questions, summarize
 
-    async def answer(engine) -> tuple[int, int, str]:  # noqa: ANN001 - any LLMEngine
+    async def answer(engine) -> tuple[int, int, str]:
         prompt_tokens, completion_tokens = await answer_questions(
-            engine, retriever, questions, results, max_tokens=args.max_tokens, progress=not args.no_progress)
+            engine, retriever, questions, results, max_tokens=args.max_tokens, progress=not args.no_progress
+        )
         return prompt_tokens, completion_tokens, engine.model
 
     prompt_tokens, completion_tokens, model = run_with_engine(opts, answer)

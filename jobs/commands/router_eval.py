@@ -17,11 +17,20 @@ from symbolkg.jobs.datasets.records import InputError
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("router-eval", help="logic router accuracy on a mixed stream of the five Logic-LM datasets")
-    p.add_argument("--per-dataset", type=int, default=100, help="problems per dataset (default 100; fewer if a set is smaller)")
-    p.add_argument("--store", help="LKG store: add each problem's graph counts (constraints, rules, relations) as features")
-    p.add_argument("--no-option-features", action="store_true",
-                   help="ablation: hide the answer options (their format nearly names the dataset)")
-    p.add_argument("--llm-vote", action="store_true", help="also ask the LLM; its vote overrules only weak feature rules")
+    p.add_argument(
+        "--per-dataset", type=int, default=100, help="problems per dataset (default 100; fewer if a set is smaller)"
+    )
+    p.add_argument(
+        "--store", help="LKG store: add each problem's graph counts (constraints, rules, relations) as features"
+    )
+    p.add_argument(
+        "--no-option-features",
+        action="store_true",
+        help="ablation: hide the answer options (their format nearly names the dataset)",
+    )
+    p.add_argument(
+        "--llm-vote", action="store_true", help="also ask the LLM; its vote overrules only weak feature rules"
+    )
     add_llm_options(p, "--llm-vote")
     p.add_argument("--data-dir", help=DATA_DIR_HELP)
     p.add_argument("--json", action="store_true", help="print one JSON object")

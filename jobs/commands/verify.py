@@ -18,15 +18,24 @@ SUMMARY_KEYS = ("rows", "executed", "answered", "with_certificate", "verified", 
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("verify", help="re-check every executed answer's certificate with an engine other than the one "
-                                      "that answered; writes RUN.verify.parquet (exit 1 when a certificate fails)")
+    p = sub.add_parser(
+        "verify",
+        help="re-check every executed answer's certificate with an engine other than the one "
+        "that answered; writes RUN.verify.parquet (exit 1 when a certificate fails)",
+    )
     p.add_argument("run", help="results Parquet written by `symbolkg solve`")
-    p.add_argument("--json", action="store_true", help="print one JSON object (keys: " + ", ".join(SUMMARY_KEYS) + ", ...)")
+    p.add_argument(
+        "--json", action="store_true", help="print one JSON object (keys: " + ", ".join(SUMMARY_KEYS) + ", ...)"
+    )
     p.add_argument("--workers", type=int, default=2, help="checker worker processes (default 2)")
     p.add_argument("--timeout-s", type=float, default=20.0, help="per-check time limit (default 20)")
     p.add_argument("--memory-mb", type=int, default=2048, help="per-worker memory limit (default 2048)")
-    p.add_argument("--executor", choices=("ray", "local"), default="local",
-                   help="local threads (default: checks are short) or Ray actors")
+    p.add_argument(
+        "--executor",
+        choices=("ray", "local"),
+        default="local",
+        help="local threads (default: checks are short) or Ray actors",
+    )
     p.add_argument("--cpus-per-worker", type=float, default=1.0, help="Ray CPUs reserved per checker actor")
     p.add_argument("--ray-address", help="Ray cluster to join (default: $RAY_ADDRESS or a local Ray)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -37,6 +46,7 @@ def run(args: argparse.Namespace) -> int:
     """Exit 0: every certificate holds or is unverifiable; 1: one failed; 2: no run there."""
     # ray is heavy: imported when a pool is made, never to build the parser
     from symbolkg.actors.solver_pool import make_solver_pool
+
     # the job (pyarrow) only when the command runs, as ray
     from symbolkg.jobs.pipeline.store import run_exists
     from symbolkg.jobs.verify import format_summary, verify_run, write_verdicts  # as above
@@ -48,11 +58,17 @@ def run(args: argparse.Namespace) -> int:
     t0 = time.monotonic()
     limits = Limits(timeout_s=args.timeout_s, memory_mb=args.memory_mb)
     with reaped():  # a killed verify leaves no checker (or Ray) process behind
-        pool = make_solver_pool(args.executor, args.workers, memory_mb=args.memory_mb,
-                                cpus_per_worker=args.cpus_per_worker, ray_address=args.ray_address)
+        pool = make_solver_pool(
+            args.executor,
+            args.workers,
+            memory_mb=args.memory_mb,
+            cpus_per_worker=args.cpus_per_worker,
+            ray_address=args.ray_address,
+        )
         try:
-            verdicts, summary = verify_run(run_path, pool, limits=limits,
-                                           progress=not args.no_progress and not args.json)
+            verdicts, summary = verify_run(
+                run_path, pool, limits=limits, progress=not args.no_progress and not args.json
+            )
         finally:
             pool.close()
     path = write_verdicts(run_path, verdicts)

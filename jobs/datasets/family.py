@@ -8,9 +8,9 @@ rule is a dataset without a code change. The families themselves are data, in
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterator
 
 from symbolkg.jobs.datasets.stream import ProblemStream, ReadOptions, Sink
 from symbolkg.jobs.pipeline.rows import Problem
@@ -32,7 +32,7 @@ class Dataset:
 
     name: str
     path: Path
-    family: "Family"
+    family: Family
     programs: Path | None = None
     language: str | None = None
 

@@ -16,8 +16,9 @@ import json
 import os
 import re
 from array import array
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Callable, Iterator, Protocol
+from typing import Any, Protocol
 
 from symbolkg.jobs.datasets.records import InputError, Where, type_name
 
@@ -99,7 +100,9 @@ def read_json_document(path: Path) -> Any:
         return json.loads(text)
     except json.JSONDecodeError as exc:
         hint = " (if this is JSON Lines, name it .jsonl)" if exc.msg == "Extra data" else ""
-        raise InputError(path, exc.lineno, None, f"invalid JSON document: {exc.msg} at column {exc.colno}{hint}") from None
+        raise InputError(
+            path, exc.lineno, None, f"invalid JSON document: {exc.msg} at column {exc.colno}{hint}"
+        ) from None
 
 
 def read_json_array(path: Path) -> list[Any]:

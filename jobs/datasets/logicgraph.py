@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from symbolkg.jobs.datasets.family import Dataset, Family
 from symbolkg.jobs.datasets.files import JsonLines, count_jsonl_lines, default_data_dir
@@ -29,8 +30,11 @@ def _find(root: Path) -> list[Dataset]:
     folder = root / "logicgraph"
     if not folder.is_dir():
         return []
-    return [Dataset(f"logicgraph/{p.stem}", p, FAMILY) for p in sorted(folder.glob("*.jsonl"))
-            if p.is_file() and _TIER_RE.match(p.stem)]
+    return [
+        Dataset(f"logicgraph/{p.stem}", p, FAMILY)
+        for p in sorted(folder.glob("*.jsonl"))
+        if p.is_file() and _TIER_RE.match(p.stem)
+    ]
 
 
 def logicgraph_tiers(data_dir: str | os.PathLike[str] | None = None) -> list[str]:
@@ -62,16 +66,18 @@ def _convert(record: Any, where: Where, name: str) -> list[Problem]:
         "translations": obj.data.get("translations"),
         "verification": obj.data.get("verification"),
     }
-    return [Problem(
-        id=problem_id,
-        dataset=name,
-        context="\n".join(context.str_list("rules") + context.str_list("facts")),
-        question=f"Based on the rules and facts above, can the following statement be derived? {goal}",
-        options=TRUE_FALSE_OPTIONS,
-        # Every LogicGraph goal is derivable: each instance ships >= 2 verified proofs.
-        answer="A",
-        meta=meta,
-    )]
+    return [
+        Problem(
+            id=problem_id,
+            dataset=name,
+            context="\n".join(context.str_list("rules") + context.str_list("facts")),
+            question=f"Based on the rules and facts above, can the following statement be derived? {goal}",
+            options=TRUE_FALSE_OPTIONS,
+            # Every LogicGraph goal is derivable: each instance ships >= 2 verified proofs.
+            answer="A",
+            meta=meta,
+        )
+    ]
 
 
 def _read(dataset: Dataset, sink: Sink) -> Iterator[Problem]:

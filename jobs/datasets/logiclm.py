@@ -22,9 +22,10 @@ from __future__ import annotations
 import collections
 import os
 import re
+from collections.abc import Iterable, Iterator
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any
 
 from symbolkg.jobs.datasets.family import Dataset, Family
 from symbolkg.jobs.datasets.files import JsonArray, count_json_array, default_data_dir, read_json_array
@@ -71,9 +72,14 @@ def program_language(texts: Iterable[str]) -> str | None:
 
 
 def _recorded_texts(data: list[Any]) -> list[str]:
-    return [r["raw_logic_programs"][0] for r in data if isinstance(r, dict)
-            and isinstance(r.get("raw_logic_programs"), list) and r["raw_logic_programs"]
-            and isinstance(r["raw_logic_programs"][0], str)]
+    return [
+        r["raw_logic_programs"][0]
+        for r in data
+        if isinstance(r, dict)
+        and isinstance(r.get("raw_logic_programs"), list)
+        and r["raw_logic_programs"]
+        and isinstance(r["raw_logic_programs"][0], str)
+    ]
 
 
 def _record_language(obj: Obj) -> str | None:
@@ -117,8 +123,9 @@ def _find(root: Path) -> list[Dataset]:
     found = []
     for sub in sorted(p for p in folder.iterdir() if (p / "dev.json").is_file()):
         programs = folder / "programs" / f"{sub.name}_dev_gpt-4.json"
-        found.append(Dataset(f"logiclm/{sub.name.lower()}", sub / "dev.json", FAMILY,
-                             programs if programs.is_file() else None))
+        found.append(
+            Dataset(f"logiclm/{sub.name.lower()}", sub / "dev.json", FAMILY, programs if programs.is_file() else None)
+        )
     return found
 
 
@@ -126,15 +133,20 @@ def _read(dataset: Dataset, sink: Sink) -> Iterator[Problem]:
     told = None
     if dataset.language is None and dataset.programs is not None:
         told = program_language(_recorded_texts(read_json_array(dataset.programs)))
-    return sink.take_all(JsonArray(dataset.path, read_json_array(dataset.path)),
-                         lambda record, where: [_problem(record, where, dataset.name, dataset.language, told)[0]])
+    return sink.take_all(
+        JsonArray(dataset.path, read_json_array(dataset.path)),
+        lambda record, where: [_problem(record, where, dataset.name, dataset.language, told)[0]],
+    )
 
 
 FAMILY = Family(
     "logiclm",
     "logiclm/<name> for every folder logiclm/<Name>/ holding a dev.json (Logic-LM's layout); recorded programs "
     "in logiclm/programs/<Name>_dev_gpt-4.json",
-    _find, _read, count_json_array)
+    _find,
+    _read,
+    count_json_array,
+)
 
 
 # --------------------------------------------------------------------------------------
@@ -158,9 +170,10 @@ def _infer_dataset(path: Path, data: list[Any], dataset: str | None, root: Path 
         if not dataset.startswith("logiclm/") or dataset == "logiclm/":
             raise ValueError(f"dataset {dataset!r} has no Logic-LM program format; expected logiclm/<name>")
         if found and dataset not in found:
-            (inferred, example), = found.items()
-            raise InputError(path, None, "id",
-                             f"--dataset {dataset} contradicts the ids, which are {inferred}'s (e.g. {example!r})")
+            ((inferred, example),) = found.items()
+            raise InputError(
+                path, None, "id", f"--dataset {dataset} contradicts the ids, which are {inferred}'s (e.g. {example!r})"
+            )
         return dataset
     if found:
         return next(iter(found))
@@ -168,9 +181,14 @@ def _infer_dataset(path: Path, data: list[Any], dataset: str | None, root: Path 
     if named and root is not None and (root / "logiclm" / named.group("folder") / "dev.json").is_file():
         return f"logiclm/{named.group('folder').lower()}"
     prefixes = ", ".join(p for p, _ in _ID_PREFIXES)
-    raise InputError(path, None, "id", "cannot tell the dataset from the ids (known prefixes: "
-                     f"{prefixes}) or the file name (<Name>_dev_<model>.json beside logiclm/<Name>/dev.json); "
-                     "pass the dataset")
+    raise InputError(
+        path,
+        None,
+        "id",
+        "cannot tell the dataset from the ids (known prefixes: "
+        f"{prefixes}) or the file name (<Name>_dev_<model>.json beside logiclm/<Name>/dev.json); "
+        "pass the dataset",
+    )
 
 
 def _data_root(data_dir: str | os.PathLike[str] | None) -> Path | None:
@@ -182,9 +200,15 @@ def _data_root(data_dir: str | os.PathLike[str] | None) -> Path | None:
         return None
 
 
-def open_program_data(path: Path, data: list[Any], *, dataset: str | None,
-                      data_dir: str | os.PathLike[str] | None, options: ReadOptions = ReadOptions(),
-                      language: str | None = None) -> ProblemStream:
+def open_program_data(
+    path: Path,
+    data: list[Any],
+    *,
+    dataset: str | None,
+    data_dir: str | os.PathLike[str] | None,
+    options: ReadOptions = ReadOptions(),
+    language: str | None = None,
+) -> ProblemStream:
     """:func:`load_logiclm_programs` on a file already parsed (``data``), as a stream.
 
     The program file is converted whole now (a join by id: its records are in memory already,
@@ -196,8 +220,12 @@ def open_program_data(path: Path, data: list[Any], *, dataset: str | None,
     texts = _recorded_texts(data)
     told = program_language(texts) if language is None else None
     if language is None and told is None and any(t.strip() for t in texts):
-        raise InputError(path, None, "raw_logic_programs",
-                         "cannot tell the programs' language from their sections; pass the language (--language)")
+        raise InputError(
+            path,
+            None,
+            "raw_logic_programs",
+            "cannot tell the programs' language from their sections; pass the language (--language)",
+        )
 
     def convert(record: Any, where: Where) -> list[Problem]:
         problem, obj = _problem(record, where, name, language, told)
@@ -207,7 +235,9 @@ def open_program_data(path: Path, data: list[Any], *, dataset: str | None,
         # An empty list or blank string is "no program": Logic-LM counts such problems as
         # unexecuted, and so do we (program=None), rather than running an empty program.
         text = programs[0] if programs and programs[0].strip() else None
-        return [problem.with_program(Program(language=problem.meta["language"], text=text) if text is not None else None)]
+        return [
+            problem.with_program(Program(language=problem.meta["language"], text=text) if text is not None else None)
+        ]
 
     recorded_sink = Sink(ReadOptions(skip_bad=options.skip_bad))
     recorded = {p.id: p for p in recorded_sink.take_all(JsonArray(path, data), convert)}
@@ -219,10 +249,12 @@ def open_program_data(path: Path, data: list[Any], *, dataset: str | None,
         sink.notes.append(
             f"{name}: dataset file not found ({root / 'logiclm' if root is not None else 'no data folder'} has no "
             f"folder for it), so problems that have no record in {path} could not be added; any such problems are "
-            "missing from this run")
+            "missing from this run"
+        )
         return ProblemStream(_of_shard(sink.offer(recorded.values()), options.shard), [recorded_sink, sink])
-    merged = _of_shard(_merged(path, name, recorded, replace(dev, language=language or told), sink, options.shard),
-                       options.shard)
+    merged = _of_shard(
+        _merged(path, name, recorded, replace(dev, language=language or told), sink, options.shard), options.shard
+    )
     return ProblemStream(merged, [recorded_sink, sink])
 
 
@@ -231,8 +263,9 @@ def _of_shard(problems: Iterable[Problem], shard: Shard | None) -> Iterator[Prob
     return iter(problems) if shard is None else (p for p in problems if shard.takes(p.id))
 
 
-def _merged(path: Path, name: str, recorded: dict[str, Problem], dev: Dataset, sink: Sink,
-            shard: Shard | None) -> Iterator[Problem]:
+def _merged(
+    path: Path, name: str, recorded: dict[str, Problem], dev: Dataset, sink: Sink, shard: Shard | None
+) -> Iterator[Problem]:
     """The dev set's problems in its order, each with its recorded program (or none); extra records last.
 
     The notes (problems without a program, records not in the dev set) count what the stream
@@ -254,8 +287,10 @@ def _merged(path: Path, name: str, recorded: dict[str, Problem], dev: Dataset, s
     yield from sink.offer(extra)
     if missing:
         shown = ", ".join(missing[:5]) + (" ..." if len(missing) > 5 else "")
-        sink.notes.append(f"{name}: {len(missing)} problem(s) have no program in {path} and are kept with program=None "
-                          f"(counted as unexecuted): {shown}")
+        sink.notes.append(
+            f"{name}: {len(missing)} problem(s) have no program in {path} and are kept with program=None "
+            f"(counted as unexecuted): {shown}"
+        )
     extra_here = sum(1 for p in extra if shard is None or shard.takes(p.id))
     if extra_here:
         sink.notes.append(f"{name}: {extra_here} problem(s) of {path} are not in {dev.path}; kept at the end")
@@ -307,5 +342,11 @@ def load_logiclm_programs(
         raise FileNotFoundError(f"program file {str(path)!r} not found")
     if language is not None and language not in LANGUAGES:
         raise ValueError(f"unknown program language {language!r}; known: {', '.join(sorted(LANGUAGES))}")
-    return open_program_data(path, read_json_array(path), dataset=dataset, data_dir=data_dir,
-                             options=ReadOptions(skip_bad=skip_bad), language=language).collect()
+    return open_program_data(
+        path,
+        read_json_array(path),
+        dataset=dataset,
+        data_dir=data_dir,
+        options=ReadOptions(skip_bad=skip_bad),
+        language=language,
+    ).collect()

@@ -12,8 +12,9 @@ source's extras (``source``, ``type``, ``level``, ``evidences``, ``question_deco
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from symbolkg.jobs.datasets.family import Dataset, Family
 from symbolkg.jobs.datasets.files import JsonLines, count_jsonl_lines
@@ -28,8 +29,11 @@ def _find(root: Path) -> list[Dataset]:
     folder = root / "multihop"
     if not folder.is_dir():
         return []
-    return [Dataset(f"multihop/{p.name}", p / "dev.jsonl", FAMILY) for p in sorted(folder.iterdir())
-            if (p / "dev.jsonl").is_file()]
+    return [
+        Dataset(f"multihop/{p.name}", p / "dev.jsonl", FAMILY)
+        for p in sorted(folder.iterdir())
+        if (p / "dev.jsonl").is_file()
+    ]
 
 
 def _convert(record: Any, where: Where, name: str) -> list[Problem]:
@@ -53,15 +57,17 @@ def _convert(record: Any, where: Where, name: str) -> list[Problem]:
     }
     # Source-specific extras (source, type, level, evidences, question_decomposition).
     meta.update({k: v for k, v in obj.data.items() if k not in _CORE})
-    return [Problem(
-        id=problem_id,
-        dataset=name,
-        context="\n\n".join(rendered),
-        question=obj.str_("question", nonempty=True),
-        options=(),
-        answer=obj.str_("answer"),
-        meta=meta,
-    )]
+    return [
+        Problem(
+            id=problem_id,
+            dataset=name,
+            context="\n\n".join(rendered),
+            question=obj.str_("question", nonempty=True),
+            options=(),
+            answer=obj.str_("answer"),
+            meta=meta,
+        )
+    ]
 
 
 def _read(dataset: Dataset, sink: Sink) -> Iterator[Problem]:

@@ -13,8 +13,9 @@ QCat}}]}``; one problem per question: the statement is the question, options ``A
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from symbolkg.jobs.datasets.family import Dataset, Family
 from symbolkg.jobs.datasets.files import JsonLines, jsonl_records
@@ -52,15 +53,17 @@ def _convert(record: Any, where: Where, name: str) -> list[Problem]:
         if label not in ("true", "false"):
             raise q.error("label", f"expected 'true' or 'false', got {label!r}")
         qmeta = q.sub("meta")
-        problems.append(Problem(
-            id=q.str_("id", nonempty=True),
-            dataset=name,
-            context=context,
-            question=q.str_("text", nonempty=True),
-            options=TRUE_FALSE_OPTIONS,
-            answer="A" if label == "true" else "B",
-            meta={"context_id": context_id, "QDep": qmeta.str_("QDep"), "QCat": qmeta.str_("QCat")},
-        ))
+        problems.append(
+            Problem(
+                id=q.str_("id", nonempty=True),
+                dataset=name,
+                context=context,
+                question=q.str_("text", nonempty=True),
+                options=TRUE_FALSE_OPTIONS,
+                answer="A" if label == "true" else "B",
+                meta={"context_id": context_id, "QDep": qmeta.str_("QDep"), "QCat": qmeta.str_("QCat")},
+            )
+        )
     return problems
 
 
@@ -74,8 +77,9 @@ def _question_ids(record: Any) -> list[str] | None:
 
 
 def _read(dataset: Dataset, sink: Sink) -> Iterator[Problem]:
-    return sink.take_all(JsonLines(dataset.path), lambda record, where: _convert(record, where, dataset.name),
-                         ids=_question_ids)
+    return sink.take_all(
+        JsonLines(dataset.path), lambda record, where: _convert(record, where, dataset.name), ids=_question_ids
+    )
 
 
 def _count(path: Path) -> int:
@@ -90,4 +94,7 @@ FAMILY = Family(
     "pararule_plus",
     "pararule_plus/depth<N> for every PARARULE_Plus_Depth<N>_*.jsonl under pararule_plus/ "
     "(depth<N>_<rest> when several files share a depth)",
-    _find, _read, _count)
+    _find,
+    _read,
+    _count,
+)

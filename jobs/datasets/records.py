@@ -117,7 +117,7 @@ class Where:
     def error(self, field_name: str | None, message: str) -> InputError:
         return InputError(self.path, self.line, field_name, message, unit=self.unit, record_id=self.record_id)
 
-    def with_id(self, record_id: str) -> "Where":
+    def with_id(self, record_id: str) -> Where:
         return Where(self.path, self.line, self.unit, record_id)
 
 
@@ -189,10 +189,10 @@ class Obj:
             raise self.error(key, f"expected a JSON object, got {type_name(value)}")
         return value
 
-    def sub(self, key: str) -> "Obj":
+    def sub(self, key: str) -> Obj:
         return Obj(self.dict_(key), self.where, f"{self.name(key)}.")
 
-    def items(self, key: str) -> list["Obj"]:
+    def items(self, key: str) -> list[Obj]:
         return [Obj(item, self.where, f"{self.name(key)}[{i}].") for i, item in enumerate(self.list_(key))]
 
     def options(self, key: str) -> tuple[str, ...]:

@@ -29,8 +29,14 @@ from symbolkg.jobs.datasets.stream import ProblemStream, ReadOptions
 from symbolkg.solvers.registry import LANGUAGES
 
 #: Every dataset family, in the order ``symbolkg datasets`` lists them.
-FAMILIES: tuple[Family, ...] = (logiclm.FAMILY, logicgraph.FAMILY, pararule_plus.FAMILY, symba.FAMILY,
-                                multihop.FAMILY, user.FAMILY)
+FAMILIES: tuple[Family, ...] = (
+    logiclm.FAMILY,
+    logicgraph.FAMILY,
+    pararule_plus.FAMILY,
+    symba.FAMILY,
+    multihop.FAMILY,
+    user.FAMILY,
+)
 
 _USER_SUFFIXES = (".jsonl", ".json", ".parquet")
 
@@ -48,8 +54,10 @@ def find_datasets(data_dir: str | os.PathLike[str] | None = None) -> dict[str, D
     for family in FAMILIES:
         for dataset in family.find(root):
             if dataset.name in found:
-                raise ValueError(f"two datasets are named {dataset.name!r}: {found[dataset.name].path} and "
-                                 f"{dataset.path}; rename one")
+                raise ValueError(
+                    f"two datasets are named {dataset.name!r}: {found[dataset.name].path} and "
+                    f"{dataset.path}; rename one"
+                )
             found[dataset.name] = dataset
     return dict(sorted(found.items()))
 
@@ -61,8 +69,10 @@ def dataset_names(data_dir: str | os.PathLike[str] | None = None) -> list[str]:
 
 def _unknown(name: str, found: dict[str, Dataset]) -> ValueError:
     rules = "; ".join(f.rule for f in FAMILIES)
-    return ValueError(f"unknown dataset {name!r}; known: {', '.join(found) or 'none'} (a dataset is a file or folder "
-                      f"that follows a family's rule: {rules}; or a .jsonl/.json/.parquet file of our format)")
+    return ValueError(
+        f"unknown dataset {name!r}; known: {', '.join(found) or 'none'} (a dataset is a file or folder "
+        f"that follows a family's rule: {rules}; or a .jsonl/.json/.parquet file of our format)"
+    )
 
 
 def find_dataset(name: str, data_dir: str | os.PathLike[str] | None = None, *, language: str | None = None) -> Dataset:
@@ -234,8 +244,9 @@ def load_problems(
         FileNotFoundError, InputError: as the loaders.
     """
     check_limit(limit)
-    return open_problems(source, data_dir, options=ReadOptions(skip_bad, limit), dataset=dataset,
-                         language=language).collect()
+    return open_problems(
+        source, data_dir, options=ReadOptions(skip_bad, limit), dataset=dataset, language=language
+    ).collect()
 
 
 def open_problems(
@@ -259,14 +270,16 @@ def open_problems(
     if suffix not in _USER_SUFFIXES:
         if source in _names_if_any(data_dir):
             return open_dataset(source, data_dir, options=options, language=language)
-        raise ValueError(f"{source!r} is neither a dataset ({', '.join(_names_if_any(data_dir))}) nor a "
-                         ".jsonl/.json/.parquet file")
+        raise ValueError(
+            f"{source!r} is neither a dataset ({', '.join(_names_if_any(data_dir))}) nor a .jsonl/.json/.parquet file"
+        )
     if not path.is_file():
         raise FileNotFoundError(f"problem file {str(path)!r} not found")
     if suffix != ".json":
         return user.open_generic(path, dataset=dataset or "custom", options=options)
     data = read_json_array(path)  # parsed once, handed to whichever reader applies
     if any(isinstance(r, dict) and "raw_logic_programs" in r for r in data):
-        return logiclm.open_program_data(path, data, dataset=dataset, data_dir=data_dir, options=options,
-                                         language=language)
+        return logiclm.open_program_data(
+            path, data, dataset=dataset, data_dir=data_dir, options=options, language=language
+        )
     return user.open_records(JsonArray(path, data), dataset=dataset or "custom", options=options)

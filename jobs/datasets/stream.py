@@ -33,8 +33,9 @@ What needed the whole input before, and what it costs now:
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Iterator, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -155,8 +156,7 @@ class Sink:
     def _passes_over(self, ids: list[str] | None) -> bool:
         """Whether a record with these problem ids is another shard's, left unconverted (never under a limit)."""
         shard = self.options.shard
-        return (shard is not None and self.options.limit is None and bool(ids)
-                and not any(shard.takes(i) for i in ids))  # type: ignore[union-attr]
+        return shard is not None and self.options.limit is None and bool(ids) and not any(shard.takes(i) for i in ids)  # type: ignore[union-attr]
 
     def take_all(self, source: RecordSource, convert: Convert, ids: ProblemIds | None = record_id) -> Iterator[Problem]:
         """The problems of ``source``'s records, lazily: bad ones through :meth:`bad`, until the limit.
@@ -294,7 +294,7 @@ class ProblemStream:
     def new_notes(self) -> list[str]:
         """The notes not returned by an earlier call (to print those known at the start, then the rest)."""
         notes = self.notes
-        fresh, self._notes_taken = notes[self._notes_taken:], len(notes)
+        fresh, self._notes_taken = notes[self._notes_taken :], len(notes)
         return fresh
 
     def collect(self) -> LoadResult:
@@ -309,8 +309,9 @@ class ProblemStream:
             close()
 
     @classmethod
-    def round_robin(cls, streams: Sequence["ProblemStream"]) -> "ProblemStream":
+    def round_robin(cls, streams: Sequence[ProblemStream]) -> ProblemStream:
         """One problem of each stream in turn until all are exhausted (a mixed stream)."""
+
         def interleaved() -> Iterator[Problem]:
             iterators = [iter(s) for s in streams]
             while iterators:

@@ -31,8 +31,9 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from symbolkg.jobs.datasets.family import Dataset, Family
 from symbolkg.jobs.datasets.files import JsonArray, array_records, count_json_array, read_json_array
@@ -48,8 +49,11 @@ def _find(root: Path) -> list[Dataset]:
     folder = root / "symba"
     if not folder.is_dir():
         return []
-    return [Dataset(f"symba/{p.name}", p / "test_data.json", FAMILY) for p in sorted(folder.iterdir())
-            if (p / "test_data.json").is_file()]
+    return [
+        Dataset(f"symba/{p.name}", p / "test_data.json", FAMILY)
+        for p in sorted(folder.iterdir())
+        if (p / "test_data.json").is_file()
+    ]
 
 
 def _world_rules(path: Path) -> dict[str, list[str]]:
@@ -102,14 +106,23 @@ def _solved_value(obj: Obj, goal: str, goal_solved: str) -> str:
     """The value ``goal_solved`` gives the goal's one variable (a whole argument of the goal)."""
     goal_parts, solved_parts = _split_args(goal), _split_args(goal_solved)
     variables = [i for i, a in enumerate(goal_parts[1]) if _VARIABLE.fullmatch(a)] if goal_parts else []
-    if (goal_parts is None or solved_parts is None or goal_parts[0] != solved_parts[0]
-            or len(goal_parts[1]) != len(solved_parts[1]) or len(variables) != 1):
-        raise obj.error("goal_solved", f"expected the goal {goal!r} with its one variable filled in, got {goal_solved!r}")
+    if (
+        goal_parts is None
+        or solved_parts is None
+        or goal_parts[0] != solved_parts[0]
+        or len(goal_parts[1]) != len(solved_parts[1])
+        or len(variables) != 1
+    ):
+        raise obj.error(
+            "goal_solved", f"expected the goal {goal!r} with its one variable filled in, got {goal_solved!r}"
+        )
     value = solved_parts[1][variables[0]]
     return value[1:-1] if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'" else value
 
 
-def _convert(record: Any, where: Where, dataset: Dataset, world: dict[str, list[str]], world_path: Path) -> list[Problem]:
+def _convert(
+    record: Any, where: Where, dataset: Dataset, world: dict[str, list[str]], world_path: Path
+) -> list[Problem]:
     obj = Obj(record, where)
     source_id = _scalar_id(obj)
     problem_id = f"{dataset.path.parent.name}_{source_id}"
@@ -117,10 +130,17 @@ def _convert(record: Any, where: Where, dataset: Dataset, world: dict[str, list[
     goal = obj.str_("goal", nonempty=True)
     label = obj.bool_("label")
     world_model = obj.str_list("world_model") if "world_model" in obj.data else []
-    program = [{"statement": s.str_("statement"), "description": s.opt_str("description") or ""}
-               for s in (obj.items("program") if "program" in obj.data else [])]
-    meta: dict[str, Any] = {"source_id": source_id, "goal": goal, "label": label, "world_model": world_model,
-                            "program": program}
+    program = [
+        {"statement": s.str_("statement"), "description": s.opt_str("description") or ""}
+        for s in (obj.items("program") if "program" in obj.data else [])
+    ]
+    meta: dict[str, Any] = {
+        "source_id": source_id,
+        "goal": goal,
+        "label": label,
+        "world_model": world_model,
+        "program": program,
+    }
     if world_model:
         missing = [w for w in world_model if w not in world]
         if missing:
@@ -133,20 +153,35 @@ def _convert(record: Any, where: Where, dataset: Dataset, world: dict[str, list[
         meta["goal_solved"] = goal_solved = obj.str_("goal_solved")
         if label and _VARIABLE.search(_QUOTED.sub("", goal)):  # a question for a value
             options, answer = (), _solved_value(obj, goal, goal_solved)
-    return [Problem(id=problem_id, dataset=dataset.name, context=obj.str_("body_text"), question=goal,
-                    options=options, answer=answer, meta=meta)]
+    return [
+        Problem(
+            id=problem_id,
+            dataset=dataset.name,
+            context=obj.str_("body_text"),
+            question=goal,
+            options=options,
+            answer=answer,
+            meta=meta,
+        )
+    ]
 
 
 def _read(dataset: Dataset, sink: Sink) -> Iterator[Problem]:
     world_path = dataset.path.parent / "world_data.json"
     world = _world_rules(world_path) if world_path.is_file() else {}
     # The problem id is the folder's name and the record's id as text: converted to be read.
-    return sink.take_all(JsonArray(dataset.path, read_json_array(dataset.path)),
-                         lambda record, where: _convert(record, where, dataset, world, world_path), ids=None)
+    return sink.take_all(
+        JsonArray(dataset.path, read_json_array(dataset.path)),
+        lambda record, where: _convert(record, where, dataset, world, world_path),
+        ids=None,
+    )
 
 
 FAMILY = Family(
     "symba",
     "symba/<folder> for every folder symba/<folder>/ holding SymBa's test_data.json (world_data.json beside it "
     "when its records name rule sets)",
-    _find, _read, count_json_array)
+    _find,
+    _read,
+    count_json_array,
+)

@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 from symbolkg.jobs.datasets.family import Dataset, Family
 from symbolkg.jobs.datasets.files import JsonArray, JsonLines, RecordSource, count_jsonl_lines, read_json_array
@@ -27,7 +28,6 @@ from symbolkg.jobs.datasets.stream import ProblemStream, ReadOptions, Sink
 from symbolkg.jobs.pipeline.rows import Problem
 from symbolkg.solvers.outcomes import Program
 from symbolkg.solvers.registry import LANGUAGES
-
 
 _GENERIC_FIELDS = frozenset(
     {"id", "dataset", "context", "question", "options", "answer", "program", "program_language", "program_text", "meta"}
@@ -43,7 +43,9 @@ def _generic_program(obj: Obj) -> Program | None:
         program = obj.sub("program")
         unknown = sorted(set(program.data) - {"language", "text"})
         if unknown:
-            raise program.error(unknown[0], f"unknown field(s) {', '.join(map(repr, unknown))}; allowed: 'language', 'text'")
+            raise program.error(
+                unknown[0], f"unknown field(s) {', '.join(map(repr, unknown))}; allowed: 'language', 'text'"
+            )
         language_key, text_key = "language", "text"
     elif has_columns:
         program, language_key, text_key = obj, "program_language", "program_text"
@@ -54,7 +56,9 @@ def _generic_program(obj: Obj) -> Program | None:
         return None
     language = program.str_(language_key)
     if language not in LANGUAGES:
-        raise program.error(language_key, f"unknown program language {language!r}; known: {', '.join(sorted(LANGUAGES))}")
+        raise program.error(
+            language_key, f"unknown program language {language!r}; known: {', '.join(sorted(LANGUAGES))}"
+        )
     text = program.str_(text_key, nonempty=True)
     return Program(language=language, text=text)
 
@@ -80,7 +84,8 @@ def _generic_problem(record: Any, where: Where, default_dataset: str) -> Problem
     unknown = sorted(set(obj.data) - _GENERIC_FIELDS)
     if unknown:
         raise where.error(
-            unknown[0], f"unknown field(s) {', '.join(map(repr, unknown))}; allowed: {', '.join(sorted(_GENERIC_FIELDS))}"
+            unknown[0],
+            f"unknown field(s) {', '.join(map(repr, unknown))}; allowed: {', '.join(sorted(_GENERIC_FIELDS))}",
         )
     problem_id = read_id(obj)
     options = obj.options("options") if obj.has("options") else ()
@@ -122,8 +127,12 @@ class ParquetRows:
             raise InputError(self.path, None, None, f"not a readable Parquet file: {exc}") from None
         unknown = sorted(set(names) - set(PROBLEM_SCHEMA.names))
         if unknown:
-            raise InputError(self.path, None, unknown[0], f"unknown column(s) {', '.join(map(repr, unknown))}; "
-                             f"allowed: {', '.join(PROBLEM_SCHEMA.names)}")
+            raise InputError(
+                self.path,
+                None,
+                unknown[0],
+                f"unknown column(s) {', '.join(map(repr, unknown))}; allowed: {', '.join(PROBLEM_SCHEMA.names)}",
+            )
         for required in ("id", "context", "question"):
             if required not in names:
                 raise InputError(self.path, None, required, "required column is missing")
@@ -244,5 +253,11 @@ def _read(dataset: Dataset, sink: Sink) -> Iterator[Problem]:
     return sink.take_all(_source(dataset.path), lambda rec, at: [_generic_problem(rec, at, dataset.name)])
 
 
-FAMILY = Family("custom", "custom/<name> for every custom/<name>.jsonl (our own format), or any such file by its path",
-                _find, _read, count_jsonl_lines, carries_programs=True)
+FAMILY = Family(
+    "custom",
+    "custom/<name> for every custom/<name>.jsonl (our own format), or any such file by its path",
+    _find,
+    _read,
+    count_jsonl_lines,
+    carries_programs=True,
+)

@@ -22,10 +22,19 @@ import importlib
 
 #: subcommand -> (module, help)
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
-    "supports": ("supports", "every minimal premise set entailing the goal, complete by proof, checked against the reference"),
-    "verify": ("verify", "verify answer proofs step by step; Success/Precision/Shortest/Diversity/Versatility/Originality"),
-    "solve": ("solve", "ask an LLM for as many independent proofs as it can, then verify them: the multipath "
-              "method job (symbolkg solve --method multipath; resumable) with the paper's metrics"),
+    "supports": (
+        "supports",
+        "every minimal premise set entailing the goal, complete by proof, checked against the reference",
+    ),
+    "verify": (
+        "verify",
+        "verify answer proofs step by step; Success/Precision/Shortest/Diversity/Versatility/Originality",
+    ),
+    "solve": (
+        "solve",
+        "ask an LLM for as many independent proofs as it can, then verify them: the multipath "
+        "method job (symbolkg solve --method multipath; resumable) with the paper's metrics",
+    ),
     "generate": ("generate", "generate new instances in the dataset's format; ground truth from the enumerator"),
 }
 

@@ -30,7 +30,14 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from symbolkg.actors.engines.base import ChatRequest, EngineDeadError, EngineError, Message, SamplingParams, StructuredOutput
+from symbolkg.actors.engines.base import (
+    ChatRequest,
+    EngineDeadError,
+    EngineError,
+    Message,
+    SamplingParams,
+    StructuredOutput,
+)
 from symbolkg.actors.engines.factory import ENGINES, EngineOptions, make_engine
 from symbolkg.jobs.datasets.files import default_data_dir
 from symbolkg.jobs.pipeline.concurrency import for_each_in_flight
@@ -52,20 +59,37 @@ _ROWS = (
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--tier", choices=sorted(TIERS), default="small",
-                   help="small: 2-4 proofs, medium: 5-7, large: 8 or more (default small)")
+    p.add_argument(
+        "--tier",
+        choices=sorted(TIERS),
+        default="small",
+        help="small: 2-4 proofs, medium: 5-7, large: 8 or more (default small)",
+    )
     p.add_argument("--count", type=int, default=100, help="instances to write (default 100)")
-    p.add_argument("--seed", type=int, default=0, help="run seed; instance i depends only on (tier, seed, i) (default 0)")
+    p.add_argument(
+        "--seed", type=int, default=0, help="run seed; instance i depends only on (tier, seed, i) (default 0)"
+    )
     p.add_argument("--start", type=int, default=0, help="first instance index (default 0), to extend a run")
     p.add_argument("--out", required=True, help="output .jsonl (written atomically)")
-    p.add_argument("--distractors", type=int,
-                   help="dead-end chains per instance (default: the tier's, 0: like the dataset, every premise used)")
-    p.add_argument("--text", choices=("template", "llm"), default="template",
-                   help="English from templates (default), or each atom's statement from an LLM (--engine ...) "
-                        "with the connectives still from templates")
+    p.add_argument(
+        "--distractors",
+        type=int,
+        help="dead-end chains per instance (default: the tier's, 0: like the dataset, every premise used)",
+    )
+    p.add_argument(
+        "--text",
+        choices=("template", "llm"),
+        default="template",
+        help="English from templates (default), or each atom's statement from an LLM (--engine ...) "
+        "with the connectives still from templates",
+    )
     g = p.add_argument_group("--text llm")
-    g.add_argument("--engine", choices=ENGINES, default="vllm",
-                   help="LLM backend (default vllm with the embedded SmolLM2-135M-Instruct)")
+    g.add_argument(
+        "--engine",
+        choices=ENGINES,
+        default="vllm",
+        help="LLM backend (default vllm with the embedded SmolLM2-135M-Instruct)",
+    )
     g.add_argument("--model", help="model name or path")
     g.add_argument("--openai-url", help="base URL of an OpenAI-compatible server (--engine openai)")
     g.add_argument("--cache", help="completion cache dir (written through; read by --engine replay)")
@@ -73,7 +97,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--max-in-flight", type=int, default=32, help="instances worded concurrently (default 32)")
     p.add_argument("--stats", action="store_true", help="print tier statistics next to the dataset's")
     p.add_argument("--json", action="store_true", help="print the statistics as JSON on stdout")
-    p.add_argument("--data-dir", help="data root for the dataset's statistics (default: $SYMBOLKG_DATA, else ../shared/data)")
+    p.add_argument(
+        "--data-dir", help="data root for the dataset's statistics (default: $SYMBOLKG_DATA, else ../shared/data)"
+    )
     p.add_argument("--quiet", action="store_true", help="no per-instance progress on stderr")
 
 
@@ -93,9 +119,12 @@ def _generate_all(config: Any, args: argparse.Namespace) -> tuple[list, list[str
         attempts += generated.attempts
         proved += generated.proved
         if not args.quiet:
-            print(f"[{k}/{args.count}] {generated.instance.id}: {len(generated.instance.proofs)} proofs, "
-                  f"{len(generated.instance.premises)} premises, {generated.attempts} attempt(s), "
-                  f"{generated.seconds:.2f}s", file=sys.stderr)
+            print(
+                f"[{k}/{args.count}] {generated.instance.id}: {len(generated.instance.proofs)} proofs, "
+                f"{len(generated.instance.premises)} premises, {generated.attempts} attempt(s), "
+                f"{generated.seconds:.2f}s",
+                file=sys.stderr,
+            )
     return generated_all, failures, attempts, proved
 
 
@@ -121,7 +150,10 @@ def _write_atomically(generated_all: list, out: Path) -> list:
 
 def run(args: argparse.Namespace) -> int:
     if args.count < 1 or args.start < 0:
-        print(f"symbolkg logicgraph generate: --count must be >= 1 and --start >= 0 (got {args.count}, {args.start})", file=sys.stderr)
+        print(
+            f"symbolkg logicgraph generate: --count must be >= 1 and --start >= 0 (got {args.count}, {args.start})",
+            file=sys.stderr,
+        )
         return 2
     config = TIERS[args.tier]
     if args.distractors is not None:
@@ -142,27 +174,50 @@ def run(args: argparse.Namespace) -> int:
         except EngineDeadError as exc:
             print(f"symbolkg logicgraph generate: the LLM engine died: {exc}; nothing written", file=sys.stderr)
             return 1
-        print(f"worded {len(generated_all)} instances with {text_stats['model']}: {text_stats['atoms_from_llm']} of "
-              f"{text_stats['atoms']} atoms from the model, the rest from templates ({text_stats['engine_errors']} "
-              f"engine errors)", file=sys.stderr)
+        print(
+            f"worded {len(generated_all)} instances with {text_stats['model']}: {text_stats['atoms_from_llm']} of "
+            f"{text_stats['atoms']} atoms from the model, the rest from templates ({text_stats['engine_errors']} "
+            f"engine errors)",
+            file=sys.stderr,
+        )
     instances = _write_atomically(generated_all, out)
     wall = time.perf_counter() - t0
     stats = tier_statistics(instances)
-    print(f"wrote {len(instances)} {args.tier} instances to {out} in {wall:.1f}s "
-          f"({attempts} constructions, {proved} proofs from the search, {len(failures)} failed)", file=sys.stderr)
+    print(
+        f"wrote {len(instances)} {args.tier} instances to {out} in {wall:.1f}s "
+        f"({attempts} constructions, {proved} proofs from the search, {len(failures)} failed)",
+        file=sys.stderr,
+    )
     reference = _dataset_statistics(args.tier, args.data_dir, out) if (args.stats or args.json) else None
     if args.stats:
         print(format_statistics(stats, reference, args.tier))
     if args.json:
-        print(json.dumps({"tier": args.tier, "seed": args.seed, "start": args.start, "count": args.count,
-                          "written": len(instances), "failed": failures, "wall_s": round(wall, 3),
-                          "constructions": attempts, "proofs_from_search": proved, "text": args.text,
-                          "text_stats": text_stats,
-                          "generated": stats, "dataset": reference}, indent=1))
+        print(
+            json.dumps(
+                {
+                    "tier": args.tier,
+                    "seed": args.seed,
+                    "start": args.start,
+                    "count": args.count,
+                    "written": len(instances),
+                    "failed": failures,
+                    "wall_s": round(wall, 3),
+                    "constructions": attempts,
+                    "proofs_from_search": proved,
+                    "text": args.text,
+                    "text_stats": text_stats,
+                    "generated": stats,
+                    "dataset": reference,
+                },
+                indent=1,
+            )
+        )
     return 1 if failures else 0
 
 
-async def word_with_llm(generated_all: list, engine, *, max_tokens: int = 2048, max_in_flight: int = 32) -> tuple[list, dict[str, Any]]:
+async def word_with_llm(
+    generated_all: list, engine, *, max_tokens: int = 2048, max_in_flight: int = 32
+) -> tuple[list, dict[str, Any]]:
     """Ask ``engine`` for each instance's atom statements; re-word the instances with them.
 
     The logic, proofs and first-order atoms do not change; an atom whose statement fails
@@ -177,8 +232,14 @@ async def word_with_llm(generated_all: list, engine, *, max_tokens: int = 2048, 
     Raises:
         EngineDeadError: the engine died (the caller writes nothing).
     """
-    stats = {"model": engine.model, "atoms": 0, "atoms_from_llm": 0, "engine_errors": 0, "prompt_tokens": 0,
-             "completion_tokens": 0}
+    stats = {
+        "model": engine.model,
+        "atoms": 0,
+        "atoms_from_llm": 0,
+        "engine_errors": 0,
+        "prompt_tokens": 0,
+        "completion_tokens": 0,
+    }
     out: dict[int, Any] = {}
 
     async def one(k: int) -> None:
@@ -189,8 +250,10 @@ async def word_with_llm(generated_all: list, engine, *, max_tokens: int = 2048, 
             messages=tuple(Message(m["role"], m["content"]) for m in messages),
             params=SamplingParams(max_tokens=max_tokens),
             structured=StructuredOutput(json_schema=schema) if engine.supports_structured else None,
-            problem_id=generated.instance.id, purpose="logicgraph_readings",
-            request_id=f"{generated.instance.id}:readings")
+            problem_id=generated.instance.id,
+            purpose="logicgraph_readings",
+            request_id=f"{generated.instance.id}:readings",
+        )
         stats["atoms"] += len(names)
         try:
             (completion,) = await engine.generate([request])
@@ -225,7 +288,9 @@ def _word_with_llm(generated_all: list, args: argparse.Namespace) -> tuple[list,
     async def main_async() -> tuple[list, dict[str, Any]]:
         engine = make_engine(opts)
         try:
-            return await word_with_llm(generated_all, engine, max_tokens=args.max_tokens, max_in_flight=args.max_in_flight)
+            return await word_with_llm(
+                generated_all, engine, max_tokens=args.max_tokens, max_in_flight=args.max_in_flight
+            )
         finally:
             await engine.close()
 

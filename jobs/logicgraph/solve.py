@@ -50,12 +50,30 @@ if TYPE_CHECKING:
 #: LogicGraph paper, Table 4: the best model's averages over Small/Medium/Large (and its Small column).
 PAPER_BEST = {
     "model": "Gemini-3-Pro-Preview",
-    "average": {"success_rate": 96.11, "precision": 90.10, "shortest_path_rate": 80.33, "diversity": 59.60,
-                "versatility": 79.44, "originality": 29.31},
-    "small": {"success_rate": 93.00, "precision": 89.11, "shortest_path_rate": 80.00, "diversity": 70.03,
-              "versatility": 83.03, "originality": 20.96},
-    "medium": {"success_rate": 98.00, "precision": 91.89, "shortest_path_rate": 82.67, "diversity": 60.30,
-               "versatility": 79.99, "originality": 30.3},
+    "average": {
+        "success_rate": 96.11,
+        "precision": 90.10,
+        "shortest_path_rate": 80.33,
+        "diversity": 59.60,
+        "versatility": 79.44,
+        "originality": 29.31,
+    },
+    "small": {
+        "success_rate": 93.00,
+        "precision": 89.11,
+        "shortest_path_rate": 80.00,
+        "diversity": 70.03,
+        "versatility": 83.03,
+        "originality": 20.96,
+    },
+    "medium": {
+        "success_rate": 98.00,
+        "precision": 91.89,
+        "shortest_path_rate": 82.67,
+        "diversity": 60.30,
+        "versatility": 79.99,
+        "originality": 30.3,
+    },
 }
 
 #: the files of a run folder
@@ -67,10 +85,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--data-dir", help=DATA_DIR_HELP)
     p.add_argument("--limit", type=int, help="only the first N instances")
     p.add_argument("--ids", nargs="+", help="only these instance ids")
-    p.add_argument("--out", required=True,
-                   help="run folder: results.parquet (resumable), answers.jsonl and report.json")
-    p.add_argument("--engine", choices=ENGINES, default="vllm",
-                   help="LLM backend (default vllm with the embedded SmolLM2-135M-Instruct)")
+    p.add_argument(
+        "--out", required=True, help="run folder: results.parquet (resumable), answers.jsonl and report.json"
+    )
+    p.add_argument(
+        "--engine",
+        choices=ENGINES,
+        default="vllm",
+        help="LLM backend (default vllm with the embedded SmolLM2-135M-Instruct)",
+    )
     p.add_argument("--model", help="model name or path (see `symbolkg solve --help`)")
     p.add_argument("--openai-url", help="base URL of an OpenAI-compatible server (--engine openai)")
     p.add_argument("--cache", help="completion cache dir (written through; read by --engine replay)")
@@ -145,12 +168,19 @@ class SolveRun:
         store, metered = self.store(), MeteredEngine(engine)
         t0 = time.monotonic()
         try:
-            await run_method_job(self.problems, store, self.config, metered, None, max_in_flight=self.max_in_flight,
-                                 progress=self.progress, method=self.method)
+            await run_method_job(
+                self.problems,
+                store,
+                self.config,
+                metered,
+                None,
+                max_in_flight=self.max_in_flight,
+                progress=self.progress,
+                method=self.method,
+            )
         finally:
             write_request_log(self.results, metered.records)
-        return _counts([row for pid, row in self.rows().items() if pid in asked], len(asked),
-                       time.monotonic() - t0)
+        return _counts([row for pid, row in self.rows().items() if pid in asked], len(asked), time.monotonic() - t0)
 
     def nothing_to_ask(self) -> dict[str, Any]:
         """This call's counts when every instance is recorded (no engine is started); merges a killed run's parts."""
@@ -173,8 +203,11 @@ class SolveRun:
     def answers(self) -> list[dict[str, Any]]:
         """Every answered instance as an answers-file object, in the dataset's order; rewrites ``answers.jsonl``."""
         rows = self.rows()
-        answers = [_answer(rows[inst.id], inst) for inst in self.instances
-                   if inst.id in rows and rows[inst.id]["program"] is not None]
+        answers = [
+            _answer(rows[inst.id], inst)
+            for inst in self.instances
+            if inst.id in rows and rows[inst.id]["program"] is not None
+        ]
         self.out.mkdir(parents=True, exist_ok=True)
         _write_atomically(self.out / ANSWERS, "".join(json.dumps(a, ensure_ascii=False) + "\n" for a in answers))
         return answers
@@ -204,10 +237,15 @@ class SolveRun:
 def _counts(rows: list[dict[str, Any]], asked: int, seconds: float) -> dict[str, Any]:
     """This call's counts from the rows it wrote: asked, answered, engine errors (id -> message), tokens."""
     errors = {row["problem_id"]: row["error_message"] for row in rows if row["error_kind"] == ErrorKind.LLM.value}
-    return {"asked": asked, "answered": sum(row["program"] is not None for row in rows),
-            "engine_errors": len(errors), "prompt_tokens": sum(row["prompt_tokens"] for row in rows),
-            "completion_tokens": sum(row["completion_tokens"] for row in rows), "seconds": round(seconds, 3),
-            "errors": errors}
+    return {
+        "asked": asked,
+        "answered": sum(row["program"] is not None for row in rows),
+        "engine_errors": len(errors),
+        "prompt_tokens": sum(row["prompt_tokens"] for row in rows),
+        "completion_tokens": sum(row["completion_tokens"] for row in rows),
+        "seconds": round(seconds, 3),
+        "errors": errors,
+    }
 
 
 def _answer(row: dict[str, Any], instance: Instance) -> dict[str, Any]:
@@ -253,7 +291,7 @@ def _problems(args: argparse.Namespace) -> list[Problem]:
     missing = sorted(wanted - {p.id for p in problems})
     if missing:
         raise ValueError(f"no instance {', '.join(missing)} in {args.dataset}")
-    return problems[:args.limit]
+    return problems[: args.limit]
 
 
 def _solve_run(args: argparse.Namespace) -> tuple[SolveRun, EngineOptions]:
@@ -262,22 +300,48 @@ def _solve_run(args: argparse.Namespace) -> tuple[SolveRun, EngineOptions]:
     Raises:
         ValueError, InstanceError, InputError, FileNotFoundError: a bad flag or dataset (the message says which).
     """
-    for flag, value in (("--limit", args.limit), ("--max-in-flight", args.max_in_flight),
-                        ("--max-tokens", args.max_tokens)):
+    for flag, value in (
+        ("--limit", args.limit),
+        ("--max-in-flight", args.max_in_flight),
+        ("--max-tokens", args.max_tokens),
+    ):
         if value is not None and value < 1:
             raise ValueError(f"{flag} must be >= 1, got {value}")
     try:
         method = Multipath.from_args(args)
     except ValueError as exc:  # the method names its `symbolkg solve` flags; here they have no prefix
         raise ValueError(str(exc).replace("--multipath-", "--")) from None
-    opts = EngineOptions(kind=args.engine, model=args.model, cache_dir=args.cache, openai_url=args.openai_url,
-                         max_model_len=args.max_model_len)
-    config = MethodConfig(method=Multipath.name, formulate_params=SamplingParams(max_tokens=args.max_tokens),
-                          structured=not args.no_structured)
-    run_info = {"source": args.dataset, "method": Multipath.name, "engine": opts.kind, "model": args.model,
-                "max_tokens": args.max_tokens, "command": "logicgraph solve", Multipath.name: method.run_info()}
-    solve_run = SolveRun(args.dataset, _problems(args), Path(args.out), method, config,
-                         max_in_flight=args.max_in_flight, progress=not args.no_progress, run_info=run_info)
+    opts = EngineOptions(
+        kind=args.engine,
+        model=args.model,
+        cache_dir=args.cache,
+        openai_url=args.openai_url,
+        max_model_len=args.max_model_len,
+    )
+    config = MethodConfig(
+        method=Multipath.name,
+        formulate_params=SamplingParams(max_tokens=args.max_tokens),
+        structured=not args.no_structured,
+    )
+    run_info = {
+        "source": args.dataset,
+        "method": Multipath.name,
+        "engine": opts.kind,
+        "model": args.model,
+        "max_tokens": args.max_tokens,
+        "command": "logicgraph solve",
+        Multipath.name: method.run_info(),
+    }
+    solve_run = SolveRun(
+        args.dataset,
+        _problems(args),
+        Path(args.out),
+        method,
+        config,
+        max_in_flight=args.max_in_flight,
+        progress=not args.no_progress,
+        run_info=run_info,
+    )
     return solve_run, opts
 
 
@@ -291,11 +355,19 @@ def run(args: argparse.Namespace) -> int:
         this_call = run_with_engine(opts, solve_run.answer) if solve_run.pending() else solve_run.nothing_to_ask()
     except EngineDeadError as exc:
         solve_run.answers()
-        print(f"symbolkg logicgraph solve: the LLM engine died: {exc}; answers so far are in {solve_run.results} "
-              f"(and {solve_run.out / ANSWERS}), rerun to resume", file=sys.stderr)
+        print(
+            f"symbolkg logicgraph solve: the LLM engine died: {exc}; answers so far are in {solve_run.results} "
+            f"(and {solve_run.out / ANSWERS}), rerun to resume",
+            file=sys.stderr,
+        )
         return 1
-    config = {"engine": opts.kind, "model": opts.model, "max_tokens": args.max_tokens, "show": solve_run.method.show,
-              "structured": solve_run.config.structured}
+    config = {
+        "engine": opts.kind,
+        "model": opts.model,
+        "max_tokens": args.max_tokens,
+        "show": solve_run.method.show,
+        "structured": solve_run.config.structured,
+    }
     summary = solve_run.finish(this_call, config)
     if args.json:
         print(json.dumps(summary))
@@ -306,8 +378,10 @@ def run(args: argparse.Namespace) -> int:
 
 def _print_report(summary: dict[str, Any], out: Path) -> None:
     now = summary["this_call"]
-    print(f"{summary['dataset']}: {summary['answered']}/{summary['instances']} instances answered "
-          f"({now['answered']} now, {now['engine_errors']} engine errors); "
-          f"{summary['unparsed']} answers without a readable proof, {summary['truncated']} cut off at the token limit")
+    print(
+        f"{summary['dataset']}: {summary['answered']}/{summary['instances']} instances answered "
+        f"({now['answered']} now, {now['engine_errors']} engine errors); "
+        f"{summary['unparsed']} answers without a readable proof, {summary['truncated']} cut off at the token limit"
+    )
     print(format_report(summary["report"], paper=PAPER_BEST))
     print(f"results: {summary['results']}\nanswers: {out / ANSWERS}\nreport:  {out / REPORT}")

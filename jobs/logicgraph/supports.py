@@ -8,7 +8,8 @@ and compare the sets with the premise sets of the reference proofs
 (:meth:`~symbolkg.solvers.logicgraph.instances.Instance.reference_supports`; on a generated tier those
 come from the reference enumerator, :mod:`~symbolkg.solvers.logicgraph.dualize`).
 
-    symbolkg logicgraph supports --dataset logicgraph/small [--data-dir D] [--limit N] [--ids ...] [--json] [--out FILE.jsonl]
+    symbolkg logicgraph supports --dataset logicgraph/small [--data-dir D] [--limit N] [--ids ...]
+        [--json] [--out FILE.jsonl]
 
 Exit status: 0 when every instance is complete, rechecked and certified and the sets equal the
 reference's; 1 otherwise (the report says where); 2 for bad input (unknown dataset, missing file,
@@ -27,9 +28,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from symbolkg.solvers.logicgraph.instances import Instance, InstanceError, load_instances
 from symbolkg.solvers.logicgraph.elimination import minimal_supports
 from symbolkg.solvers.logicgraph.elimination_check import check_certificate
+from symbolkg.solvers.logicgraph.instances import Instance, InstanceError, load_instances
 from symbolkg.solvers.logicgraph.propositional import parse
 from symbolkg.solvers.logicgraph.support_check import recheck_supports
 from symbolkg.solvers.logicgraph.supports_syntax import RecheckError
@@ -109,8 +110,11 @@ class SupportsReport:
             "certificate_p50_ms": _quantile(cert_ms, 0.5),
             "certificate_p95_ms": _quantile(cert_ms, 0.95),
             "certificate_size_max": max((r.certificate_size for r in rows), default=0),
-            "mismatches": [{"id": r.id, "missing": r.missing, "extra": r.extra, "error": r.error}
-                           for r in rows if r.missing or r.extra or r.error or not r.complete],
+            "mismatches": [
+                {"id": r.id, "missing": r.missing, "extra": r.extra, "error": r.error}
+                for r in rows
+                if r.missing or r.extra or r.error or not r.complete
+            ],
         }
 
     def ok(self) -> bool:
@@ -199,7 +203,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     if not str(args.dataset).startswith("logicgraph/"):
-        print(f"symbolkg logicgraph supports: --dataset must be logicgraph/<tier>, got {args.dataset!r}", file=sys.stderr)
+        print(
+            f"symbolkg logicgraph supports: --dataset must be logicgraph/<tier>, got {args.dataset!r}", file=sys.stderr
+        )
         return 2
     if args.budget_s is not None and args.budget_s <= 0:
         print(f"symbolkg logicgraph supports: --budget-s must be > 0, got {args.budget_s}", file=sys.stderr)
@@ -257,13 +263,20 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _table(s: dict[str, Any]) -> str:
-    header = (f"{'dataset':20s} {'inst':>5s} {'gt sets':>7s} {'found':>6s} {'recall':>7s} {'extra':>5s} {'complete':>8s} "
-              f"{'rechecked':>9s} {'certified':>9s} {'p50 ms':>7s} {'p95 ms':>7s} {'max ms':>7s}")
-    row = (f"{s['dataset']:20s} {s['instances']:5d} {s['gt_sets']:7d} {s['found_sets']:6d} {s['recall']:7.1%} {s['extra']:5d} "
-           f"{s['complete']:8d} {s['rechecked']:9d} {s['certified']:9d} {s['p50_ms']:7.2f} {s['p95_ms']:7.2f} {s['max_ms']:7.2f}")
-    checks = (f"recheck (Z3) p50/p95 ms: {s['recheck_p50_ms']:.2f} / {s['recheck_p95_ms']:.2f}; "
-              f"certificate check p50/p95 ms: {s['certificate_p50_ms']:.2f} / {s['certificate_p95_ms']:.2f}; "
-              f"largest certificate: {s['certificate_size_max']} entries")
+    header = (
+        f"{'dataset':20s} {'inst':>5s} {'gt sets':>7s} {'found':>6s} {'recall':>7s} {'extra':>5s} {'complete':>8s} "
+        f"{'rechecked':>9s} {'certified':>9s} {'p50 ms':>7s} {'p95 ms':>7s} {'max ms':>7s}"
+    )
+    row = (
+        f"{s['dataset']:20s} {s['instances']:5d} {s['gt_sets']:7d} {s['found_sets']:6d} {s['recall']:7.1%} "
+        f"{s['extra']:5d} {s['complete']:8d} {s['rechecked']:9d} {s['certified']:9d} "
+        f"{s['p50_ms']:7.2f} {s['p95_ms']:7.2f} {s['max_ms']:7.2f}"
+    )
+    checks = (
+        f"recheck (Z3) p50/p95 ms: {s['recheck_p50_ms']:.2f} / {s['recheck_p95_ms']:.2f}; "
+        f"certificate check p50/p95 ms: {s['certificate_p50_ms']:.2f} / {s['certificate_p95_ms']:.2f}; "
+        f"largest certificate: {s['certificate_size_max']} entries"
+    )
     lines = [header, "-" * len(header), row, "", checks]
     for m in s["mismatches"]:
         lines.append(f"MISMATCH {m['id']}: missing {m['missing']} extra {m['extra']} {m['error']}".rstrip())

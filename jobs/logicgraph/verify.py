@@ -792,14 +792,14 @@ def run(args: argparse.Namespace) -> int:
                             "unknown_ids": list(report.unknown_ids),
                             "metrics": {tier: m.to_json() for tier, m in table.items()},
                         }
-                        for report, table in zip(reports, tables)
+                        for report, table in zip(reports, tables, strict=True)
                     ],
                 },
                 indent=2,
             )
         )
     else:
-        for report, table in zip(reports, tables):
+        for report, table in zip(reports, tables, strict=True):
             print(format_table(report, table))
             print()
         print(f"verified {sum(len(r.instances) for r in reports)} instance answers in {elapsed:.1f} s")

@@ -107,8 +107,9 @@ def get(name: str) -> type[Method]:
     return cls
 
 
-async def run_problem(problem: Problem, cfg: MethodConfig, engine: LLMEngine, solver: SolverPool | None,
-                      method: Method | None = None) -> ResultRow:
+async def run_problem(
+    problem: Problem, cfg: MethodConfig, engine: LLMEngine, solver: SolverPool | None, method: Method | None = None
+) -> ResultRow:
     """Run one problem through ``method`` (default: ``cfg.method`` with its default settings).
 
     When the method gives no answer and ``cfg.fallback`` names a baseline, that baseline
@@ -126,11 +127,14 @@ async def run_problem(problem: Problem, cfg: MethodConfig, engine: LLMEngine, so
         predicted, _, _ = await answer_directly(problem, ctx, cfg.fallback)
         extra = ctx.ledger
         row = replace(
-            row, fallback_method=cfg.fallback, fallback_predicted=predicted,
+            row,
+            fallback_method=cfg.fallback,
+            fallback_predicted=predicted,
             fallback_correct=is_correct(problem, predicted),
             prompt_tokens=row.prompt_tokens + extra.prompt_tokens,
             completion_tokens=row.completion_tokens + extra.completion_tokens,
-            llm_calls=row.llm_calls + extra.calls, cached_calls=row.cached_calls + extra.cached,
+            llm_calls=row.llm_calls + extra.calls,
+            cached_calls=row.cached_calls + extra.cached,
             llm_seconds=round(row.llm_seconds + extra.seconds, 4),
         )
     return row
@@ -151,5 +155,17 @@ def resolve(cfg: MethodConfig, solver: SolverPool | None, method: Method | None 
     return method if method is not None else cls()
 
 
-__all__ = ["BUILTIN", "ENTRY_POINT_GROUP", "Ledger", "Method", "MethodConfig", "MethodContext", "get",
-           "names", "register", "resolve", "run_problem", "unregister"]
+__all__ = [
+    "BUILTIN",
+    "ENTRY_POINT_GROUP",
+    "Ledger",
+    "Method",
+    "MethodConfig",
+    "MethodContext",
+    "get",
+    "names",
+    "register",
+    "resolve",
+    "run_problem",
+    "unregister",
+]

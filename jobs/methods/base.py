@@ -34,10 +34,19 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar
 
-from symbolkg.actors.engines.base import ChatRequest, Completion, EngineError, LLMEngine, Message, SamplingParams, StructuredOutput
+from symbolkg.actors.engines.base import (
+    ChatRequest,
+    Completion,
+    EngineError,
+    LLMEngine,
+    Message,
+    SamplingParams,
+    StructuredOutput,
+)
 from symbolkg.jobs.pipeline.answers import is_correct
 from symbolkg.jobs.pipeline.rows import Problem, ResultRow, certificate_json
 from symbolkg.solvers.outcomes import Limits, Outcome, Status
@@ -144,33 +153,82 @@ class MethodContext:
             return None
         return StructuredOutput(**{k: (tuple(v) if k == "choice" else v) for k, v in spec.items()})
 
-    def chat(self, problem: Problem, purpose: str, pairs: Sequence[tuple[str, str]], *,
-             params: SamplingParams | None = None, structured: StructuredOutput | None = None,
-             request_id: str | None = None) -> ChatRequest:
+    def chat(
+        self,
+        problem: Problem,
+        purpose: str,
+        pairs: Sequence[tuple[str, str]],
+        *,
+        params: SamplingParams | None = None,
+        structured: StructuredOutput | None = None,
+        request_id: str | None = None,
+    ) -> ChatRequest:
         """A chat request of ``problem`` from (role, content) pairs; ``params`` default the answer params."""
         messages = tuple(Message(role, content) for role, content in pairs)  # type: ignore[arg-type]
-        return ChatRequest(messages, params or self.config.answer_params, structured, problem_id=problem.id,
-                           purpose=purpose, request_id=request_id or f"{problem.id}/{purpose}")
+        return ChatRequest(
+            messages,
+            params or self.config.answer_params,
+            structured,
+            problem_id=problem.id,
+            purpose=purpose,
+            request_id=request_id or f"{problem.id}/{purpose}",
+        )
 
-    def row(self, problem: Problem, outcome: Outcome, *, predicted: str | None, program: str | None = None,
-            language: str | None = None, rounds: int = 0, success_round: int | None = None,
-            attempts: list[dict] | None = None, worker: str = "-", pool_attempts: int = 0, latency_s: float = 0.0,
-            route: str | None = None, trace: dict | None = None,
-            stage_seconds: dict[str, float] | None = None) -> ResultRow:
+    def row(
+        self,
+        problem: Problem,
+        outcome: Outcome,
+        *,
+        predicted: str | None,
+        program: str | None = None,
+        language: str | None = None,
+        rounds: int = 0,
+        success_round: int | None = None,
+        attempts: list[dict] | None = None,
+        worker: str = "-",
+        pool_attempts: int = 0,
+        latency_s: float = 0.0,
+        route: str | None = None,
+        trace: dict | None = None,
+        stage_seconds: dict[str, float] | None = None,
+    ) -> ResultRow:
         """The result row of ``problem``: the outcome, the answer scored against the gold, the ledger."""
         ledger = self.ledger
         return ResultRow(
-            problem_id=problem.id, dataset=problem.dataset, method=self.config.method, language=language,
-            program=program, status=outcome.status.value, executed=outcome.executed, answer=outcome.answer,
-            predicted=predicted, gold=problem.answer, correct=outcome.executed and is_correct(problem, predicted),
-            error_kind=outcome.error_kind, error_message=outcome.error_message, error_line=outcome.error_line,
-            proof=outcome.proof, backend=outcome.backend, solve_seconds=outcome.seconds, latency_seconds=latency_s,
-            worker=worker, attempts=pool_attempts, finished_at=time.time(), model=ledger.model,
-            prompt_tokens=ledger.prompt_tokens, completion_tokens=ledger.completion_tokens, llm_calls=ledger.calls,
-            cached_calls=ledger.cached, llm_seconds=round(ledger.seconds, 4), rounds=rounds,
-            success_round=success_round, attempts_log=json.dumps(attempts or [], ensure_ascii=False), route=route,
-            trace=json.dumps({**(trace or {}), **({"readings": outcome.readings} if outcome.readings else {})},
-                             ensure_ascii=False),
+            problem_id=problem.id,
+            dataset=problem.dataset,
+            method=self.config.method,
+            language=language,
+            program=program,
+            status=outcome.status.value,
+            executed=outcome.executed,
+            answer=outcome.answer,
+            predicted=predicted,
+            gold=problem.answer,
+            correct=outcome.executed and is_correct(problem, predicted),
+            error_kind=outcome.error_kind,
+            error_message=outcome.error_message,
+            error_line=outcome.error_line,
+            proof=outcome.proof,
+            backend=outcome.backend,
+            solve_seconds=outcome.seconds,
+            latency_seconds=latency_s,
+            worker=worker,
+            attempts=pool_attempts,
+            finished_at=time.time(),
+            model=ledger.model,
+            prompt_tokens=ledger.prompt_tokens,
+            completion_tokens=ledger.completion_tokens,
+            llm_calls=ledger.calls,
+            cached_calls=ledger.cached,
+            llm_seconds=round(ledger.seconds, 4),
+            rounds=rounds,
+            success_round=success_round,
+            attempts_log=json.dumps(attempts or [], ensure_ascii=False),
+            route=route,
+            trace=json.dumps(
+                {**(trace or {}), **({"readings": outcome.readings} if outcome.readings else {})}, ensure_ascii=False
+            ),
             stage_seconds=json.dumps({k: round(v, 4) for k, v in (stage_seconds or {}).items()}),
             certificate=certificate_json(outcome.certificate),
         )
@@ -197,7 +255,7 @@ class Method:
         """Add the method's own flags to ``symbolkg solve`` (``group`` is titled after the method)."""
 
     @classmethod
-    def from_args(cls, args: argparse.Namespace) -> "Method":
+    def from_args(cls, args: argparse.Namespace) -> Method:
         """The method as ``symbolkg solve``'s flags configure it.
 
         Raises:

@@ -22,11 +22,19 @@ async def answer_directly(problem: Problem, ctx: MethodContext, method: str) -> 
         EngineDeadError: the engine is gone.
     """
     cot = method == "cot"
-    pairs = (prompts.cot_messages if cot else prompts.direct_messages)(problem.context, problem.question, problem.options)
+    pairs = (prompts.cot_messages if cot else prompts.direct_messages)(
+        problem.context, problem.question, problem.options
+    )
     spec = prompts.answer_structured_output(problem.options, cot=cot) if problem.options else None
     cfg = ctx.config
-    request = ctx.chat(problem, "answer", pairs, params=cfg.cot_params if cot else cfg.answer_params,
-                       structured=ctx.structured(spec), request_id=f"{problem.id}/{method}")
+    request = ctx.chat(
+        problem,
+        "answer",
+        pairs,
+        params=cfg.cot_params if cot else cfg.answer_params,
+        structured=ctx.structured(spec),
+        request_id=f"{problem.id}/{method}",
+    )
     try:
         completion = await ctx.ask(request)
     except EngineDeadError:
@@ -51,12 +59,14 @@ class Direct(Method):
         if error is not None:
             outcome = Outcome.error(Status.RUNTIME_ERROR, ErrorKind.LLM, error, backend="llm")
         elif predicted is None:
-            outcome = Outcome.error(Status.PARSE_ERROR, ErrorKind.NO_ANSWER,
-                                    "no answer could be read off the completion", backend="llm")
+            outcome = Outcome.error(
+                Status.PARSE_ERROR, ErrorKind.NO_ANSWER, "no answer could be read off the completion", backend="llm"
+            )
         else:
             outcome = Outcome(Status.PROVED, answer=predicted, proof=text, backend="llm")
-        attempts = [{"round": 1, "purpose": "answer", "completion": text, "predicted": predicted,
-                     "engine_error": error}]
+        attempts = [
+            {"round": 1, "purpose": "answer", "completion": text, "predicted": predicted, "engine_error": error}
+        ]
         return ctx.row(problem, outcome, predicted=predicted, attempts=attempts, latency_s=time.monotonic() - t0)
 
 

@@ -29,11 +29,17 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-from symbolkg.actors.engines.base import (ChatRequest, Completion, EngineDeadError, EngineError, SamplingParams,
-                                          StructuredOutput)
-from symbolkg.jobs.pipeline.answers import interpret
+from symbolkg.actors.engines.base import (
+    ChatRequest,
+    Completion,
+    EngineDeadError,
+    EngineError,
+    SamplingParams,
+    StructuredOutput,
+)
 from symbolkg.jobs.methods.base import Method, MethodContext
 from symbolkg.jobs.methods.vote import Vote, vote
+from symbolkg.jobs.pipeline.answers import interpret
 from symbolkg.jobs.pipeline.rows import Problem, ResultRow
 from symbolkg.solvers import checks, prompts
 from symbolkg.solvers.outcomes import CheckSpec, ErrorKind, Outcome, SolveRequest, Status
@@ -85,7 +91,10 @@ class Formalized:
     _kept_rank: int = field(default=-1, repr=False)
 
     def trace(self) -> dict:
-        """The row's ``trace`` entries of the checks, with the keys the direct path writes (:func:`symbolkg.solvers.checks.checked_solve_entries`)."""
+        """The row's ``trace`` entries of the checks.
+
+        Their keys are those the direct path writes (:func:`symbolkg.solvers.checks.checked_solve_entries`).
+        """
         entries: dict = {"checks": self.checks, "corrected": bool(self.corrections)}
         if self.corrections:
             entries["corrections"] = self.corrections
@@ -108,9 +117,18 @@ class Formalized:
         return Outcome.error(Status.RUNTIME_ERROR, ErrorKind.LLM, last, backend="llm")
 
 
-async def formalize_solve_refine(problem: Problem, ctx: MethodContext, *, language: str, run_as: str | None = None,
-                                 context: str | None = None, hints: str = "", grammar: str = "skeleton",
-                                 params: SamplingParams | None = None, request_tag: str = "") -> Formalized:
+async def formalize_solve_refine(
+    problem: Problem,
+    ctx: MethodContext,
+    *,
+    language: str,
+    run_as: str | None = None,
+    context: str | None = None,
+    hints: str = "",
+    grammar: str = "skeleton",
+    params: SamplingParams | None = None,
+    request_tag: str = "",
+) -> Formalized:
     """The shared loop: ask for a program, run it, feed errors back, at most ``1 + max_refine_rounds`` times.
 
     Each round's program also goes through the formalization checks (:mod:`symbolkg.solvers.checks`:
@@ -147,13 +165,17 @@ async def formalize_solve_refine(problem: Problem, ctx: MethodContext, *, langua
     context = problem.context if context is None else context
     run_as = run_as or language
     pairs = prompts.formulation_messages(language, context, problem.question, problem.options, hints)
-    asking = _Asking(params or cfg.formulate_params,
-                     ctx.structured(prompts.program_structured_output(language, grammar)), request_tag)
+    asking = _Asking(
+        params or cfg.formulate_params,
+        ctx.structured(prompts.program_structured_output(language, grammar)),
+        request_tag,
+    )
     out = Formalized()
     for round_no in range(1, cfg.max_refine_rounds + 2):
         purpose = "formulate" if round_no == 1 else "refine"
-        completion = await _ask_program(ctx, asking.request(ctx, problem, pairs, round_no, purpose), round_no,
-                                        purpose, out)
+        completion = await _ask_program(
+            ctx, asking.request(ctx, problem, pairs, round_no, purpose), round_no, purpose, out
+        )
         if completion is None:
             break
         out.rounds = round_no
@@ -162,8 +184,9 @@ async def formalize_solve_refine(problem: Problem, ctx: MethodContext, *, langua
         out.attempts.append(one.attempt())
         if one.rank == _RANK_CLEAN or round_no > cfg.max_refine_rounds:
             break
-        pairs = _repair_messages(language, context, problem, one.program, one.outcome, one.check_errors, hints,
-                                 completion.text)
+        pairs = _repair_messages(
+            language, context, problem, one.program, one.outcome, one.check_errors, hints, completion.text
+        )
     if out.program is not None:
         await _correct_kept_round(problem, ctx, out, run_as)
     return out
@@ -199,11 +222,18 @@ class _Round:
     def attempt(self) -> dict:
         """The round's entry of the row's ``attempts_log``."""
         c = self.completion
-        return {"round": self.number, "purpose": self.purpose, "program": self.program, "completion": c.text,
-                "prompt_tokens": c.prompt_tokens, "completion_tokens": c.completion_tokens,
-                "llm_seconds": round(c.latency_s, 4), "cached": c.cached,
-                "outcome": {k: v for k, v in self.outcome.to_dict().items() if k != "proof"},
-                "checks": self.findings}
+        return {
+            "round": self.number,
+            "purpose": self.purpose,
+            "program": self.program,
+            "completion": c.text,
+            "prompt_tokens": c.prompt_tokens,
+            "completion_tokens": c.completion_tokens,
+            "llm_seconds": round(c.latency_s, 4),
+            "cached": c.cached,
+            "outcome": {k: v for k, v in self.outcome.to_dict().items() if k != "proof"},
+            "checks": self.findings,
+        }
 
 
 @dataclass(frozen=True)
@@ -214,15 +244,23 @@ class _Asking:
     structured: StructuredOutput | None
     tag: str = ""
 
-    def request(self, ctx: MethodContext, problem: Problem, pairs: prompts.Messages, round_no: int,
-                purpose: str) -> ChatRequest:
+    def request(
+        self, ctx: MethodContext, problem: Problem, pairs: prompts.Messages, round_no: int, purpose: str
+    ) -> ChatRequest:
         """Round ``round_no``'s request (its id ``problem/purpose/round`` plus the tag)."""
-        return ctx.chat(problem, purpose, pairs, params=self.params, structured=self.structured,
-                        request_id=f"{problem.id}/{purpose}/{round_no}{self.tag}")
+        return ctx.chat(
+            problem,
+            purpose,
+            pairs,
+            params=self.params,
+            structured=self.structured,
+            request_id=f"{problem.id}/{purpose}/{round_no}{self.tag}",
+        )
 
 
-async def _ask_program(ctx: MethodContext, request: ChatRequest, round_no: int, purpose: str,
-                       out: Formalized) -> Completion | None:
+async def _ask_program(
+    ctx: MethodContext, request: ChatRequest, round_no: int, purpose: str, out: Formalized
+) -> Completion | None:
     """One round's request for a program; None when the engine gave none (recorded in ``out.attempts``)."""
     t0 = time.perf_counter()
     try:
@@ -238,17 +276,27 @@ async def _ask_program(ctx: MethodContext, request: ChatRequest, round_no: int, 
         out.seconds["formalize" if round_no == 1 else "refine"] += time.perf_counter() - t0
 
 
-async def _run_round(problem: Problem, ctx: MethodContext, language: str, run_as: str, completion: Completion,
-                     round_no: int, purpose: str, out: Formalized) -> _Round:
+async def _run_round(
+    problem: Problem,
+    ctx: MethodContext,
+    language: str,
+    run_as: str,
+    completion: Completion,
+    round_no: int,
+    purpose: str,
+    out: Formalized,
+) -> _Round:
     """The round's program out of the completion, solved with its formalization checks in a worker."""
     program = prompts.extract_program(language, completion.text)
     t0 = time.perf_counter()
-    result = await ctx.solver.solve(SolveRequest(problem.id, run_as, program, ctx.config.limits,
-                                                 _check_spec(problem, corrections=False)))
+    result = await ctx.solver.solve(
+        SolveRequest(problem.id, run_as, program, ctx.config.limits, _check_spec(problem, corrections=False))
+    )
     out.seconds["solve"] += time.perf_counter() - t0
     outcome, entries = _split_checks(result.outcome)
-    return _Round(round_no, purpose, program, completion, outcome, entries.get("checks", []), result.worker,
-                  result.attempts)
+    return _Round(
+        round_no, purpose, program, completion, outcome, entries.get("checks", []), result.worker, result.attempts
+    )
 
 
 def _check_spec(problem: Problem, *, corrections: bool) -> CheckSpec:
@@ -262,15 +310,42 @@ def _split_checks(outcome: Outcome) -> tuple[Outcome, dict]:
     return replace(outcome, checks=None), dict(outcome.checks or {})
 
 
-def _repair_messages(language: str, context: str, problem: Problem, program: str, outcome: Outcome,
-                     check_errors: list[checks.Finding], hints: str, reply: str) -> prompts.Messages:
+def _repair_messages(
+    language: str,
+    context: str,
+    problem: Problem,
+    program: str,
+    outcome: Outcome,
+    check_errors: list[checks.Finding],
+    hints: str,
+    reply: str,
+) -> prompts.Messages:
     """The next round's conversation: the solver's error, or the checks' errors when the program ran."""
     if outcome.executed:  # it ran, but it does not say what the problem says
-        return prompts.refine_messages(language, context, problem.question, problem.options, program, "formalization",
-                                       checks.refine_message(check_errors), check_errors[0].line, hints, reply=reply)
-    return prompts.refine_messages(language, context, problem.question, problem.options, program, outcome.error_kind,
-                                   outcome.error_message or outcome.status.value, outcome.error_line, hints,
-                                   reply=reply)
+        return prompts.refine_messages(
+            language,
+            context,
+            problem.question,
+            problem.options,
+            program,
+            "formalization",
+            checks.refine_message(check_errors),
+            check_errors[0].line,
+            hints,
+            reply=reply,
+        )
+    return prompts.refine_messages(
+        language,
+        context,
+        problem.question,
+        problem.options,
+        program,
+        outcome.error_kind,
+        outcome.error_message or outcome.status.value,
+        outcome.error_line,
+        hints,
+        reply=reply,
+    )
 
 
 async def _correct_kept_round(problem: Problem, ctx: MethodContext, out: Formalized, run_as: str) -> None:
@@ -289,8 +364,9 @@ async def _correct_kept_round(problem: Problem, ctx: MethodContext, out: Formali
     if not any(f.get("corrects") for f in out.checks):
         return
     t0 = time.perf_counter()
-    request = SolveRequest(problem.id, run_as, out.program or "", ctx.config.limits,
-                           _check_spec(problem, corrections=True))
+    request = SolveRequest(
+        problem.id, run_as, out.program or "", ctx.config.limits, _check_spec(problem, corrections=True)
+    )
     result = await ctx.solver.solve(request)  # type: ignore[union-attr]
     out.seconds["solve"] += time.perf_counter() - t0
     outcome, entries = _split_checks(result.outcome)
@@ -300,11 +376,16 @@ async def _correct_kept_round(problem: Problem, ctx: MethodContext, out: Formali
     out.original_program = out.program
     out.outcome, out.program = outcome, entries["program"]
     out.worker, out.pool_attempts = result.worker, result.attempts
-    out.attempts.append({
-        "round": out.kept_round, "purpose": "correct", "program": out.program, "corrections": out.corrections,
-        "outcome": {k: v for k, v in outcome.to_dict().items() if k != "proof"},
-        "checks": out.remaining,
-    })
+    out.attempts.append(
+        {
+            "round": out.kept_round,
+            "purpose": "correct",
+            "program": out.program,
+            "corrections": out.corrections,
+            "outcome": {k: v for k, v in outcome.to_dict().items() if k != "proof"},
+            "checks": out.remaining,
+        }
+    )
 
 
 @dataclass(frozen=True)
@@ -336,8 +417,10 @@ class LogicLMConfig:
         if not 0.0 <= self.temperature <= 5.0:
             raise ValueError(f"--logiclm-temperature must be in [0, 5], got {self.temperature!r}")
         if self.samples > 1 and self.temperature == 0.0:
-            raise ValueError(f"--logiclm-temperature 0 with --logiclm-samples {self.samples} would sample the same "
-                             "greedy program every time; give a temperature above 0, or --logiclm-samples 1")
+            raise ValueError(
+                f"--logiclm-temperature 0 with --logiclm-samples {self.samples} would sample the same "
+                "greedy program every time; give a temperature above 0, or --logiclm-samples 1"
+            )
 
 
 @dataclass
@@ -389,13 +472,25 @@ class Sample:
         f = self.formalized
         outcome = f.final_outcome()
         attempts = [a for a in f.attempts if "prompt_tokens" in a]
-        return {"seed": self.seed, "answer": self.predicted, "solver_answer": outcome.answer,
-                "executed": self.executed, "rank": self.rank, "counted": self.excluded is None,
-                "excluded": self.excluded, "kept_round": f.kept_round, "rounds": f.rounds,
-                "status": outcome.status.value, "error_kind": outcome.error_kind,
-                "error_message": outcome.error_message, "checks": self.findings, "corrected": bool(f.corrections),
-                "program": f.program, "prompt_tokens": sum(a["prompt_tokens"] for a in attempts),
-                "completion_tokens": sum(a["completion_tokens"] for a in attempts)}
+        return {
+            "seed": self.seed,
+            "answer": self.predicted,
+            "solver_answer": outcome.answer,
+            "executed": self.executed,
+            "rank": self.rank,
+            "counted": self.excluded is None,
+            "excluded": self.excluded,
+            "kept_round": f.kept_round,
+            "rounds": f.rounds,
+            "status": outcome.status.value,
+            "error_kind": outcome.error_kind,
+            "error_message": outcome.error_message,
+            "checks": self.findings,
+            "corrected": bool(f.corrections),
+            "program": f.program,
+            "prompt_tokens": sum(a["prompt_tokens"] for a in attempts),
+            "completion_tokens": sum(a["completion_tokens"] for a in attempts),
+        }
 
 
 async def run_samples(problem: Problem, ctx: MethodContext, config: LogicLMConfig, language: str) -> list[Sample]:
@@ -412,9 +507,14 @@ async def run_samples(problem: Problem, ctx: MethodContext, config: LogicLMConfi
     base = ctx.config.formulate_params
 
     async def one(seed: int) -> Sample:
-        f = await formalize_solve_refine(problem, ctx, language=language, grammar=config.grammar,
-                                         params=replace(base, temperature=config.temperature, seed=seed),
-                                         request_tag=f"/seed{seed}")
+        f = await formalize_solve_refine(
+            problem,
+            ctx,
+            language=language,
+            grammar=config.grammar,
+            params=replace(base, temperature=config.temperature, seed=seed),
+            request_tag=f"/seed{seed}",
+        )
         outcome = f.final_outcome()
         return Sample(seed, f, interpret(problem, outcome.answer) if outcome.executed else None)
 
@@ -462,13 +562,27 @@ def _vote_row(problem: Problem, ctx: MethodContext, language: str, samples: list
     trace["vote"] = {**result.to_dict(), "seed": winner.seed if winner else None}
     attempts = [{"seed": s.seed, **a} for s in samples for a in s.formalized.attempts]
     seconds = {k: max(s.formalized.seconds[k] for s in samples) for k in samples[0].formalized.seconds}
-    common = dict(language=language, rounds=sum(s.formalized.rounds for s in samples), attempts=attempts,
-                  latency_s=time.monotonic() - t0, stage_seconds=seconds, trace=trace)
+    common = dict(
+        language=language,
+        rounds=sum(s.formalized.rounds for s in samples),
+        attempts=attempts,
+        latency_s=time.monotonic() - t0,
+        stage_seconds=seconds,
+        trace=trace,
+    )
     if winner is None:
         return ctx.row(problem, _no_winner_outcome(result, samples), predicted=None, **common)
     f = winner.formalized
-    return ctx.row(problem, f.final_outcome(), predicted=winner.predicted, program=f.program,
-                   success_round=f.kept_round, worker=f.worker, pool_attempts=f.pool_attempts, **common)
+    return ctx.row(
+        problem,
+        f.final_outcome(),
+        predicted=winner.predicted,
+        program=f.program,
+        success_round=f.kept_round,
+        worker=f.worker,
+        pool_attempts=f.pool_attempts,
+        **common,
+    )
 
 
 class LogicLM(Method):
@@ -500,26 +614,39 @@ class LogicLM(Method):
     def add_arguments(cls, group: argparse._ArgumentGroup) -> None:
         d = LogicLMConfig()
         group.add_argument(
-            "--logiclm-grammar", choices=prompts.PROGRAM_CONSTRAINTS, default=d.grammar,
+            "--logiclm-grammar",
+            choices=prompts.PROGRAM_CONSTRAINTS,
+            default=d.grammar,
             help="what structured decoding constrains in formulation and repair requests: the section skeleton "
-                 "(default), or the language's full grammar (every line's syntax, every repetition bounded, so a "
-                 "completion that stops is a whole program; with --no-structured, nothing)")
+            "(default), or the language's full grammar (every line's syntax, every repetition bounded, so a "
+            "completion that stops is a whole program; with --no-structured, nothing)",
+        )
         group.add_argument(
-            "--logiclm-samples", type=int, default=d.samples, metavar="K",
+            "--logiclm-samples",
+            type=int,
+            default=d.samples,
+            metavar="K",
             help="programs sampled per problem, each with its own repairs; the answer is the one most of the "
-                 "samples that executed with clean formalization checks agree on, unanswered on a tie "
-                 f"(default {d.samples}: one greedy loop, the requests as without this flag)")
+            "samples that executed with clean formalization checks agree on, unanswered on a tie "
+            f"(default {d.samples}: one greedy loop, the requests as without this flag)",
+        )
         group.add_argument(
-            "--logiclm-temperature", type=float, default=d.temperature, metavar="T",
+            "--logiclm-temperature",
+            type=float,
+            default=d.temperature,
+            metavar="T",
             help=f"sampling temperature of the sampled loops, seeds 1..K (only with --logiclm-samples > 1; "
-                 f"default {d.temperature})")
+            f"default {d.temperature})",
+        )
 
     @classmethod
-    def from_args(cls, args: argparse.Namespace) -> "LogicLM":
+    def from_args(cls, args: argparse.Namespace) -> LogicLM:
         d = LogicLMConfig()
-        return cls(grammar=getattr(args, "logiclm_grammar", None) or d.grammar,
-                   samples=_given(getattr(args, "logiclm_samples", None), d.samples),
-                   temperature=_given(getattr(args, "logiclm_temperature", None), d.temperature))
+        return cls(
+            grammar=getattr(args, "logiclm_grammar", None) or d.grammar,
+            samples=_given(getattr(args, "logiclm_samples", None), d.samples),
+            temperature=_given(getattr(args, "logiclm_temperature", None), d.temperature),
+        )
 
     def run_info(self) -> dict[str, Any]:
         return asdict(self.config)
@@ -528,18 +655,32 @@ class LogicLM(Method):
         t0 = time.monotonic()
         language = language_for(problem)
         if language is None:
-            outcome = Outcome.error(Status.PARSE_ERROR, ErrorKind.UNSUPPORTED,
-                                    f"logiclm has no formalization language for dataset {problem.dataset!r}")
+            outcome = Outcome.error(
+                Status.PARSE_ERROR,
+                ErrorKind.UNSUPPORTED,
+                f"logiclm has no formalization language for dataset {problem.dataset!r}",
+            )
             return ctx.row(problem, outcome, predicted=None)
         if self.config.samples > 1:
             return _vote_row(problem, ctx, language, await run_samples(problem, ctx, self.config, language), t0)
         f = await formalize_solve_refine(problem, ctx, language=language, grammar=self.config.grammar)
         outcome = f.final_outcome()
         predicted = interpret(problem, outcome.answer) if outcome.executed else None
-        return ctx.row(problem, outcome, predicted=predicted, program=f.program, language=language, rounds=f.rounds,
-                       success_round=f.kept_round if outcome.executed else None, attempts=f.attempts, worker=f.worker,
-                       pool_attempts=f.pool_attempts, latency_s=time.monotonic() - t0, stage_seconds=f.seconds,
-                       trace=f.trace())
+        return ctx.row(
+            problem,
+            outcome,
+            predicted=predicted,
+            program=f.program,
+            language=language,
+            rounds=f.rounds,
+            success_round=f.kept_round if outcome.executed else None,
+            attempts=f.attempts,
+            worker=f.worker,
+            pool_attempts=f.pool_attempts,
+            latency_s=time.monotonic() - t0,
+            stage_seconds=f.seconds,
+            trace=f.trace(),
+        )
 
 
 def _given(value: Any, default: Any) -> Any:

@@ -39,8 +39,11 @@ __all__ = ["FLAGS", "Multipath", "instance_of"]
 #: The method's own flags: name -> argparse keywords. ``symbolkg solve`` takes them as
 #: ``--multipath-NAME``, ``symbolkg logicgraph solve`` as ``--NAME``; both store ``multipath_NAME``.
 FLAGS: dict[str, dict[str, Any]] = {
-    "show": {"choices": SHOW_CHOICES, "default": "both",
-             "help": "premises as formulas and English (default), formulas only, or English only (the paper's setting)"},
+    "show": {
+        "choices": SHOW_CHOICES,
+        "default": "both",
+        "help": "premises as formulas and English (default), formulas only, or English only (the paper's setting)",
+    },
     "max-proofs": {"type": int, "default": 8, "help": "most proofs the schema allows in one answer (default 8)"},
     "max-steps": {"type": int, "default": 16, "help": "most steps per proof the schema allows (default 16)"},
 }
@@ -54,8 +57,9 @@ def instance_of(problem: Problem) -> Instance:
     """
     meta = problem.meta or {}
     if "knowledge_base" not in meta or "target" not in meta:
-        raise InstanceError(f"{problem.id}: not a LogicGraph problem (no knowledge base in its meta); "
-                            "use --dataset logicgraph/<tier>")
+        raise InstanceError(
+            f"{problem.id}: not a LogicGraph problem (no knowledge base in its meta); use --dataset logicgraph/<tier>"
+        )
     record = {
         "id": problem.id,
         "knowledge_base": meta["knowledge_base"],
@@ -76,7 +80,9 @@ class Multipath(Method):
         if show not in SHOW_CHOICES:
             raise ValueError(f"--multipath-show must be one of {', '.join(SHOW_CHOICES)}, got {show!r}")
         if max_proofs < 1 or max_steps < 1:
-            raise ValueError(f"--multipath-max-proofs and --multipath-max-steps must be >= 1, got {max_proofs}, {max_steps}")
+            raise ValueError(
+                f"--multipath-max-proofs and --multipath-max-steps must be >= 1, got {max_proofs}, {max_steps}"
+            )
         self.show = show
         self.max_proofs = max_proofs
         self.max_steps = max_steps
@@ -94,7 +100,12 @@ class Multipath(Method):
         return cls(show=value["show"], max_proofs=value["max-proofs"], max_steps=value["max-steps"])
 
     def run_info(self) -> dict[str, Any]:
-        return {"show": self.show, "max_proofs": self.max_proofs, "max_steps": self.max_steps, "prompt_version": PROMPT_VERSION}
+        return {
+            "show": self.show,
+            "max_proofs": self.max_proofs,
+            "max_steps": self.max_steps,
+            "prompt_version": PROMPT_VERSION,
+        }
 
     async def run(self, problem: Problem, ctx: MethodContext) -> ResultRow:
         t0 = time.monotonic()
@@ -104,11 +115,15 @@ class Multipath(Method):
             outcome = Outcome.error(Status.PARSE_ERROR, ErrorKind.UNSUPPORTED, str(exc), backend="logicgraph")
             return ctx.row(problem, outcome, predicted=None, latency_s=time.monotonic() - t0)
         request = ctx.chat(
-            problem, "logicgraph_proofs", [(m["role"], m["content"]) for m in messages(instance, show=self.show)],
+            problem,
+            "logicgraph_proofs",
+            [(m["role"], m["content"]) for m in messages(instance, show=self.show)],
             params=SamplingParams(max_tokens=ctx.config.formulate_params.max_tokens),
-            structured=ctx.structured({"json_schema": answer_schema(instance, max_proofs=self.max_proofs,
-                                                                    max_steps=self.max_steps)}),
-            request_id=f"{problem.id}/proofs")
+            structured=ctx.structured(
+                {"json_schema": answer_schema(instance, max_proofs=self.max_proofs, max_steps=self.max_steps)}
+            ),
+            request_id=f"{problem.id}/proofs",
+        )
         try:
             completion = await ctx.ask(request)
         except EngineDeadError:
@@ -119,8 +134,9 @@ class Multipath(Method):
         parsed = parse_answer(completion.text, instance)
         return self._verified_row(problem, ctx, instance, parsed, completion, t0)
 
-    def _verified_row(self, problem: Problem, ctx: MethodContext, instance: Instance, parsed: Any,
-                      completion: Completion, t0: float) -> ResultRow:
+    def _verified_row(
+        self, problem: Problem, ctx: MethodContext, instance: Instance, parsed: Any, completion: Completion, t0: float
+    ) -> ResultRow:
         """Verify the parsed proofs and match them against the certified minimal supports."""
         t_verify = time.monotonic()
         result = verify_instance(instance, Answer(instance.id, tuple(parsed.solutions)))
@@ -133,29 +149,61 @@ class Multipath(Method):
             certified = False
         covered = {s for p in result.valid_paths for s in supports.supports if s <= p.used_ids}
         trace = {
-            "paths": len(result.paths), "valid_paths": len(result.valid_paths),
-            "verdicts": [{"valid": p.valid, "minimal": p.minimal, "labels": list(p.labels()),
-                          "used_ids": sorted(p.used_ids)} for p in result.paths],
-            "supports": [sorted(s) for s in supports.supports], "supports_complete": supports.complete,
-            "supports_certified": certified, "supports_covered": [sorted(s) for s in sorted(covered, key=sorted)],
-            "parse_errors": list(parsed.errors), "truncated": parsed.truncated,
+            "paths": len(result.paths),
+            "valid_paths": len(result.valid_paths),
+            "verdicts": [
+                {"valid": p.valid, "minimal": p.minimal, "labels": list(p.labels()), "used_ids": sorted(p.used_ids)}
+                for p in result.paths
+            ],
+            "supports": [sorted(s) for s in supports.supports],
+            "supports_complete": supports.complete,
+            "supports_certified": certified,
+            "supports_covered": [sorted(s) for s in sorted(covered, key=sorted)],
+            "parse_errors": list(parsed.errors),
+            "truncated": parsed.truncated,
         }
         valid = list(result.valid_paths)
         if valid:
             proofs = [parsed.solutions[p.index] for p in valid]
-            outcome = Outcome(Status.PROVED, answer="A", proof=json.dumps(proofs, ensure_ascii=False),
-                              backend="logicgraph-verify", seconds=time.monotonic() - t_verify)
+            outcome = Outcome(
+                Status.PROVED,
+                answer="A",
+                proof=json.dumps(proofs, ensure_ascii=False),
+                backend="logicgraph-verify",
+                seconds=time.monotonic() - t_verify,
+            )
         else:
             why = "no proof in the answer" if not result.paths else "no proof in the answer is valid step by step"
-            outcome = Outcome(Status.UNKNOWN, proof=None, error_message=why, backend="logicgraph-verify",
-                              seconds=time.monotonic() - t_verify)
-        attempts = [{"round": 1, "purpose": "logicgraph_proofs", "completion": completion.text,
-                     "parse_errors": list(parsed.errors), "finish_reason": completion.finish_reason,
-                     "structured": completion.structured, "cached": completion.cached,
-                     "prompt_version": PROMPT_VERSION}]
-        return ctx.row(problem, outcome, predicted="A" if valid else None, language="logicgraph-proofs",
-                       program=completion.text, attempts=attempts, latency_s=time.monotonic() - t0, trace=trace,
-                       stage_seconds={"verify": time.monotonic() - t_verify})
+            outcome = Outcome(
+                Status.UNKNOWN,
+                proof=None,
+                error_message=why,
+                backend="logicgraph-verify",
+                seconds=time.monotonic() - t_verify,
+            )
+        attempts = [
+            {
+                "round": 1,
+                "purpose": "logicgraph_proofs",
+                "completion": completion.text,
+                "parse_errors": list(parsed.errors),
+                "finish_reason": completion.finish_reason,
+                "structured": completion.structured,
+                "cached": completion.cached,
+                "prompt_version": PROMPT_VERSION,
+            }
+        ]
+        return ctx.row(
+            problem,
+            outcome,
+            predicted="A" if valid else None,
+            language="logicgraph-proofs",
+            program=completion.text,
+            attempts=attempts,
+            latency_s=time.monotonic() - t0,
+            trace=trace,
+            stage_seconds={"verify": time.monotonic() - t_verify},
+        )
 
 
 def _dest(flag: str) -> str:

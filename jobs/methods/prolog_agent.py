@@ -76,12 +76,12 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Literal, TypeVar
 
 from symbolkg.actors.engines.base import EngineDeadError, EngineError, SamplingParams
-from symbolkg.jobs.pipeline.answers import interpret
 from symbolkg.jobs.methods.base import Method, MethodContext
+from symbolkg.jobs.pipeline.answers import interpret
 from symbolkg.jobs.pipeline.rows import Problem, ResultRow
+from symbolkg.solvers.outcomes import ErrorKind, Outcome, ProgramError, SolveRequest, Status
 from symbolkg.solvers.prolog import pararule as P
 from symbolkg.solvers.symba import syntax as symba
-from symbolkg.solvers.outcomes import ErrorKind, Outcome, ProgramError, SolveRequest, Status
 
 T = TypeVar("T")
 LANGUAGE = "prolog"
@@ -184,8 +184,9 @@ class McpConnection:
         startup_timeout_s: seconds allowed for the server to start and the handshake to end.
     """
 
-    def __init__(self, transport: Transport = "inprocess", *, max_sessions: int = 256,
-                 startup_timeout_s: float = 60.0) -> None:
+    def __init__(
+        self, transport: Transport = "inprocess", *, max_sessions: int = 256, startup_timeout_s: float = 60.0
+    ) -> None:
         self.transport = transport
         self.max_sessions = max_sessions
         self._loop = asyncio.new_event_loop()
@@ -215,7 +216,8 @@ class McpConnection:
         self._stop = asyncio.Event()
         try:
             if self.transport == "inprocess":
-                from symbolkg.jobs.mcp_server import PrologMCPServer, ServerConfig  # the server (MCP SDK): this transport only
+                # the server (MCP SDK): this transport only
+                from symbolkg.jobs.mcp_server import PrologMCPServer, ServerConfig
 
                 self._server = PrologMCPServer(ServerConfig(max_sessions=self.max_sessions))
                 # legacy mode: the initialize handshake and JSON-RPC over the SDK's in-memory streams
@@ -223,8 +225,7 @@ class McpConnection:
             else:
                 from mcp.client.stdio import StdioServerParameters
 
-                params = StdioServerParameters(command=sys.executable,
-                                               args=["-m", "symbolkg.jobs.cli", "mcp", "serve"])
+                params = StdioServerParameters(command=sys.executable, args=["-m", "symbolkg.jobs.cli", "mcp", "serve"])
                 client = Client(params)
             async with client:
                 self._client = client
@@ -258,8 +259,13 @@ class McpConnection:
                 raise RuntimeError("the MCP connection is not open")
             result = await self._client.call_tool(tool, arguments)
         except Exception as exc:  # noqa: BLE001 - a failed call is data for the row, the session may live on
-            return ToolCall(tool, False, time.perf_counter() - t0, {},
-                            {"kind": "transport_error", "message": f"{type(exc).__name__}: {exc}", "prolog_term": None})
+            return ToolCall(
+                tool,
+                False,
+                time.perf_counter() - t0,
+                {},
+                {"kind": "transport_error", "message": f"{type(exc).__name__}: {exc}", "prolog_term": None},
+            )
         seconds = time.perf_counter() - t0
         data = result.structured_content
         if data is None:  # a server that sends JSON text only
@@ -367,7 +373,7 @@ class SessionCache:
                 calls.append(await self.connection.call_here("close_session", {"load_id": stale.load_id}))
 
     async def close_all(self) -> None:
-        for program, entry in list(self._entries.items()):
+        for entry in list(self._entries.values()):
             if entry.load_id is not None:
                 await self.connection.call_here("close_session", {"load_id": entry.load_id})
         self._entries.clear()
@@ -385,7 +391,8 @@ def _consult_errors(call: ToolCall) -> dict[str, Any] | None:
     if not errors:
         return None
     text = "; ".join(
-        f"line {m.get('line')}: {m.get('message')}" if m.get("line") else str(m.get("message")) for m in errors[:5])
+        f"line {m.get('line')}: {m.get('message')}" if m.get("line") else str(m.get("message")) for m in errors[:5]
+    )
     more = f" (and {len(errors) - 5} more)" if len(errors) > 5 else ""
     return {"kind": errors[0].get("kind") or "syntax_error", "message": text + more, "prolog_term": None}
 
@@ -408,29 +415,61 @@ class PrologAgent(Method):
     @classmethod
     def add_arguments(cls, g: argparse._ArgumentGroup) -> None:
         d = PrologAgentConfig()
-        g.add_argument("--prolog-agent-max-attempts", type=int, default=d.max_attempts,
-                       help=f"programs the model may write per problem, repairs included (default {d.max_attempts})")
-        g.add_argument("--prolog-agent-transport", choices=("inprocess", "stdio"), default=d.transport,
-                       help="inprocess: an MCP server in this process over the SDK's memory streams (default); "
-                            "stdio: spawn `python -m symbolkg.jobs.cli mcp serve`")
-        g.add_argument("--prolog-agent-max-tokens", type=int, default=d.max_tokens,
-                       help=f"most tokens of one answer of the model (default {d.max_tokens})")
-        g.add_argument("--prolog-agent-time-limit", type=float, default=d.time_limit_s,
-                       help=f"seconds run_goal may take for the model's goal (default {d.time_limit_s:g})")
-        g.add_argument("--prolog-agent-no-sldnf", action="store_true",
-                       help="do not run the plain SLDNF encoding beside (no sldnf_closure in the rows)")
-        g.add_argument("--prolog-agent-no-reuse", action="store_true",
-                       help="a Prolog session per attempt instead of one per distinct program")
-        g.add_argument("--prolog-agent-idle-sessions", type=int, default=d.idle_sessions,
-                       help=f"consulted programs kept open for reuse (default {d.idle_sessions})")
+        g.add_argument(
+            "--prolog-agent-max-attempts",
+            type=int,
+            default=d.max_attempts,
+            help=f"programs the model may write per problem, repairs included (default {d.max_attempts})",
+        )
+        g.add_argument(
+            "--prolog-agent-transport",
+            choices=("inprocess", "stdio"),
+            default=d.transport,
+            help="inprocess: an MCP server in this process over the SDK's memory streams (default); "
+            "stdio: spawn `python -m symbolkg.jobs.cli mcp serve`",
+        )
+        g.add_argument(
+            "--prolog-agent-max-tokens",
+            type=int,
+            default=d.max_tokens,
+            help=f"most tokens of one answer of the model (default {d.max_tokens})",
+        )
+        g.add_argument(
+            "--prolog-agent-time-limit",
+            type=float,
+            default=d.time_limit_s,
+            help=f"seconds run_goal may take for the model's goal (default {d.time_limit_s:g})",
+        )
+        g.add_argument(
+            "--prolog-agent-no-sldnf",
+            action="store_true",
+            help="do not run the plain SLDNF encoding beside (no sldnf_closure in the rows)",
+        )
+        g.add_argument(
+            "--prolog-agent-no-reuse",
+            action="store_true",
+            help="a Prolog session per attempt instead of one per distinct program",
+        )
+        g.add_argument(
+            "--prolog-agent-idle-sessions",
+            type=int,
+            default=d.idle_sessions,
+            help=f"consulted programs kept open for reuse (default {d.idle_sessions})",
+        )
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> PrologAgent:
-        return cls(PrologAgentConfig(
-            max_attempts=args.prolog_agent_max_attempts, transport=args.prolog_agent_transport,
-            max_tokens=args.prolog_agent_max_tokens, time_limit_s=args.prolog_agent_time_limit,
-            sldnf=not args.prolog_agent_no_sldnf, reuse_sessions=not args.prolog_agent_no_reuse,
-            idle_sessions=args.prolog_agent_idle_sessions))
+        return cls(
+            PrologAgentConfig(
+                max_attempts=args.prolog_agent_max_attempts,
+                transport=args.prolog_agent_transport,
+                max_tokens=args.prolog_agent_max_tokens,
+                time_limit_s=args.prolog_agent_time_limit,
+                sldnf=not args.prolog_agent_no_sldnf,
+                reuse_sessions=not args.prolog_agent_no_reuse,
+                idle_sessions=args.prolog_agent_idle_sessions,
+            )
+        )
 
     def run_info(self) -> dict[str, Any]:
         return asdict(self.config)
@@ -443,8 +482,9 @@ class PrologAgent(Method):
                 raise RuntimeError("the prolog-agent method is closed")
             if self._connection is None:
                 self._connection = McpConnection(self.config.transport, max_sessions=self.config.max_sessions)
-                self._sessions = SessionCache(self._connection, reuse=self.config.reuse_sessions,
-                                              idle=self.config.idle_sessions)
+                self._sessions = SessionCache(
+                    self._connection, reuse=self.config.reuse_sessions, idle=self.config.idle_sessions
+                )
             return self._connection, self._sessions  # type: ignore[return-value]
 
     @property
@@ -477,6 +517,54 @@ class PrologAgent(Method):
         calls: list[ToolCall] = []
         attempts: list[dict[str, Any]] = []
         seconds = {"llm": 0.0, "mcp": 0.0, "sldnf": 0.0}
+        outcome, program, success_round, reused = await self._attempts(
+            problem, ctx, connection, sessions, calls, attempts, seconds
+        )
+        sldnf = await self._sldnf_closure(connection, sessions, problem, seconds) if self.config.sldnf else None
+        rederived = None
+        if ctx.solver is not None and success_round is not None and program is not None:
+            t = time.perf_counter()
+            outcome, rederived = await self._rederive(problem, program, outcome, ctx)
+            seconds["rederive"] = time.perf_counter() - t
+        predicted = interpret(problem, outcome.answer) if outcome.executed else None
+        trace = {
+            "mcp_transport": self.config.transport,
+            "mcp_calls": [c.log() for c in calls],
+            "reused_sessions": reused,
+            "sldnf_closure": sldnf["verdict"] if sldnf else None,
+            "sldnf": sldnf,
+            "rederived": rederived,
+        }
+        return ctx.row(
+            problem,
+            outcome,
+            predicted=predicted,
+            program=program,
+            language=LANGUAGE,
+            rounds=len(attempts),
+            success_round=success_round,
+            attempts=attempts,
+            latency_s=time.monotonic() - t0,
+            trace=trace,
+            stage_seconds=seconds,
+        )
+
+    async def _attempts(
+        self,
+        problem: Problem,
+        ctx: MethodContext,
+        connection: McpConnection,
+        sessions: SessionCache,
+        calls: list[ToolCall],
+        attempts: list[dict[str, Any]],
+        seconds: dict[str, float],
+    ) -> tuple[Outcome, str | None, int | None, int]:
+        """Formalize, then repair after each failed consult or goal, up to ``max_attempts`` times.
+
+        Appends each attempt to ``attempts`` and each MCP call to ``calls``, adds the LLM and MCP time to
+        ``seconds``. Returns the last outcome, the program that ran last, the attempt that succeeded
+        (None if none did) and how many attempts reused a loaded session.
+        """
         base = P.formalize_messages(problem.context, problem.question)
         messages = list(base)
         params = SamplingParams(max_tokens=self.config.max_tokens)
@@ -487,8 +575,13 @@ class PrologAgent(Method):
         for number in range(1, self.config.max_attempts + 1):
             attempt: dict[str, Any] = {"attempt": number}
             attempts.append(attempt)
-            request = ctx.chat(problem, "formalize" if number == 1 else "repair", messages, params=params,
-                               request_id=f"{problem.id}/prolog-agent/{number}")
+            request = ctx.chat(
+                problem,
+                "formalize" if number == 1 else "repair",
+                messages,
+                params=params,
+                request_id=f"{problem.id}/prolog-agent/{number}",
+            )
             t = time.perf_counter()
             try:
                 completion = await ctx.ask(request)
@@ -516,7 +609,8 @@ class PrologAgent(Method):
             attempt.update(program=form.program, goal=form.goal)
             t = time.perf_counter()
             stage, error, result, was_reused = await connection.run(
-                lambda form=form: self._consult_and_run(sessions, form, calls))
+                lambda form=form: self._consult_and_run(sessions, form, calls)
+            )
             seconds["mcp"] += time.perf_counter() - t
             reused += was_reused
             attempt["stage"] = stage
@@ -524,36 +618,24 @@ class PrologAgent(Method):
             if error is None:
                 verdict = _VERDICTS[result["outcome"]]
                 attempt["outcome"] = result["outcome"]
-                outcome = Outcome(Status.PROVED if verdict == "True" else Status.DISPROVED, answer=verdict,
-                                  proof=json.dumps(result.get("answers", [])[:1]),
-                                  seconds=float(result.get("elapsed_s") or 0.0), backend=BACKEND)
+                outcome = Outcome(
+                    Status.PROVED if verdict == "True" else Status.DISPROVED,
+                    answer=verdict,
+                    proof=json.dumps(result.get("answers", [])[:1]),
+                    seconds=float(result.get("elapsed_s") or 0.0),
+                    backend=BACKEND,
+                )
                 success_round = number
                 break
             attempt["error"] = error
             outcome = self._failed(stage, error)
             messages.append(("user", P.repair_message(stage, error)))
-        sldnf = await self._sldnf_closure(connection, sessions, problem, seconds) if self.config.sldnf else None
         assert outcome is not None  # max_attempts >= 1
-        rederived = None
-        if ctx.solver is not None and success_round is not None and program is not None:
-            t = time.perf_counter()
-            outcome, rederived = await self._rederive(problem, program, outcome, ctx)
-            seconds["rederive"] = time.perf_counter() - t
-        predicted = interpret(problem, outcome.answer) if outcome.executed else None
-        trace = {
-            "mcp_transport": self.config.transport,
-            "mcp_calls": [c.log() for c in calls],
-            "reused_sessions": reused,
-            "sldnf_closure": sldnf["verdict"] if sldnf else None,
-            "sldnf": sldnf,
-            "rederived": rederived,
-        }
-        return ctx.row(problem, outcome, predicted=predicted, program=program, language=LANGUAGE,
-                       rounds=len(attempts), success_round=success_round, attempts=attempts,
-                       latency_s=time.monotonic() - t0, trace=trace, stage_seconds=seconds)
+        return outcome, program, success_round, reused
 
-    async def _sldnf_closure(self, connection: McpConnection, sessions: SessionCache, problem: Problem,
-                             seconds: dict[str, float]) -> dict[str, Any] | None:
+    async def _sldnf_closure(
+        self, connection: McpConnection, sessions: SessionCache, problem: Problem, seconds: dict[str, float]
+    ) -> dict[str, Any] | None:
         """The plain SLDNF run (:meth:`_sldnf`; off with ``--prolog-agent-no-sldnf``), its MCP calls logged.
 
         Its time goes into ``seconds["sldnf"]``.
@@ -567,8 +649,9 @@ class PrologAgent(Method):
         return sldnf
 
     @staticmethod
-    async def _rederive(problem: Problem, program: str, outcome: Outcome,
-                        ctx: MethodContext) -> tuple[Outcome, dict[str, Any]]:
+    async def _rederive(
+        problem: Problem, program: str, outcome: Outcome, ctx: MethodContext
+    ) -> tuple[Outcome, dict[str, Any]]:
         """SWI-Prolog's verdict re-derived by SymBa's prover in a solver worker, for a certificate.
 
         The program (knowledge base and ``?- goal.``) is rewritten into the ``symba`` language
@@ -605,8 +688,9 @@ class PrologAgent(Method):
             return Outcome.error(Status.RUNTIME_ERROR, ErrorKind.UNDECLARED, message, backend=BACKEND)
         return Outcome.error(Status.RUNTIME_ERROR, ErrorKind.SOLVER, message, backend=BACKEND)
 
-    async def _consult_and_run(self, sessions: SessionCache, form: P.Formalization, calls: list[ToolCall]
-                               ) -> tuple[str, dict[str, Any] | None, dict[str, Any], bool]:
+    async def _consult_and_run(
+        self, sessions: SessionCache, form: P.Formalization, calls: list[ToolCall]
+    ) -> tuple[str, dict[str, Any] | None, dict[str, Any], bool]:
         """Consult (or reuse) the program and run the goal, on the connection's loop.
 
         Returns:
@@ -619,25 +703,44 @@ class PrologAgent(Method):
                 error = _consult_errors(entry.consult)
                 if error is not None:
                     return "consult", error, {}, reused
-                call = await sessions.connection.call_here("run_goal", {
-                    "load_id": entry.load_id, "goal": form.goal, "max_answers": 1,
-                    "time_limit": self.config.time_limit_s, "max_depth": self.config.max_depth})
+                call = await sessions.connection.call_here(
+                    "run_goal",
+                    {
+                        "load_id": entry.load_id,
+                        "goal": form.goal,
+                        "max_answers": 1,
+                        "time_limit": self.config.time_limit_s,
+                        "max_depth": self.config.max_depth,
+                    },
+                )
                 calls.append(call)
                 if not call.ok and call.error and call.error.get("kind") in _SESSION_GONE and reused:
                     await sessions.invalidate(form.program, entry)
                     continue
                 if not call.ok:
-                    return "goal", call.error or {"kind": "execution_exception", "message": "no error record"}, {}, reused
+                    return (
+                        "goal",
+                        call.error or {"kind": "execution_exception", "message": "no error record"},
+                        {},
+                        reused,
+                    )
                 outcome = call.data.get("outcome")
                 if outcome not in _VERDICTS:
-                    what = {"timeout": f"the goal ran past its time limit of {self.config.time_limit_s:g} s",
-                            "depth_exceeded": f"the goal went deeper than {self.config.max_depth} calls (a loop? "
-                                              "table recursive predicates)"}.get(str(outcome), f"outcome {outcome}")
+                    what = {
+                        "timeout": f"the goal ran past its time limit of {self.config.time_limit_s:g} s",
+                        "depth_exceeded": f"the goal went deeper than {self.config.max_depth} calls (a loop? "
+                        "table recursive predicates)",
+                    }.get(str(outcome), f"outcome {outcome}")
                     return "goal", {"kind": str(outcome), "message": what, "prolog_term": None}, call.data, reused
                 return "goal", None, call.data, reused
             finally:
                 await sessions.release(form.program, entry, calls)
-        return "goal", {"kind": "session_lost", "message": "the session was dropped twice", "prolog_term": None}, {}, True
+        return (
+            "goal",
+            {"kind": "session_lost", "message": "the session was dropped twice", "prolog_term": None},
+            {},
+            True,
+        )
 
     async def _sldnf(self, sessions: SessionCache, problem: Problem, calls: list[ToolCall]) -> dict[str, Any] | None:
         """Run the plain SLDNF encoding of the question; None when the translator cannot read it.
@@ -656,9 +759,16 @@ class PrologAgent(Method):
                 error = _consult_errors(entry.consult) if entry.consult else {"kind": "no_consult"}
                 if error is not None:
                     return {"verdict": "error", "error": error}
-                call = await sessions.connection.call_here("run_goal", {
-                    "load_id": entry.load_id, "goal": goal, "max_answers": 1,
-                    "time_limit": self.config.sldnf_time_limit_s, "max_depth": self.config.sldnf_max_depth})
+                call = await sessions.connection.call_here(
+                    "run_goal",
+                    {
+                        "load_id": entry.load_id,
+                        "goal": goal,
+                        "max_answers": 1,
+                        "time_limit": self.config.sldnf_time_limit_s,
+                        "max_depth": self.config.sldnf_max_depth,
+                    },
+                )
                 calls.append(call)
                 if not call.ok and call.error and call.error.get("kind") in _SESSION_GONE and reused:
                     await sessions.invalidate(t.sldnf_program, entry)

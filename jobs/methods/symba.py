@@ -30,12 +30,12 @@ question through a quoted sentence (``checkIf("The applicant was informed prompt
 world rule) gets its fact search and translation like ``is(bob, red)``. A statement ``not h.`` (a
 denial, the translation of a negative sentence) enters the database like a fact; a database that
 violates one proves no goal (SymBa's reading, :mod:`symbolkg.solvers.symba.syntax`). This repeats
-until the goal is decided or no subgoal is new; a goal is never asked twice. The statement-at-a-time recursion of the paper
-becomes rounds here: all subgoals missing in one round are asked at once, the fact and rule
-searches of a subgoal are in flight together (the rule search's answer is only used when no fact
-was accepted, as in the paper; ``--symba-sequential-search`` waits instead, for fewer tokens),
-and the translations of one search are in flight together. The outcome is the same database the
-paper's depth-first loop would build, reached in fewer round trips.
+until the goal is decided or no subgoal is new; a goal is never asked twice. The statement-at-a-time
+recursion of the paper becomes rounds here: all subgoals missing in one round are asked at once, the
+fact and rule searches of a subgoal are in flight together (the rule search's answer is only used
+when no fact was accepted, as in the paper; ``--symba-sequential-search`` waits instead, for fewer
+tokens), and the translations of one search are in flight together. The outcome is the same database
+the paper's depth-first loop would build, reached in fewer round trips.
 
 Budgets per problem: LLM calls, tokens (prompt + completion) and solver rounds, checked between
 rounds (so a round in flight finishes, and a rerun from the completion cache asks exactly the same
@@ -49,18 +49,19 @@ import argparse
 import asyncio
 import json
 import time
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from symbolkg.actors.engines.base import EngineDeadError, EngineError, SamplingParams
-from symbolkg.jobs.pipeline.answers import interpret
 from symbolkg.jobs.methods.base import Method, MethodContext
+from symbolkg.jobs.pipeline.answers import interpret
 from symbolkg.jobs.pipeline.rows import Problem, ResultRow
-from symbolkg.solvers.symba.engine import atom_variables, head_unifies
+from symbolkg.solvers.outcomes import ErrorKind, Outcome, ProgramError, SolveRequest, Status
 from symbolkg.solvers.symba import prompts as P
+from symbolkg.solvers.symba.engine import atom_variables, head_unifies
 from symbolkg.solvers.symba.syntax import parse_clause, parse_goal
 from symbolkg.solvers.symba.terms_syntax import format_clause
-from symbolkg.solvers.outcomes import ErrorKind, Outcome, ProgramError, SolveRequest, Status
 
 LANGUAGE = "symba"
 
@@ -167,6 +168,36 @@ def _validate(text: str, subgoal: str, kind: str, known: set[str]) -> tuple[str 
     return canonical, ""
 
 
+def _add_world_rules(state: _Problem, rules: Iterable[str]) -> set[tuple[str, int]]:
+    """Add the problem's world rules to ``state``; returns the predicates they define.
+
+    Those are asked about unless ``world_complete`` is set.
+    """
+    world: set[tuple[str, int]] = set()
+    for rule in rules:
+        state.statements.append(Statement(rule, "", "", "world", 0))
+        try:
+            world.update((c.head.pred, c.head.arity) for c in parse_clause(rule) if not c.negated)
+        except ProgramError:
+            pass  # the solver reports it with its line
+    return world
+
+
+def _new_statements(state: _Problem, found: Iterable[Iterable[Statement]]) -> list[Statement]:
+    """The accepted statements ``state`` does not hold yet, each once.
+
+    In the order the subgoals were met, not the order the calls ended: the same completions give the
+    same program, so a rerun from the cache asks exactly the same calls.
+    """
+    known = {s.statement for s in state.statements}
+    fresh: list[Statement] = []
+    for statement in (s for accepted in found for s in accepted):
+        if statement.statement not in known:
+            known.add(statement.statement)
+            fresh.append(statement)
+    return fresh
+
+
 class SymBa(Method):
     """Backward chaining over statements the LLM translates on demand, one subgoal at a time."""
 
@@ -181,32 +212,69 @@ class SymBa(Method):
     def add_arguments(cls, g: argparse._ArgumentGroup) -> None:
         g.title = "SymBa method (--method symba)"
         d = SymBaConfig()
-        g.add_argument("--symba-max-calls", type=int, default=d.max_calls,
-                       help=f"LLM calls per problem before it stops asking (default {d.max_calls})")
-        g.add_argument("--symba-max-tokens", type=int, default=d.max_tokens,
-                       help=f"prompt + completion tokens per problem before it stops asking (default {d.max_tokens})")
-        g.add_argument("--symba-max-rounds", type=int, default=d.max_rounds,
-                       help=f"solver runs per problem (default {d.max_rounds})")
-        g.add_argument("--symba-search-tokens", type=int, default=d.search_tokens,
-                       help=f"most tokens of a fact/rule search (default {d.search_tokens})")
-        g.add_argument("--symba-translate-tokens", type=int, default=d.translate_tokens,
-                       help=f"most tokens of a translation (default {d.translate_tokens})")
-        g.add_argument("--symba-sequential-search", action="store_true",
-                       help="ask the rule search only after no fact was accepted (fewer tokens, more latency)")
-        g.add_argument("--symba-ask", choices=("unproved", "missing"), default=d.ask,
-                       help="subgoals the LLM is asked about: every one without an answer (default), or only "
-                            "those no clause head unifies with (fewer calls, misses bindings)")
-        g.add_argument("--symba-world-complete", action="store_true",
-                       help="never ask about predicates the world rules define (departs from the paper's Algorithm 1: "
-                            "fewer calls, but a conclusion the text states directly is never heard)")
+        g.add_argument(
+            "--symba-max-calls",
+            type=int,
+            default=d.max_calls,
+            help=f"LLM calls per problem before it stops asking (default {d.max_calls})",
+        )
+        g.add_argument(
+            "--symba-max-tokens",
+            type=int,
+            default=d.max_tokens,
+            help=f"prompt + completion tokens per problem before it stops asking (default {d.max_tokens})",
+        )
+        g.add_argument(
+            "--symba-max-rounds",
+            type=int,
+            default=d.max_rounds,
+            help=f"solver runs per problem (default {d.max_rounds})",
+        )
+        g.add_argument(
+            "--symba-search-tokens",
+            type=int,
+            default=d.search_tokens,
+            help=f"most tokens of a fact/rule search (default {d.search_tokens})",
+        )
+        g.add_argument(
+            "--symba-translate-tokens",
+            type=int,
+            default=d.translate_tokens,
+            help=f"most tokens of a translation (default {d.translate_tokens})",
+        )
+        g.add_argument(
+            "--symba-sequential-search",
+            action="store_true",
+            help="ask the rule search only after no fact was accepted (fewer tokens, more latency)",
+        )
+        g.add_argument(
+            "--symba-ask",
+            choices=("unproved", "missing"),
+            default=d.ask,
+            help="subgoals the LLM is asked about: every one without an answer (default), or only "
+            "those no clause head unifies with (fewer calls, misses bindings)",
+        )
+        g.add_argument(
+            "--symba-world-complete",
+            action="store_true",
+            help="never ask about predicates the world rules define (departs from the paper's Algorithm 1: "
+            "fewer calls, but a conclusion the text states directly is never heard)",
+        )
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> SymBa:
-        return cls(SymBaConfig(
-            max_calls=args.symba_max_calls, max_tokens=args.symba_max_tokens, max_rounds=args.symba_max_rounds,
-            search_tokens=args.symba_search_tokens, translate_tokens=args.symba_translate_tokens,
-            sequential_search=args.symba_sequential_search, ask=args.symba_ask,
-            world_complete=args.symba_world_complete))
+        return cls(
+            SymBaConfig(
+                max_calls=args.symba_max_calls,
+                max_tokens=args.symba_max_tokens,
+                max_rounds=args.symba_max_rounds,
+                search_tokens=args.symba_search_tokens,
+                translate_tokens=args.symba_translate_tokens,
+                sequential_search=args.symba_sequential_search,
+                ask=args.symba_ask,
+                world_complete=args.symba_world_complete,
+            )
+        )
 
     def run_info(self) -> dict[str, Any]:
         return asdict(self.config)
@@ -224,13 +292,7 @@ class SymBa(Method):
         except ProgramError as exc:
             outcome = Outcome.error(Status.PARSE_ERROR, ErrorKind.SYNTAX, f"the problem's goal does not parse: {exc}")
             return ctx.row(problem, outcome, predicted=None, language=LANGUAGE)
-        world: set[tuple[str, int]] = set()  # predicates the world rules define (asked about unless world_complete)
-        for rule in problem.meta.get("world_rules", []):
-            state.statements.append(Statement(rule, "", "", "world", 0))
-            try:
-                world.update((c.head.pred, c.head.arity) for c in parse_clause(rule) if not c.negated)
-            except ProgramError:
-                pass  # the solver reports it with its line
+        world = _add_world_rules(state, problem.meta.get("world_rules", []))
         outcome, worker, pool_attempts, rounds = None, "-", 0, 0
         while True:
             rounds += 1
@@ -245,8 +307,11 @@ class SymBa(Method):
             if self._decided(goal, outcome, proof):
                 state.stop = "decided"
                 break
-            new = [m for m in proof.get(self.config.ask, []) if m not in state.asked
-                   and not (self.config.world_complete and _predicate(m) in world)]
+            new = [
+                m
+                for m in proof.get(self.config.ask, [])
+                if m not in state.asked and not (self.config.world_complete and _predicate(m) in world)
+            ]
             if not new:
                 state.stop = "nothing left to ask"
                 break
@@ -258,14 +323,7 @@ class SymBa(Method):
                 break
             state.asked.extend(new)
             found = await asyncio.gather(*(self._step(problem, ctx, state, m, rounds) for m in new))
-            # in the order the subgoals were met, not the order the calls ended: the same completions
-            # give the same program, so a rerun from the cache asks exactly the same calls
-            known = {s.statement for s in state.statements}
-            fresh: list[Statement] = []
-            for statement in (s for accepted in found for s in accepted):
-                if statement.statement not in known:
-                    known.add(statement.statement)
-                    fresh.append(statement)
+            fresh = _new_statements(state, found)
             if not fresh:
                 state.stop = "no statement accepted"
                 break
@@ -275,13 +333,26 @@ class SymBa(Method):
             "goal": goal,
             "statements": [asdict(s) for s in state.statements if s.kind != "world"],
             "world_rules": sum(s.kind == "world" for s in state.statements),
-            "rejected": state.rejected, "asked": state.asked, "no_applicable_fact": state.no_fact,
-            "no_applicable_rule": state.no_rule, "stop": state.stop,
+            "rejected": state.rejected,
+            "asked": state.asked,
+            "no_applicable_fact": state.no_fact,
+            "no_applicable_rule": state.no_rule,
+            "stop": state.stop,
         }
-        return ctx.row(problem, outcome, predicted=predicted, program=state.program(), language=LANGUAGE,
-                       rounds=rounds, success_round=rounds if outcome.executed else None, worker=worker,
-                       pool_attempts=pool_attempts, latency_s=time.monotonic() - t0, trace=trace,
-                       stage_seconds=state.seconds)
+        return ctx.row(
+            problem,
+            outcome,
+            predicted=predicted,
+            program=state.program(),
+            language=LANGUAGE,
+            rounds=rounds,
+            success_round=rounds if outcome.executed else None,
+            worker=worker,
+            pool_attempts=pool_attempts,
+            latency_s=time.monotonic() - t0,
+            trace=trace,
+            stage_seconds=state.seconds,
+        )
 
     @staticmethod
     def _decided(goal: str, outcome: Outcome, proof: dict) -> bool:
@@ -321,11 +392,25 @@ class SymBa(Method):
         value = next(iter(answers[0].values()))
         return str(value)
 
-    async def _ask(self, problem: Problem, ctx: MethodContext, module: str, pairs: list[tuple[str, str]],
-                   max_tokens: int, regex: str, request_id: str) -> str | None:
+    async def _ask(
+        self,
+        problem: Problem,
+        ctx: MethodContext,
+        module: str,
+        pairs: list[tuple[str, str]],
+        max_tokens: int,
+        regex: str,
+        request_id: str,
+    ) -> str | None:
         """One call of ``module``; None when the engine could not answer it."""
-        request = ctx.chat(problem, f"symba-{module}", pairs, params=SamplingParams(max_tokens=max_tokens),
-                           structured=ctx.structured({"regex": regex}), request_id=request_id)
+        request = ctx.chat(
+            problem,
+            f"symba-{module}",
+            pairs,
+            params=SamplingParams(max_tokens=max_tokens),
+            structured=ctx.structured({"regex": regex}),
+            request_id=request_id,
+        )
         try:
             return (await ctx.ask(request)).text
         except EngineDeadError:
@@ -333,12 +418,19 @@ class SymBa(Method):
         except EngineError:
             return None
 
-    async def _search(self, problem: Problem, ctx: MethodContext, state: _Problem, kind: P.Kind, subgoal: str,
-                      round_no: int) -> list[str]:
+    async def _search(
+        self, problem: Problem, ctx: MethodContext, state: _Problem, kind: P.Kind, subgoal: str, round_no: int
+    ) -> list[str]:
         t = time.perf_counter()
-        text = await self._ask(problem, ctx, f"{kind}-search", P.search_messages(kind, problem.context, subgoal),
-                               self.config.search_tokens, P.SEARCH_REGEX[kind],
-                               f"{problem.id}/{kind}-search/{round_no}/{subgoal}")
+        text = await self._ask(
+            problem,
+            ctx,
+            f"{kind}-search",
+            P.search_messages(kind, problem.context, subgoal),
+            self.config.search_tokens,
+            P.SEARCH_REGEX[kind],
+            f"{problem.id}/{kind}-search/{round_no}/{subgoal}",
+        )
         state.seconds["search"] += time.perf_counter() - t
         sentences = P.parse_search(text or "")
         if text is not None and not sentences:
@@ -348,22 +440,45 @@ class SymBa(Method):
                 state.no_rule += 1
         return sentences
 
-    async def _translate(self, problem: Problem, ctx: MethodContext, state: _Problem, kind: P.Kind, subgoal: str,
-                         sentences: list[str], round_no: int) -> list[Statement]:
+    async def _translate(
+        self,
+        problem: Problem,
+        ctx: MethodContext,
+        state: _Problem,
+        kind: P.Kind,
+        subgoal: str,
+        sentences: list[str],
+        round_no: int,
+    ) -> list[Statement]:
         t = time.perf_counter()
-        texts = await asyncio.gather(*(
-            self._ask(problem, ctx, f"{kind}-translate", P.translate_messages(kind, subgoal, s),
-                      self.config.translate_tokens, P.TRANSLATE_REGEX[kind],
-                      f"{problem.id}/{kind}-translate/{round_no}/{subgoal}/{i}")
-            for i, s in enumerate(sentences)))
+        texts = await asyncio.gather(
+            *(
+                self._ask(
+                    problem,
+                    ctx,
+                    f"{kind}-translate",
+                    P.translate_messages(kind, subgoal, s),
+                    self.config.translate_tokens,
+                    P.TRANSLATE_REGEX[kind],
+                    f"{problem.id}/{kind}-translate/{round_no}/{subgoal}/{i}",
+                )
+                for i, s in enumerate(sentences)
+            )
+        )
         state.seconds["translate"] += time.perf_counter() - t
         accepted: list[Statement] = []
         known = {s.statement for s in state.statements}
-        for sentence, text in zip(sentences, texts):
+        for sentence, text in zip(sentences, texts, strict=True):
             statement = P.parse_translation(text or "")
             if statement is None:
-                state.rejected.append({"subgoal": subgoal, "sentence": sentence, "output": text,
-                                       "why": "no statement" if text is not None else "no answer from the engine"})
+                state.rejected.append(
+                    {
+                        "subgoal": subgoal,
+                        "sentence": sentence,
+                        "output": text,
+                        "why": "no statement" if text is not None else "no answer from the engine",
+                    }
+                )
                 continue
             canonical, why = _validate(statement, subgoal, kind, known)
             if canonical is None:
@@ -373,8 +488,9 @@ class SymBa(Method):
             accepted.append(Statement(canonical, sentence, subgoal, kind, round_no))
         return accepted
 
-    async def _step(self, problem: Problem, ctx: MethodContext, state: _Problem, subgoal: str,
-                    round_no: int) -> list[Statement]:
+    async def _step(
+        self, problem: Problem, ctx: MethodContext, state: _Problem, subgoal: str, round_no: int
+    ) -> list[Statement]:
         """Single-step statement generation for ``subgoal``: the statements that passed validation."""
         rule_search: asyncio.Task[list[str]] | None = None
         if not self.config.sequential_search:
@@ -385,8 +501,11 @@ class SymBa(Method):
             # rules too when no fact was accepted (the paper), or when the subgoal has a variable: a fact
             # gives some of its bindings, a rule may give others, and the subgoal is never asked again
             if not accepted or _has_variable(subgoal):
-                rules = await (rule_search if rule_search is not None
-                               else self._search(problem, ctx, state, "rule", subgoal, round_no))
+                rules = await (
+                    rule_search
+                    if rule_search is not None
+                    else self._search(problem, ctx, state, "rule", subgoal, round_no)
+                )
                 rule_search = None
                 if rules:
                     accepted += await self._translate(problem, ctx, state, "rule", subgoal, rules, round_no)

@@ -34,8 +34,10 @@ class SymbolKGMethod(Method):
 
     def __init__(self, kg: SymbolKG | None = None) -> None:
         if kg is None:
-            raise ValueError("the symbolkg method needs its LKG store and embedder: SymbolKGMethod(SymbolKG(...)), "
-                             "or `symbolkg solve --method symbolkg` with --lkg-store")
+            raise ValueError(
+                "the symbolkg method needs its LKG store and embedder: SymbolKGMethod(SymbolKG(...)), "
+                "or `symbolkg solve --method symbolkg` with --lkg-store"
+            )
         self.kg = kg
         self.extra_info: dict[str, Any] = {}
         self._closed = False
@@ -43,36 +45,67 @@ class SymbolKGMethod(Method):
     @classmethod
     def add_arguments(cls, g: argparse._ArgumentGroup) -> None:
         g.title = "SymbolKG method (--method symbolkg; the switches are the ablations)"
-        g.add_argument("--lkg-store", default="runs/lkg",
-                       help="LKG store: graphs are read from it, and contexts it lacks are extracted into it "
-                            "(default runs/lkg)")
-        g.add_argument("--lkg-max-tokens", type=int, default=1024, help="most tokens per extraction request (default 1024)")
-        g.add_argument("--lkg-repair-rounds", type=int, default=2, help="extraction repair rounds per chunk (default 2)")
-        g.add_argument("--lkg-chunk-chars", type=int, default=2000,
-                       help="longest chunk of a context in one extraction request (default 2000; small models "
-                            "validate more often on ~200, as in `lkg build --chunk-chars`)")
-        g.add_argument("--stage-max-tokens", type=int, default=256,
-                       help="most tokens of a query-entity, pruning or vote request (default 256)")
+        g.add_argument(
+            "--lkg-store",
+            default="runs/lkg",
+            help="LKG store: graphs are read from it, and contexts it lacks are extracted into it (default runs/lkg)",
+        )
+        g.add_argument(
+            "--lkg-max-tokens", type=int, default=1024, help="most tokens per extraction request (default 1024)"
+        )
+        g.add_argument(
+            "--lkg-repair-rounds", type=int, default=2, help="extraction repair rounds per chunk (default 2)"
+        )
+        g.add_argument(
+            "--lkg-chunk-chars",
+            type=int,
+            default=2000,
+            help="longest chunk of a context in one extraction request (default 2000; small models "
+            "validate more often on ~200, as in `lkg build --chunk-chars`)",
+        )
+        g.add_argument(
+            "--stage-max-tokens",
+            type=int,
+            default=256,
+            help="most tokens of a query-entity, pruning or vote request (default 256)",
+        )
         g.add_argument("--hops", type=int, default=4, help="logical hull depth k (default 4)")
         g.add_argument("--no-retrieval", action="store_true", help="formalize the whole context (ablation)")
         g.add_argument("--no-prune", action="store_true", help="keep the whole logical hull (ablation)")
         g.add_argument("--prune-cap", type=int, default=24, help="most nodes the pruning keeps (default 24)")
-        g.add_argument("--force-solver", choices=("z3", "prover9", "prolog"), help="route every problem here (ablation)")
+        g.add_argument(
+            "--force-solver", choices=("z3", "prover9", "prolog"), help="route every problem here (ablation)"
+        )
         g.add_argument("--llm-vote", action="store_true", help="ask the LLM too; it overrules only weak router rules")
         g.add_argument("--no-option-features", action="store_true", help="the router does not read the answer options")
-        g.add_argument("--embedder", choices=("minilm", "bge-m3", "hashing"), default="minilm",
-                       help="dense model of the retrieval (default minilm: all-MiniLM-L6-v2 from its PyPI package)")
+        g.add_argument(
+            "--embedder",
+            choices=("minilm", "bge-m3", "hashing"),
+            default="minilm",
+            help="dense model of the retrieval (default minilm: all-MiniLM-L6-v2 from its PyPI package)",
+        )
         g.add_argument("--embedder-path", help="local model folder (required for bge-m3)")
-        g.add_argument("--retrieval-actors", type=int, default=0,
-                       help="run the retrieval search (embedding, FAISS, hull) in N Ray index actors; "
-                            "default 0: a worker thread of this process")
-        g.add_argument("--embedder-actor", action="store_true",
-                       help="with --retrieval-actors: embed queries in one shared Ray actor (e.g. BGE-M3 on a GPU)")
-        g.add_argument("--embedder-gpus", type=float, default=0.0,
-                       help="GPUs the --embedder-actor reserves (default 0; 1 for bge-m3 on a GPU node)")
+        g.add_argument(
+            "--retrieval-actors",
+            type=int,
+            default=0,
+            help="run the retrieval search (embedding, FAISS, hull) in N Ray index actors; "
+            "default 0: a worker thread of this process",
+        )
+        g.add_argument(
+            "--embedder-actor",
+            action="store_true",
+            help="with --retrieval-actors: embed queries in one shared Ray actor (e.g. BGE-M3 on a GPU)",
+        )
+        g.add_argument(
+            "--embedder-gpus",
+            type=float,
+            default=0.0,
+            help="GPUs the --embedder-actor reserves (default 0; 1 for bge-m3 on a GPU node)",
+        )
 
     @classmethod
-    def from_args(cls, args: argparse.Namespace) -> "SymbolKGMethod":
+    def from_args(cls, args: argparse.Namespace) -> SymbolKGMethod:
         """The method over ``--lkg-store`` with the retrieval hosts the flags ask for
         (:func:`~symbolkg.jobs.methods.symbolkg_stages.state_from_args`).
 
@@ -83,14 +116,24 @@ class SymbolKGMethod(Method):
         from symbolkg.jobs.methods.symbolkg_stages import state_from_args
 
         method = cls(state_from_args(args))
-        method.extra_info = {"lkg_store": args.lkg_store, "embedder": args.embedder,
-                             "retrieval_actors": args.retrieval_actors, "embedder_actor": args.embedder_actor}
+        method.extra_info = {
+            "lkg_store": args.lkg_store,
+            "embedder": args.embedder,
+            "retrieval_actors": args.retrieval_actors,
+            "embedder_actor": args.embedder_actor,
+        }
         return method
 
     def run_info(self) -> dict[str, Any]:
         c = self.kg.config
-        return {"retrieval": c.retrieval, "prune": c.prune.enabled, "force_solver": c.force_solver,
-                "llm_vote": c.llm_vote, "option_features": c.option_features, **self.extra_info}
+        return {
+            "retrieval": c.retrieval,
+            "prune": c.prune.enabled,
+            "force_solver": c.force_solver,
+            "llm_vote": c.llm_vote,
+            "option_features": c.option_features,
+            **self.extra_info,
+        }
 
     async def run(self, problem: Problem, ctx: MethodContext) -> ResultRow:
         # loaded by now (building the SymbolKG state imported it); kept local for the reason in the module docstring
@@ -102,4 +145,3 @@ class SymbolKGMethod(Method):
         if not self._closed:
             self._closed = True
             self.kg.close()
-

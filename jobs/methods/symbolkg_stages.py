@@ -40,19 +40,26 @@ import functools
 import os
 import re
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Sequence
 
-from symbolkg.actors.engines.base import (ChatRequest, EngineDeadError, EngineError, LLMEngine, Message, SamplingParams,
-                                 StructuredOutput)
+from symbolkg.actors.engines.base import (
+    ChatRequest,
+    EngineDeadError,
+    EngineError,
+    LLMEngine,
+    Message,
+    SamplingParams,
+    StructuredOutput,
+)
 from symbolkg.actors.retrieval_actor import EmbedderSpec, HostConfig, RetrievalService
-from symbolkg.jobs.pipeline.answers import interpret
 from symbolkg.jobs.lkg import ContextJob, LKGConfig, extract_context
 from symbolkg.jobs.methods.base import Ledger, MethodContext
 from symbolkg.jobs.methods.logiclm import formalize_solve_refine
-from symbolkg.jobs.pipeline.rows import Problem, ResultRow
+from symbolkg.jobs.pipeline.answers import interpret
 from symbolkg.jobs.pipeline.retrieve import RetrieveOutcome, retrieve
+from symbolkg.jobs.pipeline.rows import Problem, ResultRow
 from symbolkg.jobs.router_eval import graph_counts
 from symbolkg.retrieval.embed import Embedder, ModelNotFoundError, make_embedder
 from symbolkg.retrieval.hull import HullConfig
@@ -60,7 +67,16 @@ from symbolkg.retrieval.lkg.canonical import split_sentences
 from symbolkg.retrieval.lkg.schema import STRUCTURAL_EDGE_TYPES, Concept, Constraint, ContextRecord, Entity, Graph, Rule
 from symbolkg.retrieval.lkg.store import LKGStore, cache_key
 from symbolkg.retrieval.prune import PruneConfig
-from symbolkg.solvers.router import SOLVERS, Route, combine_vote, parse_vote, route, target_for, text_features, vote_messages
+from symbolkg.solvers.router import (
+    SOLVERS,
+    Route,
+    combine_vote,
+    parse_vote,
+    route,
+    target_for,
+    text_features,
+    vote_messages,
+)
 
 #: Retrievers (FAISS indexes of one context's graph) kept per retrieval host, least recently used dropped first.
 MAX_RETRIEVERS = 256
@@ -100,8 +116,12 @@ class SymbolKGConfig:
     def host_config(self, store_path: str | os.PathLike[str], embedder: EmbedderSpec | None = None) -> HostConfig:
         """The retrieval hosts' settings: the hull of ``hops`` cut to what pruning may show,
         node embeddings cached in ``STORE/embeddings``; ``embedder`` for hosts that build their own."""
-        return HostConfig(embedder or EmbedderSpec(), cache_path=os.fspath(Path(store_path) / "embeddings"),
-                          hull=HullConfig(k=self.hops, max_nodes=self.prune.max_shown), max_retrievers=MAX_RETRIEVERS)
+        return HostConfig(
+            embedder or EmbedderSpec(),
+            cache_path=os.fspath(Path(store_path) / "embeddings"),
+            hull=HullConfig(k=self.hops, max_nodes=self.prune.max_shown),
+            max_retrievers=MAX_RETRIEVERS,
+        )
 
     def __post_init__(self) -> None:
         if self.force_solver is not None and self.force_solver not in SOLVERS:
@@ -144,8 +164,14 @@ class SymbolKG:
             Closed with the job.
     """
 
-    def __init__(self, store: LKGStore, embedder: Embedder | None, config: SymbolKGConfig | None = None, *,
-                 retrieval: RetrievalService | None = None) -> None:
+    def __init__(
+        self,
+        store: LKGStore,
+        embedder: Embedder | None,
+        config: SymbolKGConfig | None = None,
+        *,
+        retrieval: RetrievalService | None = None,
+    ) -> None:
         self.store = store
         self.config = config or SymbolKGConfig()
         self._extracting: dict[str, asyncio.Task] = {}
@@ -208,8 +234,9 @@ def subgraph(graph: Graph, node_ids: Sequence[str]) -> Graph:
     """The nodes ``node_ids`` of ``graph`` and the edges among them."""
     keep = [n for n in (graph.node(i) for i in node_ids) if n is not None]
     ids = {n.id for n in keep}
-    return Graph(graph.context_key, tuple(keep),
-                 tuple(e for e in graph.edges if e.source_id in ids and e.target_id in ids))
+    return Graph(
+        graph.context_key, tuple(keep), tuple(e for e in graph.edges if e.source_id in ids and e.target_id in ids)
+    )
 
 
 def premise_sentences(context: str, sub: Graph) -> tuple[int, ...]:
@@ -270,14 +297,21 @@ def subgraph_hints(sub: Graph, language: str, max_items: int = 24) -> str:
 # --------------------------------------------------------------------------- one problem
 
 
-async def _vote(engine: LLMEngine, problem: Problem, context: str, cfg: SymbolKGConfig, ledger: Ledger
-                ) -> tuple[str | None, str | None]:
+async def _vote(
+    engine: LLMEngine, problem: Problem, context: str, cfg: SymbolKGConfig, ledger: Ledger
+) -> tuple[str | None, str | None]:
     """The LLM's solver vote (or None) and the error, if the call failed."""
     structured = StructuredOutput(choice=SOLVERS) if engine.supports_structured else None
     pairs = vote_messages(context, problem.question, problem.options)
     messages = tuple(Message(r, c) for r, c in pairs)  # type: ignore[arg-type]
-    request = ChatRequest(messages, SamplingParams(max_tokens=min(8, cfg.stage_max_tokens)), structured,
-                          problem_id=problem.id, purpose="route", request_id=f"{problem.id}/route")
+    request = ChatRequest(
+        messages,
+        SamplingParams(max_tokens=min(8, cfg.stage_max_tokens)),
+        structured,
+        problem_id=problem.id,
+        purpose="route",
+        request_id=f"{problem.id}/route",
+    )
     try:
         completion = (await engine.generate([request]))[0]
     except EngineDeadError:
@@ -289,19 +323,37 @@ async def _vote(engine: LLMEngine, problem: Problem, context: str, cfg: SymbolKG
 
 
 def _retrieve_trace(out: RetrieveOutcome) -> dict:
-    return {"entities": list(out.entities), "entities_source": out.entities_source, "anchors": list(out.anchors),
-            "hull": list(out.hull), "kept": list(out.pruned), "prune_source": out.prune_source,
-            "errors": list(out.errors)}
+    return {
+        "entities": list(out.entities),
+        "entities_source": out.entities_source,
+        "anchors": list(out.anchors),
+        "hull": list(out.hull),
+        "kept": list(out.pruned),
+        "prune_source": out.prune_source,
+        "errors": list(out.errors),
+    }
 
 
 def _route_trace(r: Route) -> dict:
     f = r.features
-    return {"solver": r.solver, "rule": r.rule, "reasons": list(r.reasons),
-            "features": {"options_kind": f.options_kind, "n_options": f.n_options, "ordering_words": f.ordering_words,
-                         "assignment_question": f.assignment_question, "numbers": f.numbers,
-                         "quantifiers": f.quantifiers, "disjunctive_sentences": f.disjunctive_sentences,
-                         "sentences": f.sentences, "graph_constraints": dict(f.graph_constraints),
-                         "graph_rules": f.graph_rules, "graph_relations": f.graph_relations}}
+    return {
+        "solver": r.solver,
+        "rule": r.rule,
+        "reasons": list(r.reasons),
+        "features": {
+            "options_kind": f.options_kind,
+            "n_options": f.n_options,
+            "ordering_words": f.ordering_words,
+            "assignment_question": f.assignment_question,
+            "numbers": f.numbers,
+            "quantifiers": f.quantifiers,
+            "disjunctive_sentences": f.disjunctive_sentences,
+            "sentences": f.sentences,
+            "graph_constraints": dict(f.graph_constraints),
+            "graph_rules": f.graph_rules,
+            "graph_relations": f.graph_relations,
+        },
+    }
 
 
 async def run_symbolkg(problem: Problem, ctx: MethodContext, kg: SymbolKG) -> ResultRow:
@@ -319,17 +371,32 @@ async def run_symbolkg(problem: Problem, ctx: MethodContext, kg: SymbolKG) -> Re
     pg = await kg.graph_for(problem, engine, ledger)
     seconds["lkg"] = time.perf_counter() - t0
     record = pg.record
-    trace: dict = {"lkg": {"key": pg.key, "source": pg.source, "status": record.status if record else None,
-                           "nodes": len(pg.graph.nodes), "edges": len(pg.graph.edges),
-                           "issues": len(record.errors) if record else 0}}
+    trace: dict = {
+        "lkg": {
+            "key": pg.key,
+            "source": pg.source,
+            "status": record.status if record else None,
+            "nodes": len(pg.graph.nodes),
+            "edges": len(pg.graph.edges),
+            "issues": len(record.errors) if record else 0,
+        }
+    }
 
     t0 = time.perf_counter()
     sub = pg.graph
     if opts.retrieval and pg.graph.nodes:
         query = " ".join([problem.question, *problem.options])
         search = functools.partial(kg.retrieval.search, pg.key, pg.graph)
-        out = await retrieve(engine, search, pg.graph, query, problem_id=problem.id,
-                             llm_entities=opts.llm_entities, prune=opts.prune, max_tokens=opts.stage_max_tokens)
+        out = await retrieve(
+            engine,
+            search,
+            pg.graph,
+            query,
+            problem_id=problem.id,
+            llm_entities=opts.llm_entities,
+            prune=opts.prune,
+            max_tokens=opts.stage_max_tokens,
+        )
         ledger.prompt_tokens += out.prompt_tokens
         ledger.completion_tokens += out.completion_tokens
         ledger.calls += out.llm_calls
@@ -362,21 +429,38 @@ async def run_symbolkg(problem: Problem, ctx: MethodContext, kg: SymbolKG) -> Re
         if error:
             trace["route_vote_error"] = error
     target = target_for(decided.solver, problem.question)
-    trace["route"] = {**_route_trace(decided), "language": target.language, "run_as": target.run_as,
-                      "language_reason": target.reason}
+    trace["route"] = {
+        **_route_trace(decided),
+        "language": target.language,
+        "run_as": target.run_as,
+        "language_reason": target.reason,
+    }
     seconds["route"] = time.perf_counter() - t0
 
     hints = subgraph_hints(sub, target.language)
     trace["hints"] = hints
-    f = await formalize_solve_refine(problem, ctx, language=target.language, run_as=target.run_as, context=context,
-                                     hints=hints)
+    f = await formalize_solve_refine(
+        problem, ctx, language=target.language, run_as=target.run_as, context=context, hints=hints
+    )
     seconds.update(f.seconds)
     outcome = f.final_outcome()
     predicted = interpret(problem, outcome.answer) if outcome.executed else None
-    return ctx.row(problem, outcome, predicted=predicted, program=f.program, language=target.run_as,
-                   rounds=f.rounds, success_round=f.kept_round if outcome.executed else None, attempts=f.attempts,
-                   worker=f.worker, pool_attempts=f.pool_attempts, latency_s=time.monotonic() - t_start,
-                   route=decided.solver, trace=trace, stage_seconds=seconds)
+    return ctx.row(
+        problem,
+        outcome,
+        predicted=predicted,
+        program=f.program,
+        language=target.run_as,
+        rounds=f.rounds,
+        success_round=f.kept_round if outcome.executed else None,
+        attempts=f.attempts,
+        worker=f.worker,
+        pool_attempts=f.pool_attempts,
+        latency_s=time.monotonic() - t_start,
+        route=decided.solver,
+        trace=trace,
+        stage_seconds=seconds,
+    )
 
 
 # --------------------------------------------------------------------------- from the command line
@@ -386,12 +470,23 @@ def config_from_args(args: argparse.Namespace) -> SymbolKGConfig:
     """The :class:`SymbolKGConfig` of ``solve --method symbolkg``'s flags. Raises ValueError."""
     if args.lkg_max_tokens < 1:
         raise ValueError(f"--lkg-max-tokens must be >= 1, got {args.lkg_max_tokens}")
-    lkg = LKGConfig(max_repair_rounds=args.lkg_repair_rounds, chunk_chars=args.lkg_chunk_chars,
-                    params=SamplingParams(max_tokens=args.lkg_max_tokens), structured=not args.no_structured)
+    lkg = LKGConfig(
+        max_repair_rounds=args.lkg_repair_rounds,
+        chunk_chars=args.lkg_chunk_chars,
+        params=SamplingParams(max_tokens=args.lkg_max_tokens),
+        structured=not args.no_structured,
+    )
     prune = PruneConfig(enabled=not args.no_prune, cap=args.prune_cap)
-    return SymbolKGConfig(retrieval=not args.no_retrieval, hops=args.hops, prune=prune, force_solver=args.force_solver,
-                          llm_vote=args.llm_vote, option_features=not args.no_option_features,
-                          stage_max_tokens=args.stage_max_tokens, lkg=lkg)
+    return SymbolKGConfig(
+        retrieval=not args.no_retrieval,
+        hops=args.hops,
+        prune=prune,
+        force_solver=args.force_solver,
+        llm_vote=args.llm_vote,
+        option_features=not args.no_option_features,
+        stage_max_tokens=args.stage_max_tokens,
+        lkg=lkg,
+    )
 
 
 def state_from_args(args: argparse.Namespace) -> SymbolKG:
@@ -410,9 +505,13 @@ def state_from_args(args: argparse.Namespace) -> SymbolKG:
         if args.retrieval_actors:
             spec = EmbedderSpec(args.embedder, args.embedder_path)
             spec.build()  # fail here, with the reason, rather than in every actor
-            service = RetrievalService.actors(config.host_config(store.path, spec), args.retrieval_actors,
-                                              embedder_actor=args.embedder_actor, embedder_gpus=args.embedder_gpus,
-                                              address=getattr(args, "ray_address", None))
+            service = RetrievalService.actors(
+                config.host_config(store.path, spec),
+                args.retrieval_actors,
+                embedder_actor=args.embedder_actor,
+                embedder_gpus=args.embedder_gpus,
+                address=getattr(args, "ray_address", None),
+            )
             return SymbolKG(store, None, config, retrieval=service)
         return SymbolKG(store, make_embedder(args.embedder, args.embedder_path), config)
     except ModelNotFoundError as exc:

@@ -35,8 +35,9 @@ all samples: the uncounted ones cast no vote either way.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 __all__ = ["NO_CLEAN_SAMPLE", "SAMPLES_DISAGREE", "Vote", "vote"]
 
@@ -92,8 +93,14 @@ class Vote:
 
     def to_dict(self) -> dict[str, Any]:
         """The row's ``trace["vote"]`` (JSON-ready)."""
-        return {"winner": self.winner, "counts": dict(self.counts), "counted": self.counted, "samples": self.samples,
-                "agreement": self.agreement, "reason": self.reason}
+        return {
+            "winner": self.winner,
+            "counts": dict(self.counts),
+            "counted": self.counted,
+            "samples": self.samples,
+            "agreement": self.agreement,
+            "reason": self.reason,
+        }
 
 
 def vote(answers: Sequence[str | None]) -> Vote:

@@ -48,8 +48,9 @@ def interpret(problem: Problem, answer: str | None) -> str | None:
     verdict = answer.lower()
     if verdict not in VERDICT_TEXTS:
         return None
-    by_verdict = {v: letter for letter, text in letters.items() for v, texts in VERDICT_TEXTS.items()
-                  if text.lower() in texts}
+    by_verdict = {
+        v: letter for letter, text in letters.items() for v, texts in VERDICT_TEXTS.items() if text.lower() in texts
+    }
     if verdict == "unknown" and "unknown" not in by_verdict and {"true", "false"} <= by_verdict.keys():
         return by_verdict["false"]  # closed world: not derivable = false
     return by_verdict.get(verdict)

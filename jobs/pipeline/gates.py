@@ -52,17 +52,18 @@ import random
 import time
 from array import array
 from collections import deque
+from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Any, AsyncIterator, Iterable, Iterator, Literal, Sequence
+from typing import Any, Literal
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from symbolkg.actors.engines.base import ChatRequest, Completion, LLMEngine
-from symbolkg.solvers.runtime.local_pool import PoolResult, SolverPool
 from symbolkg.solvers.outcomes import SolveRequest
+from symbolkg.solvers.runtime.local_pool import PoolResult, SolverPool
 
 STAGES = ("llm", "solve")
 """The gated stages of a method job, in request-path order."""
@@ -107,7 +108,7 @@ class StageLimits:
         _check_limit("llm", self.llm, auto=False)
         _check_limit("solve", self.solve, auto=True)
 
-    def resolve(self, solver: SolverPool | None) -> "StageLimits":
+    def resolve(self, solver: SolverPool | None) -> StageLimits:
         """These limits with ``"auto"`` replaced by a number for ``solver`` (or None: unlimited)."""
         if self.solve != "auto":
             return self
@@ -116,7 +117,7 @@ class StageLimits:
         return replace(self, solve=SOLVE_SLOTS_PER_WORKER * workers if ok else None)  # type: ignore[operator]
 
     @classmethod
-    def parse(cls, text: str) -> "StageLimits":
+    def parse(cls, text: str) -> StageLimits:
         """Limits from ``"llm=N,solve=M"`` (a CLI flag); a value may be ``none``, ``solve`` may be ``auto``.
 
         Stages not named keep their defaults.
@@ -147,8 +148,9 @@ class StageLimits:
                 try:
                     values[stage] = int(value)
                 except ValueError:
-                    raise ValueError(f"stage limit {stage}={value!r} must be an int >= 1, 'none' or (solve) 'auto'") \
-                        from None
+                    raise ValueError(
+                        f"stage limit {stage}={value!r} must be an int >= 1, 'none' or (solve) 'auto'"
+                    ) from None
         return cls(**values)  # type: ignore[arg-type]
 
 
@@ -205,15 +207,17 @@ class GateEvent:
     wait_s: float | None = None
 
 
-GATE_LOG_SCHEMA = pa.schema([
-    pa.field("time", pa.float64(), nullable=False),
-    pa.field("stage", pa.string(), nullable=False),
-    pa.field("event", pa.string(), nullable=False),
-    pa.field("waiting", pa.int64(), nullable=False),
-    pa.field("running", pa.int64(), nullable=False),
-    pa.field("limit", pa.int64()),
-    pa.field("wait_s", pa.float64()),
-])
+GATE_LOG_SCHEMA = pa.schema(
+    [
+        pa.field("time", pa.float64(), nullable=False),
+        pa.field("stage", pa.string(), nullable=False),
+        pa.field("event", pa.string(), nullable=False),
+        pa.field("waiting", pa.int64(), nullable=False),
+        pa.field("running", pa.int64(), nullable=False),
+        pa.field("limit", pa.int64()),
+        pa.field("wait_s", pa.float64()),
+    ]
+)
 
 
 GATE_LOG_FLUSH_EVENTS = 65_536
@@ -234,8 +238,9 @@ class GateLog:
         flush_events: events held before a spill (>= 1).
     """
 
-    def __init__(self, spill_to: str | os.PathLike[str] | None = None, *,
-                 flush_events: int = GATE_LOG_FLUSH_EVENTS) -> None:
+    def __init__(
+        self, spill_to: str | os.PathLike[str] | None = None, *, flush_events: int = GATE_LOG_FLUSH_EVENTS
+    ) -> None:
         if flush_events < 1:
             raise ValueError(f"flush_events must be >= 1, got {flush_events}")
         self._stages: list[str] = []
@@ -301,6 +306,7 @@ class GateLog:
 
     def to_table(self) -> pa.Table:
         """The events as a table of :data:`GATE_LOG_SCHEMA` (vectorised)."""
+
         def column(values: array, dtype: type) -> np.ndarray:
             return np.frombuffer(values, dtype=dtype) if len(values) else np.zeros(0, dtype)
 
@@ -308,16 +314,20 @@ class GateLog:
         limits = np.array([0 if x is None else x for x in self._limits], dtype=np.int64)
         unlimited = np.array([x is None for x in self._limits], dtype=bool)
         wait = column(self._wait, np.float64)
-        return pa.table({
-            "time": pa.array(column(self._time, np.float64)),
-            "stage": pa.array(self._stages, pa.string()).take(pa.array(stage)),
-            "event": pa.array(EVENTS, pa.string()).take(pa.array(column(self._event, np.uint8).astype(np.int32))),
-            "waiting": pa.array(column(self._waiting, np.int64)),
-            "running": pa.array(column(self._running, np.int64)),
-            "limit": pa.array(limits[stage], pa.int64(), mask=unlimited[stage]) if len(limits) else
-                     pa.array([], pa.int64()),
-            "wait_s": pa.array(wait, pa.float64(), mask=np.isnan(wait)),
-        }, schema=GATE_LOG_SCHEMA)
+        return pa.table(
+            {
+                "time": pa.array(column(self._time, np.float64)),
+                "stage": pa.array(self._stages, pa.string()).take(pa.array(stage)),
+                "event": pa.array(EVENTS, pa.string()).take(pa.array(column(self._event, np.uint8).astype(np.int32))),
+                "waiting": pa.array(column(self._waiting, np.int64)),
+                "running": pa.array(column(self._running, np.int64)),
+                "limit": pa.array(limits[stage], pa.int64(), mask=unlimited[stage])
+                if len(limits)
+                else pa.array([], pa.int64()),
+                "wait_s": pa.array(wait, pa.float64(), mask=np.isnan(wait)),
+            },
+            schema=GATE_LOG_SCHEMA,
+        )
 
     def events(self) -> list[GateEvent]:
         """The events as records (for tests and small logs; the writer uses :meth:`to_table`)."""
@@ -461,11 +471,18 @@ class StageGate:
         passes it is the p95 of a uniform sample of 65,536 of them)."""
         passes = self._waits.count
         return GateStats(
-            stage=self.name, limit=self.limit, waiting=len(self._queue), running=self._running,
-            peak_waiting=self._peak_waiting, peak_running=self._peak_running, passes=passes,
-            cancelled=self._cancelled, total_wait_s=round(self._total_wait, 6),
+            stage=self.name,
+            limit=self.limit,
+            waiting=len(self._queue),
+            running=self._running,
+            peak_waiting=self._peak_waiting,
+            peak_running=self._peak_running,
+            passes=passes,
+            cancelled=self._cancelled,
+            total_wait_s=round(self._total_wait, 6),
             mean_wait_s=round(self._total_wait / passes, 6) if passes else 0.0,
-            p95_wait_s=round(_quantile(sorted(self._waits.values), 0.95), 6), max_wait_s=round(self._max_wait, 6),
+            p95_wait_s=round(_quantile(sorted(self._waits.values), 0.95), 6),
+            max_wait_s=round(self._max_wait, 6),
         )
 
 

@@ -30,8 +30,9 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Iterable
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -67,7 +68,7 @@ class Shard:
             raise ValueError(f"a shard is i/n with 0 <= i < n, got {self.index}/{self.count}")
 
     @classmethod
-    def parse(cls, text: str) -> "Shard":
+    def parse(cls, text: str) -> Shard:
         """``"i/n"`` (a CLI flag) -> the shard.
 
         Raises:
@@ -157,7 +158,7 @@ class DoneIds:
         self._ids = ids
 
     @classmethod
-    def build(cls, ids: Iterable[str] | pa.Array | pa.ChunkedArray) -> "DoneIds":
+    def build(cls, ids: Iterable[str] | pa.Array | pa.ChunkedArray) -> DoneIds:
         """The set of ``ids`` (duplicates are kept once)."""
         import pyarrow as pa  # only a resuming job builds one: Shard and id_hash, which readers use, need none
 
@@ -165,13 +166,14 @@ class DoneIds:
             ids = ids.combine_chunks() if ids.num_chunks else pa.array([], pa.string())
         arr = ids if isinstance(ids, pa.Array) else pa.array(list(ids), pa.string())
         step = 65_536  # a slice's ids become Python strings at a time, not all of them
-        hashes = np.concatenate([id_hashes(arr.slice(i, step).to_pylist()) for i in range(0, len(arr), step)]
-                                or [np.zeros(0, np.uint64)])
+        hashes = np.concatenate(
+            [id_hashes(arr.slice(i, step).to_pylist()) for i in range(0, len(arr), step)] or [np.zeros(0, np.uint64)]
+        )
         order = np.argsort(hashes, kind="stable")
         return cls(hashes[order], arr.take(pa.array(order)) if len(arr) else arr)
 
     @classmethod
-    def concat(cls, parts: list["DoneIds"]) -> "DoneIds":
+    def concat(cls, parts: list[DoneIds]) -> DoneIds:
         """One set of several (each built from a file, say)."""
         parts = [p for p in parts if len(p)]
         if not parts:

@@ -14,8 +14,9 @@ A stream has no length, so the jobs' progress bars count without a total.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from typing import Any, Iterable, Iterator
+from typing import Any
 
 from symbolkg.jobs.pipeline.rows import Problem
 from symbolkg.jobs.pipeline.store import ResultStore

@@ -34,9 +34,10 @@ import hashlib
 import json
 import platform
 import subprocess
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, is_dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from symbolkg.actors.engines.factory import EngineOptions
@@ -79,8 +80,7 @@ def build_info() -> dict[str, Any]:
             commit = head.strip()
             status = _git("status", "--porcelain", "--untracked-files=no")
             dirty = None if status is None else bool(status.strip())
-    return {"symbolkg_version": package, "git_commit": commit, "git_dirty": dirty,
-            "python": platform.python_version()}
+    return {"symbolkg_version": package, "git_commit": commit, "git_dirty": dirty, "python": platform.python_version()}
 
 
 # --------------------------------------------------------------------------- the input
@@ -95,8 +95,11 @@ def _sha256(path: Path) -> str:
 
 def _files_of(path: Path) -> list[Path]:
     if path.is_dir():
-        return [p for p in sorted(path.rglob("*"))
-                if p.is_file() and not any(part.startswith(".") for part in p.relative_to(path).parts)]
+        return [
+            p
+            for p in sorted(path.rglob("*"))
+            if p.is_file() and not any(part.startswith(".") for part in p.relative_to(path).parts)
+        ]
     return [path] if path.is_file() else []
 
 
@@ -114,8 +117,9 @@ def _named_files(programs: str | None, datasets: Sequence[str], data_dir: str | 
     return [f for p in paths for f in _files_of(p)]
 
 
-def input_fingerprint(*, programs: str | None, dataset: str | None, data_dir: str | None,
-                      selection: Mapping[str, Any]) -> dict[str, Any]:
+def input_fingerprint(
+    *, programs: str | None, dataset: str | None, data_dir: str | None, selection: Mapping[str, Any]
+) -> dict[str, Any]:
     """What the run read: the named files (path, bytes, sha256) and ``selection`` (limit, shard, ...).
 
     Hashes the files the flags name, never the loaded problems (a streamed input is not held).
@@ -186,8 +190,10 @@ def sampling(cfg: MethodConfig, opts: EngineOptions | None = None) -> dict[str, 
 
         engine_seed = VLLMConfig().seed
     params = {"formulate": cfg.formulate_params, "answer": cfg.answer_params, "cot": cfg.cot_params}
-    return {"sampling": {**{k: asdict(p) for k, p in params.items()}, "structured": cfg.structured},
-            "seed": {"requests": cfg.formulate_params.seed, "engine": engine_seed}}
+    return {
+        "sampling": {**{k: asdict(p) for k, p in params.items()}, "structured": cfg.structured},
+        "seed": {"requests": cfg.formulate_params.seed, "engine": engine_seed},
+    }
 
 
 # --------------------------------------------------------------------------- the prompts
@@ -244,8 +250,12 @@ def _symbolkg() -> dict[str, Any]:
     from symbolkg.retrieval.prune import PrunePrompt  # lazy, as above
     from symbolkg.solvers.router import vote_messages  # lazy, as above
 
-    return {"query-entities": query_entity_messages(_Q), "prune": PrunePrompt.build(_Q, []).messages,
-            "vote": vote_messages(_C, _Q, _O), "lkg-extract": [PROMPT_VERSION, extraction_messages(_C)]}
+    return {
+        "query-entities": query_entity_messages(_Q),
+        "prune": PrunePrompt.build(_Q, []).messages,
+        "vote": vote_messages(_C, _Q, _O),
+        "lkg-extract": [PROMPT_VERSION, extraction_messages(_C)],
+    }
 
 
 def _symba() -> dict[str, Any]:
@@ -276,13 +286,19 @@ def _multipath() -> dict[str, Any]:
 #: method -> the template sets it may send (each: template id -> content). A plug-in method names its
 #: own with a ``prompt_templates()`` method (see :func:`prompt_ids`).
 PROMPTS: dict[str, tuple[Callable[[], dict[str, Any]], ...]] = {
-    "direct": (_direct,), "cot": (_cot,), "logiclm": (_logiclm,), "symbolkg": (_logiclm, _symbolkg),
-    "symba": (_symba,), "prolog-agent": (_prolog_agent,), "multipath": (_multipath,),
+    "direct": (_direct,),
+    "cot": (_cot,),
+    "logiclm": (_logiclm,),
+    "symbolkg": (_logiclm, _symbolkg),
+    "symba": (_symba,),
+    "prolog-agent": (_prolog_agent,),
+    "multipath": (_multipath,),
 }
 
 
-def prompt_ids(method: str, *, fallback: str | None = None, own: Callable[[], dict[str, Any]] | None = None
-               ) -> dict[str, str]:
+def prompt_ids(
+    method: str, *, fallback: str | None = None, own: Callable[[], dict[str, Any]] | None = None
+) -> dict[str, str]:
     """``<method>/<template>`` -> :func:`content_id` of every template ``method`` (and its ``fallback``) may send.
 
     Args:
@@ -306,4 +322,3 @@ def prompt_ids(method: str, *, fallback: str | None = None, own: Callable[[], di
             continue
         ids.update({f"{prefix}/{key}": content_id(t) for key, t in templates.items()})
     return ids
-

@@ -18,10 +18,11 @@ its ancestry. So that this cannot happen while the driver lives, :func:`start_re
 driver a child subreaper (``prctl(PR_SET_CHILD_SUBREAPER)``): a descendant orphaned during the job
 (a daemon that double-forks, Ray's agents when their raylet goes) is re-parented to the driver,
 not to init, and stays in the driver's tree. (The cost: such an orphan, if it exits before the job
-ends, stays a zombie until the driver exits.) At end-of-file it sends SIGKILL to every recorded process that still exists
-with the same start time (so a reused pid is never hit), and to their descendants, until none is
-left; then it exits. A process started in the last ``poll_s`` before the driver died is caught
-through its parent, which is recorded (unless that parent died in the same instant).
+ends, stays a zombie until the driver exits.) At end-of-file it sends SIGKILL to every recorded
+process that still exists with the same start time (so a reused pid is never hit), and to their
+descendants, until none is left; then it exits. A process started in the last ``poll_s`` before the
+driver died is caught through its parent, which is recorded (unless that parent died in the same
+instant).
 
 Linux only (``/proc``); elsewhere :func:`start_reaper` returns None and nothing changes.
 """
@@ -51,7 +52,7 @@ def _stat(pid: int) -> tuple[int, int] | None:
         text = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return None
-    fields = text[text.rindex(")") + 2:].split()  # the command name may hold spaces and ')'
+    fields = text[text.rindex(")") + 2 :].split()  # the command name may hold spaces and ')'
     return None if fields[0] in ("Z", "X") else (int(fields[1]), int(fields[19]))
 
 
@@ -153,7 +154,9 @@ def start_reaper() -> subprocess.Popen | None:
     _set_subreaper(True)
     proc = subprocess.Popen(
         [sys.executable, "-m", "symbolkg.jobs.pipeline.reaper", "--driver", str(os.getpid())],
-        stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
         start_new_session=True,  # not in the driver's process group: a killpg of the job spares it
     )
     proc.was_subreaper = was_subreaper  # type: ignore[attr-defined] - stop_reaper restores it

@@ -35,13 +35,26 @@ Example:
 from __future__ import annotations
 
 import time
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Awaitable, Callable, Literal, Sequence
+from typing import Literal
 
-from symbolkg.actors.engines.base import (ChatRequest, EngineDeadError, EngineError, LLMEngine, Message, SamplingParams,
-                                 StructuredOutput)
+from symbolkg.actors.engines.base import (
+    ChatRequest,
+    EngineDeadError,
+    EngineError,
+    LLMEngine,
+    Message,
+    SamplingParams,
+    StructuredOutput,
+)
 from symbolkg.actors.retrieval_actor import RetrievalError
-from symbolkg.retrieval.anchors import QUERY_ENTITY_SCHEMA, lexical_query_entities, parse_query_entities, query_entity_messages
+from symbolkg.retrieval.anchors import (
+    QUERY_ENTITY_SCHEMA,
+    lexical_query_entities,
+    parse_query_entities,
+    query_entity_messages,
+)
 from symbolkg.retrieval.hybrid import HybridRetriever, Retrieval
 from symbolkg.retrieval.lkg.schema import Graph
 from symbolkg.retrieval.prune import PruneConfig, PrunePrompt, parse_pruned, unpruned
@@ -87,13 +100,19 @@ class RetrieveOutcome:
     seconds: dict[str, float] = field(default_factory=dict)
 
 
-async def _ask(engine: LLMEngine, messages, schema: dict, purpose: str, problem_id: str, max_tokens: int,
-               out: RetrieveOutcome) -> str | None:
+async def _ask(
+    engine: LLMEngine, messages, schema: dict, purpose: str, problem_id: str, max_tokens: int, out: RetrieveOutcome
+) -> str | None:
     """One structured call; the text, or None after recording why there is none."""
     structured = StructuredOutput(json_schema=schema) if engine.supports_structured else None
-    request = ChatRequest(tuple(Message(role, content) for role, content in messages),  # type: ignore[arg-type]
-                          SamplingParams(max_tokens=max_tokens), structured, problem_id=problem_id, purpose=purpose,
-                          request_id=f"{problem_id}/{purpose}")
+    request = ChatRequest(
+        tuple(Message(role, content) for role, content in messages),  # type: ignore[arg-type]
+        SamplingParams(max_tokens=max_tokens),
+        structured,
+        problem_id=problem_id,
+        purpose=purpose,
+        request_id=f"{problem_id}/{purpose}",
+    )
     out.llm_calls += 1
     try:
         completion = (await engine.generate([request]))[0]
@@ -109,10 +128,17 @@ async def _ask(engine: LLMEngine, messages, schema: dict, purpose: str, problem_
     return completion.text
 
 
-async def retrieve(engine: LLMEngine | None, retriever: HybridRetriever | AsyncSearch,
-                   graph: Graph | Callable[[Sequence[str]], Graph], question: str, *,
-                   problem_id: str = "", llm_entities: bool = True, prune: PruneConfig | None = None,
-                   max_tokens: int = 256) -> RetrieveOutcome:
+async def retrieve(
+    engine: LLMEngine | None,
+    retriever: HybridRetriever | AsyncSearch,
+    graph: Graph | Callable[[Sequence[str]], Graph],
+    question: str,
+    *,
+    problem_id: str = "",
+    llm_entities: bool = True,
+    prune: PruneConfig | None = None,
+    max_tokens: int = 256,
+) -> RetrieveOutcome:
     """Run the retrieve stage for one question.
 
     Args:
@@ -120,7 +146,8 @@ async def retrieve(engine: LLMEngine | None, retriever: HybridRetriever | AsyncS
         retriever: the hybrid retriever over the LKG (searched inline: one-off queries), or an
             :data:`AsyncSearch` awaited for the result (a job with many problems in flight).
         graph: where the pruning prompt reads the hull's nodes: a graph holding them (the problem's LKG),
-            or a function from node ids to their subgraph (e.g. :func:`~symbolkg.retrieval.hybrid.store_subgraph` on a store).
+            or a function from node ids to their subgraph (e.g.
+            :func:`~symbolkg.retrieval.hybrid.store_subgraph` on a store).
         question: the query.
         problem_id: for request ids and accounting.
         llm_entities: ask the LLM for the query entities (else lexical).
@@ -138,8 +165,9 @@ async def retrieve(engine: LLMEngine | None, retriever: HybridRetriever | AsyncS
     t0 = time.perf_counter()
     entities: list[str] | None = None
     if engine is not None and llm_entities:
-        text = await _ask(engine, query_entity_messages(question), QUERY_ENTITY_SCHEMA, "query-entities",
-                          problem_id, max_tokens, out)
+        text = await _ask(
+            engine, query_entity_messages(question), QUERY_ENTITY_SCHEMA, "query-entities", problem_id, max_tokens, out
+        )
         if text is not None:
             entities = parse_query_entities(text, question)
             if entities is None:

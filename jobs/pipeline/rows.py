@@ -46,8 +46,10 @@ class Problem:
             raise ValueError(f"Problem.id must be a non-empty string, got {self.id!r}")
         object.__setattr__(self, "options", tuple(self.options))
 
-    def with_program(self, program: Program | None) -> "Problem":
-        return Problem(self.id, self.dataset, self.context, self.question, self.options, self.answer, program, self.meta)
+    def with_program(self, program: Program | None) -> Problem:
+        return Problem(
+            self.id, self.dataset, self.context, self.question, self.options, self.answer, program, self.meta
+        )
 
     def to_row(self) -> dict[str, Any]:
         return {
@@ -63,7 +65,7 @@ class Problem:
         }
 
     @classmethod
-    def from_row(cls, row: dict[str, Any]) -> "Problem":
+    def from_row(cls, row: dict[str, Any]) -> Problem:
         program = None
         if row.get("program_text") is not None:
             program = Program(language=row["program_language"], text=row["program_text"])
@@ -176,7 +178,7 @@ class ResultRow:
         return {f.name: getattr(self, f.name) for f in fields(self)}
 
     @classmethod
-    def from_row(cls, row: dict[str, Any]) -> "ResultRow":
+    def from_row(cls, row: dict[str, Any]) -> ResultRow:
         return cls(**{f.name: row[f.name] for f in fields(cls) if f.name in row})
 
 

@@ -33,16 +33,17 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Iterable, Iterator, Sized
 from dataclasses import dataclass
 from itertools import islice
-from typing import Any, Iterable, Iterator, Sized
+from typing import Any
 
 from symbolkg.actors.engines.base import EngineDeadError, LLMEngine
+from symbolkg.jobs import methods
+from symbolkg.jobs.methods import Method, MethodConfig, run_problem
 from symbolkg.jobs.pipeline.concurrency import for_each_in_flight
 from symbolkg.jobs.pipeline.gates import GatedEngine, GatedSolver, GateLog, StageGate, StageLimits
 from symbolkg.jobs.pipeline.intake import Intake, UniqueIds
-from symbolkg.jobs import methods
-from symbolkg.jobs.methods import Method, MethodConfig, run_problem
 from symbolkg.jobs.pipeline.rows import Problem, ResultRow
 from symbolkg.jobs.pipeline.solve import SolveSummary
 from symbolkg.jobs.pipeline.store import ResultStore
@@ -127,8 +128,13 @@ async def run_method_job(
         tally.close()
         if log is not None:
             log.close()
-    return SolveSummary(total=intake.seen, skipped_done=intake.skipped, solved=tally.solved,
-                        wall_seconds=time.monotonic() - t0, gates=tuple(g.stats() for g in gates))
+    return SolveSummary(
+        total=intake.seen,
+        skipped_done=intake.skipped,
+        solved=tally.solved,
+        wall_seconds=time.monotonic() - t0,
+        gates=tuple(g.stats() for g in gates),
+    )
 
 
 GROUP_WINDOW = 4096
@@ -156,8 +162,9 @@ class _Tally:
         self.tokens += row.completion_tokens
         if self.bar is not None:
             elapsed = max(time.monotonic() - self.t0, 1e-9)
-            self.bar.set_postfix(correct=f"{self.correct}/{self.solved}", tok_s=f"{self.tokens / elapsed:.0f}",
-                                 refresh=False)
+            self.bar.set_postfix(
+                correct=f"{self.correct}/{self.solved}", tok_s=f"{self.tokens / elapsed:.0f}", refresh=False
+            )
             self.bar.update(1)
 
 
@@ -177,8 +184,9 @@ def _resolve_method(cfg: MethodConfig, solver: SolverPool | None, method: Method
         raise
 
 
-def _gated(engine: LLMEngine, solver: SolverPool | None, limits: StageLimits,
-           log: GateLog | None) -> tuple[list[StageGate], GatedEngine, GatedSolver | None]:
+def _gated(
+    engine: LLMEngine, solver: SolverPool | None, limits: StageLimits, log: GateLog | None
+) -> tuple[list[StageGate], GatedEngine, GatedSolver | None]:
     """The stage gates (``llm``, and ``solve`` with a solver pool) and the engine and solver behind them."""
     gates = [StageGate("llm", limits.llm, sink=log)]
     gated_engine = GatedEngine(engine, gates[0])

@@ -9,8 +9,9 @@ from __future__ import annotations
 import json
 import sys
 import time
+from collections.abc import Iterable, Iterator, Sized
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, Iterable, Iterator, Sized
+from typing import TYPE_CHECKING, Any
 
 from symbolkg.jobs.pipeline.answers import interpret, is_correct
 from symbolkg.jobs.pipeline.intake import Intake, UniqueIds
@@ -54,8 +55,16 @@ def cross_check_entry(outcome: Outcome, second: Outcome, backend: str = "z3") ->
     return entry
 
 
-def result_row(problem: Problem, outcome: Outcome, *, method: str, worker: str, attempts: int, latency_s: float,
-               trace: dict | None = None) -> ResultRow:
+def result_row(
+    problem: Problem,
+    outcome: Outcome,
+    *,
+    method: str,
+    worker: str,
+    attempts: int,
+    latency_s: float,
+    trace: dict | None = None,
+) -> ResultRow:
     """Interpret an outcome for a problem and build its result row (``trace``: the row's trace object, to which
     the parser's ``readings`` of the program are added when it made any)."""
     predicted = interpret(problem, outcome.answer) if outcome.executed else None
@@ -84,8 +93,9 @@ def result_row(problem: Problem, outcome: Outcome, *, method: str, worker: str, 
         rounds=1 if problem.program else 0,
         success_round=1 if outcome.executed else None,
         certificate=certificate_json(outcome.certificate),
-        trace=json.dumps({**(trace or {}), **({"readings": outcome.readings} if outcome.readings else {})},
-                         ensure_ascii=False),
+        trace=json.dumps(
+            {**(trace or {}), **({"readings": outcome.readings} if outcome.readings else {})}, ensure_ascii=False
+        ),
     )
 
 
@@ -94,12 +104,16 @@ def _check_spec(problem: Problem, corrections: bool) -> CheckSpec:
     return CheckSpec(problem.question, tuple(problem.options), corrections)
 
 
-def _cross_check_outcomes(todo: list[Problem], pool: SolverPool, limits: Limits,
-                          corrections: bool) -> dict[str, Outcome]:
+def _cross_check_outcomes(
+    todo: list[Problem], pool: SolverPool, limits: Limits, corrections: bool
+) -> dict[str, Outcome]:
     """``--cross-check``: problem id -> the second prover's outcome, for every program of a :data:`CROSS_CHECK` language
     (the same checks and corrections first, so both provers solve the same program)."""
-    requests = [SolveRequest(p.id, CROSS_CHECK[p.program.language][0], p.program.text, limits, _check_spec(p, corrections))
-                for p in todo if p.program is not None and p.program.language in CROSS_CHECK]
+    requests = [
+        SolveRequest(p.id, CROSS_CHECK[p.program.language][0], p.program.text, limits, _check_spec(p, corrections))
+        for p in todo
+        if p.program is not None and p.program.language in CROSS_CHECK
+    ]
     return {result.request.problem_id: result.outcome for result in pool.imap_unordered(requests)}
 
 
@@ -217,8 +231,15 @@ def run_solve(
             problem, outcome, trace = _checked_row_parts(in_flight.pop(result.request.problem_id), result.outcome)
             if problem.id in second:
                 trace = tally.cross_checked(trace, result, second.pop(problem.id))
-            row = result_row(problem, outcome, method=method, worker=result.worker,
-                             attempts=result.attempts, latency_s=result.latency_s, trace=trace)
+            row = result_row(
+                problem,
+                outcome,
+                method=method,
+                worker=result.worker,
+                attempts=result.attempts,
+                latency_s=result.latency_s,
+                trace=trace,
+            )
             store.append(row)
             unique.leave(problem.id)
             tally.wrote(row)
@@ -227,6 +248,12 @@ def run_solve(
         store.flush()
         if tally.bar is not None:
             tally.bar.close()
-    return SolveSummary(total=intake.seen, skipped_done=intake.skipped, solved=tally.solved,
-                        wall_seconds=time.monotonic() - t0, cross_checked=tally.cross_checked_rows,
-                        disagreements=tally.disagreements, cross_undecided=tally.cross_undecided)
+    return SolveSummary(
+        total=intake.seen,
+        skipped_done=intake.skipped,
+        solved=tally.solved,
+        wall_seconds=time.monotonic() - t0,
+        cross_checked=tally.cross_checked_rows,
+        disagreements=tally.disagreements,
+        cross_undecided=tally.cross_undecided,
+    )

@@ -54,8 +54,9 @@ import re
 import shutil
 import time
 import uuid
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -149,8 +150,15 @@ class ResultStore:
         run_path: the run's file (``--out``).
     """
 
-    def __init__(self, path: str | os.PathLike[str], *, flush_rows: int = 64, flush_seconds: float = 5.0,
-                 run_info: dict[str, Any] | None = None, shard: Shard | None = None) -> None:
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        flush_rows: int = 64,
+        flush_seconds: float = 5.0,
+        run_info: dict[str, Any] | None = None,
+        shard: Shard | None = None,
+    ) -> None:
         if flush_rows < 1 or flush_seconds <= 0:
             raise ValueError("flush_rows must be >= 1 and flush_seconds > 0")
         self.run_path = Path(path)
@@ -278,7 +286,6 @@ class ResultStore:
             self.parts_dir.rmdir()
         return rows
 
-
     def _repeated_ids(self, files: list[Path], sessions: dict[str, float]) -> set[int]:
         """The hashes of ids in more than one row of ``files`` (and of two ids with one hash).
 
@@ -289,8 +296,11 @@ class ResultStore:
         """
         if not self.path.exists() and len(sessions) <= 1:
             return set()
-        hashes = [id_hashes(b.column(0).to_pylist()) for f in files
-                  for b in pq.ParquetFile(f).iter_batches(65_536, columns=["problem_id"])]
+        hashes = [
+            id_hashes(b.column(0).to_pylist())
+            for f in files
+            for b in pq.ParquetFile(f).iter_batches(65_536, columns=["problem_id"])
+        ]
         return _repeated(hashes)
 
 

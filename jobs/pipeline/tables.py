@@ -83,8 +83,9 @@ def conform_results(table: pa.Table) -> pa.Table:
     """
     for name, default in _LATER_COLUMNS.items():
         if name not in table.column_names:
-            table = table.append_column(RESULT_SCHEMA.field(name),
-                                        pa.array([default] * table.num_rows, RESULT_SCHEMA.field(name).type))
+            table = table.append_column(
+                RESULT_SCHEMA.field(name), pa.array([default] * table.num_rows, RESULT_SCHEMA.field(name).type)
+            )
     return table.select(RESULT_SCHEMA.names).cast(RESULT_SCHEMA)
 
 

@@ -6,8 +6,9 @@ runs the LKG store its metadata names. The runs list, one page per run (the repo
 plots, and a problem table that filters, sorts, searches and pages through DuckDB), one page per
 problem (attempts, programs, outcome, certificate drawn, verdict, the method's own intermediates)
 and two runs side by side, the settings they differ in marked. Modules: :mod:`.queries` (finding and
-querying runs), :mod:`.pages` (what each page shows), :mod:`.configs` (a run's config and provenance), :mod:`.app` (the ASGI app), :mod:`.bundle` (the static site); templates
-in ``templates/``, the stylesheet and the table script in ``static/``.
+querying runs), :mod:`.pages` (what each page shows), :mod:`.configs` (a run's config and
+provenance), :mod:`.app` (the ASGI app), :mod:`.bundle` (the static site); templates in
+``templates/``, the stylesheet and the table script in ``static/``.
 
 This module stays light: the CLI builds its parser on every command, so the web stack is
 imported only when ``view`` runs.
@@ -49,10 +50,13 @@ def _cmd_view(args: argparse.Namespace) -> int:
         # the web stack (jinja2, duckdb, matplotlib) only when the command runs: the CLI builds every parser
         from symbolkg.jobs.view.bundle import write_bundle
 
-        summary = write_bundle(paths, Path(args.bundle), data_dir=args.data_dir,
-                               max_problem_pages=args.bundle_max_problems)
-        print(f"symbolkg view: wrote {summary['runs']} run(s), {summary['problem_pages']} problem page(s) and "
-              f"{summary['compare_pages']} comparison(s) to {args.bundle}; open {Path(args.bundle) / 'index.html'}")
+        summary = write_bundle(
+            paths, Path(args.bundle), data_dir=args.data_dir, max_problem_pages=args.bundle_max_problems
+        )
+        print(
+            f"symbolkg view: wrote {summary['runs']} run(s), {summary['problem_pages']} problem page(s) and "
+            f"{summary['compare_pages']} comparison(s) to {args.bundle}; open {Path(args.bundle) / 'index.html'}"
+        )
         for note in summary["notes"]:
             print(f"  note: {note}", file=sys.stderr)
         return 0
@@ -72,15 +76,32 @@ def _cmd_view(args: argparse.Namespace) -> int:
 
 def add_parser(sub: Any) -> None:
     """``symbolkg view``: registered by :func:`symbolkg.jobs.cli.build_parser`."""
-    p = sub.add_parser("view", help="a local, read-only web viewer of runs (every problem, its program, certificate "
-                                    "and verdict; filters, search, two runs side by side); --bundle writes a static site")
-    p.add_argument("paths", nargs="*", metavar="PATH",
-                   help="results Parquet files or folders holding them (default: runs)")
-    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1; any other needs a token)")
+    p = sub.add_parser(
+        "view",
+        help="a local, read-only web viewer of runs (every problem, its program, certificate "
+        "and verdict; filters, search, two runs side by side); --bundle writes a static site",
+    )
+    p.add_argument(
+        "paths", nargs="*", metavar="PATH", help="results Parquet files or folders holding them (default: runs)"
+    )
+    p.add_argument(
+        "--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1; any other needs a token)"
+    )
     p.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT})")
-    p.add_argument("--token-file", help="file holding the access token (else $SYMBOLKG_VIEW_TOKEN); required off loopback")
-    p.add_argument("--data-dir", help="data root, for the problems' text (default: $SYMBOLKG_DATA, else ../shared/data)")
-    p.add_argument("--bundle", metavar="OUT", help="write the viewer as a static folder (opens from disk) instead of serving")
-    p.add_argument("--bundle-max-problems", type=int, default=5000, metavar="N",
-                   help="with --bundle: problem pages per run (the table lists every row; default 5000)")
+    p.add_argument(
+        "--token-file", help="file holding the access token (else $SYMBOLKG_VIEW_TOKEN); required off loopback"
+    )
+    p.add_argument(
+        "--data-dir", help="data root, for the problems' text (default: $SYMBOLKG_DATA, else ../shared/data)"
+    )
+    p.add_argument(
+        "--bundle", metavar="OUT", help="write the viewer as a static folder (opens from disk) instead of serving"
+    )
+    p.add_argument(
+        "--bundle-max-problems",
+        type=int,
+        default=5000,
+        metavar="N",
+        help="with --bundle: problem pages per run (the table lists every row; default 5000)",
+    )
     p.set_defaults(func=_cmd_view)

@@ -8,7 +8,8 @@ tables page through:
   (``/api/run/{run}/problems?dataset=&outcome=&error=&verdict=&backend=&rounds=&q=&sort=&page=``);
 * ``/run/{run}/problem/{id}``: one problem (:func:`symbolkg.jobs.view.pages.problem_view`);
 * ``/compare?a=RUN&b=RUN``: the settings in which two runs differ (:mod:`.configs`), the problems they
-  share, which flipped (``/api/compare?a=&b=&flip=&...``), and ``/compare/problem?a=&b=&id=`` the two attempts side by side;
+  share, which flipped (``/api/compare?a=&b=&flip=&...``), and ``/compare/problem?a=&b=&id=`` the
+  two attempts side by side;
 * ``/api/runs``: the runs list as JSON.
 
 Only ``GET`` and ``HEAD`` are served. On a loopback host nothing else is asked; any other host
@@ -79,10 +80,16 @@ class ServerLinks:
 
 def environment() -> Environment:
     """The Jinja2 environment of the viewer's templates (autoescaped; a few number filters)."""
-    env = Environment(loader=FileSystemLoader(str(HERE / "templates")), autoescape=select_autoescape(["html"]),
-                      trim_blocks=True, lstrip_blocks=True)
+    env = Environment(
+        loader=FileSystemLoader(str(HERE / "templates")),
+        autoescape=select_autoescape(["html"]),
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
     env.filters["pct"] = lambda x: "–" if x is None else f"{100 * float(x):.1f}%"
-    env.filters["secs"] = lambda x: "–" if x is None else (f"{float(x):.3f} s" if float(x) < 100 else f"{float(x):.0f} s")
+    env.filters["secs"] = lambda x: (
+        "–" if x is None else (f"{float(x):.3f} s" if float(x) < 100 else f"{float(x):.0f} s")
+    )
     env.filters["num"] = lambda x: "–" if x is None else f"{int(x):,}"
     env.filters["when"] = lambda t: "–" if not t else time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(float(t)))
     env.filters["tojson_pretty"] = lambda x: json.dumps(x, indent=1, ensure_ascii=False, default=str)
@@ -143,8 +150,14 @@ class Viewer:
             except RunError as exc:
                 out.append({"id": self.rid(s), "path": str(s.files.path), "name": s.files.path.stem, "error": str(exc)})
             except Exception as exc:  # noqa: BLE001 - one bad run never takes the list down
-                out.append({"id": self.rid(s), "path": str(s.files.path), "name": s.files.path.stem,
-                            "error": f"{type(exc).__name__}: {exc}"})
+                out.append(
+                    {
+                        "id": self.rid(s),
+                        "path": str(s.files.path),
+                        "name": s.files.path.stem,
+                        "error": f"{type(exc).__name__}: {exc}",
+                    }
+                )
         return out
 
     def charts(self, source: RunSource) -> dict[str, Any]:
@@ -169,29 +182,40 @@ class Viewer:
     def compare_suggestions(self, summaries: list[dict[str, Any]]) -> list[tuple[dict, dict]]:
         """Pairs of readable runs over the same datasets (what one compares: two methods, two models)."""
         ok = [s for s in summaries if not s.get("error")]
-        return [(a, b) for i, a in enumerate(ok) for b in ok[i + 1:]
-                if set(a["datasets"]) & set(b["datasets"])]
+        return [(a, b) for i, a in enumerate(ok) for b in ok[i + 1 :] if set(a["datasets"]) & set(b["datasets"])]
 
 
 # --------------------------------------------------------------------------- page contexts (shared with the bundle)
 
 #: The problem table's columns (table.js renders them; ``link`` opens the problem, ``badge`` colours the value).
 PROBLEM_COLUMNS = [
-    {"key": "problem_id", "label": "id", "link": True}, {"key": "dataset", "label": "dataset"},
-    {"key": "question", "label": "question"}, {"key": "outcome", "label": "outcome", "badge": True},
-    {"key": "predicted", "label": "pred."}, {"key": "gold", "label": "gold"}, {"key": "err", "label": "error"},
-    {"key": "verdict", "label": "verify", "badge": True}, {"key": "backend", "label": "backend"},
+    {"key": "problem_id", "label": "id", "link": True},
+    {"key": "dataset", "label": "dataset"},
+    {"key": "question", "label": "question"},
+    {"key": "outcome", "label": "outcome", "badge": True},
+    {"key": "predicted", "label": "pred."},
+    {"key": "gold", "label": "gold"},
+    {"key": "err", "label": "error"},
+    {"key": "verdict", "label": "verify", "badge": True},
+    {"key": "backend", "label": "backend"},
     {"key": "rounds", "label": "rounds", "num": True},
     {"key": "latency_seconds", "label": "latency s", "num": True, "fmt": "secs"},
     {"key": "tokens", "label": "tokens", "num": True, "fmt": "int"},
 ]
 COMPARE_COLUMNS = [
-    {"key": "problem_id", "label": "id", "link": True}, {"key": "dataset", "label": "dataset"},
-    {"key": "question", "label": "question"}, {"key": "flip", "label": "flip", "badge": True},
-    {"key": "outcome_a", "label": "A", "badge": True}, {"key": "outcome_b", "label": "B", "badge": True},
-    {"key": "predicted_a", "label": "pred. A"}, {"key": "predicted_b", "label": "pred. B"}, {"key": "gold", "label": "gold"},
-    {"key": "err_a", "label": "error A"}, {"key": "err_b", "label": "error B"},
-    {"key": "verdict_a", "label": "verify A", "badge": True}, {"key": "verdict_b", "label": "verify B", "badge": True},
+    {"key": "problem_id", "label": "id", "link": True},
+    {"key": "dataset", "label": "dataset"},
+    {"key": "question", "label": "question"},
+    {"key": "flip", "label": "flip", "badge": True},
+    {"key": "outcome_a", "label": "A", "badge": True},
+    {"key": "outcome_b", "label": "B", "badge": True},
+    {"key": "predicted_a", "label": "pred. A"},
+    {"key": "predicted_b", "label": "pred. B"},
+    {"key": "gold", "label": "gold"},
+    {"key": "err_a", "label": "error A"},
+    {"key": "err_b", "label": "error B"},
+    {"key": "verdict_a", "label": "verify A", "badge": True},
+    {"key": "verdict_b", "label": "verify B", "badge": True},
     {"key": "latency_a", "label": "latency A", "num": True, "fmt": "secs"},
     {"key": "latency_b", "label": "latency B", "num": True, "fmt": "secs"},
 ]
@@ -200,20 +224,34 @@ COMPARE_SORTS = {"id": "rownum", "latency": "latency_seconds", "tokens": "tokens
 
 
 def table_config(links: Any, api: str, columns: list[dict], filters: dict[str, str], sorts: dict[str, str]) -> dict:
-    """What table.js needs: where rows come from (the API, or the bundle's embedded ``SKG_ROWS``) and how to show them."""
-    return {"mode": "local" if links.bundle else "api", "api": api, "data": "SKG_ROWS", "columns": columns,
-            "filters": filters, "sorts": sorts}
+    """What table.js needs: where rows come from and how to show them.
 
+    Rows come from the API, or from the bundle's embedded ``SKG_ROWS``.
+    """
+    return {
+        "mode": "local" if links.bundle else "api",
+        "api": api,
+        "data": "SKG_ROWS",
+        "columns": columns,
+        "filters": filters,
+        "sorts": sorts,
+    }
 
 
 def run_page_context(viewer: Viewer, source: RunSource, links: Any) -> dict[str, Any]:
     """What ``run.html`` needs (raises :class:`RunError` when the run cannot be read)."""
     summary = {**source.summary(), "id": viewer.rid(source)}
     facets = source.facets()
-    return {"run": summary, "facets": facets, "charts": viewer.charts(source), "datasets": pages.dataset_table(source),
-            "stages": pages.stage_table(source), "text_note": source.text_note(),
-            "config": config_rows(summary["run_info"]),
-            "table_config": table_config(links, links.api_problems(summary["id"]), PROBLEM_COLUMNS, FILTERS, SORTS)}
+    return {
+        "run": summary,
+        "facets": facets,
+        "charts": viewer.charts(source),
+        "datasets": pages.dataset_table(source),
+        "stages": pages.stage_table(source),
+        "text_note": source.text_note(),
+        "config": config_rows(summary["run_info"]),
+        "table_config": table_config(links, links.api_problems(summary["id"]), PROBLEM_COLUMNS, FILTERS, SORTS),
+    }
 
 
 def problem_page_context(viewer: Viewer, source: RunSource, pid: str, links: Any) -> dict[str, Any] | None:
@@ -226,10 +264,16 @@ def problem_page_context(viewer: Viewer, source: RunSource, pid: str, links: Any
 def compare_page_context(viewer: Viewer, a: RunSource, b: RunSource, links: Any) -> dict[str, Any]:
     comp = viewer.comparison(a, b)
     sa, sb = a.summary(), b.summary()
-    return {"a": {**sa, "id": viewer.rid(a)}, "b": {**sb, "id": viewer.rid(b)},
-            "facets": comp.facets(), "counts": comp.counts(), "config": config_diff(sa["run_info"], sb["run_info"]),
-            "table_config": table_config(links, links.api_compare(viewer.rid(a), viewer.rid(b)), COMPARE_COLUMNS,
-                                         Comparison.FILTERS, COMPARE_SORTS)}
+    return {
+        "a": {**sa, "id": viewer.rid(a)},
+        "b": {**sb, "id": viewer.rid(b)},
+        "facets": comp.facets(),
+        "counts": comp.counts(),
+        "config": config_diff(sa["run_info"], sb["run_info"]),
+        "table_config": table_config(
+            links, links.api_compare(viewer.rid(a), viewer.rid(b)), COMPARE_COLUMNS, Comparison.FILTERS, COMPARE_SORTS
+        ),
+    }
 
 
 def compare_problem_context(viewer: Viewer, a: RunSource, b: RunSource, pid: str, links: Any) -> dict[str, Any] | None:
@@ -237,8 +281,12 @@ def compare_problem_context(viewer: Viewer, a: RunSource, b: RunSource, pid: str
     vb = pages.problem_view(b, pid, viewer.data_dir)
     if va is None or vb is None:
         return None
-    return {"a": {**a.summary(), "id": viewer.rid(a)}, "b": {**b.summary(), "id": viewer.rid(b)}, "pa": va, "pb": vb,
-            }
+    return {
+        "a": {**a.summary(), "id": viewer.rid(a)},
+        "b": {**b.summary(), "id": viewer.rid(b)},
+        "pa": va,
+        "pb": vb,
+    }
 
 
 # --------------------------------------------------------------------------- the ASGI app
@@ -259,7 +307,8 @@ class ReadOnlyAndToken:
             return
         if scope["method"] not in ("GET", "HEAD"):
             await Response("read-only: GET and HEAD only", status_code=405, headers={"Allow": "GET, HEAD"})(
-                scope, receive, send)
+                scope, receive, send
+            )
             return
         if self.token is None:
             await self.app(scope, receive, send)
@@ -267,13 +316,17 @@ class ReadOnlyAndToken:
         request = Request(scope)
         given = request.headers.get("authorization", "")
         via_query = request.query_params.get("token")
-        ok = (hmac.compare_digest(given.encode(), b"Bearer " + self.token.encode())
-              or hmac.compare_digest(request.cookies.get(TOKEN_COOKIE, "").encode(), self.token.encode())
-              or (via_query is not None and hmac.compare_digest(via_query.encode(), self.token.encode())))
+        ok = (
+            hmac.compare_digest(given.encode(), b"Bearer " + self.token.encode())
+            or hmac.compare_digest(request.cookies.get(TOKEN_COOKIE, "").encode(), self.token.encode())
+            or (via_query is not None and hmac.compare_digest(via_query.encode(), self.token.encode()))
+        )
         if not ok:
-            await Response("missing or wrong token: open the URL with ?token=... once, or send "
-                           "'Authorization: Bearer <token>'", status_code=401,
-                           headers={"WWW-Authenticate": "Bearer"})(scope, receive, send)
+            await Response(
+                "missing or wrong token: open the URL with ?token=... once, or send 'Authorization: Bearer <token>'",
+                status_code=401,
+                headers={"WWW-Authenticate": "Bearer"},
+            )(scope, receive, send)
             return
         if via_query is None:
             await self.app(scope, receive, send)
@@ -282,7 +335,9 @@ class ReadOnlyAndToken:
         async def send_with_cookie(message: dict) -> None:
             if message["type"] == "http.response.start":
                 headers = list(message.get("headers", []))
-                headers.append((b"set-cookie", f"{TOKEN_COOKIE}={self.token}; HttpOnly; SameSite=Strict; Path=/".encode()))
+                headers.append(
+                    (b"set-cookie", f"{TOKEN_COOKIE}={self.token}; HttpOnly; SameSite=Strict; Path=/".encode())
+                )
                 message = {**message, "headers": headers}
             await send(message)
 
@@ -306,8 +361,10 @@ def check_host(host: str, token: str | None) -> None:
         ValueError: ``host`` is not loopback and there is no token.
     """
     if not token and not is_loopback(host):
-        raise ValueError(f"refusing to serve on non-loopback host {host!r} without a token: "
-                         f"give --token-file FILE or set {TOKEN_ENV}")
+        raise ValueError(
+            f"refusing to serve on non-loopback host {host!r} without a token: "
+            f"give --token-file FILE or set {TOKEN_ENV}"
+        )
 
 
 class _Pages:
@@ -327,9 +384,15 @@ class _Pages:
 
     async def home(self, request: Request) -> Response:
         summaries = self.viewer.summaries()
-        return self.page("runs.html", {"runs": summaries, "pairs": self.viewer.compare_suggestions(summaries),
-                                       "paths": self.viewer.paths,
-                                       "refresh": any(s.get("status") == "running" for s in summaries)})
+        return self.page(
+            "runs.html",
+            {
+                "runs": summaries,
+                "pairs": self.viewer.compare_suggestions(summaries),
+                "paths": self.viewer.paths,
+                "refresh": any(s.get("status") == "running" for s in summaries),
+            },
+        )
 
     async def api_runs(self, request: Request) -> Response:
         return JSONResponse(self.viewer.summaries())
@@ -418,10 +481,13 @@ def create_app(paths: list[str], *, data_dir: str | None = None, token: str | No
     """The viewer's ASGI app over the runs under ``paths`` (read-only; ``token`` required when given)."""
     h = _Pages(Viewer([str(p) for p in paths], data_dir))
     routes = [
-        Route("/", h.home), Route("/api/runs", h.api_runs),
-        Route("/run/{run}", h.run_page), Route("/api/run/{run}/problems", h.api_problems),
+        Route("/", h.home),
+        Route("/api/runs", h.api_runs),
+        Route("/run/{run}", h.run_page),
+        Route("/api/run/{run}/problems", h.api_problems),
         Route("/run/{run}/problem/{pid:path}", h.problem_page),
-        Route("/compare", h.compare_page), Route("/api/compare", h.api_compare),
+        Route("/compare", h.compare_page),
+        Route("/api/compare", h.api_compare),
         Route("/compare/problem", h.compare_problem),
         Mount("/static", app=StaticFiles(directory=str(HERE / "static")), name="static"),
     ]
@@ -447,6 +513,9 @@ def serve(paths: list[str], *, host: str, port: int, data_dir: str | None, token
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False)
     server = uvicorn.Server(config)
     shown = f"[{host}]" if ":" in host else host
-    print(f"symbolkg view: {len(app.app.state.viewer.sources())} run(s) under {', '.join(paths)} at "
-          f"http://{shown}:{port}/" + (" (token required)" if token else ""), flush=True)
+    print(
+        f"symbolkg view: {len(app.app.state.viewer.sources())} run(s) under {', '.join(paths)} at "
+        f"http://{shown}:{port}/" + (" (token required)" if token else ""),
+        flush=True,
+    )
     server.run()

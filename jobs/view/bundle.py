@@ -20,8 +20,15 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from symbolkg.jobs.view.app import (HERE, Viewer, compare_page_context, compare_problem_context, environment,
-                                    problem_page_context, run_page_context)
+from symbolkg.jobs.view.app import (
+    HERE,
+    Viewer,
+    compare_page_context,
+    compare_problem_context,
+    environment,
+    problem_page_context,
+    run_page_context,
+)
 from symbolkg.jobs.view.pages import safe_name
 
 
@@ -66,8 +73,9 @@ def _text(*parts: Any) -> str:
     return " ".join(str(p) for p in parts if p).lower()
 
 
-def write_bundle(paths: list[str], out: Path, *, data_dir: str | None = None,
-                 max_problem_pages: int = 5000) -> dict[str, Any]:
+def write_bundle(
+    paths: list[str], out: Path, *, data_dir: str | None = None, max_problem_pages: int = 5000
+) -> dict[str, Any]:
     """Write the static viewer of the runs under ``paths`` to ``out`` (replacing the files it writes).
 
     Returns:
@@ -85,8 +93,12 @@ def write_bundle(paths: list[str], out: Path, *, data_dir: str | None = None,
     compare_pages = sum(writer.comparison(a, b) for a, b in pairs)
     for s in writer.viewer.sources():
         s.close()
-    return {"runs": len(summaries), "problem_pages": writer.problem_pages, "compare_pages": compare_pages,
-            "notes": writer.notes}
+    return {
+        "runs": len(summaries),
+        "problem_pages": writer.problem_pages,
+        "compare_pages": compare_pages,
+        "notes": writer.notes,
+    }
 
 
 class _Writer:
@@ -112,8 +124,12 @@ class _Writer:
             self.notes.append(f"{rid}: {s.get('error')}")
             return
         try:
-            self.write(run_dir / "index.html", "run.html",
-                       {**run_page_context(self.viewer, source, BundleLinks(2)), "refresh": False}, 2)
+            self.write(
+                run_dir / "index.html",
+                "run.html",
+                {**run_page_context(self.viewer, source, BundleLinks(2)), "refresh": False},
+                2,
+            )
             rows = source.all_rows(with_program=True)
         except Exception as exc:  # noqa: BLE001 - the run's error on its page, the bundle goes on
             self.write(run_dir / "index.html", "error.html", {"message": str(exc), "run": s}, 2)
@@ -130,8 +146,10 @@ class _Writer:
             r["text"] = _text(r["problem_id"], r.get("question"), r.pop("program", None))
             r["question"] = (r.get("question") or "")[:160]
         if len(rows) > self.max_pages:
-            self.notes.append(f"{rid}: problem pages for the first {self.max_pages} of {len(rows)} rows "
-                              "(--bundle-max-problems); the table lists all")
+            self.notes.append(
+                f"{rid}: problem pages for the first {self.max_pages} of {len(rows)} rows "
+                "(--bundle-max-problems); the table lists all"
+            )
         (run_dir / "rows.js").write_text(_rows_js(rows), encoding="utf-8")
 
     def comparison(self, a_sum: dict[str, Any], b_sum: dict[str, Any]) -> int:

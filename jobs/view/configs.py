@@ -14,11 +14,13 @@ A run written before runs stored their config shows the metadata it has (``sourc
 from __future__ import annotations
 
 import json
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 #: Metadata keys that are not settings: the sessions' bookkeeping (and the two blocks shown apart).
-_NOT_SETTINGS = frozenset({"sessions", "wall_seconds", "finished", "shards", "session", "session_elapsed_s",
-                           "config", "provenance"})
+_NOT_SETTINGS = frozenset(
+    {"sessions", "wall_seconds", "finished", "shards", "session", "session_elapsed_s", "config", "provenance"}
+)
 
 
 def _shown(value: Any) -> str:
@@ -67,11 +69,15 @@ def config_diff(a: Mapping[str, Any], b: Mapping[str, Any]) -> dict[str, Any]:
     skip = {"out", "input.files"}
     sides = []
     for rows in (ra, rb):
-        sides.append({k: v for k, v in rows["config"]} | {f"provenance.{k}": v for k, v in rows["provenance"]
-                                                          if k not in skip})
+        sides.append(
+            {k: v for k, v in rows["config"]} | {f"provenance.{k}": v for k, v in rows["provenance"] if k not in skip}
+        )
     keys = list(dict.fromkeys([*sides[0], *sides[1]]))
-    rows = [{"key": k, "a": sides[0].get(k, "–"), "b": sides[1].get(k, "–"),
-             "differs": sides[0].get(k) != sides[1].get(k)} for k in keys if k not in skip]
+    rows = [
+        {"key": k, "a": sides[0].get(k, "–"), "b": sides[1].get(k, "–"), "differs": sides[0].get(k) != sides[1].get(k)}
+        for k in keys
+        if k not in skip
+    ]
     rows.sort(key=lambda r: not r["differs"])  # stable: the differing first, each part in its order
     differ = sum(r["differs"] for r in rows)
     return {"rows": rows, "differ": differ, "same": len(rows) - differ, "stored": (ra["stored"], rb["stored"])}

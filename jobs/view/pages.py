@@ -44,7 +44,7 @@ def _svg(fig: Any) -> str:
     fig.savefig(buf, format="svg", bbox_inches="tight")
     plt.close(fig)
     text = buf.getvalue()
-    return text[text.find("<svg"):]
+    return text[text.find("<svg") :]
 
 
 def _pyplot() -> Any:
@@ -65,8 +65,11 @@ def run_charts(source: RunSource) -> dict[str, dict[str, Any]]:
     prefix-cache hit rate by request purpose, problems finished over time. Cached by the caller.
     """
     plt = _pyplot()
-    charts = {"accuracy": _accuracy_chart(plt, source), "errors": _errors_chart(plt, source),
-              "stages": _stages_chart(plt, source)}
+    charts = {
+        "accuracy": _accuracy_chart(plt, source),
+        "errors": _errors_chart(plt, source),
+        "stages": _stages_chart(plt, source),
+    }
     charts.update(_llm_charts(plt, source))
     done = source.aggregate("SELECT finished_at FROM rows ORDER BY finished_at")
     if len(done) > 1:
@@ -80,14 +83,15 @@ def run_charts(source: RunSource) -> dict[str, dict[str, Any]]:
 
 
 def _accuracy_chart(plt: Any, source: RunSource) -> dict[str, Any]:
-    by_ds = source.aggregate("SELECT dataset, count(*), avg(executed::INT), avg(correct::INT) FROM rows "
-                             "GROUP BY 1 ORDER BY 1")
+    by_ds = source.aggregate(
+        "SELECT dataset, count(*), avg(executed::INT), avg(correct::INT) FROM rows GROUP BY 1 ORDER BY 1"
+    )
     fig, ax = plt.subplots(figsize=(6.4, 0.45 * len(by_ds) + 1.2))
     names = [r[0] for r in by_ds]
     ys = range(len(names))
     ax.barh([y + 0.2 for y in ys], [100 * r[2] for r in by_ds], height=0.4, label="execution rate", color="#93c5fd")
     ax.barh([y - 0.2 for y in ys], [100 * r[3] for r in by_ds], height=0.4, label="accuracy", color="#16a34a")
-    for y, r in zip(ys, by_ds):
+    for y, r in zip(ys, by_ds, strict=True):
         ax.text(100 * r[3] + 1, y - 0.2, f"{100 * r[3]:.1f}%", va="center", fontsize=8)
         ax.text(100 * r[2] + 1, y + 0.2, f"{100 * r[2]:.1f}% (n={r[1]})", va="center", fontsize=8)
     ax.set_yticks(list(ys), names)
@@ -119,7 +123,7 @@ def _stages_chart(plt: Any, source: RunSource) -> dict[str, Any]:
     ys = range(len(stages))
     ax.barh([y - 0.2 for y in ys], [s["mean"] for s in stages], height=0.4, label="mean", color="#a78bfa")
     ax.barh([y + 0.2 for y in ys], [s["p95"] for s in stages], height=0.4, label="p95", color="#fbbf24")
-    for y, s in zip(ys, stages):
+    for y, s in zip(ys, stages, strict=True):
         ax.text(s["mean"], y - 0.2, f" {s['mean']:.3f}s", va="center", fontsize=8)
         ax.text(s["p95"], y + 0.2, f" {s['p95']:.3f}s", va="center", fontsize=8)
     ax.set_yticks(list(ys), [s["stage"] for s in stages])
@@ -136,8 +140,10 @@ def _llm_charts(plt: Any, source: RunSource) -> dict[str, dict[str, Any]]:
     except Exception as exc:  # noqa: BLE001 - a damaged log costs its two charts, not the page
         return {"llm": {"title": "LLM occupancy", "note": f"request log unreadable: {exc}"}}
     if not records:
-        return {"llm": {"title": "LLM occupancy", "note": "no LLM request log (programs given, not written)"},
-                "prefix": {"title": "Prefix-cache hit rate", "note": "no LLM request log"}}
+        return {
+            "llm": {"title": "LLM occupancy", "note": "no LLM request log (programs given, not written)"},
+            "prefix": {"title": "Prefix-cache hit rate", "note": "no LLM request log"},
+        }
     charts = {}
     start = min(r.submitted for r in records)
     end = max(r.finished for r in records)
@@ -149,31 +155,41 @@ def _llm_charts(plt: Any, source: RunSource) -> dict[str, dict[str, Any]]:
     a2.set_ylabel("completion tok/s")
     a2.set_xlabel("seconds since the first request")
     charts["llm"] = {"title": f"LLM occupancy: busy {busy:.0%} of the time, {len(records)} requests", "svg": _svg(fig)}
-    rates = [(p, prefix_cache_summary([r for r in records if r.purpose == p])) for p in sorted({r.purpose for r in records})]
+    rates = [
+        (p, prefix_cache_summary([r for r in records if r.purpose == p])) for p in sorted({r.purpose for r in records})
+    ]
     known = [(p, c) for p, c in rates if c["prefix_cache_hit_rate"] is not None]
     if not known:
-        charts["prefix"] = {"title": "Prefix-cache hit rate",
-                            "note": "unknown: the engine does not report cached prompt tokens"}
+        charts["prefix"] = {
+            "title": "Prefix-cache hit rate",
+            "note": "unknown: the engine does not report cached prompt tokens",
+        }
         return charts
     total = prefix_cache_summary(records)
     fig, ax = plt.subplots(figsize=(6.4, 0.35 * len(known) + 1.0))
     ax.barh([p for p, _ in known], [100 * c["prefix_cache_hit_rate"] for _, c in known], color="#0d9488")
     for i, (_, c) in enumerate(known):
-        ax.text(100 * c["prefix_cache_hit_rate"], i, f" {100 * c['prefix_cache_hit_rate']:.1f}%", va="center", fontsize=8)
+        ax.text(
+            100 * c["prefix_cache_hit_rate"], i, f" {100 * c['prefix_cache_hit_rate']:.1f}%", va="center", fontsize=8
+        )
     ax.set_xlim(0, 110)
     ax.invert_yaxis()
     ax.set_xlabel("% of prompt tokens served from the engine's prefix cache")
-    charts["prefix"] = {"title": f"Prefix-cache hit rate: {100 * total['prefix_cache_hit_rate']:.1f}% overall",
-                        "svg": _svg(fig)}
+    charts["prefix"] = {
+        "title": f"Prefix-cache hit rate: {100 * total['prefix_cache_hit_rate']:.1f}% overall",
+        "svg": _svg(fig),
+    }
     return charts
 
 
 def stage_table(source: RunSource) -> list[dict[str, Any]]:
     """Per stage: mean, p50, p95 seconds per problem and its share of the summed time."""
+    # stages in the order they first appear, as `symbolkg report` lists them
     rows = source.aggregate(
-        "SELECT j.key, avg(j.value::DOUBLE), quantile_cont(j.value::DOUBLE, 0.5), quantile_cont(j.value::DOUBLE, 0.95), "
-        "sum(j.value::DOUBLE), min(rownum * 1000000 + j.id) FROM rows, json_each(rows.stage_seconds) j "
-        "GROUP BY 1 ORDER BY 6")  # stages in the order they first appear, as `symbolkg report` lists them
+        "SELECT j.key, avg(j.value::DOUBLE), quantile_cont(j.value::DOUBLE, 0.5), "
+        "quantile_cont(j.value::DOUBLE, 0.95), sum(j.value::DOUBLE), min(rownum * 1000000 + j.id) "
+        "FROM rows, json_each(rows.stage_seconds) j GROUP BY 1 ORDER BY 6"
+    )
     grand = sum(r[4] for r in rows) or 1.0
     return [{"stage": r[0], "mean": r[1], "p50": r[2], "p95": r[3], "share": r[4] / grand} for r in rows]
 
@@ -183,10 +199,23 @@ def dataset_table(source: RunSource) -> list[dict[str, Any]]:
     rows = source.aggregate(
         "SELECT dataset, count(*), count(*) FILTER (WHERE executed), avg(executed::INT), avg(correct::INT), "
         "count(*) FILTER (WHERE correct), quantile_cont(solve_seconds, 0.5), quantile_cont(solve_seconds, 0.95), "
-        "max(solve_seconds), sum(tokens) FROM rows GROUP BY 1 ORDER BY 1")
-    return [{"dataset": r[0], "problems": r[1], "executed": r[2], "execution_rate": r[3], "accuracy": r[4],
-             "accuracy_on_executed": (r[5] / r[2]) if r[2] else 0.0, "p50": r[6], "p95": r[7], "max": r[8],
-             "tokens": r[9]} for r in rows]
+        "max(solve_seconds), sum(tokens) FROM rows GROUP BY 1 ORDER BY 1"
+    )
+    return [
+        {
+            "dataset": r[0],
+            "problems": r[1],
+            "executed": r[2],
+            "execution_rate": r[3],
+            "accuracy": r[4],
+            "accuracy_on_executed": (r[5] / r[2]) if r[2] else 0.0,
+            "p50": r[6],
+            "p95": r[7],
+            "max": r[8],
+            "tokens": r[9],
+        }
+        for r in rows
+    ]
 
 
 # --------------------------------------------------------------------------- one problem
@@ -201,8 +230,13 @@ def _json(text: Any, default: Any) -> Any:
         return default
 
 
-def program_lines(program: str | None, *, error_line: int | None = None, cited: dict[int, Any] | None = None,
-                  findings: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+def program_lines(
+    program: str | None,
+    *,
+    error_line: int | None = None,
+    cited: dict[int, Any] | None = None,
+    findings: list[dict[str, Any]] | None = None,
+) -> list[dict[str, Any]]:
     """A program's lines with what the page marks on them: the failing line, cited premises, findings."""
     cited = cited or {}
     by_line: dict[int, list[str]] = {}
@@ -211,13 +245,15 @@ def program_lines(program: str | None, *, error_line: int | None = None, cited: 
             by_line.setdefault(f["line"], []).append(f"{f.get('severity')}: {f.get('message')}")
     out = []
     for n, text in enumerate((program or "").splitlines(), start=1):
-        out.append({"n": n, "text": text, "error": n == error_line, "cited": cited.get(n),
-                    "findings": by_line.get(n, [])})
+        out.append(
+            {"n": n, "text": text, "error": n == error_line, "cited": cited.get(n), "findings": by_line.get(n, [])}
+        )
     return out
 
 
-def _prompt(row: dict[str, Any], text: dict[str, Any] | None, trace: dict[str, Any],
-            attempts: list[dict[str, Any]], index: int) -> dict[str, Any] | None:
+def _prompt(
+    row: dict[str, Any], text: dict[str, Any] | None, trace: dict[str, Any], attempts: list[dict[str, Any]], index: int
+) -> dict[str, Any] | None:
     """The prompt of attempt ``index``, rebuilt with the method's own prompt builder (logiclm, symbolkg).
 
     The prompts are deterministic functions of the problem, the method's trace and the earlier
@@ -250,19 +286,38 @@ def _prompt(row: dict[str, Any], text: dict[str, Any] | None, trace: dict[str, A
             outcome = prev.get("outcome") or {}
             errors = [f for f in prev.get("checks") or [] if f.get("severity") == "error"]
             if outcome.get("executed") and errors:
-                kind, message, line = "formalization", "\n".join(f"- {f['message']}" for f in errors), errors[0].get("line")
+                kind, message, line = (
+                    "formalization",
+                    "\n".join(f"- {f['message']}" for f in errors),
+                    errors[0].get("line"),
+                )
             else:
                 kind = outcome.get("error_kind")
                 message = outcome.get("error_message") or outcome.get("status") or ""
                 line = outcome.get("error_line")
-            messages = prompts.refine_messages(language, context, text["question"], text["options"],
-                                               prev.get("program") or "", kind, message, line, hints,
-                                               reply=prev.get("completion"))
+            messages = prompts.refine_messages(
+                language,
+                context,
+                text["question"],
+                text["options"],
+                prev.get("program") or "",
+                kind,
+                message,
+                line,
+                hints,
+                reply=prev.get("completion"),
+            )
     except (ValueError, KeyError, TypeError):
         return None
-    return {"last": messages[-1][1], "messages": [{"role": r, "content": c} for r, c in messages],
-            "exact": not (index > 0 and attempt.get("purpose") == "refine" and (attempts[index - 1].get("outcome") or {})
-                          .get("executed"))}
+    return {
+        "last": messages[-1][1],
+        "messages": [{"role": r, "content": c} for r, c in messages],
+        "exact": not (
+            index > 0
+            and attempt.get("purpose") == "refine"
+            and (attempts[index - 1].get("outcome") or {}).get("executed")
+        ),
+    }
 
 
 def _attempts(row: dict[str, Any], text: dict[str, Any] | None, trace: dict[str, Any]) -> list[dict[str, Any]]:
@@ -279,26 +334,51 @@ def _attempts(row: dict[str, Any], text: dict[str, Any] | None, trace: dict[str,
         program = a.get("program")
         if program is None and a.get("completion") and a.get("engine_error") is None:
             program = None
-        shown_keys = {"round", "attempt", "purpose", "program", "completion", "outcome", "checks", "prompt_tokens",
-                      "completion_tokens", "llm_seconds", "cached", "engine_error", "seed"}
+        shown_keys = {
+            "round",
+            "attempt",
+            "purpose",
+            "program",
+            "completion",
+            "outcome",
+            "checks",
+            "prompt_tokens",
+            "completion_tokens",
+            "llm_seconds",
+            "cached",
+            "engine_error",
+            "seed",
+        }
         n = a.get("round") or a.get("attempt") or i + 1
         seed = a.get("seed")  # a sampled loop's attempt (logiclm --logiclm-samples): rounds restart per sample
-        out.append({
-            "n": n, "seed": seed, "key": f"s{seed}-{n}" if seed is not None else n,
-            "purpose": a.get("purpose") or a.get("stage") or "",
-            "program": program_lines(program, error_line=error_line, findings=findings) if program else [],
-            "completion": a.get("completion"),
-            "status": outcome.get("status") if outcome else (a.get("outcome") if isinstance(a.get("outcome"), str) else None),
-            "error": {"kind": outcome.get("error_kind"), "message": outcome.get("error_message"), "line": error_line}
-            if outcome.get("error_kind") or outcome.get("error_message") else None,
-            "answer": outcome.get("answer"),
-            "engine_error": a.get("engine_error"),
-            "findings": findings,
-            "tokens": (a.get("prompt_tokens"), a.get("completion_tokens")) if "prompt_tokens" in a else None,
-            "llm_seconds": a.get("llm_seconds"), "cached": a.get("cached"),
-            "extra": {k: v for k, v in a.items() if k not in shown_keys},
-            "prompt": _prompt(row, text, trace, attempts, i),
-        })
+        out.append(
+            {
+                "n": n,
+                "seed": seed,
+                "key": f"s{seed}-{n}" if seed is not None else n,
+                "purpose": a.get("purpose") or a.get("stage") or "",
+                "program": program_lines(program, error_line=error_line, findings=findings) if program else [],
+                "completion": a.get("completion"),
+                "status": outcome.get("status")
+                if outcome
+                else (a.get("outcome") if isinstance(a.get("outcome"), str) else None),
+                "error": {
+                    "kind": outcome.get("error_kind"),
+                    "message": outcome.get("error_message"),
+                    "line": error_line,
+                }
+                if outcome.get("error_kind") or outcome.get("error_message")
+                else None,
+                "answer": outcome.get("answer"),
+                "engine_error": a.get("engine_error"),
+                "findings": findings,
+                "tokens": (a.get("prompt_tokens"), a.get("completion_tokens")) if "prompt_tokens" in a else None,
+                "llm_seconds": a.get("llm_seconds"),
+                "cached": a.get("cached"),
+                "extra": {k: v for k, v in a.items() if k not in shown_keys},
+                "prompt": _prompt(row, text, trace, attempts, i),
+            }
+        )
     return out
 
 
@@ -313,8 +393,14 @@ def _tree_from_steps(cert: dict[str, Any]) -> dict[str, Any] | None:
         is_fact = step.get("rule") is None
         binding = ", ".join(f"{k}={v}" for k, v in (step.get("binding") or {}).items())
         children = [] if depth > 40 else [node(by_id[i], depth + 1) for i in step.get("body") or [] if i in by_id]
-        return {"goal": step.get("atom"), "how": "fact" if is_fact else "rule", "line": step.get("line"),
-                "clause": step.get("rule_text"), "binding": binding, "children": children}
+        return {
+            "goal": step.get("atom"),
+            "how": "fact" if is_fact else "rule",
+            "line": step.get("line"),
+            "clause": step.get("rule_text"),
+            "binding": binding,
+            "children": children,
+        }
 
     return node(steps[-1], 0)
 
@@ -333,10 +419,20 @@ def _tree_from_symba(tree: Any, depth: int = 0) -> dict[str, Any] | None:
     else:
         how = "rule"
     binding = ", ".join(f"{k}={v}" for k, v in (tree.get("binding") or {}).items())
-    children = [] if depth > 60 else [c for c in (_tree_from_symba(ch, depth + 1) for ch in tree.get("children") or [])
-                                      if c is not None]
-    return {"goal": tree.get("goal"), "how": how, "line": tree.get("line"), "clause": tree.get("clause"),
-            "binding": binding, "atom": tree.get("atom"), "children": children}
+    children = (
+        []
+        if depth > 60
+        else [c for c in (_tree_from_symba(ch, depth + 1) for ch in tree.get("children") or []) if c is not None]
+    )
+    return {
+        "goal": tree.get("goal"),
+        "how": how,
+        "line": tree.get("line"),
+        "clause": tree.get("clause"),
+        "binding": binding,
+        "atom": tree.get("atom"),
+        "children": children,
+    }
 
 
 def _model_table(model: Any) -> dict[str, Any] | None:
@@ -361,18 +457,30 @@ def _model_table(model: Any) -> dict[str, Any] | None:
         else:
             holds = "; ".join("(" + ", ".join(individual(i) for i in t) + ")" for t in tuples)
         predicates.append({"name": name, "holds": holds})
-    functions = [{"name": name, "holds": "; ".join(f"{name}({', '.join(individual(i) for i in args)}) = {individual(v)}"
-                                                    for args, v in table)}
-                 for name, table in sorted((model.get("functions") or {}).items())]
-    return {"domain_size": size, "individuals": [{"i": i, "names": individual(i)} for i in range(size or 0)],
-            "predicates": predicates, "functions": functions}
+    functions = [
+        {
+            "name": name,
+            "holds": "; ".join(
+                f"{name}({', '.join(individual(i) for i in args)}) = {individual(v)}" for args, v in table
+            ),
+        }
+        for name, table in sorted((model.get("functions") or {}).items())
+    ]
+    return {
+        "domain_size": size,
+        "individuals": [{"i": i, "names": individual(i)} for i in range(size or 0)],
+        "predicates": predicates,
+        "functions": functions,
+    }
 
 
 def _value_rows(model: Any) -> list[dict[str, str]]:
     if not isinstance(model, dict):
         return []
-    return [{"name": str(k), "value": json.dumps(v) if not isinstance(v, (str, int, float)) else str(v)}
-            for k, v in model.items()]
+    return [
+        {"name": str(k), "value": json.dumps(v) if not isinstance(v, (str, int, float)) else str(v)}
+        for k, v in model.items()
+    ]
 
 
 def certificate_view(cert: dict[str, Any] | None, explanation: Any) -> dict[str, Any] | None:
@@ -380,16 +488,25 @@ def certificate_view(cert: dict[str, Any] | None, explanation: Any) -> dict[str,
     if not cert:
         return None
     kind = cert.get("kind")
-    view: dict[str, Any] = {"kind": kind, "answer": cert.get("answer"), "producer": cert.get("producer"),
-                            "text": list(explanation.proof) if explanation else [], "raw": json.dumps(cert, indent=1)}
+    view: dict[str, Any] = {
+        "kind": kind,
+        "answer": cert.get("answer"),
+        "producer": cert.get("producer"),
+        "text": list(explanation.proof) if explanation else [],
+        "raw": json.dumps(cert, indent=1),
+    }
     if kind == "entailment":
         view["claim"] = cert.get("claim")
         view["goal"] = cert.get("goal")
         cms = cert.get("countermodels") or {}
-        view["countermodels"] = [{"which": label, "model": _model_table(cms.get(key))}
-                                 for key, label in (("goal_false", "a model of the premises where the goal is false"),
-                                                    ("goal_true", "a model of the premises where the goal is true"))
-                                 if cms.get(key)]
+        view["countermodels"] = [
+            {"which": label, "model": _model_table(cms.get(key))}
+            for key, label in (
+                ("goal_false", "a model of the premises where the goal is false"),
+                ("goal_true", "a model of the premises where the goal is true"),
+            )
+            if cms.get(key)
+        ]
         view["countermodel_reason"] = cms.get("reason")
     elif kind == "derivation":
         view["query"] = cert.get("query")
@@ -399,9 +516,12 @@ def certificate_view(cert: dict[str, Any] | None, explanation: Any) -> dict[str,
             view["tree"] = _tree_from_steps(cert)
         closure = cert.get("closure")
         if isinstance(closure, dict):
-            view["closure"] = {"method": closure.get("method"), "count": closure.get("count"),
-                               "searched": closure.get("searched"),
-                               "atoms": [{"group": g, "atoms": e} for g, e in (closure.get("atoms") or {}).items()]}
+            view["closure"] = {
+                "method": closure.get("method"),
+                "count": closure.get("count"),
+                "searched": closure.get("searched"),
+                "atoms": [{"group": g, "atoms": e} for g, e in (closure.get("atoms") or {}).items()],
+            }
     elif kind == "constraint":
         texts = {c.get("id"): c.get("text") for c in cert.get("constraints") or [] if isinstance(c, dict)}
         view["model"] = _value_rows(cert.get("model"))
@@ -413,25 +533,46 @@ def certificate_view(cert: dict[str, Any] | None, explanation: Any) -> dict[str,
             for f in o.get("facts") or []:
                 if not isinstance(f, dict):
                     continue
-                facts.append({"query": f.get("query") + (f" {f['index']}" if f.get("index") is not None else ""),
-                              "sat": f.get("sat"), "model": _value_rows(f.get("model")) if f.get("sat") else [],
-                              "core": [{"id": i, "text": texts.get(i)} for i in f.get("core") or []],
-                              "minimal": f.get("minimal")})
-            options.append({"letter": o.get("letter"), "text": o.get("text"), "check": o.get("check"),
-                            "passes": o.get("passes"), "line": o.get("line"), "facts": facts})
+                facts.append(
+                    {
+                        "query": f.get("query") + (f" {f['index']}" if f.get("index") is not None else ""),
+                        "sat": f.get("sat"),
+                        "model": _value_rows(f.get("model")) if f.get("sat") else [],
+                        "core": [{"id": i, "text": texts.get(i)} for i in f.get("core") or []],
+                        "minimal": f.get("minimal"),
+                    }
+                )
+            options.append(
+                {
+                    "letter": o.get("letter"),
+                    "text": o.get("text"),
+                    "check": o.get("check"),
+                    "passes": o.get("passes"),
+                    "line": o.get("line"),
+                    "facts": facts,
+                }
+            )
         view["options"] = options
     return view
 
 
-def lkg_view(source: RunSource, row: dict[str, Any], trace: dict[str, Any], lkg_store: Path | None) -> dict[str, Any] | None:
+def lkg_view(
+    source: RunSource, row: dict[str, Any], trace: dict[str, Any], lkg_store: Path | None
+) -> dict[str, Any] | None:
     """The retrieved subgraph of a ``symbolkg`` row: counts, node lists and a Graphviz drawing (SVG)."""
     lkg = trace.get("lkg")
     retrieve = trace.get("retrieve") or {}
     if not isinstance(lkg, dict):
         return None
-    out: dict[str, Any] = {"trace": lkg, "retrieve": {k: v for k, v in retrieve.items() if not isinstance(v, list)},
-                           "route": trace.get("route"), "premises": trace.get("premises"), "svg": None, "note": None,
-                           "nodes": []}
+    out: dict[str, Any] = {
+        "trace": lkg,
+        "retrieve": {k: v for k, v in retrieve.items() if not isinstance(v, list)},
+        "route": trace.get("route"),
+        "premises": trace.get("premises"),
+        "svg": None,
+        "note": None,
+        "nodes": [],
+    }
     if lkg_store is None:
         out["note"] = "the run's LKG store was not found (run_info symbolkg.lkg_store)"
         return out
@@ -448,8 +589,12 @@ def lkg_view(source: RunSource, row: dict[str, Any], trace: dict[str, Any], lkg_
     kept = set(retrieve.get("kept") or [])
     shown = [n for n in graph.nodes if not hull or n.id in hull]
     ids = {n.id for n in shown}
-    lines = ["digraph LKG {", "  rankdir=LR; bgcolor=transparent;", '  node [fontname="Helvetica", fontsize=10];',
-             '  edge [fontname="Helvetica", fontsize=8, color="#64748b"];']
+    lines = [
+        "digraph LKG {",
+        "  rankdir=LR; bgcolor=transparent;",
+        '  node [fontname="Helvetica", fontsize=10];',
+        '  edge [fontname="Helvetica", fontsize=8, color="#64748b"];',
+    ]
     colors = {"Entity": "#dbeafe", "Concept": "#dcfce7", "Rule": "#fef9c3", "Constraint": "#fee2e2"}
     shapes = {"Entity": "box", "Concept": "ellipse", "Rule": "note", "Constraint": "hexagon"}
 
@@ -462,22 +607,42 @@ def lkg_view(source: RunSource, row: dict[str, Any], trace: dict[str, Any], lkg_
         kind = type(n).__name__
         label = next((getattr(n, a) for a in ("name", "expression", "raw_expression") if getattr(n, a, "")), n.id)
         state = "kept" if n.id in kept else ("pruned" if kept else "retrieved")
-        style = f'style="filled{",bold" if n.id in anchors else ""}", fillcolor="{colors.get(kind, "#eee") if state != "pruned" else "#f1f5f9"}"'
-        pen = ', penwidth=2.5, color="#1d4ed8"' if n.id in anchors else (', color="#94a3b8", fontcolor="#64748b"' if state == "pruned" else "")
-        lines.append(f"  {quote(n.id, 100)} [label={quote(f'{kind}: {label}')}, shape={shapes.get(kind, 'box')}, {style}{pen}];")
-        out["nodes"].append({"id": n.id, "kind": kind, "label": label, "anchor": n.id in anchors, "state": state,
-                             "sentences": [p.sentence for p in getattr(n, "provenance", ())]})
+        fill = colors.get(kind, "#eee") if state != "pruned" else "#f1f5f9"
+        style = f'style="filled{",bold" if n.id in anchors else ""}", fillcolor="{fill}"'
+        pen = (
+            ', penwidth=2.5, color="#1d4ed8"'
+            if n.id in anchors
+            else (', color="#94a3b8", fontcolor="#64748b"' if state == "pruned" else "")
+        )
+        lines.append(
+            f"  {quote(n.id, 100)} [label={quote(f'{kind}: {label}')}, shape={shapes.get(kind, 'box')}, {style}{pen}];"
+        )
+        out["nodes"].append(
+            {
+                "id": n.id,
+                "kind": kind,
+                "label": label,
+                "anchor": n.id in anchors,
+                "state": state,
+                "sentences": [p.sentence for p in getattr(n, "provenance", ())],
+            }
+        )
     for e in graph.edges:
         if e.source_id in ids and e.target_id in ids:
             lines.append(f"  {quote(e.source_id, 100)} -> {quote(e.target_id, 100)} [label={quote(e.edge_type, 40)}];")
     lines.append("}")
     try:
         svg = render_dot("\n".join(lines) + "\n", "svg").decode()
-        out["svg"] = svg[svg.find("<svg"):]
+        out["svg"] = svg[svg.find("<svg") :]
     except RuntimeError as exc:
         out["note"] = str(exc)
-    out["counts"] = {"graph_nodes": len(graph.nodes), "graph_edges": len(graph.edges), "hull": len(hull),
-                     "anchors": len(anchors), "kept": len(kept)}
+    out["counts"] = {
+        "graph_nodes": len(graph.nodes),
+        "graph_edges": len(graph.edges),
+        "hull": len(hull),
+        "anchors": len(anchors),
+        "kept": len(kept),
+    }
     return out
 
 
@@ -486,9 +651,16 @@ def lkg_store_of(source: RunSource, meta: dict[str, Any]) -> Path | None:
     raw = ((meta.get("run_info") or {}).get("symbolkg") or {}).get("lkg_store")
     if not raw:
         return None
-    candidates = [Path(raw)] if Path(raw).is_absolute() else [Path.cwd() / raw, source.files.path.parent / raw,
-                                                             source.files.root / raw,
-                                                             source.files.path.parent / Path(raw).name]
+    candidates = (
+        [Path(raw)]
+        if Path(raw).is_absolute()
+        else [
+            Path.cwd() / raw,
+            source.files.path.parent / raw,
+            source.files.root / raw,
+            source.files.path.parent / Path(raw).name,
+        ]
+    )
     return next((c for c in candidates if c.is_dir()), None)
 
 
@@ -508,13 +680,21 @@ def samples_view(trace: dict[str, Any]) -> dict[str, Any] | None:
             continue
         findings = [f for f in s.get("checks") or [] if isinstance(f, dict)]
         errors = [str(f.get("check")) for f in findings if f.get("severity") == "error"]
-        rows.append({**s, "errors": errors, "findings": len(findings),
-                     "program_lines": program_lines(s.get("program"), findings=findings) if s.get("program") else []})
+        rows.append(
+            {
+                **s,
+                "errors": errors,
+                "findings": len(findings),
+                "program_lines": program_lines(s.get("program"), findings=findings) if s.get("program") else [],
+            }
+        )
     vote = trace.get("vote") if isinstance(trace.get("vote"), dict) else {}
     return {"samples": rows, "vote": vote}
 
 
-def _method_part(source: RunSource, row: dict[str, Any], trace: dict[str, Any], summary: dict[str, Any]) -> dict[str, Any]:
+def _method_part(
+    source: RunSource, row: dict[str, Any], trace: dict[str, Any], summary: dict[str, Any]
+) -> dict[str, Any]:
     """What a method adds to its rows: the LKG subgraph (symbolkg), the statements (symba), the MCP calls
     (prolog-agent), the sampled programs and their vote (logiclm with samples)."""
     method_part: dict[str, Any] = {"samples": samples_view(trace)}
@@ -530,9 +710,12 @@ def _method_part(source: RunSource, row: dict[str, Any], trace: dict[str, Any], 
         calls = [dict(c, phase="answer") for c in trace.get("mcp_calls") or [] if isinstance(c, dict)]
         sldnf = trace.get("sldnf") or {}
         calls += [dict(c, phase="SLDNF comparison") for c in sldnf.get("mcp_calls") or [] if isinstance(c, dict)]
-        method_part["mcp"] = {"calls": calls, "transport": trace.get("mcp_transport"),
-                              "sldnf": {k: v for k, v in sldnf.items() if k != "mcp_calls"},
-                              "rederived": trace.get("rederived")}
+        method_part["mcp"] = {
+            "calls": calls,
+            "transport": trace.get("mcp_transport"),
+            "sldnf": {k: v for k, v in sldnf.items() if k != "mcp_calls"},
+            "rederived": trace.get("rederived"),
+        }
     return method_part
 
 
@@ -552,9 +735,13 @@ def problem_view(source: RunSource, problem_id: str, data_dir: str | None) -> di
     cert = _json(row.get("certificate"), None)
     verdict = row.get("verdict")
     try:
-        explanation = explain_row(row, question=text["question"] if text else None,
-                                  options=tuple(text["options"]) if text else (),
-                                  context=text["context"] if text else None, verdict=verdict)
+        explanation = explain_row(
+            row,
+            question=text["question"] if text else None,
+            options=tuple(text["options"]) if text else (),
+            context=text["context"] if text else None,
+            verdict=verdict,
+        )
     except Exception:  # noqa: BLE001 - a malformed certificate still leaves the rest of the page
         explanation = None
     sentences = split_sentences(text["context"]) if text and text.get("context") else []
@@ -567,25 +754,46 @@ def problem_view(source: RunSource, problem_id: str, data_dir: str | None) -> di
             for index, _ in p.cited:
                 cites_of.setdefault(index, []).append(p.line)
             shown = [{"index": i, "sentence": s} for i, s in p.cited] or (
-                [{"index": None, "sentence": p.sentence}] if p.sentence is not None else [])
-            premises.append({"line": p.line, "text": p.text, "sentence": p.sentence, "index": p.sentence_index,
-                             "how": p.how, "lkg": p.lkg, "cited": shown})
-    lkg_selected = set((trace.get("premises") or {}).get("sentences") or []) if row.get("method") == "symbolkg" else set()
-    context = [{"i": i, "text": s, "cited_by": cites_of.get(i, []), "selected": i in lkg_selected}
-               for i, s in enumerate(sentences)]
+                [{"index": None, "sentence": p.sentence}] if p.sentence is not None else []
+            )
+            premises.append(
+                {
+                    "line": p.line,
+                    "text": p.text,
+                    "sentence": p.sentence,
+                    "index": p.sentence_index,
+                    "how": p.how,
+                    "lkg": p.lkg,
+                    "cited": shown,
+                }
+            )
+    lkg_selected = (
+        set((trace.get("premises") or {}).get("sentences") or []) if row.get("method") == "symbolkg" else set()
+    )
+    context = [
+        {"i": i, "text": s, "cited_by": cites_of.get(i, []), "selected": i in lkg_selected}
+        for i, s in enumerate(sentences)
+    ]
     method_part = _method_part(source, row, trace, summary)
     checks = trace.get("checks") if isinstance(trace.get("checks"), list) else []
     prev, nxt = source.neighbours(problem_id)
     return {
-        "row": row, "text": text, "context": context, "trace": trace,
+        "row": row,
+        "text": text,
+        "context": context,
+        "trace": trace,
         "stage_seconds": _json(row.get("stage_seconds"), {}),
         "outcome": "correct" if row["correct"] else ("unanswered" if row.get("predicted") is None else "wrong"),
         "attempts": _attempts(row, text, trace),
-        "program": program_lines(row.get("program"), error_line=row.get("error_line"), cited=cited,
-                                 findings=checks),
-        "checks": checks, "corrected": trace.get("corrected"),
-        "premises": premises, "certificate": certificate_view(cert, explanation),
-        "verdict": verdict, "method_part": method_part, "prev": prev, "next": nxt,
+        "program": program_lines(row.get("program"), error_line=row.get("error_line"), cited=cited, findings=checks),
+        "checks": checks,
+        "corrected": trace.get("corrected"),
+        "premises": premises,
+        "certificate": certificate_view(cert, explanation),
+        "verdict": verdict,
+        "method_part": method_part,
+        "prev": prev,
+        "next": nxt,
         "trace_json": json.dumps(trace, indent=1, ensure_ascii=False)[:20000],
     }
 
@@ -598,5 +806,14 @@ def safe_name(problem_id: str) -> str:
     return clean if clean == problem_id else f"{clean}-{hashlib.sha1(problem_id.encode()).hexdigest()[:8]}"
 
 
-__all__ = ["RunError", "certificate_view", "dataset_table", "lkg_view", "problem_view", "run_charts", "safe_name",
-           "samples_view", "stage_table"]
+__all__ = [
+    "RunError",
+    "certificate_view",
+    "dataset_table",
+    "lkg_view",
+    "problem_view",
+    "run_charts",
+    "safe_name",
+    "samples_view",
+    "stage_table",
+]

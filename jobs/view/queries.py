@@ -41,15 +41,41 @@ PAGE_SIZE = 50
 MAX_PAGE = 500
 
 #: Filters the problem table understands: request parameter -> column of the table.
-FILTERS = {"dataset": "dataset", "outcome": "outcome", "error": "err", "verdict": "verdict",
-           "backend": "backend", "rounds": "rounds", "method": "method", "route": "route"}
+FILTERS = {
+    "dataset": "dataset",
+    "outcome": "outcome",
+    "error": "err",
+    "verdict": "verdict",
+    "backend": "backend",
+    "rounds": "rounds",
+    "method": "method",
+    "route": "route",
+}
 #: Sort keys: request value -> SQL order.
-SORTS = {"id": "rownum", "latency": "latency_seconds", "tokens": "tokens", "solve": "solve_seconds",
-         "rounds": "rounds"}
+SORTS = {"id": "rownum", "latency": "latency_seconds", "tokens": "tokens", "solve": "solve_seconds", "rounds": "rounds"}
 #: Columns of a problem-table row as the API returns them.
-ROW_COLUMNS = ("rownum", "problem_id", "dataset", "method", "model", "backend", "language", "status", "outcome", "err",
-               "verdict", "predicted", "gold", "rounds", "latency_seconds", "solve_seconds", "tokens", "route",
-               "certified", "question")
+ROW_COLUMNS = (
+    "rownum",
+    "problem_id",
+    "dataset",
+    "method",
+    "model",
+    "backend",
+    "language",
+    "status",
+    "outcome",
+    "err",
+    "verdict",
+    "predicted",
+    "gold",
+    "rounds",
+    "latency_seconds",
+    "solve_seconds",
+    "tokens",
+    "route",
+    "certified",
+    "question",
+)
 
 
 class RunError(Exception):
@@ -171,7 +197,7 @@ def read_meta(files: RunFiles) -> dict[str, Any]:
     for f in result_files:
         try:
             raw = (pq.read_schema(f).metadata or {}).get(_META_KEY)
-        except Exception as exc:  # noqa: BLE001 - pyarrow raises several types for a damaged file
+        except Exception as exc:
             raise RunError(f"cannot read {f.name}: {exc}") from exc
         m = json.loads(raw) if raw else {}
         if f == files.path:
@@ -183,8 +209,12 @@ def read_meta(files: RunFiles) -> dict[str, Any]:
             for k, v in m.items():  # a run in progress: its run_info travels in every part
                 if k not in ("session", "session_elapsed_s"):
                     meta.setdefault(k, v)
-    meta = {**meta, "sessions": sessions, "wall_seconds": sum(sessions.values()),
-            "finished": files.path.exists() and len(result_files) == 1}
+    meta = {
+        **meta,
+        "sessions": sessions,
+        "wall_seconds": sum(sessions.values()),
+        "finished": files.path.exists() and len(result_files) == 1,
+    }
     return meta
 
 
@@ -194,7 +224,7 @@ def _sql_list(paths: list[Path]) -> str:
 
 #: The derived columns of the problem table (one SQL expression each, over a results row ``r``).
 _OUTCOME = "CASE WHEN r.correct THEN 'correct' WHEN r.predicted IS NULL THEN 'unanswered' ELSE 'wrong' END"
-_ERROR = ("CASE WHEN NOT r.executed OR r.error_kind IS NOT NULL THEN coalesce(r.error_kind, r.status) END")
+_ERROR = "CASE WHEN NOT r.executed OR r.error_kind IS NOT NULL THEN coalesce(r.error_kind, r.status) END"
 
 
 @dataclass
@@ -258,17 +288,33 @@ class RunSource:
         n, executed, correct, certified, ptok, ctok, calls, started, ended, methods, models, datasets, unanswered = row
         status = "finished" if meta["finished"] else self._progress_state()
         out = {
-            "id": self.id, "path": str(self.files.path), "name": self.files.path.stem,
-            "methods": methods or [], "engine": meta.get("engine") or ("recorded programs" if methods == ["recorded"] else None),
-            "models": models or [], "datasets": datasets or [], "source": meta.get("source"),
-            "problems": n, "executed": executed, "correct": correct, "unanswered": unanswered,
+            "id": self.id,
+            "path": str(self.files.path),
+            "name": self.files.path.stem,
+            "methods": methods or [],
+            "engine": meta.get("engine") or ("recorded programs" if methods == ["recorded"] else None),
+            "models": models or [],
+            "datasets": datasets or [],
+            "source": meta.get("source"),
+            "problems": n,
+            "executed": executed,
+            "correct": correct,
+            "unanswered": unanswered,
             "accuracy": round(correct / n, 4) if n else 0.0,
             "execution_rate": round(executed / n, 4) if n else 0.0,
-            "certified": certified, "verified": verdicts.get("verified") if verdicts else None,
-            "verify": verdicts, "prompt_tokens": int(ptok), "completion_tokens": int(ctok), "llm_calls": int(calls),
-            "tokens": int(ptok) + int(ctok), "wall_seconds": round(float(meta.get("wall_seconds") or 0.0), 3),
-            "sessions": len(meta.get("sessions", {})), "started_at": started, "finished_at": ended,
-            "status": status, "run_info": {k: v for k, v in meta.items() if k not in ("sessions",)},
+            "certified": certified,
+            "verified": verdicts.get("verified") if verdicts else None,
+            "verify": verdicts,
+            "prompt_tokens": int(ptok),
+            "completion_tokens": int(ctok),
+            "llm_calls": int(calls),
+            "tokens": int(ptok) + int(ctok),
+            "wall_seconds": round(float(meta.get("wall_seconds") or 0.0), 3),
+            "sessions": len(meta.get("sessions", {})),
+            "started_at": started,
+            "finished_at": ended,
+            "status": status,
+            "run_info": {k: v for k, v in meta.items() if k not in ("sessions",)},
             "parts": len(files) - (1 if self.files.path.exists() else 0),
         }
         with self._lock:
@@ -300,21 +346,26 @@ class RunSource:
         """
         if not files:
             raise RunError(f"no results at {self.files.path}")
-        order = "CASE filename " + " ".join(f"WHEN '{str(f).replace(chr(39), chr(39) * 2)}' THEN {i}"
-                                              for i, f in enumerate(files)) + " END"
+        order = (
+            "CASE filename "
+            + " ".join(f"WHEN '{str(f).replace(chr(39), chr(39) * 2)}' THEN {i}" for i, f in enumerate(files))
+            + " END"
+        )
         later = {"route": "NULL::VARCHAR", "trace": "'{}'", "stage_seconds": "'{}'", "certificate": "NULL::VARCHAR"}
         names = set()
         for f in files:
             try:
                 names |= set(pq.read_schema(f).names)
-            except Exception as exc:  # noqa: BLE001 - pyarrow raises several types for a damaged file
+            except Exception as exc:
                 raise RunError(f"cannot read {f.name}: {exc}") from exc
         fill = ", ".join(f"{v} AS {k}" for k, v in later.items() if k not in names)
-        return (f"SELECT * EXCLUDE (filename, _rk) FROM (SELECT *, {order} AS _ord, "
-                f"row_number() OVER (PARTITION BY problem_id ORDER BY {order}, file_row_number) AS _rk "
-                f"{', ' + fill if fill else ''} "
-                f"FROM read_parquet({_sql_list(files)}, union_by_name=true, filename=true, file_row_number=true) "
-                f"{'WHERE ' + where if where else ''}) WHERE _rk = 1")
+        return (
+            f"SELECT * EXCLUDE (filename, _rk) FROM (SELECT *, {order} AS _ord, "
+            f"row_number() OVER (PARTITION BY problem_id ORDER BY {order}, file_row_number) AS _rk "
+            f"{', ' + fill if fill else ''} "
+            f"FROM read_parquet({_sql_list(files)}, union_by_name=true, filename=true, file_row_number=true) "
+            f"{'WHERE ' + where if where else ''}) WHERE _rk = 1"
+        )
 
     # -- the problem table ----------------------------------------------------------------------
     def _load(self) -> _Loaded:
@@ -330,13 +381,23 @@ class RunSource:
                 texts, note = problem_texts(read_meta(self.files).get("source"), self.data_dir)
                 con.register("texts_arrow", texts)
                 verify = self.files.verify_path
-                vjoin = (f"LEFT JOIN (SELECT problem_id AS vid, verdict AS v_verdict, reason AS v_reason "
-                         f"FROM read_parquet({_sql_list([verify])})) v ON v.vid = r.problem_id") if verify.exists() else ""
-                vcol = "coalesce(v.v_verdict, CASE WHEN r.executed THEN 'unchecked' ELSE 'not executed' END)" \
-                    if verify.exists() else "CASE WHEN r.certificate IS NULL THEN 'no certificate' ELSE 'unchecked' END"
+                vjoin = (
+                    (
+                        f"LEFT JOIN (SELECT problem_id AS vid, verdict AS v_verdict, reason AS v_reason "
+                        f"FROM read_parquet({_sql_list([verify])})) v ON v.vid = r.problem_id"
+                    )
+                    if verify.exists()
+                    else ""
+                )
+                vcol = (
+                    "coalesce(v.v_verdict, CASE WHEN r.executed THEN 'unchecked' ELSE 'not executed' END)"
+                    if verify.exists()
+                    else "CASE WHEN r.certificate IS NULL THEN 'no certificate' ELSE 'unchecked' END"
+                )
                 con.execute(f"""
                     CREATE TABLE rows AS
-                    SELECT row_number() OVER (ORDER BY r._ord, r.file_row_number) AS rownum, r.problem_id, r.dataset, r.method, r.model,
+                    SELECT row_number() OVER (ORDER BY r._ord, r.file_row_number) AS rownum,
+                           r.problem_id, r.dataset, r.method, r.model,
                            r.backend, r.language, r.status, r.executed, r.answer, r.predicted, r.gold, r.correct,
                            r.error_kind, r.error_message, r.rounds, r.latency_seconds, r.solve_seconds,
                            r.prompt_tokens + r.completion_tokens AS tokens, r.route, r.finished_at, r.stage_seconds,
@@ -350,12 +411,18 @@ class RunSource:
                 con.unregister("texts_arrow")
                 # the search index: every word of id, question and program -> its rows, sorted by word, so a
                 # word (or a word's beginning) is a range scan instead of a scan of all the text
-                con.execute(f"CREATE TABLE terms AS SELECT DISTINCT unnest(regexp_extract_all(search, '{_TOKEN}')) AS term, "
-                            "rownum FROM rows ORDER BY term")
+                con.execute(
+                    f"CREATE TABLE terms AS SELECT DISTINCT unnest(regexp_extract_all(search, '{_TOKEN}')) AS term, "
+                    "rownum FROM rows ORDER BY term"
+                )
                 facets = {}
                 for name, col in FILTERS.items():
-                    facets[name] = [(v, int(c)) for v, c in con.execute(
-                        f"SELECT {col}, count(*) FROM rows WHERE {col} IS NOT NULL GROUP BY 1 ORDER BY 1").fetchall()]
+                    facets[name] = [
+                        (v, int(c))
+                        for v, c in con.execute(
+                            f"SELECT {col}, count(*) FROM rows WHERE {col} IS NOT NULL GROUP BY 1 ORDER BY 1"
+                        ).fetchall()
+                    ]
                 total = con.execute("SELECT count(*) FROM rows").fetchone()[0]
             except duckdb.Error as exc:
                 con.close()
@@ -396,8 +463,14 @@ class RunSource:
         page = min(page, pages)
         for r in rows:
             r["question"] = _clip(r["question"], 160)
-        return {"total": loaded.total, "matched": int(matched), "page": page, "pages": pages, "page_size": size,
-                "rows": rows}
+        return {
+            "total": loaded.total,
+            "matched": int(matched),
+            "page": page,
+            "pages": pages,
+            "page_size": size,
+            "rows": rows,
+        }
 
     def all_rows(self, columns: tuple[str, ...] = ROW_COLUMNS, *, with_program: bool = False) -> list[dict[str, Any]]:
         """Every row of the problem table (the static bundle embeds them); ``program`` too if asked."""
@@ -408,7 +481,7 @@ class RunSource:
             try:
                 result = cur.execute(f"SELECT {cols} FROM rows ORDER BY rownum")
                 names = [d[0] for d in result.description]
-                return [dict(zip(names, r)) for r in result.fetchall()]
+                return [dict(zip(names, r, strict=True)) for r in result.fetchall()]
             finally:
                 cur.close()
 
@@ -427,21 +500,25 @@ class RunSource:
         files = self.files.result_files()
         con = duckdb.connect()
         try:
-            result = con.execute(f"SELECT * FROM ({self._dedup_sql(files, con, 'problem_id = $pid')})", {"pid": problem_id})
+            result = con.execute(
+                f"SELECT * FROM ({self._dedup_sql(files, con, 'problem_id = $pid')})", {"pid": problem_id}
+            )
             names = [d[0] for d in result.description]
             found = result.fetchone()
             if found is None:
                 return None
-            row = dict(zip(names, found))
+            row = dict(zip(names, found, strict=True))
             row.pop("file_row_number", None)
             row.pop("_ord", None)
             row["verdict"] = None
             if self.files.verify_path.exists():
-                v = con.execute(f"SELECT * FROM read_parquet({_sql_list([self.files.verify_path])}) WHERE problem_id = ?",
-                                [problem_id])
+                v = con.execute(
+                    f"SELECT * FROM read_parquet({_sql_list([self.files.verify_path])}) WHERE problem_id = ?",
+                    [problem_id],
+                )
                 vn = [d[0] for d in v.description]
                 vr = v.fetchone()
-                row["verdict"] = dict(zip(vn, vr)) if vr else None
+                row["verdict"] = dict(zip(vn, vr, strict=True)) if vr else None
         except duckdb.Error as exc:
             raise RunError(f"cannot query {self.files.path.name}: {exc}") from exc
         finally:
@@ -457,8 +534,11 @@ class RunSource:
                 found = cur.execute("SELECT rownum FROM rows WHERE problem_id = ?", [problem_id]).fetchone()
                 if found is None:
                     return None, None
-                near = dict(cur.execute("SELECT rownum, problem_id FROM rows WHERE rownum IN (?, ?)",
-                                        [found[0] - 1, found[0] + 1]).fetchall())
+                near = dict(
+                    cur.execute(
+                        "SELECT rownum, problem_id FROM rows WHERE rownum IN (?, ?)", [found[0] - 1, found[0] + 1]
+                    ).fetchall()
+                )
             finally:
                 cur.close()
         return near.get(found[0] - 1), near.get(found[0] + 1)
@@ -473,8 +553,16 @@ class RunSource:
                 self._loaded = None
 
 
-def page_query(cur: duckdb.DuckDBPyConnection, table: str, columns: str, where: str, args: list[Any], order: str,
-               size: int, page: int) -> tuple[int, list[dict[str, Any]]]:
+def page_query(
+    cur: duckdb.DuckDBPyConnection,
+    table: str,
+    columns: str,
+    where: str,
+    args: list[Any],
+    order: str,
+    size: int,
+    page: int,
+) -> tuple[int, list[dict[str, Any]]]:
     """(rows matching ``where``, one page of them in ``order``), in two narrow passes.
 
     Sorting and paging read only the row numbers and the sort key; the page's wide columns
@@ -484,13 +572,17 @@ def page_query(cur: duckdb.DuckDBPyConnection, table: str, columns: str, where: 
     matched = int(cur.execute(f"SELECT count(*) FROM {table} {where}", args).fetchone()[0])
     pages = max(1, -(-matched // size))
     page = min(page, pages)
-    ids = [r[0] for r in cur.execute(f"SELECT rownum FROM {table} {where} ORDER BY {order} LIMIT {size} "
-                                     f"OFFSET {(page - 1) * size}", args).fetchall()]
+    ids = [
+        r[0]
+        for r in cur.execute(
+            f"SELECT rownum FROM {table} {where} ORDER BY {order} LIMIT {size} OFFSET {(page - 1) * size}", args
+        ).fetchall()
+    ]
     if not ids:
         return matched, []
     result = cur.execute(f"SELECT {columns} FROM {table} WHERE rownum IN (SELECT unnest($ids))", {"ids": ids})
     names = [d[0] for d in result.description]
-    by_row = {r[names.index("rownum")]: dict(zip(names, r)) for r in result.fetchall()}
+    by_row = {r[names.index("rownum")]: dict(zip(names, r, strict=True)) for r in result.fetchall()}
     return matched, [by_row[i] for i in ids]
 
 
@@ -568,17 +660,29 @@ def _load_source(source: str | None, data_dir: str | None) -> tuple[pa.Table, di
         if key in _TEXTS:
             return _TEXTS[key]
     problems, notes = [], []
-    for part in ([source] if Path(source).exists() else [s.strip() for s in source.split(",") if s.strip()]):
+    for part in [source] if Path(source).exists() else [s.strip() for s in source.split(",") if s.strip()]:
         try:
             problems += load_problems(part, data_dir, skip_bad=True).problems
         except Exception as exc:  # noqa: BLE001 - any loader failure only costs the question text
             notes.append(f"{part}: {exc}")
-    by_id = {p.id: {"question": p.question, "options": list(p.options), "context": p.context, "answer": p.answer,
-                    "meta": p.meta} for p in problems}
-    table = pa.Table.from_pydict({"id": list(by_id), "question": [v["question"] for v in by_id.values()]},
-                                 schema=_TEXT_SCHEMA)
-    note = ("problems could not be loaded (" + "; ".join(notes) + "): no question text") if notes and not problems \
+    by_id = {
+        p.id: {
+            "question": p.question,
+            "options": list(p.options),
+            "context": p.context,
+            "answer": p.answer,
+            "meta": p.meta,
+        }
+        for p in problems
+    }
+    table = pa.Table.from_pydict(
+        {"id": list(by_id), "question": [v["question"] for v in by_id.values()]}, schema=_TEXT_SCHEMA
+    )
+    note = (
+        ("problems could not be loaded (" + "; ".join(notes) + "): no question text")
+        if notes and not problems
         else None
+    )
     with _TEXTS_LOCK:
         _TEXTS[key] = (table, by_id, note)
     return table, by_id, note
@@ -605,6 +709,7 @@ def problem_text(source: str | None, data_dir: str | None, problem_id: str) -> d
 
 # --------------------------------------------------------------------------- two runs side by side
 
+
 @dataclass
 class Comparison:
     """The problems two runs share, each side's outcome, and which flipped (queried with DuckDB)."""
@@ -615,10 +720,35 @@ class Comparison:
     _con: duckdb.DuckDBPyConnection | None = field(default=None, repr=False)
     _sig: tuple | None = field(default=None, repr=False)
 
-    FILTERS = {"dataset": "dataset", "flip": "flip", "outcome_a": "outcome_a", "outcome_b": "outcome_b",
-               "verdict_a": "verdict_a", "verdict_b": "verdict_b", "error_a": "err_a", "error_b": "err_b"}
-    COLUMNS = ("problem_id", "dataset", "question", "outcome_a", "outcome_b", "flip", "predicted_a", "predicted_b",
-               "gold", "err_a", "err_b", "verdict_a", "verdict_b", "latency_a", "latency_b", "tokens_a", "tokens_b")
+    FILTERS = {
+        "dataset": "dataset",
+        "flip": "flip",
+        "outcome_a": "outcome_a",
+        "outcome_b": "outcome_b",
+        "verdict_a": "verdict_a",
+        "verdict_b": "verdict_b",
+        "error_a": "err_a",
+        "error_b": "err_b",
+    }
+    COLUMNS = (
+        "problem_id",
+        "dataset",
+        "question",
+        "outcome_a",
+        "outcome_b",
+        "flip",
+        "predicted_a",
+        "predicted_b",
+        "gold",
+        "err_a",
+        "err_b",
+        "verdict_a",
+        "verdict_b",
+        "latency_a",
+        "latency_b",
+        "tokens_a",
+        "tokens_b",
+    )
 
     def _load(self) -> duckdb.DuckDBPyConnection:
         sig = (self.a.files.signature(), self.b.files.signature())
@@ -650,8 +780,11 @@ class Comparison:
             """)
             con.unregister("ta")
             con.unregister("tb")
-            con.execute(f"CREATE TABLE terms AS SELECT DISTINCT unnest(regexp_extract_all(search, '{_TOKEN}')) AS term, "
-                        "rownum FROM pairs ORDER BY term")  # the search index, as for one run
+            # the search index, as for one run
+            con.execute(
+                f"CREATE TABLE terms AS SELECT DISTINCT unnest(regexp_extract_all(search, '{_TOKEN}')) AS term, "
+                "rownum FROM pairs ORDER BY term"
+            )
             if self._con is not None:
                 self._con.close()
             self._con, self._sig = con, sig
@@ -660,9 +793,15 @@ class Comparison:
     def facets(self) -> dict[str, list[tuple[Any, int]]]:
         con = self._load()
         with self._lock:
-            return {name: [(v, int(c)) for v, c in con.execute(
-                f"SELECT {col}, count(*) FROM pairs WHERE {col} IS NOT NULL GROUP BY 1 ORDER BY 1").fetchall()]
-                for name, col in self.FILTERS.items()}
+            return {
+                name: [
+                    (v, int(c))
+                    for v, c in con.execute(
+                        f"SELECT {col}, count(*) FROM pairs WHERE {col} IS NOT NULL GROUP BY 1 ORDER BY 1"
+                    ).fetchall()
+                ]
+                for name, col in self.FILTERS.items()
+            }
 
     def counts(self) -> dict[str, int]:
         con = self._load()
@@ -688,21 +827,29 @@ class Comparison:
             cur = con.cursor()
             try:
                 total = cur.execute("SELECT count(*) FROM pairs").fetchone()[0]
-                matched, rows = page_query(cur, "pairs", ", ".join(("rownum", *self.COLUMNS)), where, args, order,
-                                           size, page)
+                matched, rows = page_query(
+                    cur, "pairs", ", ".join(("rownum", *self.COLUMNS)), where, args, order, size, page
+                )
             finally:
                 cur.close()
         pages = max(1, -(-matched // size))
         page = min(page, pages)
         for r in rows:
             r["question"] = _clip(r["question"], 120)
-        return {"total": int(total), "matched": int(matched), "page": page, "pages": pages, "page_size": size,
-                "rows": rows}
+        return {
+            "total": int(total),
+            "matched": int(matched),
+            "page": page,
+            "pages": pages,
+            "page_size": size,
+            "rows": rows,
+        }
 
     def all_pairs(self) -> list[dict[str, Any]]:
         con = self._load()
         with self._lock:
-            result = con.execute(f"SELECT {', '.join(self.COLUMNS)}, program, rownum, latency_seconds, tokens "
-                                 "FROM pairs ORDER BY rownum")
+            result = con.execute(
+                f"SELECT {', '.join(self.COLUMNS)}, program, rownum, latency_seconds, tokens FROM pairs ORDER BY rownum"
+            )
             names = [d[0] for d in result.description]
-            return [dict(zip(names, r)) for r in result.fetchall()]
+            return [dict(zip(names, r, strict=True)) for r in result.fetchall()]

@@ -82,9 +82,19 @@ def collapse_whitespace(text: str) -> str:
 # simplemma keeps one lemma per word form and picks the verb for some -ves plurals
 # ("shelves" -> "shelve"); names are noun phrases, so these nouns win.
 _VES_NOUNS = {
-    "shelves": "shelf", "leaves": "leaf", "lives": "life", "wives": "wife", "halves": "half", "calves": "calf",
-    "loaves": "loaf", "thieves": "thief", "selves": "self", "scarves": "scarf", "hooves": "hoof",
-    "wharves": "wharf", "sheaves": "sheaf",
+    "shelves": "shelf",
+    "leaves": "leaf",
+    "lives": "life",
+    "wives": "wife",
+    "halves": "half",
+    "calves": "calf",
+    "loaves": "loaf",
+    "thieves": "thief",
+    "selves": "self",
+    "scarves": "scarf",
+    "hooves": "hoof",
+    "wharves": "wharf",
+    "sheaves": "sheaf",
 }
 
 
@@ -173,7 +183,7 @@ def hash_id(node_type: str, normalized: str) -> str:
     """
     if not normalized:
         raise ValueError(f"cannot compute a {node_type} id from empty normalized text")
-    digest = hashlib.sha256(f"{node_type}\x00{normalized}".encode("utf-8")).hexdigest()
+    digest = hashlib.sha256(f"{node_type}\x00{normalized}".encode()).hexdigest()
     return digest[:ID_HEX_CHARS]
 
 
@@ -253,7 +263,7 @@ def split_sentences(text: str) -> list[str]:
     for line in unicodedata.normalize("NFKC", text).splitlines():
         start = 0
         for match in _BOUNDARY.finditer(line):
-            candidate = line[start:match.end()]
+            candidate = line[start : match.end()]
             if _ends_with_abbreviation(candidate):
                 continue
             sentences.append(candidate)

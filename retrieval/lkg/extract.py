@@ -34,8 +34,9 @@ from __future__ import annotations
 import json
 import re
 import string
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from symbolkg.retrieval.lkg.canonical import split_sentences
 from symbolkg.retrieval.lkg.schema import CONSTRAINT_TYPES, Graph, ValidationIssue
@@ -43,9 +44,21 @@ from symbolkg.retrieval.lkg.validate import ValidationLimits, ValidationResult, 
 from symbolkg.solvers.json_text import close_truncated
 
 __all__ = [
-    "EXAMPLE_CONTEXT", "EXAMPLE_OUTPUT", "FIELD_MAX_CHARS", "MAX_OUTPUT_CHARS", "PROMPT_VERSION", "Chunk",
-    "SchemaBounds", "chunk_context", "chunk_schema", "extraction_messages", "extraction_schema", "name_spans",
-    "parse_extraction", "repair_messages", "split_sentences",
+    "EXAMPLE_CONTEXT",
+    "EXAMPLE_OUTPUT",
+    "FIELD_MAX_CHARS",
+    "MAX_OUTPUT_CHARS",
+    "PROMPT_VERSION",
+    "Chunk",
+    "SchemaBounds",
+    "chunk_context",
+    "chunk_schema",
+    "extraction_messages",
+    "extraction_schema",
+    "name_spans",
+    "parse_extraction",
+    "repair_messages",
+    "split_sentences",
 ]
 
 #: Version of prompt + schema + example. Part of the store's cache key.
@@ -96,8 +109,7 @@ EXAMPLE_OUTPUT: dict[str, Any] = {
     "entities": [
         {"id": "e1", "name": "Mia", "entity_type": "person", "properties": []},
         {"id": "e2", "name": "Leo", "entity_type": "person", "properties": []},
-        {"id": "e3", "name": "red bicycle", "entity_type": "object",
-         "properties": [{"key": "color", "value": "red"}]},
+        {"id": "e3", "name": "red bicycle", "entity_type": "object", "properties": [{"key": "color", "value": "red"}]},
     ],
     "concepts": [
         {"id": "c1", "name": "bicycle", "labels": ["vehicle"]},
@@ -105,26 +117,58 @@ EXAMPLE_OUTPUT: dict[str, Any] = {
         {"id": "c3", "name": "person", "labels": []},
     ],
     "rules": [
-        {"id": "r1", "expression": "forall x: (person(x) & exists y: (vehicle(y) & owns(x, y))) -> pays_road_tax(x)",
-         "description": "A person who owns a vehicle pays a road tax.",
-         "raw_text": "If a person owns a vehicle, then that person pays a road tax."},
+        {
+            "id": "r1",
+            "expression": "forall x: (person(x) & exists y: (vehicle(y) & owns(x, y))) -> pays_road_tax(x)",
+            "description": "A person who owns a vehicle pays a road tax.",
+            "raw_text": "If a person owns a vehicle, then that person pays a road tax.",
+        },
     ],
     "constraints": [
-        {"id": "k1", "raw_expression": "left_of(Mia, Leo)", "constraint_type": "Ordering", "relation": "LEFT_OF",
-         "operation": "", "value": "", "raw_text": "Mia sits to the left of Leo."},
-        {"id": "k2", "raw_expression": "age(Mia) != age(Leo)", "constraint_type": "AllDifferent", "relation": "",
-         "operation": "", "value": "", "raw_text": "Mia and Leo have different ages."},
-        {"id": "k3", "raw_expression": "age(Leo) > 20", "constraint_type": "Arithmetic", "relation": "",
-         "operation": ">", "value": "20", "raw_text": "Leo is older than 20."},
+        {
+            "id": "k1",
+            "raw_expression": "left_of(Mia, Leo)",
+            "constraint_type": "Ordering",
+            "relation": "LEFT_OF",
+            "operation": "",
+            "value": "",
+            "raw_text": "Mia sits to the left of Leo.",
+        },
+        {
+            "id": "k2",
+            "raw_expression": "age(Mia) != age(Leo)",
+            "constraint_type": "AllDifferent",
+            "relation": "",
+            "operation": "",
+            "value": "",
+            "raw_text": "Mia and Leo have different ages.",
+        },
+        {
+            "id": "k3",
+            "raw_expression": "age(Leo) > 20",
+            "constraint_type": "Arithmetic",
+            "relation": "",
+            "operation": ">",
+            "value": "20",
+            "raw_text": "Leo is older than 20.",
+        },
     ],
     "edges": [
         {"source": "e1", "target": "e3", "type": "OWNS", "raw_text": "Mia owns a red bicycle."},
         {"source": "e3", "target": "c1", "type": "IS_A", "raw_text": "Mia owns a red bicycle."},
         {"source": "c1", "target": "c2", "type": "IS_A", "raw_text": "Every bicycle is a vehicle."},
-        {"source": "r1", "target": "c3", "type": "APPLIES_TO",
-         "raw_text": "If a person owns a vehicle, then that person pays a road tax."},
-        {"source": "r1", "target": "c2", "type": "MENTIONS",
-         "raw_text": "If a person owns a vehicle, then that person pays a road tax."},
+        {
+            "source": "r1",
+            "target": "c3",
+            "type": "APPLIES_TO",
+            "raw_text": "If a person owns a vehicle, then that person pays a road tax.",
+        },
+        {
+            "source": "r1",
+            "target": "c2",
+            "type": "MENTIONS",
+            "raw_text": "If a person owns a vehicle, then that person pays a road tax.",
+        },
         {"source": "e1", "target": "e2", "type": "LEFT_OF", "raw_text": "Mia sits to the left of Leo."},
         {"source": "k1", "target": "e1", "type": "APPLIES_TO", "raw_text": "Mia sits to the left of Leo."},
         {"source": "k1", "target": "e2", "type": "APPLIES_TO", "raw_text": "Mia sits to the left of Leo."},
@@ -166,13 +210,13 @@ class SchemaBounds:
     labels: int
 
     @classmethod
-    def from_limits(cls, limits: ValidationLimits) -> "SchemaBounds":
+    def from_limits(cls, limits: ValidationLimits) -> SchemaBounds:
         """The validation caps themselves (the generic schema)."""
         n = limits.max_nodes_per_list
         return cls(n, n, n, n, limits.max_edges, limits.max_properties, limits.max_labels)
 
     @classmethod
-    def for_sentences(cls, n: int, limits: ValidationLimits | None = None) -> "SchemaBounds":
+    def for_sentences(cls, n: int, limits: ValidationLimits | None = None) -> SchemaBounds:
         """Bounds for a text of ``n`` sentences, capped by ``limits``.
 
         ``n + 2`` entities and concepts, ``n`` rules and constraints (each quotes one
@@ -183,14 +227,30 @@ class SchemaBounds:
         lim = limits or ValidationLimits()
         n = max(1, n)
         nodes = lim.max_nodes_per_list
-        return cls(min(nodes, n + 2), min(nodes, n + 2), min(nodes, n), min(nodes, n),
-                   min(lim.max_edges, 3 * n + 3), min(lim.max_properties, 4), min(lim.max_labels, 4))
+        return cls(
+            min(nodes, n + 2),
+            min(nodes, n + 2),
+            min(nodes, n),
+            min(nodes, n),
+            min(lim.max_edges, 3 * n + 3),
+            min(lim.max_properties, 4),
+            min(lim.max_labels, 4),
+        )
 
 
 #: ``maxLength`` of each string field in a text-specific schema (below the validation caps).
 FIELD_MAX_CHARS: dict[str, int] = {
-    "concept_name": 100, "entity_type": 40, "key": 40, "value": 60, "label": 60, "expression": 300,
-    "description": 300, "raw_expression": 300, "relation": 40, "operation": 10, "constraint_value": 40,
+    "concept_name": 100,
+    "entity_type": 40,
+    "key": 40,
+    "value": 60,
+    "label": 60,
+    "expression": 300,
+    "description": 300,
+    "raw_expression": 300,
+    "relation": 40,
+    "operation": 10,
+    "constraint_value": 40,
 }
 
 #: Most words of an entity name in a text-specific schema (see :func:`name_spans`).
@@ -219,8 +279,9 @@ def name_spans(sentences: Sequence[str], max_words: int = MAX_NAME_WORDS) -> lis
     return list(out)
 
 
-def extraction_schema(limits: ValidationLimits | None = None, sentences: Sequence[str] | None = None,
-                      bounds: SchemaBounds | None = None) -> dict[str, Any]:
+def extraction_schema(
+    limits: ValidationLimits | None = None, sentences: Sequence[str] | None = None, bounds: SchemaBounds | None = None
+) -> dict[str, Any]:
     """The JSON schema of one extraction output, for structured decoding (vLLM guided JSON).
 
     Only objects, arrays, strings, enums and (text-specific) one ``anyOf``; every field
@@ -263,85 +324,127 @@ def extraction_schema(limits: ValidationLimits | None = None, sentences: Sequenc
 def _generic_schema(b: SchemaBounds) -> dict[str, Any]:
     """:func:`extraction_schema` without a text: any strings, bounded arrays."""
     string: dict[str, Any] = {"type": "string"}
-    entity = _object({
-        "id": string, "name": string, "entity_type": string,
-        "properties": _array(_object({"key": string, "value": string}), b.properties),
-    })
+    entity = _object(
+        {
+            "id": string,
+            "name": string,
+            "entity_type": string,
+            "properties": _array(_object({"key": string, "value": string}), b.properties),
+        }
+    )
     concept = _object({"id": string, "name": string, "labels": _array(string, b.labels)})
     rule = _object({"id": string, "expression": string, "description": string, "raw_text": string})
-    constraint = _object({
-        "id": string, "raw_expression": string,
-        "constraint_type": {"type": "string", "enum": list(CONSTRAINT_TYPES)}, "relation": string,
-        "operation": string, "value": string, "raw_text": string,
-    })
+    constraint = _object(
+        {
+            "id": string,
+            "raw_expression": string,
+            "constraint_type": {"type": "string", "enum": list(CONSTRAINT_TYPES)},
+            "relation": string,
+            "operation": string,
+            "value": string,
+            "raw_text": string,
+        }
+    )
     edge = _object({"source": string, "target": string, "type": string, "raw_text": string})
-    return _object({
-        "entities": _array(entity, b.entities), "concepts": _array(concept, b.concepts),
-        "rules": _array(rule, b.rules), "constraints": _array(constraint, b.constraints),
-        "edges": _array(edge, b.edges),
-    })
+    return _object(
+        {
+            "entities": _array(entity, b.entities),
+            "concepts": _array(concept, b.concepts),
+            "rules": _array(rule, b.rules),
+            "constraints": _array(constraint, b.constraints),
+            "edges": _array(edge, b.edges),
+        }
+    )
+
+
+def _string_field(field: str) -> dict[str, Any]:
+    return {"type": "string", "maxLength": FIELD_MAX_CHARS[field]}
+
+
+def _one_of(values: Sequence[str]) -> dict[str, Any]:
+    return {"type": "string", "enum": list(values)}
+
+
+def _ids(prefix: str, n: int) -> list[str]:
+    return [f"{prefix}{i}" for i in range(1, n + 1)]
 
 
 def _text_schema(b: SchemaBounds, sentences: Sequence[str]) -> dict[str, Any]:
     """:func:`extraction_schema` specific to the text of ``sentences`` (see its docstring)."""
-
-    def text(field: str) -> dict[str, Any]:
-        return {"type": "string", "maxLength": FIELD_MAX_CHARS[field]}
-
-    def one_of(values: Sequence[str]) -> dict[str, Any]:
-        return {"type": "string", "enum": list(values)}
-
-    def ids(prefix: str, n: int) -> list[str]:
-        return [f"{prefix}{i}" for i in range(1, n + 1)]
-
-    e_ids, c_ids = ids("e", b.entities), ids("c", b.concepts)
-    r_ids, k_ids = ids("r", b.rules), ids("k", b.constraints)
+    e_ids, c_ids = _ids("e", b.entities), _ids("c", b.concepts)
+    r_ids, k_ids = _ids("r", b.rules), _ids("k", b.constraints)
     quote = {"$ref": "#/$defs/quote"}  # large enums once, referenced from every item
 
     def positional(make: Callable[[str], dict[str, Any]], item_ids: list[str]) -> dict[str, Any]:
         # item i has id <prefix>i: no id can name two items, and none is skipped
-        return {"type": "array", "prefixItems": [make(i) for i in item_ids], "items": False,
-                "maxItems": len(item_ids)}
+        return {"type": "array", "prefixItems": [make(i) for i in item_ids], "items": False, "maxItems": len(item_ids)}
 
     def entity(item_id: str) -> dict[str, Any]:
-        return _object({
-            "id": one_of([item_id]), "name": {"$ref": "#/$defs/entity_name"}, "entity_type": text("entity_type"),
-            "properties": _array(_object({"key": text("key"), "value": text("value")}), b.properties),
-        })
+        return _object(
+            {
+                "id": _one_of([item_id]),
+                "name": {"$ref": "#/$defs/entity_name"},
+                "entity_type": _string_field("entity_type"),
+                "properties": _array(
+                    _object({"key": _string_field("key"), "value": _string_field("value")}), b.properties
+                ),
+            }
+        )
 
     def concept(item_id: str) -> dict[str, Any]:
-        return _object({"id": one_of([item_id]), "name": text("concept_name"),
-                        "labels": _array(text("label"), b.labels)})
+        return _object(
+            {
+                "id": _one_of([item_id]),
+                "name": _string_field("concept_name"),
+                "labels": _array(_string_field("label"), b.labels),
+            }
+        )
 
     def rule(item_id: str) -> dict[str, Any]:
-        return _object({"id": one_of([item_id]), "expression": text("expression"),
-                        "description": text("description"), "raw_text": quote})
+        return _object(
+            {
+                "id": _one_of([item_id]),
+                "expression": _string_field("expression"),
+                "description": _string_field("description"),
+                "raw_text": quote,
+            }
+        )
 
     def constraint(item_id: str) -> dict[str, Any]:
-        return _object({
-            "id": one_of([item_id]), "raw_expression": text("raw_expression"),
-            "constraint_type": one_of(CONSTRAINT_TYPES), "relation": text("relation"),
-            "operation": text("operation"), "value": text("constraint_value"), "raw_text": quote,
-        })
+        return _object(
+            {
+                "id": _one_of([item_id]),
+                "raw_expression": _string_field("raw_expression"),
+                "constraint_type": _one_of(CONSTRAINT_TYPES),
+                "relation": _string_field("relation"),
+                "operation": _string_field("operation"),
+                "value": _string_field("constraint_value"),
+                "raw_text": quote,
+            }
+        )
 
     def edge(edge_type: dict[str, Any], sources: list[str], targets: list[str]) -> dict[str, Any]:
-        return _object({"source": one_of(sources), "target": one_of(targets), "type": edge_type, "raw_text": quote})
+        return _object({"source": _one_of(sources), "target": _one_of(targets), "type": edge_type, "raw_text": quote})
 
     things = e_ids + c_ids
     # UPPER_SNAKE of at most 64 characters; parts after the first have two or more (so never IS_A)
     relation = {"type": "string", "pattern": "^[A-Z][A-Z0-9]{0,15}(_[A-Z0-9]{2,15}){0,3}$"}
     shapes = [
-        edge(one_of(["IS_A"]), things, c_ids),
-        edge(one_of(["APPLIES_TO", "MENTIONS"]), r_ids + k_ids, things),
-        edge(one_of(["RELATED_TO"]), things + r_ids + k_ids, things + r_ids + k_ids),
+        edge(_one_of(["IS_A"]), things, c_ids),
+        edge(_one_of(["APPLIES_TO", "MENTIONS"]), r_ids + k_ids, things),
+        edge(_one_of(["RELATED_TO"]), things + r_ids + k_ids, things + r_ids + k_ids),
         edge(relation, things, things),  # HAS and typed relations (LEFT_OF, OWNS)
     ]
-    schema = _object({
-        "entities": positional(entity, e_ids), "concepts": positional(concept, c_ids),
-        "rules": positional(rule, r_ids), "constraints": positional(constraint, k_ids),
-        "edges": _array({"anyOf": shapes}, b.edges),
-    })
-    schema["$defs"] = {"quote": one_of(list(dict.fromkeys(sentences))), "entity_name": one_of(name_spans(sentences))}
+    schema = _object(
+        {
+            "entities": positional(entity, e_ids),
+            "concepts": positional(concept, c_ids),
+            "rules": positional(rule, r_ids),
+            "constraints": positional(constraint, k_ids),
+            "edges": _array({"anyOf": shapes}, b.edges),
+        }
+    )
+    schema["$defs"] = {"quote": _one_of(list(dict.fromkeys(sentences))), "entity_name": _one_of(name_spans(sentences))}
     return schema
 
 
@@ -364,8 +467,10 @@ def chunk_schema(sentences: Sequence[str]) -> dict[str, Any]:
 def _user_message(context: str, question: str | None) -> str:
     text = f"Text:\n{context}"
     if question:
-        text += ("\n\nQuestion (for focus only; take every raw_text from the text above, never from the question):\n"
-                 f"{question}")
+        text += (
+            "\n\nQuestion (for focus only; take every raw_text from the text above, never from the question):\n"
+            f"{question}"
+        )
     return text + "\n\nJSON:"
 
 
@@ -392,8 +497,9 @@ def extraction_messages(context: str, question: str | None = None) -> Messages:
     ]
 
 
-def repair_messages(context: str, previous_output: str, errors: Sequence[ValidationIssue],
-                    question: str | None = None) -> Messages:
+def repair_messages(
+    context: str, previous_output: str, errors: Sequence[ValidationIssue], question: str | None = None
+) -> Messages:
     """Chat messages asking the model to correct its previous extraction.
 
     The prefix is :func:`extraction_messages` (same context and question), then
@@ -421,9 +527,12 @@ def repair_messages(context: str, previous_output: str, errors: Sequence[Validat
     lines = [f"- {e.path} ({e.kind}): {e.message}" for e in errors[:MAX_REPAIR_ISSUES]]
     if len(errors) > MAX_REPAIR_ISSUES:
         lines.append(f"- ... and {len(errors) - MAX_REPAIR_ISSUES} more")
-    request = ("Your JSON has these problems:\n" + "\n".join(lines)
-               + "\n\nWrite the whole corrected JSON object again, with all five lists. Keep what was right. "
-                 "Copy every raw_text word for word from the text.\n\nJSON:")
+    request = (
+        "Your JSON has these problems:\n"
+        + "\n".join(lines)
+        + "\n\nWrite the whole corrected JSON object again, with all five lists. Keep what was right. "
+        "Copy every raw_text word for word from the text.\n\nJSON:"
+    )
     return extraction_messages(context, question) + [("assistant", shown), ("user", request)]
 
 
@@ -436,8 +545,9 @@ def _invalid(message: str, context_key: str, path: str = "$", kind: str = "inval
     return ValidationResult(Graph(context_key), (ValidationIssue(path, kind, message),))
 
 
-def parse_extraction(text: str, context: str, context_key: str, *, sentence_offset: int = 0,
-                     limits: ValidationLimits | None = None) -> ValidationResult:
+def parse_extraction(
+    text: str, context: str, context_key: str, *, sentence_offset: int = 0, limits: ValidationLimits | None = None
+) -> ValidationResult:
     """Decode and validate one extraction completion.
 
     The JSON object is taken from the first code fence if there is one holding
@@ -472,8 +582,11 @@ def parse_extraction(text: str, context: str, context_key: str, *, sentence_offs
     if not isinstance(context_key, str) or not context_key:
         raise ValueError(f"context_key must be a non-empty string, got {context_key!r}")
     if len(text) > MAX_OUTPUT_CHARS:
-        return _invalid(f"the output has {len(text)} characters, at most {MAX_OUTPUT_CHARS} are read; "
-                        "write a shorter object", context_key, kind="too_long")
+        return _invalid(
+            f"the output has {len(text)} characters, at most {MAX_OUTPUT_CHARS} are read; write a shorter object",
+            context_key,
+            kind="too_long",
+        )
     fence = _FENCE.search(text)
     body = text
     if fence and "{" in fence.group(1):
@@ -489,9 +602,13 @@ def parse_extraction(text: str, context: str, context_key: str, *, sentence_offs
         if salvaged is None:
             return _invalid(f"invalid JSON at line {e.lineno} column {e.colno}: {e.msg}", context_key)
         raw, kept = salvaged
-        truncated = ValidationIssue("$", "truncated", f"the JSON ends before it is complete (after {kept} of "
-                                                      f"{len(body) - start} characters); the complete items before "
-                                                      "the cut were kept, the rest is lost")
+        truncated = ValidationIssue(
+            "$",
+            "truncated",
+            f"the JSON ends before it is complete (after {kept} of "
+            f"{len(body) - start} characters); the complete items before "
+            "the cut were kept, the rest is lost",
+        )
     except RecursionError:
         return _invalid("the JSON nests too deeply", context_key)
     result = validate_extraction(raw, context, context_key, sentence_offset=sentence_offset, limits=limits)

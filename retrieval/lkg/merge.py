@@ -25,8 +25,8 @@ document wins); :class:`GraphBuilder` returns them for validation to report.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import replace
-from typing import Iterable
 
 from symbolkg.retrieval.lkg.schema import Concept, Constraint, Edge, Entity, Graph, Node, Rule, sorted_provenance
 
@@ -68,15 +68,17 @@ def merge_node(a: Node, b: Node) -> tuple[Node, list[str]]:
         labels = tuple(dict.fromkeys(a.labels + b.labels))
         return replace(a, labels=labels, provenance=provenance), conflicts
     if isinstance(a, Rule) and isinstance(b, Rule):
-        return replace(a, description=a.description or b.description, raw_text=a.raw_text or b.raw_text,
-                       provenance=provenance), conflicts
+        return replace(
+            a, description=a.description or b.description, raw_text=a.raw_text or b.raw_text, provenance=provenance
+        ), conflicts
     if not (isinstance(a, Constraint) and isinstance(b, Constraint)):
         raise ValueError(f"not a node record: {type(a).__name__}")
     relation = _first_nonempty("relation", a.relation, b.relation, conflicts)
     operation = _first_nonempty("operation", a.operation, b.operation, conflicts)
     value = _first_nonempty("value", a.value, b.value, conflicts)
-    return replace(a, relation=relation, operation=operation, value=value, raw_text=a.raw_text or b.raw_text,
-                   provenance=provenance), conflicts
+    return replace(
+        a, relation=relation, operation=operation, value=value, raw_text=a.raw_text or b.raw_text, provenance=provenance
+    ), conflicts
 
 
 def merge_edge(a: Edge, b: Edge) -> Edge:

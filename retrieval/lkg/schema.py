@@ -78,8 +78,9 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields
-from typing import Any, ClassVar, Iterable, Mapping
+from typing import Any, ClassVar
 
 import pyarrow as pa
 
@@ -151,7 +152,7 @@ class Provenance:
         return {"document": self.document, "sentence": self.sentence}
 
     @classmethod
-    def from_row(cls, row: Mapping[str, Any]) -> "Provenance":
+    def from_row(cls, row: Mapping[str, Any]) -> Provenance:
         return cls(document=row["document"], sentence=int(row["sentence"]))
 
 
@@ -167,8 +168,17 @@ def _check_provenance(owner: str, provenance: tuple[Provenance, ...]) -> None:
 
 # Row template: every node column, null. Each node type fills its own columns.
 _EMPTY_NODE_ROW: dict[str, Any] = {
-    "name": None, "entity_type": None, "properties": None, "labels": None, "expression": None, "description": None,
-    "raw_expression": None, "constraint_type": None, "relation": None, "operation": None, "value": None,
+    "name": None,
+    "entity_type": None,
+    "properties": None,
+    "labels": None,
+    "expression": None,
+    "description": None,
+    "raw_expression": None,
+    "constraint_type": None,
+    "relation": None,
+    "operation": None,
+    "value": None,
     "raw_text": None,
 }
 
@@ -198,8 +208,13 @@ class Entity:
         _check_provenance(f"Entity {self.name!r}", self.provenance)
 
     @classmethod
-    def create(cls, name: str, entity_type: str = "", properties: Mapping[str, str] | None = None,
-               provenance: Iterable[Provenance] = ()) -> "Entity":
+    def create(
+        cls,
+        name: str,
+        entity_type: str = "",
+        properties: Mapping[str, str] | None = None,
+        provenance: Iterable[Provenance] = (),
+    ) -> Entity:
         """An Entity with its canonical id computed from ``name``.
 
         Raises:
@@ -214,9 +229,14 @@ class Entity:
         return row
 
     @classmethod
-    def from_row(cls, row: Mapping[str, Any]) -> "Entity":
-        return cls(row["node_id"], row["name"], row["entity_type"], dict(row["properties"] or ()),
-                   tuple(Provenance.from_row(p) for p in row["provenance"]))
+    def from_row(cls, row: Mapping[str, Any]) -> Entity:
+        return cls(
+            row["node_id"],
+            row["name"],
+            row["entity_type"],
+            dict(row["properties"] or ()),
+            tuple(Provenance.from_row(p) for p in row["provenance"]),
+        )
 
 
 @dataclass(frozen=True)
@@ -242,7 +262,7 @@ class Concept:
         _check_provenance(f"Concept {self.name!r}", self.provenance)
 
     @classmethod
-    def create(cls, name: str, labels: Iterable[str] = (), provenance: Iterable[Provenance] = ()) -> "Concept":
+    def create(cls, name: str, labels: Iterable[str] = (), provenance: Iterable[Provenance] = ()) -> Concept:
         """A Concept with its canonical id computed from ``name``.
 
         Raises:
@@ -257,9 +277,13 @@ class Concept:
         return row
 
     @classmethod
-    def from_row(cls, row: Mapping[str, Any]) -> "Concept":
-        return cls(row["node_id"], row["name"], tuple(row["labels"] or ()),
-                   tuple(Provenance.from_row(p) for p in row["provenance"]))
+    def from_row(cls, row: Mapping[str, Any]) -> Concept:
+        return cls(
+            row["node_id"],
+            row["name"],
+            tuple(row["labels"] or ()),
+            tuple(Provenance.from_row(p) for p in row["provenance"]),
+        )
 
 
 @dataclass(frozen=True)
@@ -286,8 +310,9 @@ class Rule:
         _check_provenance(f"Rule {self.expression!r}", self.provenance)
 
     @classmethod
-    def create(cls, expression: str, description: str = "", raw_text: str = "",
-               provenance: Iterable[Provenance] = ()) -> "Rule":
+    def create(
+        cls, expression: str, description: str = "", raw_text: str = "", provenance: Iterable[Provenance] = ()
+    ) -> Rule:
         """A Rule with its canonical id computed from ``expression``.
 
         Raises:
@@ -302,9 +327,14 @@ class Rule:
         return row
 
     @classmethod
-    def from_row(cls, row: Mapping[str, Any]) -> "Rule":
-        return cls(row["node_id"], row["expression"], row["description"], row["raw_text"],
-                   tuple(Provenance.from_row(p) for p in row["provenance"]))
+    def from_row(cls, row: Mapping[str, Any]) -> Rule:
+        return cls(
+            row["node_id"],
+            row["expression"],
+            row["description"],
+            row["raw_text"],
+            tuple(Provenance.from_row(p) for p in row["provenance"]),
+        )
 
 
 @dataclass(frozen=True)
@@ -339,27 +369,57 @@ class Constraint:
         _check_provenance(f"Constraint {self.raw_expression!r}", self.provenance)
 
     @classmethod
-    def create(cls, raw_expression: str, constraint_type: str, relation: str = "", operation: str = "",
-               value: str = "", raw_text: str = "", provenance: Iterable[Provenance] = ()) -> "Constraint":
+    def create(
+        cls,
+        raw_expression: str,
+        constraint_type: str,
+        relation: str = "",
+        operation: str = "",
+        value: str = "",
+        raw_text: str = "",
+        provenance: Iterable[Provenance] = (),
+    ) -> Constraint:
         """A Constraint with its canonical id computed from its type and ``raw_expression``.
 
         Raises:
             ValueError: if ``raw_expression`` is blank or ``constraint_type`` is illegal.
         """
-        return cls(canonical.constraint_id(constraint_type, raw_expression), raw_expression, constraint_type,
-                   relation, operation, value, raw_text, sorted_provenance(provenance))
+        return cls(
+            canonical.constraint_id(constraint_type, raw_expression),
+            raw_expression,
+            constraint_type,
+            relation,
+            operation,
+            value,
+            raw_text,
+            sorted_provenance(provenance),
+        )
 
     def to_row(self, context_key: str) -> dict[str, Any]:
         row = {"context_key": context_key, "node_id": self.id, "node_type": self.node_type, **_EMPTY_NODE_ROW}
-        row.update(raw_expression=self.raw_expression, constraint_type=self.constraint_type, relation=self.relation,
-                   operation=self.operation, value=self.value, raw_text=self.raw_text)
+        row.update(
+            raw_expression=self.raw_expression,
+            constraint_type=self.constraint_type,
+            relation=self.relation,
+            operation=self.operation,
+            value=self.value,
+            raw_text=self.raw_text,
+        )
         row["provenance"] = [p.to_row() for p in self.provenance]
         return row
 
     @classmethod
-    def from_row(cls, row: Mapping[str, Any]) -> "Constraint":
-        return cls(row["node_id"], row["raw_expression"], row["constraint_type"], row["relation"], row["operation"],
-                   row["value"], row["raw_text"], tuple(Provenance.from_row(p) for p in row["provenance"]))
+    def from_row(cls, row: Mapping[str, Any]) -> Constraint:
+        return cls(
+            row["node_id"],
+            row["raw_expression"],
+            row["constraint_type"],
+            row["relation"],
+            row["operation"],
+            row["value"],
+            row["raw_text"],
+            tuple(Provenance.from_row(p) for p in row["provenance"]),
+        )
 
 
 Node = Entity | Concept | Rule | Constraint
@@ -408,14 +468,24 @@ class Edge:
         return (self.source_id, self.target_id, self.edge_type)
 
     def to_row(self, context_key: str) -> dict[str, Any]:
-        return {"context_key": context_key, "source_id": self.source_id, "target_id": self.target_id,
-                "edge_type": self.edge_type, "raw_text": self.raw_text,
-                "provenance": [p.to_row() for p in self.provenance]}
+        return {
+            "context_key": context_key,
+            "source_id": self.source_id,
+            "target_id": self.target_id,
+            "edge_type": self.edge_type,
+            "raw_text": self.raw_text,
+            "provenance": [p.to_row() for p in self.provenance],
+        }
 
     @classmethod
-    def from_row(cls, row: Mapping[str, Any]) -> "Edge":
-        return cls(row["source_id"], row["target_id"], row["edge_type"], row["raw_text"],
-                   tuple(Provenance.from_row(p) for p in row["provenance"]))
+    def from_row(cls, row: Mapping[str, Any]) -> Edge:
+        return cls(
+            row["source_id"],
+            row["target_id"],
+            row["edge_type"],
+            row["raw_text"],
+            tuple(Provenance.from_row(p) for p in row["provenance"]),
+        )
 
 
 @dataclass(frozen=True)
@@ -451,8 +521,9 @@ class Graph:
         for edge in self.edges:
             for end in (edge.source_id, edge.target_id):
                 if end not in by_id:
-                    raise ValueError(f"edge {edge.key} refers to {end}, "
-                                     f"which is not a node of graph {self.context_key}")
+                    raise ValueError(
+                        f"edge {edge.key} refers to {end}, which is not a node of graph {self.context_key}"
+                    )
             if edge.key in seen:
                 raise ValueError(f"duplicate edge {edge.key} in graph {self.context_key}")
             seen.add(edge.key)
@@ -486,11 +557,13 @@ class Graph:
 
     def to_tables(self) -> tuple[pa.Table, pa.Table]:
         """This graph as ``(nodes, edges)`` Arrow tables with :data:`NODE_SCHEMA` / :data:`EDGE_SCHEMA`."""
-        return (node_table([n.to_row(self.context_key) for n in self.nodes]),
-                edge_table([e.to_row(self.context_key) for e in self.edges]))
+        return (
+            node_table([n.to_row(self.context_key) for n in self.nodes]),
+            edge_table([e.to_row(self.context_key) for e in self.edges]),
+        )
 
     @classmethod
-    def from_tables(cls, context_key: str, nodes: pa.Table, edges: pa.Table) -> "Graph":
+    def from_tables(cls, context_key: str, nodes: pa.Table, edges: pa.Table) -> Graph:
         """The graph ``context_key`` from tables holding (at least) its rows, in order.
 
         Raises:
@@ -525,7 +598,7 @@ class ValidationIssue:
         return {"path": self.path, "kind": self.kind, "message": self.message}
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "ValidationIssue":
+    def from_dict(cls, d: Mapping[str, Any]) -> ValidationIssue:
         return cls(path=d["path"], kind=d["kind"], message=d["message"])
 
 
@@ -575,12 +648,19 @@ class ContextRecord:
         return row
 
     @classmethod
-    def from_row(cls, row: Mapping[str, Any]) -> "ContextRecord":
-        return cls(key=row["context_key"], problem_ids=tuple(row["problem_ids"] or ()), status=row["status"],
-                   errors=tuple(ValidationIssue.from_dict(e) for e in json.loads(row["errors"])), model=row["model"],
-                   prompt_version=row["prompt_version"], prompt_tokens=row["prompt_tokens"],
-                   completion_tokens=row["completion_tokens"], rounds=row["rounds"],
-                   llm_seconds=row["llm_seconds"])
+    def from_row(cls, row: Mapping[str, Any]) -> ContextRecord:
+        return cls(
+            key=row["context_key"],
+            problem_ids=tuple(row["problem_ids"] or ()),
+            status=row["status"],
+            errors=tuple(ValidationIssue.from_dict(e) for e in json.loads(row["errors"])),
+            model=row["model"],
+            prompt_version=row["prompt_version"],
+            prompt_tokens=row["prompt_tokens"],
+            completion_tokens=row["completion_tokens"],
+            rounds=row["rounds"],
+            llm_seconds=row["llm_seconds"],
+        )
 
 
 # --------------------------------------------------------------------------- Arrow schemas

@@ -69,9 +69,9 @@ import json
 import os
 import time
 import uuid
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator, Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -165,7 +165,7 @@ class _Entry:
 
 
 def _tag_of(path: Path) -> str:
-    return path.name[len(_PREFIX):-len(_SUFFIX)]
+    return path.name[len(_PREFIX) : -len(_SUFFIX)]
 
 
 class LKGStore:
@@ -193,8 +193,14 @@ class LKGStore:
         (True, 'Ann')
     """
 
-    def __init__(self, path: str | os.PathLike[str], *, flush_nodes: int = 100_000, flush_contexts: int = 1_000,
-                 row_group_rows: int = 4_096) -> None:
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        flush_nodes: int = 100_000,
+        flush_contexts: int = 1_000,
+        row_group_rows: int = 4_096,
+    ) -> None:
         if flush_nodes < 1 or flush_contexts < 1 or row_group_rows < 1:
             raise ValueError("flush_nodes, flush_contexts and row_group_rows must be >= 1")
         self.path = Path(path)
@@ -248,14 +254,17 @@ class LKGStore:
         for entry in sorted(index.values(), key=lambda e: e.row["written_at"]):
             for pid in entry.row["problem_ids"]:
                 _add_link(problems, pid, entry.row["context_key"])
-        links = [r for tag in self._tags("links")
-                 for r in pq.read_table(self._file("links", tag), schema=LINK_SCHEMA).to_pylist()]
+        links = [
+            r
+            for tag in self._tags("links")
+            for r in pq.read_table(self._file("links", tag), schema=LINK_SCHEMA).to_pylist()
+        ]
         for row in links:
             if row["context_key"] in index:
                 _add_link(problems, row["problem_id"], row["context_key"])
         for pid, key in self._links:
             _add_link(problems, pid, key)
-        for pid, keys in problems.items():
+        for keys in problems.values():
             keys.sort(key=lambda k: index[k].row["written_at"])
         self._index, self._part_keys, self._problems = index, part_keys, problems
         return index
@@ -322,8 +331,13 @@ class LKGStore:
     @staticmethod
     def _context_row(record: ContextRecord, graph: Graph) -> dict:
         """The CONTEXT_SCHEMA row of a buffered context (``part`` is set when it is flushed)."""
-        return {**record.to_row(), "n_nodes": len(graph.nodes), "n_edges": len(graph.edges), "part": "",
-                "written_at": time.time()}
+        return {
+            **record.to_row(),
+            "n_nodes": len(graph.nodes),
+            "n_edges": len(graph.edges),
+            "part": "",
+            "written_at": time.time(),
+        }
 
     def _write(self, table: pa.Table, table_name: str, tag: str, *, sort: bool = True) -> None:
         meta = {"store_version": _STORE_VERSION, "canonical_version": CANONICAL_VERSION, "session": self.session}
@@ -332,8 +346,14 @@ class LKGStore:
         final.parent.mkdir(parents=True, exist_ok=True)
         tmp = final.with_name(final.name + ".tmp")
         sorting = [pq.SortingColumn(0)] if sort else None
-        pq.write_table(table, tmp, row_group_size=self.row_group_rows, compression="zstd", write_statistics=True,
-                       sorting_columns=sorting)
+        pq.write_table(
+            table,
+            tmp,
+            row_group_size=self.row_group_rows,
+            compression="zstd",
+            write_statistics=True,
+            sorting_columns=sorting,
+        )
         os.replace(tmp, final)
 
     def _next_tag(self) -> str:
@@ -370,7 +390,7 @@ class LKGStore:
         """Flush; the store stays usable."""
         self.flush()
 
-    def __enter__(self) -> "LKGStore":
+    def __enter__(self) -> LKGStore:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -432,8 +452,14 @@ class LKGStore:
         keys = self.keys_for_problem(problem_id)
         return self.get(keys[-1]) if keys else None
 
-    def _iter(self, table: str, schema: pa.Schema, columns: Sequence[str] | None, batch_size: int,
-              context_keys: Sequence[str] | None) -> Iterator[pa.RecordBatch]:
+    def _iter(
+        self,
+        table: str,
+        schema: pa.Schema,
+        columns: Sequence[str] | None,
+        batch_size: int,
+        context_keys: Sequence[str] | None,
+    ) -> Iterator[pa.RecordBatch]:
         if batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
         self.flush()
@@ -449,13 +475,15 @@ class LKGStore:
             if wanted is not None or len(keys) != len(self._part_keys[tag]):
                 expr = pc.field("context_key").isin(keys)
             dataset = ds.dataset(self._file(table, tag), schema=schema, format="parquet")
-            for batch in dataset.to_batches(columns=list(columns) if columns else None, filter=expr,
-                                            batch_size=batch_size):
+            for batch in dataset.to_batches(
+                columns=list(columns) if columns else None, filter=expr, batch_size=batch_size
+            ):
                 if batch.num_rows:
                     yield batch
 
-    def iter_nodes(self, columns: Sequence[str] | None = None, batch_size: int = 65_536,
-                   context_keys: Sequence[str] | None = None) -> Iterator[pa.RecordBatch]:
+    def iter_nodes(
+        self, columns: Sequence[str] | None = None, batch_size: int = 65_536, context_keys: Sequence[str] | None = None
+    ) -> Iterator[pa.RecordBatch]:
         """Stream node rows (:data:`~symbolkg.retrieval.lkg.schema.NODE_SCHEMA`) part by part; flushes first.
 
         Memory stays at about one batch (plus one row group being decoded) however big the store is.
@@ -473,8 +501,9 @@ class LKGStore:
         """
         return self._iter("nodes", NODE_SCHEMA, columns, batch_size, context_keys)
 
-    def iter_edges(self, columns: Sequence[str] | None = None, batch_size: int = 65_536,
-                   context_keys: Sequence[str] | None = None) -> Iterator[pa.RecordBatch]:
+    def iter_edges(
+        self, columns: Sequence[str] | None = None, batch_size: int = 65_536, context_keys: Sequence[str] | None = None
+    ) -> Iterator[pa.RecordBatch]:
         """Stream edge rows (:data:`~symbolkg.retrieval.lkg.schema.EDGE_SCHEMA`); as :meth:`iter_nodes`."""
         return self._iter("edges", EDGE_SCHEMA, columns, batch_size, context_keys)
 
@@ -483,9 +512,15 @@ class LKGStore:
         index = self._get_index()
         rows = [e.row for e in index.values()]
         valid = sum(1 for r in rows if r["status"] == "valid")
-        return StoreCounts(contexts=len(rows), valid=valid, invalid=len(rows) - valid,
-                           nodes=sum(r["n_nodes"] for r in rows), edges=sum(r["n_edges"] for r in rows),
-                           problems=len(self._problems), parts=len(self._part_keys))
+        return StoreCounts(
+            contexts=len(rows),
+            valid=valid,
+            invalid=len(rows) - valid,
+            nodes=sum(r["n_nodes"] for r in rows),
+            edges=sum(r["n_edges"] for r in rows),
+            problems=len(self._problems),
+            parts=len(self._part_keys),
+        )
 
     # -- maintenance ---------------------------------------------------------------------
     def compact(self, target_rows: int = 1_000_000) -> None:
@@ -531,12 +566,17 @@ class LKGStore:
             new_tag = self._next_tag()
             for table_name, schema in (("nodes", NODE_SCHEMA), ("edges", EDGE_SCHEMA)):
                 # Each context is read from the one part the index gives it (never from a duplicate).
-                tables = [pq.read_table(self._file(table_name, tag), schema=schema,
-                                        filters=pc.field("context_key").isin(tag_keys))
-                          for tag, tag_keys in owned.items() if tag_keys]
+                tables = [
+                    pq.read_table(
+                        self._file(table_name, tag), schema=schema, filters=pc.field("context_key").isin(tag_keys)
+                    )
+                    for tag, tag_keys in owned.items()
+                    if tag_keys
+                ]
                 table = pa.concat_tables(tables).replace_schema_metadata(None)
-                self._write(table.take(pc.sort_indices(table, sort_keys=[("context_key", "ascending")])),
-                            table_name, new_tag)
+                self._write(
+                    table.take(pc.sort_indices(table, sort_keys=[("context_key", "ascending")])), table_name, new_tag
+                )
             rows = []
             for key in keys:
                 row = dict(index[key].row, part=new_tag)

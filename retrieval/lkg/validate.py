@@ -58,8 +58,9 @@ at all, else ``"invalid"`` (the graph still holds everything that passed).
 from __future__ import annotations
 
 import bisect
+from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any, Callable
+from typing import Any
 
 from symbolkg.retrieval.lkg import canonical
 from symbolkg.retrieval.lkg.merge import GraphBuilder
@@ -132,8 +133,16 @@ class ValidationLimits:
     max_issues: int = 50
 
     def __post_init__(self) -> None:
-        for f in ("max_nodes_per_list", "max_edges", "max_properties", "max_labels", "max_name_chars",
-                  "max_text_chars", "max_short_chars", "max_issues"):
+        for f in (
+            "max_nodes_per_list",
+            "max_edges",
+            "max_properties",
+            "max_labels",
+            "max_name_chars",
+            "max_text_chars",
+            "max_short_chars",
+            "max_issues",
+        ):
             if getattr(self, f) < 1:
                 raise ValueError(f"ValidationLimits.{f} must be >= 1, got {getattr(self, f)}")
 
@@ -208,7 +217,7 @@ class _SentenceIndex:
             return []
         out = []
         for i, tokens in enumerate(self._tokens):
-            if any(tokens[j:j + n] == needle for j in range(len(tokens) - n + 1)):
+            if any(tokens[j : j + n] == needle for j in range(len(tokens) - n + 1)):
                 out.append(i + self.offset)
         return out
 
@@ -228,8 +237,9 @@ class _Validator:
         self.issues.append(ValidationIssue(path, kind, message))
 
     # -- field helpers: each returns None (and records why) when the value is unusable ------
-    def string(self, item: dict[str, Any], key: str, path: str, cap: int, *, required: bool,
-               nonempty: bool = False) -> str | None:
+    def string(
+        self, item: dict[str, Any], key: str, path: str, cap: int, *, required: bool, nonempty: bool = False
+    ) -> str | None:
         if key not in item:
             if required:
                 self.issue(f"{path}.{key}", "missing_field", f"required field '{key}' is missing")
@@ -240,8 +250,11 @@ class _Validator:
             self.issue(f"{path}.{key}", "wrong_type", f"'{key}' must be a string, got {_json_type(value)}")
             return None if required else ""
         if len(value) > cap:
-            self.issue(f"{path}.{key}", "too_long",
-                       f"'{key}' has {len(value)} characters, at most {cap} are allowed; shorten it")
+            self.issue(
+                f"{path}.{key}",
+                "too_long",
+                f"'{key}' has {len(value)} characters, at most {cap} are allowed; shorten it",
+            )
             return None
         if nonempty and not value.strip():
             self.issue(f"{path}.{key}", "empty_value", f"'{key}' must not be empty")
@@ -251,8 +264,11 @@ class _Validator:
     def unknown_fields(self, item: dict[str, Any], path: str, allowed: tuple[str, ...]) -> None:
         for key in item:
             if key not in allowed:
-                self.issue(f"{path}.{_short(str(key))}", "unknown_field",
-                           f"unknown field {_short(str(key))!r} (ignored); allowed: {', '.join(allowed)}")
+                self.issue(
+                    f"{path}.{_short(str(key))}",
+                    "unknown_field",
+                    f"unknown field {_short(str(key))!r} (ignored); allowed: {', '.join(allowed)}",
+                )
 
     def raw_text(self, item: dict[str, Any], path: str) -> tuple[str, list[int]] | None:
         text = self.string(item, "raw_text", path, self.limits.max_text_chars, required=True, nonempty=True)
@@ -263,8 +279,11 @@ class _Validator:
             return None
         sentences = self.index.locate(text)
         if not sentences:
-            self.issue(f"{path}.raw_text", "raw_text_not_in_context",
-                       f"raw_text {_short(text)!r} is not in the context; copy a sentence (or part of one) verbatim")
+            self.issue(
+                f"{path}.raw_text",
+                "raw_text_not_in_context",
+                f"raw_text {_short(text)!r} is not in the context; copy a sentence (or part of one) verbatim",
+            )
             return None
         return text, sentences
 
@@ -291,13 +310,20 @@ class _Validator:
                 continue
             owner = self.local.get(local_id)
             if owner is not None and owner != node.id:
-                self.issue(f"{path}.id", "duplicate_id",
-                           f"id {_short(local_id)!r} is already used by another node; give each node its own id")
+                self.issue(
+                    f"{path}.id",
+                    "duplicate_id",
+                    f"id {_short(local_id)!r} is already used by another node; give each node its own id",
+                )
                 continue
             self.local[local_id] = node.id
             for name in self.builder.add_node(node):
-                self.issue(path, "conflict", f"'{name}' differs from an earlier mention of the same "
-                                             f"{node.node_type.lower()}; the first value is kept")
+                self.issue(
+                    path,
+                    "conflict",
+                    f"'{name}' differs from an earlier mention of the same "
+                    f"{node.node_type.lower()}; the first value is kept",
+                )
 
     def entity(self, item: dict[str, Any], path: str) -> Node | None:
         lim = self.limits
@@ -310,8 +336,11 @@ class _Validator:
         if not self.index.mentions(name) and not self.index.words_in_one_sentence(name):
             # an entity is an individual the text names; one it never names is invented
             # (small models copy the few-shot example's people). Concepts may be implied.
-            self.issue(f"{path}.name", "name_not_in_context",
-                       f"entity {_short(name)!r} is not named in the text; name entities as the text does")
+            self.issue(
+                f"{path}.name",
+                "name_not_in_context",
+                f"entity {_short(name)!r} is not named in the text; name entities as the text does",
+            )
             return None
         return Entity.create(name, entity_type or "", properties)
 
@@ -322,13 +351,14 @@ class _Validator:
         elif isinstance(raw, list):
             pairs = [(p, f"{path}[{i}]") for i, p in enumerate(raw)]
         else:
-            self.issue(path, "wrong_type",
-                       f"'properties' must be a list of {{key, value}} objects, got {_json_type(raw)}")
+            self.issue(
+                path, "wrong_type", f"'properties' must be a list of {{key, value}} objects, got {_json_type(raw)}"
+            )
             return {}
         if len(pairs) > lim.max_properties:
             self.issue(path, "too_many", f"{len(pairs)} properties, at most {lim.max_properties} are kept")
         out: dict[str, str] = {}
-        for pair, ppath in pairs[:lim.max_properties]:
+        for pair, ppath in pairs[: lim.max_properties]:
             if not isinstance(pair, dict):
                 self.issue(ppath, "wrong_type", f"a property must be a {{key, value}} object, got {_json_type(pair)}")
                 continue
@@ -338,8 +368,11 @@ class _Validator:
             if key is None or value is None:
                 continue
             if key in out and out[key] != value:
-                self.issue(ppath, "conflict", f"property {_short(key)!r} is given twice with different values; "
-                                              "the first is kept")
+                self.issue(
+                    ppath,
+                    "conflict",
+                    f"property {_short(key)!r} is given twice with different values; the first is kept",
+                )
                 continue
             out[key] = value
         return out
@@ -351,17 +384,21 @@ class _Validator:
         labels: list[str] = []
         raw_labels = item.get("labels", [])
         if not isinstance(raw_labels, list):
-            self.issue(f"{path}.labels", "wrong_type",
-                       f"'labels' must be a list of strings, got {_json_type(raw_labels)}")
+            self.issue(
+                f"{path}.labels", "wrong_type", f"'labels' must be a list of strings, got {_json_type(raw_labels)}"
+            )
             raw_labels = []
         if len(raw_labels) > lim.max_labels:
             self.issue(f"{path}.labels", "too_many", f"{len(raw_labels)} labels, at most {lim.max_labels} are kept")
-        for j, label in enumerate(raw_labels[:lim.max_labels]):
+        for j, label in enumerate(raw_labels[: lim.max_labels]):
             if not isinstance(label, str):
                 self.issue(f"{path}.labels[{j}]", "wrong_type", f"a label must be a string, got {_json_type(label)}")
             elif len(label) > lim.max_short_chars:
-                self.issue(f"{path}.labels[{j}]", "too_long", f"label has {len(label)} characters, "
-                                                              f"at most {lim.max_short_chars} are allowed")
+                self.issue(
+                    f"{path}.labels[{j}]",
+                    "too_long",
+                    f"label has {len(label)} characters, at most {lim.max_short_chars} are allowed",
+                )
             elif label.strip():
                 labels.append(label)
         if name is None or not self.has_words(name, f"{path}.name"):
@@ -381,13 +418,17 @@ class _Validator:
 
     def constraint(self, item: dict[str, Any], path: str) -> Node | None:
         lim = self.limits
-        self.unknown_fields(item, path, ("id", "raw_expression", "constraint_type", "relation", "operation", "value",
-                                         "raw_text"))
+        self.unknown_fields(
+            item, path, ("id", "raw_expression", "constraint_type", "relation", "operation", "value", "raw_text")
+        )
         expression = self.string(item, "raw_expression", path, lim.max_text_chars, required=True, nonempty=True)
         ctype = self.string(item, "constraint_type", path, lim.max_short_chars, required=True, nonempty=True)
         if ctype is not None and ctype not in CONSTRAINT_TYPES:
-            self.issue(f"{path}.constraint_type", "illegal_value",
-                       f"constraint_type {_short(ctype)!r} is not one of {', '.join(CONSTRAINT_TYPES)}")
+            self.issue(
+                f"{path}.constraint_type",
+                "illegal_value",
+                f"constraint_type {_short(ctype)!r} is not one of {', '.join(CONSTRAINT_TYPES)}",
+            )
             ctype = None
         extras = {}
         for key in ("relation", "operation", "value"):
@@ -397,8 +438,15 @@ class _Validator:
         if expression is None or ctype is None or located is None or None in extras.values():
             return None
         raw_text, sentences = located
-        return Constraint.create(expression, ctype, extras["relation"] or "", extras["operation"] or "",
-                                 extras["value"] or "", raw_text, self.provenance(sentences))
+        return Constraint.create(
+            expression,
+            ctype,
+            extras["relation"] or "",
+            extras["operation"] or "",
+            extras["value"] or "",
+            raw_text,
+            self.provenance(sentences),
+        )
 
     def has_words(self, name: str, path: str) -> bool:
         if canonical.normalize_name(name):
@@ -415,7 +463,7 @@ class _Validator:
             return
         if len(items) > lim.max_edges:
             self.issue("$.edges", "too_many", f"{len(items)} edges, at most {lim.max_edges} are kept")
-        for i, item in enumerate(items[:lim.max_edges]):
+        for i, item in enumerate(items[: lim.max_edges]):
             path = f"$.edges[{i}]"
             if not isinstance(item, dict):
                 self.issue(path, "wrong_type", f"each edge must be an object, got {_json_type(item)}")
@@ -426,9 +474,12 @@ class _Validator:
             edge_type = self.string(item, "type", path, lim.max_short_chars, required=True, nonempty=True)
             located = self.raw_text(item, path)
             if edge_type is not None and not is_edge_type(edge_type):
-                self.issue(f"{path}.type", "unknown_edge_type",
-                           f"edge type {_short(edge_type)!r} is neither IS_A, HAS, APPLIES_TO, MENTIONS, RELATED_TO "
-                           "nor an UPPER_SNAKE relation name such as LEFT_OF")
+                self.issue(
+                    f"{path}.type",
+                    "unknown_edge_type",
+                    f"edge type {_short(edge_type)!r} is neither IS_A, HAS, APPLIES_TO, MENTIONS, RELATED_TO "
+                    "nor an UPPER_SNAKE relation name such as LEFT_OF",
+                )
                 edge_type = None
             ends = [self.endpoint(ref, f"{path}.{key}") for ref, key in ((source, "source"), (target, "target"))]
             if edge_type is None or located is None or None in ends:
@@ -437,9 +488,12 @@ class _Validator:
             src_type, dst_type = src.node_type, dst.node_type
             allowed_src, allowed_dst = edge_endpoints(edge_type)
             if src_type not in allowed_src or dst_type not in allowed_dst:
-                self.issue(path, "bad_endpoint",
-                           f"{edge_type} cannot go from a {src_type} to a {dst_type}; allowed: from "
-                           f"{'/'.join(sorted(allowed_src))} to {'/'.join(sorted(allowed_dst))}")
+                self.issue(
+                    path,
+                    "bad_endpoint",
+                    f"{edge_type} cannot go from a {src_type} to a {dst_type}; allowed: from "
+                    f"{'/'.join(sorted(allowed_src))} to {'/'.join(sorted(allowed_dst))}",
+                )
                 continue
             raw_text, sentences = located
             self.builder.add_edge(Edge(src.id, dst.id, edge_type, raw_text, self.provenance(sentences)))
@@ -449,21 +503,31 @@ class _Validator:
             return None
         node_id = self.local.get(ref)
         if node_id is None:
-            self.issue(path, "dangling_edge", f"{_short(ref)!r} is not the id of any valid node; use an id defined "
-                                              "in entities, concepts, rules or constraints")
+            self.issue(
+                path,
+                "dangling_edge",
+                f"{_short(ref)!r} is not the id of any valid node; use an id defined "
+                "in entities, concepts, rules or constraints",
+            )
             return None
         return self.builder.node(node_id)
 
     # -- the whole output -------------------------------------------------------------------
     def run(self, raw: Any) -> ValidationResult:
         if not isinstance(raw, dict):
-            self.issue("$", "not_object", f"the output must be one JSON object with the lists "
-                                          f"{', '.join(TOP_LEVEL_KEYS)}; got {_json_type(raw)}")
+            self.issue(
+                "$",
+                "not_object",
+                f"the output must be one JSON object with the lists {', '.join(TOP_LEVEL_KEYS)}; got {_json_type(raw)}",
+            )
             return self.result()
         for key in raw:
             if key not in TOP_LEVEL_KEYS:
-                self.issue(f"$.{_short(str(key))}", "unknown_node_type",
-                           f"unknown list {_short(str(key))!r} (ignored); allowed: {', '.join(TOP_LEVEL_KEYS)}")
+                self.issue(
+                    f"$.{_short(str(key))}",
+                    "unknown_node_type",
+                    f"unknown list {_short(str(key))!r} (ignored); allowed: {', '.join(TOP_LEVEL_KEYS)}",
+                )
         self.node_list(raw, "entities", self.entity)
         self.node_list(raw, "concepts", self.concept)
         self.node_list(raw, "rules", self.rule)
@@ -488,7 +552,7 @@ class _Validator:
         cap = self.limits.max_issues
         if len(issues) > cap:
             left_out = len(issues) - (cap - 1)
-            issues = issues[:cap - 1] + [ValidationIssue("$", "too_many", f"{left_out} more issues not shown")]
+            issues = issues[: cap - 1] + [ValidationIssue("$", "too_many", f"{left_out} more issues not shown")]
         return ValidationResult(self.builder.build(self.context_key), tuple(issues))
 
 
@@ -512,8 +576,9 @@ def _short(text: str, limit: int = 60) -> str:
     return text if len(text) <= limit else text[:limit] + "..."
 
 
-def validate_extraction(raw: Any, context: str, context_key: str, *, sentence_offset: int = 0,
-                        limits: ValidationLimits | None = None) -> ValidationResult:
+def validate_extraction(
+    raw: Any, context: str, context_key: str, *, sentence_offset: int = 0, limits: ValidationLimits | None = None
+) -> ValidationResult:
     """Validate a decoded extraction output against its context (rules in the module docstring).
 
     Args:

@@ -79,8 +79,9 @@ def field_of(obj: dict[str, Any], key: str, types: type | tuple[type, ...], wher
     return value
 
 
-def check(certificate: dict[str, Any] | None, *, language: str, program: str, answer: str | None,
-          limits: Limits | None = None) -> Verdict:
+def check(
+    certificate: dict[str, Any] | None, *, language: str, program: str, answer: str | None, limits: Limits | None = None
+) -> Verdict:
     """Re-check ``certificate`` of ``program`` (in ``language``) answering ``answer``.
 
     Dispatches on ``certificate["kind"]``; never raises for a bad certificate or program (a

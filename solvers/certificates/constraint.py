@@ -54,17 +54,18 @@ no verdict holds vacuously); it must satisfy the chosen option's formula (``Or``
 list) when the check's polarity is positive (entailed, is_sat, is_valid, is_accurate_list) and its
 negation when negative (is_unsat; ``is_exception`` flips the polarity).
 
-The checker's search (:class:`symbolkg.solvers.certificates.constraint_search.Search`) is a backtracking search over the cells (CSP variables; DSL
-function applications to members) that a cited formula reads, with three-valued evaluation (booleans,
-integer intervals, sets of names) for pruning; it is complete over finite domains. Integer-valued DSL
-functions without a declared range get their domain from bounds stated in the cited constraints
-themselves (top-level ``lo <= f(a) <= hi``, ``f(a) == k``, ``f(a) in [..]``, also under ``ForAll`` /
-``And``); a core whose search reads an integer cell without such a bound is ``unverifiable``. When
-dropping one constraint leaves a cell unbounded, the full core's bounds serve as a window: a model
-found there shows the constraint needed; none found leaves minimality open, which the verdict reason
-reports (``minimality open for N of M cores``) without failing. Programs with quantifiers or function
-parameters over ``int`` and ``%`` by zero are ``unverifiable`` (the evaluator cannot tabulate them), as
-is a search past ``limits.timeout_s`` (all searches of one certificate share it).
+The checker's search (:class:`symbolkg.solvers.certificates.constraint_search.Search`) is a
+backtracking search over the cells (CSP variables; DSL function applications to members) that a
+cited formula reads, with three-valued evaluation (booleans, integer intervals, sets of names) for
+pruning; it is complete over finite domains. Integer-valued DSL functions without a declared range
+get their domain from bounds stated in the cited constraints themselves (top-level
+``lo <= f(a) <= hi``, ``f(a) == k``, ``f(a) in [..]``, also under ``ForAll`` / ``And``); a core
+whose search reads an integer cell without such a bound is ``unverifiable``. When dropping one
+constraint leaves a cell unbounded, the full core's bounds serve as a window: a model found there
+shows the constraint needed; none found leaves minimality open, which the verdict reason reports
+(``minimality open for N of M cores``) without failing. Programs with quantifiers or function
+parameters over ``int`` and ``%`` by zero are ``unverifiable`` (the evaluator cannot tabulate them),
+as is a search past ``limits.timeout_s`` (all searches of one certificate share it).
 
 Producers keep certificates under :data:`MAX_CERTIFICATE_CHARS` (measured: at most 2.9 KB on the GPT-4
 LogicalDeduction and AR-LSAT programs) and attach none when Z3 cannot finish them in the call's time.
@@ -81,8 +82,15 @@ from typing import Any
 from symbolkg.solvers.certificates import Verdict
 from symbolkg.solvers.certificates.constraint_csp import CspReader
 from symbolkg.solvers.certificates.constraint_lsat import OUTSIDE, DslReader
-from symbolkg.solvers.certificates.constraint_search import (OutOfTime, Reader, Unbounded, Unsupported, conj, need,
-                                                             negate)
+from symbolkg.solvers.certificates.constraint_search import (
+    OutOfTime,
+    Reader,
+    Unbounded,
+    Unsupported,
+    conj,
+    need,
+    negate,
+)
 from symbolkg.solvers.outcomes import Limits
 
 VERSION = 1
@@ -134,8 +142,9 @@ def check(cert: dict[str, Any], *, language: str, program: str, answer: str | No
     """
     t0 = time.perf_counter()
     if cert.get("version") != VERSION:
-        return Verdict("unverifiable", f"constraint certificate version {cert.get('version')!r} is not {VERSION}",
-                       CHECKER)
+        return Verdict(
+            "unverifiable", f"constraint certificate version {cert.get('version')!r} is not {VERSION}", CHECKER
+        )
     if language == "logiclm-csp":
         reader: Reader = CspReader(program)
     elif language == "logiclm-smt":
@@ -148,8 +157,12 @@ def check(cert: dict[str, Any], *, language: str, program: str, answer: str | No
     except Unsupported as exc:
         return Verdict("unverifiable", f"the evaluator cannot check this program: {exc}", CHECKER)
     except Unbounded as exc:
-        return Verdict("unverifiable", f"a cited core reads the integer {reader.show_cell(exc.cell)}, which no cited "
-                       "constraint bounds; the finite search cannot cover it", CHECKER)
+        return Verdict(
+            "unverifiable",
+            f"a cited core reads the integer {reader.show_cell(exc.cell)}, which no cited "
+            "constraint bounds; the finite search cannot cover it",
+            CHECKER,
+        )
     except OutOfTime:
         return Verdict("unverifiable", f"the independent search exceeded {limits.timeout_s:g} s", CHECKER)
     reason = ""
@@ -163,15 +176,18 @@ def check(cert: dict[str, Any], *, language: str, program: str, answer: str | No
     return Verdict("verified", reason, CHECKER, round(time.perf_counter() - t0, 6))
 
 
-
 def _check(cert: dict[str, Any], reader: Reader, answer: str | None, ctx: _Ctx) -> None:
-    need(isinstance(cert.get("constraints"), list) and isinstance(cert.get("options"), list),
-          "a constraint certificate needs the lists 'constraints' and 'options'")
+    need(
+        isinstance(cert.get("constraints"), list) and isinstance(cert.get("options"), list),
+        "a constraint certificate needs the lists 'constraints' and 'options'",
+    )
     # 1. every cited constraint is in the program, line and text, and all of them are cited
     cited: dict[int, str] = {}
     for entry in cert["constraints"]:
-        need(isinstance(entry, dict) and type(entry.get("id")) is int and isinstance(entry.get("text"), str),
-              f"a constraint entry must be {{'id': line, 'text': ...}}, got {entry!r}"[:200])
+        need(
+            isinstance(entry, dict) and type(entry.get("id")) is int and isinstance(entry.get("text"), str),
+            f"a constraint entry must be {{'id': line, 'text': ...}}, got {entry!r}"[:200],
+        )
         cited[entry["id"]] = entry["text"]
     actual = reader.constraint_texts()
     for cid, text in cited.items():
@@ -190,31 +206,42 @@ def _check(cert: dict[str, Any], reader: Reader, answer: str | None, ctx: _Ctx) 
     reader.require_model(model, None, "the top-level model")
     want = polarity(*reader.check_kind(chosen))
     formula = reader.option_formula(chosen)
-    need(reader.holds(formula, model) == want,
-          f"the top-level model does not make option {chosen}'s formula {'true' if want else 'false'}")
+    need(
+        reader.holds(formula, model) == want,
+        f"the top-level model does not make option {chosen}'s formula {'true' if want else 'false'}",
+    )
     # 3. every option's verdict from its facts
     seen: set[str] = set()
     passing: list[str] = []
     for entry in cert["options"]:
-        need(isinstance(entry, dict) and isinstance(entry.get("letter"), str) and isinstance(entry.get("facts"), list),
-              "an option entry needs 'letter' and 'facts'")
+        need(
+            isinstance(entry, dict) and isinstance(entry.get("letter"), str) and isinstance(entry.get("facts"), list),
+            "an option entry needs 'letter' and 'facts'",
+        )
         letter = entry["letter"]
         need(letter in options and letter not in seen, f"option {letter!r} is not in the program or is given twice")
         seen.add(letter)
         line, text = options[letter]
-        need(entry.get("line") == line and entry.get("text") == text,
-              f"option {letter} is cited as line {entry.get('line')} {entry.get('text')!r}; the program has line "
-              f"{line} {text!r}")
+        need(
+            entry.get("line") == line and entry.get("text") == text,
+            f"option {letter} is cited as line {entry.get('line')} {entry.get('text')!r}; the program has line "
+            f"{line} {text!r}",
+        )
         kind, negated = reader.check_kind(letter)
         described = f"is_exception({kind})" if negated else kind
-        need(entry.get("check") == described, f"option {letter} is cited as {entry.get('check')!r}, the program "
-              f"checks {described}")
+        need(
+            entry.get("check") == described,
+            f"option {letter} is cited as {entry.get('check')!r}, the program checks {described}",
+        )
         facts = _facts(entry["facts"], letter, reader, set(cited), ctx)
         verdict = _verdict(kind, reader.items(letter), facts)
         need(verdict is not None, f"the facts of option {letter} do not decide its {described} check")
         passes = verdict != negated
-        need(entry.get("passes") is passes, f"option {letter} is claimed to {'pass' if entry.get('passes') else 'fail'}"
-              f", its facts show it {'passes' if passes else 'fails'}")
+        need(
+            entry.get("passes") is passes,
+            f"option {letter} is claimed to {'pass' if entry.get('passes') else 'fail'}"
+            f", its facts show it {'passes' if passes else 'fails'}",
+        )
         if passes:
             passing.append(letter)
     need(seen == set(options), f"the certificate leaves out options {sorted(set(options) - seen)}")
@@ -223,6 +250,7 @@ def _check(cert: dict[str, Any], reader: Reader, answer: str | None, ctx: _Ctx) 
 
 def _verdict(kind: str, items: int, facts: dict[tuple[str, int], bool]) -> bool | None:
     """The check's verdict (before ``is_exception``) from the satisfiability facts; None if undecided."""
+
     def sat(query: str, index: int = 0) -> bool | None:
         return facts.get((query, index))
 
@@ -239,8 +267,10 @@ def _verdict(kind: str, items: int, facts: dict[tuple[str, int], bool]) -> bool 
 def _facts(entries: list[Any], letter: str, reader: Reader, ids: set[int], ctx: _Ctx) -> dict[tuple[str, int], bool]:
     found: dict[tuple[str, int], bool] = {}
     for fact in entries:
-        need(isinstance(fact, dict) and fact.get("query") in QUERIES and isinstance(fact.get("sat"), bool),
-              f"a fact of option {letter} needs 'query' (one of {QUERIES}) and 'sat'")
+        need(
+            isinstance(fact, dict) and fact.get("query") in QUERIES and isinstance(fact.get("sat"), bool),
+            f"a fact of option {letter} needs 'query' (one of {QUERIES}) and 'sat'",
+        )
         query, index = fact["query"], fact.get("index", 0)
         need(type(index) is int, f"option {letter}: a fact's index must be an integer")
         q = reader.query_formula(letter, query, index)
@@ -251,18 +281,30 @@ def _facts(entries: list[Any], letter: str, reader: Reader, ids: set[int], ctx: 
         else:
             core, bounds = fact.get("core"), fact.get("bounds", [])
             for name, listed in (("core", core), ("bounds", bounds)):
-                need(isinstance(listed, list) and all(type(c) is int for c in listed),
-                      f"the {name} of {what} must list constraint ids")
-                need(set(listed) <= ids,
-                      f"the {name} of {what} cites lines {sorted(set(listed) - ids)} that are not constraints")
-            _check_core(reader, sorted(set(core)), sorted(set(bounds) - set(core)), q, what,
-                        fact.get("minimal") is not False, ctx)
+                need(
+                    isinstance(listed, list) and all(type(c) is int for c in listed),
+                    f"the {name} of {what} must list constraint ids",
+                )
+                need(
+                    set(listed) <= ids,
+                    f"the {name} of {what} cites lines {sorted(set(listed) - ids)} that are not constraints",
+                )
+            _check_core(
+                reader,
+                sorted(set(core)),
+                sorted(set(bounds) - set(core)),
+                q,
+                what,
+                fact.get("minimal") is not False,
+                ctx,
+            )
         found[(query, index)] = fact["sat"]
     return found
 
 
-def _check_core(reader: Reader, core: list[int], bounds: list[int], query: Any, what: str, minimal: bool,
-                ctx: _Ctx) -> None:
+def _check_core(
+    reader: Reader, core: list[int], bounds: list[int], query: Any, what: str, minimal: bool, ctx: _Ctx
+) -> None:
     """``core + bounds`` with ``query`` has no solution; by default, no line of ``core`` can be dropped."""
     ctx.cores += 1
     witness = reader.search(core + bounds, query, ctx.deadline)
@@ -285,10 +327,10 @@ def _check_core(reader: Reader, core: list[int], bounds: list[int], query: Any, 
                 still_open = True
                 ctx.open_reason = f"dropping a bound leaves {reader.show_cell(exc.cell)} unbounded"
                 continue
-        need(witness is not None, f"the core {cited} of {what} is not minimal: it stays unsatisfiable without "
-              f"line {cid}")
+        need(
+            witness is not None, f"the core {cited} of {what} is not minimal: it stays unsatisfiable without line {cid}"
+        )
     ctx.minimality_open += still_open
-
 
 
 # --------------------------------------------------------------------------- explain
@@ -302,13 +344,17 @@ def explain_lines(cert: dict[str, Any]) -> list[str]:
     """
     texts = {c["id"]: c["text"] for c in cert.get("constraints", [])}
     signatures = cert.get("signatures")
-    head = (f"answer {cert.get('answer')} ({cert.get('language')}, {cert.get('producer')}): "
-            f"{len(texts)} constraints, {len(cert.get('options', []))} options")
+    head = (
+        f"answer {cert.get('answer')} ({cert.get('language')}, {cert.get('producer')}): "
+        f"{len(texts)} constraints, {len(cert.get('options', []))} options"
+    )
     lines = [head]
     lines.append(f"  a solution of all constraints: {_show_model(cert.get('model'), signatures)}")
     for option in cert.get("options", []):
-        lines.append(f"option {option.get('letter')} (line {option.get('line')}: {option.get('text')}) "
-                     f"[{option.get('check')}] {'PASSES' if option.get('passes') else 'fails'}")
+        lines.append(
+            f"option {option.get('letter')} (line {option.get('line')}: {option.get('text')}) "
+            f"[{option.get('check')}] {'PASSES' if option.get('passes') else 'fails'}"
+        )
         for fact in option.get("facts", []):
             query = _QUERY_WORDS.get(fact.get("query"), str(fact.get("query")))
             if fact.get("query") == "item":
@@ -326,8 +372,12 @@ def explain_lines(cert: dict[str, Any]) -> list[str]:
     return lines
 
 
-_QUERY_WORDS = {"option": "the option's formula", "negation": "its negation", "none": "none of the listed formulas",
-                "item": "listed formula"}
+_QUERY_WORDS = {
+    "option": "the option's formula",
+    "negation": "its negation",
+    "none": "none of the listed formulas",
+    "item": "listed formula",
+}
 
 
 def _show_model(model: Any, signatures: dict[str, Any] | None, limit: int = 600) -> str:
@@ -337,10 +387,12 @@ def _show_model(model: Any, signatures: dict[str, Any] | None, limit: int = 600)
     parts = []
     for name, value in model.items():
         if name == OUTSIDE and isinstance(value, list):
-            parts += [f"{e[0]}({', '.join(map(str, e[1]))})={e[2]}" for e in value if isinstance(e, list) and len(e) == 3]
+            parts += [
+                f"{e[0]}({', '.join(map(str, e[1]))})={e[2]}" for e in value if isinstance(e, list) and len(e) == 3
+            ]
         elif signatures is not None and name in signatures and isinstance(value, list):
             cells = list(itertools.product(*signatures[name]))
-            for args, v in zip(cells, value):
+            for args, v in zip(cells, value, strict=False):
                 call = f"{name}({', '.join(map(str, args))})" if args else name
                 if v is True:
                     parts.append(call)

@@ -6,9 +6,24 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from symbolkg.solvers.certificates.constraint_search import (Iv, Problem, Reader, Search, Unsupported, absolute, arith,
-                                                             compare, conj, disj, distinct, minmax, neg, need, negate,
-                                                             reparse)
+from symbolkg.solvers.certificates.constraint_search import (
+    Iv,
+    Problem,
+    Reader,
+    Search,
+    Unsupported,
+    absolute,
+    arith,
+    compare,
+    conj,
+    disj,
+    distinct,
+    minmax,
+    need,
+    neg,
+    negate,
+    reparse,
+)
 from symbolkg.solvers.csp import syntax as csp
 from symbolkg.solvers.outcomes import CertificateError
 
@@ -130,5 +145,5 @@ class CspEval:
         raise Unsupported(f"unknown expression {type(e).__name__}")
 
     def _pairs(self, e: Any) -> Iterable[bool | None]:
-        for op, a, b in zip(e.ops, e.operands, e.operands[1:]):
+        for op, a, b in zip(e.ops, e.operands, e.operands[1:], strict=False):
             yield compare(op, self.number(a), self.number(b))

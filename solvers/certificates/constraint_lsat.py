@@ -13,9 +13,29 @@ import math
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from symbolkg.solvers.certificates.constraint_search import (INF, TOP, Iv, Problem, Reader, Search, Unsupported, absolute,
-                                                             arith, compare, conj, disj, distinct, exact, ite, known,
-                                                             neg, need, negate, reparse, total)
+from symbolkg.solvers.certificates.constraint_search import (
+    INF,
+    TOP,
+    Iv,
+    Problem,
+    Reader,
+    Search,
+    Unsupported,
+    absolute,
+    arith,
+    compare,
+    conj,
+    disj,
+    distinct,
+    exact,
+    ite,
+    known,
+    need,
+    neg,
+    negate,
+    reparse,
+    total,
+)
 from symbolkg.solvers.outcomes import CertificateError
 from symbolkg.solvers.smt.lsat_formula_syntax import Apply, Lit, MemberRef, Op, Scoped, VarRef
 from symbolkg.solvers.smt.lsat_syntax import Program, parse
@@ -66,8 +86,9 @@ def dsl_bounding_lines(program: str, parsed: Program | None = None) -> list[int]
     return found
 
 
-def dsl_outside_cells(program: str, model: dict[str, Any], lookup: Callable[[str, tuple], Any],
-                      parsed: Program | None = None) -> list[list[Any]]:
+def dsl_outside_cells(
+    program: str, model: dict[str, Any], lookup: Callable[[str, tuple], Any], parsed: Program | None = None
+) -> list[list[Any]]:
     """The ``@outside`` entries a DSL model needs: the applications outside the parameter sorts that evaluating
     every constraint and every option formula reads, each valued by ``lookup(function, args)`` (the producer's
     model). The checker's evaluation of the same model reads no others (it evaluates the same formulas).
@@ -91,7 +112,6 @@ def dsl_outside_cells(program: str, model: dict[str, Any], lookup: Callable[[str
     for formula in formulas:
         _Recording(reader, table, None).value(formula, {})
     return [[name, list(args), value] for (name, args), value in found.items()]
-
 
 
 class DslReader(Reader):
@@ -131,8 +151,12 @@ class DslReader(Reader):
 
     def query_formula(self, letter: str, query: str, index: int) -> Any:
         check = self._check(letter)
-        allowed = {"is_sat": ("option",), "is_unsat": ("option",), "is_valid": ("negation",),
-                   "is_accurate_list": ("none", "item")}[check.kind]
+        allowed = {
+            "is_sat": ("option",),
+            "is_unsat": ("option",),
+            "is_valid": ("negation",),
+            "is_accurate_list": ("none", "item"),
+        }[check.kind]
         need(query in allowed, f"option {letter}: a {check.kind} check is decided by {allowed}, not {query!r}")
         if query == "option":
             return check.exprs[0]
@@ -182,7 +206,7 @@ class DslReader(Reader):
         return None if sort.numeric else self.members(sort.base)
 
     def is_inside(self, cell: tuple) -> bool:
-        return all(self.inside(a, p) for a, p in zip(cell[1], self.program.functions[cell[0]].params))
+        return all(self.inside(a, p) for a, p in zip(cell[1], self.program.functions[cell[0]].params, strict=False))
 
     def cells(self, func: str) -> list[tuple[Any, ...]]:
         return list(itertools.product(*[self.members(p) for p in self.program.functions[func].params]))
@@ -191,30 +215,44 @@ class DslReader(Reader):
         need(isinstance(raw, dict), f"{what} must be an object of function tables")
         raw = dict(raw)
         outside = raw.pop(OUTSIDE, [])
-        need(set(raw) == set(self.program.functions),
-              f"{what} must give exactly the functions {sorted(self.program.functions)}")
+        need(
+            set(raw) == set(self.program.functions),
+            f"{what} must give exactly the functions {sorted(self.program.functions)}",
+        )
         model: dict = {}
         need(isinstance(outside, list), f"{what}: {OUTSIDE} must be a list of [function, [args], value]")
         for entry in outside:
-            need(isinstance(entry, list) and len(entry) == 3 and entry[0] in self.program.functions
-                  and isinstance(entry[1], list), f"{what}: {OUTSIDE} entry {entry!r} is not [function, [args], value]")
+            need(
+                isinstance(entry, list)
+                and len(entry) == 3
+                and entry[0] in self.program.functions
+                and isinstance(entry[1], list),
+                f"{what}: {OUTSIDE} entry {entry!r} is not [function, [args], value]",
+            )
             name, args = entry[0], tuple(entry[1])
             params = self.program.functions[name].params
-            need(len(args) == len(params) and not self.is_inside((name, args)),
-                  f"{what}: {OUTSIDE} entry {entry!r} is not an application outside the parameter sorts")
+            need(
+                len(args) == len(params) and not self.is_inside((name, args)),
+                f"{what}: {OUTSIDE} entry {entry!r} is not an application outside the parameter sorts",
+            )
             domain = self.cell_domain(name, False)
             value = entry[2]
-            ok = type(value) is bool if self.program.functions[name].result == "bool" else (
-                type(value) is int if domain is None else type(value) in (int, str) and value in domain)
+            ok = (
+                type(value) is bool
+                if self.program.functions[name].result == "bool"
+                else (type(value) is int if domain is None else type(value) in (int, str) and value in domain)
+            )
             need(ok, f"{what} gives {self.show_cell((name, args))} = {value!r}, not a value of its sort")
             model[(name, args)] = value
         for name, values in raw.items():
             cells = self.cells(name)
-            need(isinstance(values, list) and len(values) == len(cells),
-                  f"{what}: {name} needs a list of {len(cells)} values")
+            need(
+                isinstance(values, list) and len(values) == len(cells),
+                f"{what}: {name} needs a list of {len(cells)} values",
+            )
             domain = self.result_domain(name)
             result = self.program.functions[name].result
-            for args, value in zip(cells, values):
+            for args, value in zip(cells, values, strict=True):
                 if result == "bool":
                     ok = type(value) is bool
                 elif domain is None:
@@ -233,8 +271,9 @@ class DslReader(Reader):
 
     def require_model(self, model: dict, query: Any, what: str) -> None:
         for c in self.program.constraints:
-            need(self.holds(c.expr, model),
-                  f"{what} breaks constraint line {c.line}: {dsl_line_text(self.text, c.line)}")
+            need(
+                self.holds(c.expr, model), f"{what} breaks constraint line {c.line}: {dsl_line_text(self.text, c.line)}"
+            )
         if query is not None:
             need(self.holds(query, model), f"{what} does not satisfy the query it answers")
 
@@ -278,7 +317,7 @@ class DslReader(Reader):
             elif isinstance(e, Scoped) and e.kind == "forall" and all(b.sort != "int" for b in e.binders):
                 for combo in itertools.product(*[self.members(b.sort) for b in e.binders]):
                     inner = dict(env)
-                    inner.update(zip((b.name for b in e.binders), combo))
+                    inner.update(zip((b.name for b in e.binders), combo, strict=True))
                     stack.append((e.body, inner))
             else:
                 yield e, env
@@ -357,8 +396,13 @@ _MISSING = object()
 class DslEval:
     """Three-valued evaluation of the DSL's typed IR (``blockers is None``: a complete model)."""
 
-    def __init__(self, reader: DslReader, assignment: dict, blockers: list | None,
-                 domains: Callable[[Any], Sequence[Any] | None] | None = None) -> None:
+    def __init__(
+        self,
+        reader: DslReader,
+        assignment: dict,
+        blockers: list | None,
+        domains: Callable[[Any], Sequence[Any] | None] | None = None,
+    ) -> None:
         self.r, self.a, self.blockers, self.domains = reader, assignment, blockers, domains
 
     def value(self, e: Any, env: dict) -> Any:
@@ -387,14 +431,16 @@ class DslEval:
             a, b = self.value(e.args[0], env), self.value(e.args[1], env)
             return None if a is None or b is None else a != b
         if op == "ite":
-            return ite(self.value(e.args[0], env), lambda: self.value(e.args[1], env),
-                       lambda: self.value(e.args[2], env))
+            return ite(
+                self.value(e.args[0], env), lambda: self.value(e.args[1], env), lambda: self.value(e.args[2], env)
+            )
         if op in ("eq", "ne", "lt", "le", "gt", "ge"):
             sym = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}[op]
             return compare(sym, self.value(e.args[0], env), self.value(e.args[1], env))
         if op in ("add", "sub", "mul"):
-            return arith({"add": "+", "sub": "-", "mul": "*"}[op], self.value(e.args[0], env),
-                         self.value(e.args[1], env))
+            return arith(
+                {"add": "+", "sub": "-", "mul": "*"}[op], self.value(e.args[0], env), self.value(e.args[1], env)
+            )
         if op == "mod":
             a, d = self.value(e.args[0], env), self.value(e.args[1], env)
             if known(d):
@@ -426,7 +472,7 @@ class DslEval:
     def _apply(self, e: Any, env: dict) -> Any:
         args = tuple(self.value(a, env) for a in e.args)
         params = self.r.program.functions[e.func].params
-        inside = all(self.r.inside(a, sort) for a, sort in zip(args, params))
+        inside = all(self.r.inside(a, sort) for a, sort in zip(args, params, strict=True))
         if not all(known(a) for a in args):
             return self._abstract(e.func, inside, None)
         cell = (e.func, args)
@@ -456,7 +502,7 @@ class DslEval:
         values = []
         for combo in itertools.product(*[self.r.members(b.sort) for b in e.binders]):
             inner = dict(env)
-            inner.update(zip((b.name for b in e.binders), combo))
+            inner.update(zip((b.name for b in e.binders), combo, strict=True))
             values.append(self.value(e.body, inner))
             if e.kind == "forall" and values[-1] is False:
                 return False

@@ -16,7 +16,6 @@ from typing import Any
 
 from symbolkg.solvers.outcomes import CertificateError, ProgramError
 
-
 # --------------------------------------------------------------------------- three-valued values
 
 
@@ -72,8 +71,9 @@ def arith(op: str, a: Any, b: Any) -> Any:
         a, b = int(a), int(b)
         if op in ("//", "%") and b == 0:
             raise Unsupported("division or remainder by zero")
-        return {"+": a + b, "-": a - b, "*": a * b, "//": a // b if op == "//" else 0,
-                "%": a % b if op == "%" else 0}[op]
+        return {"+": a + b, "-": a - b, "*": a * b, "//": a // b if op == "//" else 0, "%": a % b if op == "%" else 0}[
+            op
+        ]
     x, y = _iv(a), _iv(b)
     if op == "+":
         return exact(x.lo + y.lo, x.hi + y.hi)
@@ -136,8 +136,12 @@ def compare(op: str, a: Any, b: Any) -> bool | None:
         return results.pop() if len(results) == 1 else None
     if isinstance(a, bool) and isinstance(b, bool) and op in ("==", "!="):
         return (a == b) if op == "==" else (a != b)
-    if (a is None or isinstance(a, bool)) and (b is None or isinstance(b, bool)) and op in ("==", "!=") \
-            and (a is None or b is None):
+    if (
+        (a is None or isinstance(a, bool))
+        and (b is None or isinstance(b, bool))
+        and op in ("==", "!=")
+        and (a is None or b is None)
+    ):
         return None
     if not isinstance(a, Iv) and not isinstance(b, Iv) and a is not None and b is not None:
         return _py_compare(op, int(a), int(b))
@@ -280,7 +284,6 @@ class Search:
 def need(cond: bool, message: str) -> None:
     if not cond:
         raise CertificateError(message)
-
 
 
 # --------------------------------------------------------------------------- language readers

@@ -93,15 +93,23 @@ def format_atom(atom: GroundAtom) -> str:
 # --------------------------------------------------------------------------- producing
 
 
-def proof_certificate(*, producer: str, answer: str | None, query: GroundAtom, query_line: int,
-                      steps: list[dict[str, Any]]) -> dict[str, Any]:
+def proof_certificate(
+    *, producer: str, answer: str | None, query: GroundAtom, query_line: int, steps: list[dict[str, Any]]
+) -> dict[str, Any]:
     """A True/False (or, ``answer`` None, inconsistency) certificate from ``steps``, premises first."""
-    return {"kind": KIND, "version": VERSION, "producer": producer, "answer": answer,
-            "query": {"atom": format_atom(query), "line": query_line}, "steps": steps}
+    return {
+        "kind": KIND,
+        "version": VERSION,
+        "producer": producer,
+        "answer": answer,
+        "query": {"atom": format_atom(query), "line": query_line},
+        "steps": steps,
+    }
 
 
-def closure_certificate(*, producer: str, query: GroundAtom, query_line: int,
-                        atoms: Iterable[GroundAtom] | None, count: int | None = None) -> dict[str, Any]:
+def closure_certificate(
+    *, producer: str, query: GroundAtom, query_line: int, atoms: Iterable[GroundAtom] | None, count: int | None = None
+) -> dict[str, Any]:
     """An Unknown certificate: every derived atom, or only their count.
 
     Only the count is stored when there are more than :data:`MAX_CLOSURE_ATOMS` atoms, or when
@@ -113,9 +121,14 @@ def closure_certificate(*, producer: str, query: GroundAtom, query_line: int,
     if count is None:
         raise ValueError("closure_certificate needs the atoms or their count")
     encoded = encode_atoms(listed) if listed is not None and count <= MAX_CLOSURE_ATOMS else None
-    return {"kind": KIND, "version": VERSION, "producer": producer, "answer": "Unknown",
-            "query": {"atom": format_atom(query), "line": query_line},
-            "closure": {"method": CLOSURE_METHOD, "count": count, "atoms": encoded}}
+    return {
+        "kind": KIND,
+        "version": VERSION,
+        "producer": producer,
+        "answer": "Unknown",
+        "query": {"atom": format_atom(query), "line": query_line},
+        "closure": {"method": CLOSURE_METHOD, "count": count, "atoms": encoded},
+    }
 
 
 def encode_atoms(atoms: Iterable[GroundAtom]) -> dict[str, list[str]]:
@@ -129,12 +142,12 @@ def encode_atoms(atoms: Iterable[GroundAtom]) -> dict[str, list[str]]:
 def decode_atoms(encoded: Any) -> set[GroundAtom]:
     """The atoms of :func:`encode_atoms`'s output; raises CertificateError when malformed."""
     if not isinstance(encoded, dict):
-        raise CertificateError("closure.atoms must be an object {\"Pred/True\": [\"a, b\", ...]}")
+        raise CertificateError('closure.atoms must be an object {"Pred/True": ["a, b", ...]}')
     atoms: set[GroundAtom] = set()
     for key, entries in encoded.items():
         predicate, _, value = str(key).rpartition("/")
         if not predicate or value not in ("True", "False") or not isinstance(entries, list):
-            raise CertificateError(f"closure.atoms: bad group {key!r} (expected \"Pred/True\" or \"Pred/False\" -> list)")
+            raise CertificateError(f'closure.atoms: bad group {key!r} (expected "Pred/True" or "Pred/False" -> list)')
         for entry in entries:
             if not isinstance(entry, str):
                 raise CertificateError(f"closure.atoms[{key!r}]: entries are strings, got {entry!r}")
@@ -165,8 +178,13 @@ def _constants(program: Any) -> list[str]:
     return list(seen)
 
 
-def _instances(rule: Any, atoms: set[GroundAtom], index: dict[tuple[str, bool], list[tuple[str, ...]]],
-               constants: list[str], deadline: Deadline) -> Iterator[tuple[dict[str, str], GroundAtom]]:
+def _instances(
+    rule: Any,
+    atoms: set[GroundAtom],
+    index: dict[tuple[str, bool], list[tuple[str, ...]]],
+    constants: list[str],
+    deadline: Deadline,
+) -> Iterator[tuple[dict[str, str], GroundAtom]]:
     """Every (binding, conclusion) of ``rule`` whose premises all lie in ``atoms`` (a nested-loop join)."""
 
     def join(i: int, binding: dict[str, str]) -> Iterator[dict[str, str]]:
@@ -179,7 +197,7 @@ def _instances(rule: Any, atoms: set[GroundAtom], index: dict[tuple[str, bool], 
             if len(args) != len(premise.args):
                 continue
             extended = dict(binding)
-            for term, value in zip(premise.args, args):
+            for term, value in zip(premise.args, args, strict=True):
                 if isinstance(term, str):
                     if term != value:
                         break
@@ -192,7 +210,7 @@ def _instances(rule: Any, atoms: set[GroundAtom], index: dict[tuple[str, bool], 
         free = sorted({str(a) for h in rule.head for a in h.args if not isinstance(a, str)} - binding.keys())
         for values in itertools.product(constants, repeat=len(free)):
             deadline.tick()
-            full = {**binding, **dict(zip(free, values))}
+            full = {**binding, **dict(zip(free, values, strict=True))}
             for head in rule.head:
                 yield full, _ground(head, full)
 
@@ -214,14 +232,22 @@ def least_fixpoint(program: Any, deadline: Deadline) -> set[GroundAtom]:
     constants = _constants(program)
     while True:
         index = _index(atoms)
-        new = {head for rule in program.rules for _, head in _instances(rule, atoms, index, constants, deadline)} - atoms
+        new = {
+            head for rule in program.rules for _, head in _instances(rule, atoms, index, constants, deadline)
+        } - atoms
         if not new:
             return atoms
         atoms |= new
 
 
-def _check_step(step: Any, lines: list[str], rules_at: dict[int, list[Any]],
-                facts_at: dict[int, list[GroundAtom]], constants: set[str], proved: dict[Any, str]) -> None:
+def _check_step(
+    step: Any,
+    lines: list[str],
+    rules_at: dict[int, list[Any]],
+    facts_at: dict[int, list[GroundAtom]],
+    constants: set[str],
+    proved: dict[Any, str],
+) -> None:
     """One step follows from the program and earlier steps (``proved``: id -> atom); raises CertificateError."""
     if not isinstance(step, dict):
         raise CertificateError(f"a step must be an object, got {step!r}")
@@ -237,8 +263,10 @@ def _check_step(step: Any, lines: list[str], rules_at: dict[int, list[Any]],
     rule_line = step.get("rule")
     if rule_line is None:  # a fact
         if not 1 <= line <= len(lines) or lines[line - 1].split(":::", 1)[0].strip() != text.strip():
-            raise CertificateError(f"{where} cites the fact {text!r} on line {line}, but the program's line {line} reads "
-                                   f"{(lines[line - 1] if 1 <= line <= len(lines) else '(no such line)')!r}")
+            raise CertificateError(
+                f"{where} cites the fact {text!r} on line {line}, but the program's line {line} reads "
+                f"{(lines[line - 1] if 1 <= line <= len(lines) else '(no such line)')!r}"
+            )
         if atom not in {format_atom(f) for f in facts_at.get(line, [])}:
             raise CertificateError(f"{where}: {atom} is not a fact of line {line}")
         if binding or body:
@@ -253,7 +281,9 @@ def _check_step(step: Any, lines: list[str], rules_at: dict[int, list[Any]],
         raise CertificateError(f"{where} cites the rule {text!r} on line {line}, but the program has {said} there")
     for name, value in binding.items():
         if not isinstance(name, str) or not isinstance(value, str) or value not in constants:
-            raise CertificateError(f"{where}: the binding {name!r}={value!r} does not give a variable a constant of the program")
+            raise CertificateError(
+                f"{where}: the binding {name!r}={value!r} does not give a variable a constant of the program"
+            )
     for ident in body:
         if isinstance(ident, bool) or not isinstance(ident, (int, str)) or ident not in proved:
             raise CertificateError(f"{where}: premise {ident!r} is not an earlier step")
@@ -275,8 +305,9 @@ def _check_step(step: Any, lines: list[str], rules_at: dict[int, list[Any]],
     raise CertificateError(f"{where} (rule, line {line}): {problems[0]}")
 
 
-def check(cert: dict[str, Any], *, language: str, program: str, answer: str | None,
-          limits: Limits | None = None) -> Verdict:
+def check(
+    cert: dict[str, Any], *, language: str, program: str, answer: str | None, limits: Limits | None = None
+) -> Verdict:
     """Re-check a derivation certificate (module docstring) with this module's own evaluator.
 
     Args:
@@ -297,11 +328,17 @@ def check(cert: dict[str, Any], *, language: str, program: str, answer: str | No
     limits = limits or Limits()
     t0 = time.perf_counter()
     if language not in LANGUAGES:
-        return Verdict("unverifiable", f"derivation certificates of language {language!r} are not checked "
-                                       f"(known: {', '.join(LANGUAGES)})", CHECKER)
+        return Verdict(
+            "unverifiable",
+            f"derivation certificates of language {language!r} are not checked (known: {', '.join(LANGUAGES)})",
+            CHECKER,
+        )
     if cert.get("version") != VERSION:
-        return Verdict("unverifiable", f"derivation certificate version {cert.get('version')!r} unknown (this checker: {VERSION})",
-                       CHECKER)
+        return Verdict(
+            "unverifiable",
+            f"derivation certificate version {cert.get('version')!r} unknown (this checker: {VERSION})",
+            CHECKER,
+        )
     try:
         parsed = parse(program)
     except ProgramError as err:
@@ -311,13 +348,7 @@ def check(cert: dict[str, Any], *, language: str, program: str, answer: str | No
         raise CertificateError(f"answer must be True, False, Unknown or null, got {claimed!r}")
     if claimed != answer:
         raise CertificateError(f"the certificate proves {claimed!r}, the row answers {answer!r}")
-    q = parsed.query
-    query: GroundAtom = (q.predicate, tuple(q.args), q.value)
-    negation: GroundAtom = (q.predicate, tuple(q.args), not q.value)
-    stated = field_of(cert, "query", dict, "the certificate")
-    if stated.get("atom") != format_atom(query) or stated.get("line") != q.line:
-        raise CertificateError(f"the certificate's query {stated.get('atom')!r} (line {stated.get('line')!r}) is not the "
-                               f"program's, {format_atom(query)} (line {q.line})")
+    query, negation = _stated_query(cert, parsed)
     deadline = Deadline(limits.timeout_s)
     try:
         if claimed == "Unknown":
@@ -326,8 +357,10 @@ def check(cert: dict[str, Any], *, language: str, program: str, answer: str | No
             proved = _check_proof(cert, parsed, program.splitlines())
             missing = [format_atom(a) for a in (query, negation) if format_atom(a) not in proved]
             if missing:
-                raise CertificateError(f"an inconsistency certificate must prove the query and its negation; "
-                                       f"it does not prove {', '.join(missing)}")
+                raise CertificateError(
+                    f"an inconsistency certificate must prove the query and its negation; "
+                    f"it does not prove {', '.join(missing)}"
+                )
             reason = "the program is inconsistent: it derives the query and its negation"
         else:
             goal, opposite = (query, negation) if claimed == "True" else (negation, query)
@@ -336,12 +369,32 @@ def check(cert: dict[str, Any], *, language: str, program: str, answer: str | No
             if last != format_atom(goal):
                 raise CertificateError(f"the proof ends with {last}, but answering {claimed} needs {format_atom(goal)}")
             if opposite in least_fixpoint(parsed, deadline):
-                raise CertificateError(f"the program also derives {format_atom(opposite)}: it is inconsistent and has no answer")
+                raise CertificateError(
+                    f"the program also derives {format_atom(opposite)}: it is inconsistent and has no answer"
+                )
             reason = ""
     except TimeoutError:
-        return Verdict("unverifiable", f"the check did not finish within {limits.timeout_s:g} s", CHECKER,
-                       round(time.perf_counter() - t0, 6))
+        return Verdict(
+            "unverifiable",
+            f"the check did not finish within {limits.timeout_s:g} s",
+            CHECKER,
+            round(time.perf_counter() - t0, 6),
+        )
     return Verdict("verified", reason, CHECKER, round(time.perf_counter() - t0, 6))
+
+
+def _stated_query(cert: dict[str, Any], parsed: Any) -> tuple[GroundAtom, GroundAtom]:
+    """The program's query and its negation, once the certificate is found to state that query."""
+    q = parsed.query
+    query: GroundAtom = (q.predicate, tuple(q.args), q.value)
+    negation: GroundAtom = (q.predicate, tuple(q.args), not q.value)
+    stated = field_of(cert, "query", dict, "the certificate")
+    if stated.get("atom") != format_atom(query) or stated.get("line") != q.line:
+        raise CertificateError(
+            f"the certificate's query {stated.get('atom')!r} (line {stated.get('line')!r}) is not the "
+            f"program's, {format_atom(query)} (line {q.line})"
+        )
+    return query, negation
 
 
 def _check_proof(cert: dict[str, Any], program: Any, lines: list[str]) -> list[str]:
@@ -362,8 +415,9 @@ def _check_proof(cert: dict[str, Any], program: Any, lines: list[str]) -> list[s
     return list(proved.values())
 
 
-def _check_closure(cert: dict[str, Any], program: Any, query: GroundAtom, negation: GroundAtom,
-                   deadline: Deadline) -> str:
+def _check_closure(
+    cert: dict[str, Any], program: Any, query: GroundAtom, negation: GroundAtom, deadline: Deadline
+) -> str:
     closure = field_of(cert, "closure", dict, "the certificate")
     if closure.get("method") != CLOSURE_METHOD:
         raise CertificateError(f"closure.method must be {CLOSURE_METHOD!r}, got {closure.get('method')!r}")
@@ -371,7 +425,9 @@ def _check_closure(cert: dict[str, Any], program: Any, query: GroundAtom, negati
     if closure.get("atoms") is None:
         atoms = least_fixpoint(program, deadline)
         if len(atoms) != count:
-            raise CertificateError(f"the closure is said to hold {count} atoms; the checker's fixpoint holds {len(atoms)}")
+            raise CertificateError(
+                f"the closure is said to hold {count} atoms; the checker's fixpoint holds {len(atoms)}"
+            )
         reason = f"closure of {len(atoms)} atoms recomputed by the checker (the certificate stores only the count)"
     else:
         atoms = decode_atoms(closure["atoms"])
@@ -379,19 +435,25 @@ def _check_closure(cert: dict[str, Any], program: Any, query: GroundAtom, negati
             raise CertificateError(f"the closure lists {len(atoms)} distinct atoms but says {count}")
         for fact in program.facts:
             if (fact.predicate, tuple(fact.args), fact.value) not in atoms:
-                raise CertificateError(f"the closure lacks the fact {format_atom((fact.predicate, tuple(fact.args), fact.value))} "
-                                       f"(line {fact.line})")
+                raise CertificateError(
+                    f"the closure lacks the fact {format_atom((fact.predicate, tuple(fact.args), fact.value))} "
+                    f"(line {fact.line})"
+                )
         index, constants = _index(atoms), _constants(program)
         for rule in program.rules:
             for binding, head in _instances(rule, atoms, index, constants, deadline):
                 if head not in atoms:
                     shown = ", ".join(f"{k}={v}" for k, v in sorted(binding.items()))
-                    raise CertificateError(f"the closure is not closed: rule line {rule.line} with {shown} derives "
-                                           f"{format_atom(head)}, which it lacks")
+                    raise CertificateError(
+                        f"the closure is not closed: rule line {rule.line} with {shown} derives "
+                        f"{format_atom(head)}, which it lacks"
+                    )
         reason = ""
     for atom in (query, negation):
         if atom in atoms:
-            raise CertificateError(f"{format_atom(atom)} is derivable (it is in the closure), so the answer is not Unknown")
+            raise CertificateError(
+                f"{format_atom(atom)} is derivable (it is in the closure), so the answer is not Unknown"
+            )
     return reason
 
 
@@ -413,8 +475,10 @@ def explain_lines(cert: dict[str, Any]) -> list[str]:
     lines = [head]
     if "closure" in (cert or {}):
         closure = cert["closure"]
-        lines.append(f"neither the query nor its negation is derivable: the {closure.get('count')} derived atoms "
-                     f"are closed under every rule ({closure.get('method')})")
+        lines.append(
+            f"neither the query nor its negation is derivable: the {closure.get('count')} derived atoms "
+            f"are closed under every rule ({closure.get('method')})"
+        )
         if closure.get("atoms") is None:
             lines.append("  (the atoms were not stored: too many; the checker recomputes them)")
         else:
@@ -428,8 +492,11 @@ def explain_lines(cert: dict[str, Any]) -> list[str]:
         else:
             binding = ", ".join(f"{k}={v}" for k, v in step["binding"].items())
             premises = ", ".join(f"[{i}]" for i in step["body"]) or "no premises"
-            lines.append(f"[{step['id']}] {step['atom']}  <- {step['rule_text']}" + (f" [{binding}]" if binding else "")
-                         + f"  (rule, line {step['line']}; from {premises})")
+            lines.append(
+                f"[{step['id']}] {step['atom']}  <- {step['rule_text']}"
+                + (f" [{binding}]" if binding else "")
+                + f"  (rule, line {step['line']}; from {premises})"
+            )
     return lines
 
 

@@ -39,9 +39,10 @@ Fields (version 1; every value is plain JSON)::
 
 The checker (:func:`check`) re-reads the program with our parser (``logiclm-fol``:
 :func:`symbolkg.solvers.fol.syntax.parse`; ``prover9``: :func:`symbolkg.solvers.fol.prover9_syntax.parse` plus
-its reader of Prover9 formulas, :func:`~symbolkg.solvers.fol.prover9_syntax.read_formula`), checks that the goal is the program's conclusion and
-every cited premise is one of its premises (same line, same text, and for ``logiclm-fol`` the
-same Prover9 translation), that the certificate's answer is the row's, and then:
+its reader of Prover9 formulas, :func:`~symbolkg.solvers.fol.prover9_syntax.read_formula`), checks
+that the goal is the program's conclusion and every cited premise is one of its premises (same line,
+same text, and for ``logiclm-fol`` the same Prover9 translation), that the certificate's answer is
+the row's, and then:
 
 * True: Z3 finds the cited premises ∧ ¬goal unsatisfiable (for ``inconsistent``, the cited
   premises alone);
@@ -57,14 +58,26 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
-from collections.abc import Sequence
 
 from symbolkg.solvers.certificates import Verdict
 from symbolkg.solvers.fol import prover9_syntax
 from symbolkg.solvers.fol import syntax as fol_syntax
-from symbolkg.solvers.fol.syntax import Atom, Binary, Connective, Const, Equals, Formula, Not, Quantified, Quantifier, Term, Var
+from symbolkg.solvers.fol.syntax import (
+    Atom,
+    Binary,
+    Connective,
+    Const,
+    Equals,
+    Formula,
+    Not,
+    Quantified,
+    Quantifier,
+    Term,
+    Var,
+)
 from symbolkg.solvers.fol.z3_eval import ground_size, satisfiable
 from symbolkg.solvers.outcomes import CertificateError, Limits, ProgramError
 
@@ -108,19 +121,42 @@ def proved(answer: str, goal: Cited, premises: Sequence[Cited], *, inconsistent:
     if answer not in ("True", "False"):
         raise ValueError(f"a proof certifies True or False, not {answer!r}")
     claim = "inconsistent" if inconsistent else ("goal" if answer == "True" else "negation")
-    return {"kind": "entailment", "version": VERSION, "producer": producer, "answer": answer, "claim": claim,
-            "goal": goal.to_json(), "premises": [p.to_json() for p in premises]}
+    return {
+        "kind": "entailment",
+        "version": VERSION,
+        "producer": producer,
+        "answer": answer,
+        "claim": claim,
+        "goal": goal.to_json(),
+        "premises": [p.to_json() for p in premises],
+    }
 
 
-def unknown(goal: Cited, *, producer: str, goal_false: dict[str, Any] | None = None,
-            goal_true: dict[str, Any] | None = None, reason: str = "no model finder for this language") -> dict[str, Any]:
+def unknown(
+    goal: Cited,
+    *,
+    producer: str,
+    goal_false: dict[str, Any] | None = None,
+    goal_true: dict[str, Any] | None = None,
+    reason: str = "no model finder for this language",
+) -> dict[str, Any]:
     """The certificate of an Unknown answer: countermodels (JSON form) where they were found."""
-    cert = {"kind": "entailment", "version": VERSION, "producer": producer, "answer": "Unknown", "claim": "independent",
-            "goal": goal.to_json(), "premises": [],
-            "countermodels": {"goal_false": goal_false, "goal_true": goal_true, "reason": reason}}
+    cert = {
+        "kind": "entailment",
+        "version": VERSION,
+        "producer": producer,
+        "answer": "Unknown",
+        "claim": "independent",
+        "goal": goal.to_json(),
+        "premises": [],
+        "countermodels": {"goal_false": goal_false, "goal_true": goal_true, "reason": reason},
+    }
     if len(json.dumps(cert, ensure_ascii=False).encode()) > MAX_CERTIFICATE_BYTES:
-        cert["countermodels"] = {"goal_false": None, "goal_true": None,
-                                 "reason": f"countermodels dropped: the certificate would exceed {MAX_CERTIFICATE_BYTES} bytes"}
+        cert["countermodels"] = {
+            "goal_false": None,
+            "goal_true": None,
+            "reason": f"countermodels dropped: the certificate would exceed {MAX_CERTIFICATE_BYTES} bytes",
+        }
     return cert
 
 
@@ -140,7 +176,9 @@ def check(cert: dict[str, Any], *, language: str, program: str, answer: str | No
 
 def _check(cert: dict[str, Any], *, language: str, program: str, answer: str | None, limits: Limits) -> Verdict:
     if cert.get("version") != VERSION:
-        return Verdict("unverifiable", f"entailment certificate version {cert.get('version')!r} (this checker reads {VERSION})")
+        return Verdict(
+            "unverifiable", f"entailment certificate version {cert.get('version')!r} (this checker reads {VERSION})"
+        )
     claimed = cert.get("answer")
     if claimed not in ANSWER_CLAIMS:
         raise CertificateError(f"certificate answer {claimed!r} is not True, False or Unknown")
@@ -148,7 +186,9 @@ def _check(cert: dict[str, Any], *, language: str, program: str, answer: str | N
         raise CertificateError(f"the certificate is for answer {claimed!r} but the row answers {answer!r}")
     claim = cert.get("claim")
     if claim not in ANSWER_CLAIMS[claimed]:
-        raise CertificateError(f"claim {claim!r} does not go with answer {claimed!r} (expected {' or '.join(ANSWER_CLAIMS[claimed])})")
+        raise CertificateError(
+            f"claim {claim!r} does not go with answer {claimed!r} (expected {' or '.join(ANSWER_CLAIMS[claimed])})"
+        )
     try:
         read = _read_program(language, program)
     except _Unsupported as err:
@@ -157,7 +197,9 @@ def _check(cert: dict[str, Any], *, language: str, program: str, answer: str | N
     cited = _match_premises(cert.get("premises"), read)
     if claimed == "Unknown":
         if cited:
-            raise CertificateError("an Unknown certificate cites no premises (its countermodels must satisfy all of them)")
+            raise CertificateError(
+                "an Unknown certificate cites no premises (its countermodels must satisfy all of them)"
+            )
         return _check_countermodels(cert.get("countermodels"), read, goal)
     formulas = [f for _, f in cited]
     if claim == "inconsistent":
@@ -170,7 +212,9 @@ def _check(cert: dict[str, Any], *, language: str, program: str, answer: str | N
     if result.result == "unsat":
         return Verdict("verified", f"Z3: {what} is unsatisfiable ({len(formulas)} premises)", "z3")
     if result.result == "sat":
-        return Verdict("failed", f"Z3 found a model of {what}: the cited premises do not support answer {claimed}", "z3")
+        return Verdict(
+            "failed", f"Z3 found a model of {what}: the cited premises do not support answer {claimed}", "z3"
+        )
     return Verdict("unverifiable", f"Z3 could not decide {what}: {result.reason or 'unknown'}", "z3")
 
 
@@ -212,10 +256,14 @@ def _match_goal(goal: Any, read: _Read) -> Any:
         raise CertificateError("the certificate has no goal object")
     line, text, formula, p9 = read.goal
     if goal.get("line") != line or goal.get("text") != text:
-        raise CertificateError(f"the certificate's goal (line {goal.get('line')!r}, {str(goal.get('text'))[:80]!r}) is not "
-                               f"the program's conclusion (line {line}, {text[:80]!r})")
+        raise CertificateError(
+            f"the certificate's goal (line {goal.get('line')!r}, {str(goal.get('text'))[:80]!r}) is not "
+            f"the program's conclusion (line {line}, {text[:80]!r})"
+        )
     if p9 is not None and goal.get("prover9") != p9:
-        raise CertificateError(f"the goal's Prover9 form {str(goal.get('prover9'))[:80]!r} is not the translation of the conclusion")
+        raise CertificateError(
+            f"the goal's Prover9 form {str(goal.get('prover9'))[:80]!r} is not the translation of the conclusion"
+        )
     return formula
 
 
@@ -233,9 +281,13 @@ def _match_premises(premises: Any, read: _Read) -> list[tuple[int, Any]]:
             raise CertificateError(f"cited premise on line {line} is not a premise of the program")
         text, formula, p9 = by_line[line]
         if p.get("text") != text:
-            raise CertificateError(f"cited premise on line {line} reads {str(p.get('text'))[:80]!r} but the program has {text[:80]!r}")
+            raise CertificateError(
+                f"cited premise on line {line} reads {str(p.get('text'))[:80]!r} but the program has {text[:80]!r}"
+            )
         if p9 is not None and p.get("prover9") != p9:
-            raise CertificateError(f"cited premise on line {line}: Prover9 form {str(p.get('prover9'))[:80]!r} is not its translation")
+            raise CertificateError(
+                f"cited premise on line {line}: Prover9 form {str(p.get('prover9'))[:80]!r} is not its translation"
+            )
         if line in seen:
             raise CertificateError(f"premise on line {line} is cited twice")
         seen.add(line)
@@ -251,27 +303,42 @@ def _check_countermodels(models: Any, read: _Read, goal: Any) -> Verdict:
         raise CertificateError("an Unknown certificate needs a countermodels object")
     missing = [side for side in ("goal_false", "goal_true") if models.get(side) is None]
     if missing:
-        return Verdict("unverifiable", f"no countermodel with the goal {' or '.join(s.split('_')[1] for s in missing)}: "
-                                       f"{models.get('reason') or 'none given'}", "evaluator")
+        return Verdict(
+            "unverifiable",
+            f"no countermodel with the goal {' or '.join(s.split('_')[1] for s in missing)}: "
+            f"{models.get('reason') or 'none given'}",
+            "evaluator",
+        )
     premises = [formula for _, _, formula, _ in read.premises]
     for side, want in (("goal_false", False), ("goal_true", True)):
         model = _Model.from_json(models[side], side)
         if model.cost([*premises, goal]) > MAX_EVALUATIONS:
-            return Verdict("unverifiable", f"countermodel {side} is too large to evaluate ({model.n} individuals)", "evaluator")
+            return Verdict(
+                "unverifiable", f"countermodel {side} is too large to evaluate ({model.n} individuals)", "evaluator"
+            )
         for line, _, formula, _ in read.premises:
             if not model.holds(formula, {}):
                 raise CertificateError(f"countermodel {side}: the premise on line {line} is false in it")
         if model.holds(goal, {}) is not want:
             raise CertificateError(f"countermodel {side}: the goal is {'false' if want else 'true'} in it")
-    return Verdict("verified", "both countermodels satisfy every premise; the goal is false in one and true in the other",
-                   "evaluator")
+    return Verdict(
+        "verified",
+        "both countermodels satisfy every premise; the goal is false in one and true in the other",
+        "evaluator",
+    )
 
 
 class _Model:
     """A finite interpretation read from a certificate, and a plain evaluator of our FOL syntax tree over it."""
 
-    def __init__(self, n: int, constants: dict[str, int], predicates: dict[str, tuple[int, set[tuple[int, ...]]]],
-                 functions: dict[str, dict[tuple[int, ...], int]], side: str) -> None:
+    def __init__(
+        self,
+        n: int,
+        constants: dict[str, int],
+        predicates: dict[str, tuple[int, set[tuple[int, ...]]]],
+        functions: dict[str, dict[tuple[int, ...], int]],
+        side: str,
+    ) -> None:
         self.n, self.constants, self.predicates, self.functions, self.side = n, constants, predicates, functions, side
 
     @classmethod
@@ -333,7 +400,9 @@ class _Model:
                 raise CertificateError(f"countermodel {self.side} does not interpret the predicate {f.predicate!r}")
             arity, true = self.predicates[f.predicate]
             if arity not in (-1, len(f.args)):
-                raise CertificateError(f"countermodel {self.side}: predicate {f.predicate!r} has arity {len(f.args)}, not {arity}")
+                raise CertificateError(
+                    f"countermodel {self.side}: predicate {f.predicate!r} has arity {len(f.args)}, not {arity}"
+                )
             return tuple(self.term(a, env) for a in f.args) in true
         if isinstance(f, Equals):
             return self.term(f.left, env) == self.term(f.right, env)
@@ -388,16 +457,22 @@ def explain_lines(cert: dict[str, Any]) -> list[str]:
     claim = cert.get("claim")
     lines = []
     if claim in ("goal", "negation", "inconsistent"):
-        what = {"goal": f"entail the conclusion ({where}): {goal.get('text')}",
-                "negation": f"entail the negation of the conclusion ({where}): ¬({goal.get('text')})",
-                "inconsistent": "contradict each other, so they entail anything (answered True)"}[claim]
+        what = {
+            "goal": f"entail the conclusion ({where}): {goal.get('text')}",
+            "negation": f"entail the negation of the conclusion ({where}): ¬({goal.get('text')})",
+            "inconsistent": "contradict each other, so they entail anything (answered True)",
+        }[claim]
         lines.append(f"the {len(cert.get('premises', []))} premises above {what}")
-        lines.append(f"(found by {cert.get('producer')}; `symbolkg verify` re-proves it with Z3 from these premises only)")
+        lines.append(
+            f"(found by {cert.get('producer')}; `symbolkg verify` re-proves it with Z3 from these premises only)"
+        )
         return lines
     lines.append(f"neither the conclusion ({where}) nor its negation follows: {goal.get('text')}")
     models = cert.get("countermodels") or {}
-    for side, label in (("goal_false", "every premise true, the conclusion false"),
-                        ("goal_true", "every premise true, the conclusion true")):
+    for side, label in (
+        ("goal_false", "every premise true, the conclusion false"),
+        ("goal_true", "every premise true, the conclusion true"),
+    ):
         m = models.get(side)
         lines.append(f"  model with {label}: " + (_model_text(m) if m else f"none found ({models.get('reason', '')})"))
     return lines

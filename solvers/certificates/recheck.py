@@ -25,8 +25,9 @@ _STATUS = {"verified": Status.PROVED, "failed": Status.DISPROVED, "unverifiable"
 
 def request_text(*, language: str, program: str, answer: str | None, certificate: dict[str, Any] | None) -> str:
     """The ``certificate-check`` program that re-checks one row."""
-    return json.dumps({"language": language, "program": program, "answer": answer, "certificate": certificate},
-                      ensure_ascii=False)
+    return json.dumps(
+        {"language": language, "program": program, "answer": answer, "certificate": certificate}, ensure_ascii=False
+    )
 
 
 def parse(text: str) -> dict[str, Any]:
@@ -52,7 +53,13 @@ def solve(text: str, limits: Limits) -> Outcome:
             req = parse(text)
         except ProgramError as err:
             return err.to_outcome(seconds=sw.elapsed(), backend="certificate-check")
-        verdict = check(req["certificate"], language=req["language"], program=req["program"], answer=req["answer"],
-                        limits=limits)
-    return Outcome(_STATUS[verdict.status], answer=verdict.status, error_message=verdict.reason or None,
-                   seconds=sw.seconds, backend=verdict.checker or "certificate-check")
+        verdict = check(
+            req["certificate"], language=req["language"], program=req["program"], answer=req["answer"], limits=limits
+        )
+    return Outcome(
+        _STATUS[verdict.status],
+        answer=verdict.status,
+        error_message=verdict.reason or None,
+        seconds=sw.seconds,
+        backend=verdict.checker or "certificate-check",
+    )

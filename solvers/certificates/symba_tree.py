@@ -125,16 +125,25 @@ def certificate(program: Program, result: Any, answer: str) -> dict[str, Any]:
         ValueError: ``answer`` is neither, or a ``True`` result has no proof tree.
     """
     goal = format_goal(program.goal)
-    cert: dict[str, Any] = {"kind": KIND, "format": FORMAT, "version": VERSION, "producer": PRODUCER, "answer": answer,
-                            "query": {"goal": goal, "line": program.goal.source_line or None}}
+    cert: dict[str, Any] = {
+        "kind": KIND,
+        "format": FORMAT,
+        "version": VERSION,
+        "producer": PRODUCER,
+        "answer": answer,
+        "query": {"goal": goal, "line": program.goal.source_line or None},
+    }
     if answer == "True":
         if not isinstance(result.tree, dict):
             raise ValueError("a proved result without a proof tree has no certificate")
         cert["tree"] = _certificate_node(result.tree)
     elif answer == "False" and getattr(result, "violated", None):
         violated = result.violated
-        cert["closure"] = {"method": INCONSISTENT_METHOD, "searched": goal,
-                           "denial": {"line": violated["line"], "statement": violated["statement"]}}
+        cert["closure"] = {
+            "method": INCONSISTENT_METHOD,
+            "searched": goal,
+            "denial": {"line": violated["line"], "statement": violated["statement"]},
+        }
     elif answer == "False":
         cert["closure"] = {"method": CLOSURE_METHOD, "searched": goal}
     else:
@@ -149,13 +158,16 @@ def _certificate_node(node: dict[str, Any]) -> dict[str, Any]:
         return {"goal": goal, "naf": True, "atom": goal.removeprefix("not ").strip()}
     if node.get("builtin"):
         return {"goal": goal, "builtin": True}
-    out: dict[str, Any] = {"goal": goal, "line": node.get("line"), "clause": node.get("clause"),
-                           "binding": dict(node.get("bindings") or {}),
-                           "children": [_certificate_node(c) for c in node.get("children") or []]}
+    out: dict[str, Any] = {
+        "goal": goal,
+        "line": node.get("line"),
+        "clause": node.get("clause"),
+        "binding": dict(node.get("bindings") or {}),
+        "children": [_certificate_node(c) for c in node.get("children") or []],
+    }
     if node.get("truncated"):
         out["truncated"] = True
     return out
-
 
 
 # --------------------------------------------------------------------------- tree helpers
@@ -222,8 +234,10 @@ class _TreeCheck:
                 raise CertificateError(f"{path}: a node must be an object, got {node!r}")
             literal = _read_literal(node.get("goal"), path)
             if expected is not None and not same_literal(literal, expected):
-                raise CertificateError(f"{path}: the parent's clause needs `{format_literal(expected)}` here, "
-                                       f"the node proves `{node.get('goal')}`")
+                raise CertificateError(
+                    f"{path}: the parent's clause needs `{format_literal(expected)}` here, "
+                    f"the node proves `{node.get('goal')}`"
+                )
             if node.get("naf"):
                 self._negation(node, literal, path)
             elif node.get("builtin"):
@@ -236,7 +250,9 @@ class _TreeCheck:
             raise CertificateError(f"{path}: a negation leaf's goal must be `not atom`, found {node.get('goal')!r}")
         atom = _read_literal(node.get("atom"), f"{path}.atom")
         if not same_literal(atom, literal.atom):
-            raise CertificateError(f"{path}: the searched atom {node.get('atom')!r} is not the one in {node.get('goal')!r}")
+            raise CertificateError(
+                f"{path}: the searched atom {node.get('atom')!r} is not the one in {node.get('goal')!r}"
+            )
         if node.get("children"):
             raise CertificateError(f"{path}: a negation leaf has no children")
         self.negations.append((path, atom))
@@ -246,7 +262,9 @@ class _TreeCheck:
         """Check one clause node; returns its children with the literal each must prove."""
         self.nodes += 1
         if node.get("truncated"):
-            raise Unverifiable(f"{path}: the prover did not write out this subtree (truncated), so it cannot be checked")
+            raise Unverifiable(
+                f"{path}: the prover did not write out this subtree (truncated), so it cannot be checked"
+            )
         if not isinstance(literal, Atom):
             raise CertificateError(f"{path}: a clause node proves an atom, not {node.get('goal')!r}")
         line = field_of(node, "line", int, path)
@@ -262,19 +280,23 @@ class _TreeCheck:
         except Undefined as exc:
             raise CertificateError(f"{where}: the clause instance is undefined: {exc}") from None
         if not same_literal(head, literal):
-            raise CertificateError(f"{where}: the binding gives the head `{format_atom(head)}`, "
-                                   f"not the node's goal `{node['goal']}`")
+            raise CertificateError(
+                f"{where}: the binding gives the head `{format_atom(head)}`, not the node's goal `{node['goal']}`"
+            )
         if len(children) != len(body):
-            raise CertificateError(f"{where}: the clause has {len(body)} body literal(s), the node {len(children)} child(ren)")
+            raise CertificateError(
+                f"{where}: the clause has {len(body)} body literal(s), the node {len(children)} child(ren)"
+            )
         out = []
-        for j, (lit, child) in enumerate(zip(body, children)):
+        for j, (lit, child) in enumerate(zip(body, children, strict=True)):
             cpath = f"{path}.children[{j}]"
             if isinstance(child, dict):
                 wanted = "naf" if isinstance(lit, Naf) else "builtin" if isinstance(lit, Comparison) else "clause"
                 found = "naf" if child.get("naf") else "builtin" if child.get("builtin") else "clause"
                 if wanted != found:
-                    raise CertificateError(f"{cpath}: the body literal `{format_literal(lit)}` needs a {wanted} "
-                                           f"node, found a {found} node")
+                    raise CertificateError(
+                        f"{cpath}: the body literal `{format_literal(lit)}` needs a {wanted} node, found a {found} node"
+                    )
             out.append((child, cpath, lit))
         return out
 
@@ -290,8 +312,10 @@ class _TreeCheck:
         unknown = sorted(set(binding) - set(by_key))
         missing = sorted(set(by_key) - set(binding))
         if unknown or missing:
-            raise CertificateError(f"{path}: the binding must give every variable of the clause a value "
-                                   f"(unknown: {unknown or 'none'}; missing: {missing or 'none'})")
+            raise CertificateError(
+                f"{path}: the binding must give every variable of the clause a value "
+                f"(unknown: {unknown or 'none'}; missing: {missing or 'none'})"
+            )
         env = {}
         for key, text in binding.items():
             value = _read_term(text, f"{path}.binding[{key!r}]")
@@ -318,8 +342,9 @@ def _check_builtin(literal: Any, path: str) -> None:
     if outcome is None:
         raise CertificateError(f"{path}: `{shown}` does not hold")
     if outcome:
-        raise CertificateError(f"{path}: `{shown}` holds only for one value of {', '.join(map(str, outcome))}, "
-                               "not for every value")
+        raise CertificateError(
+            f"{path}: `{shown}` holds only for one value of {', '.join(map(str, outcome))}, not for every value"
+        )
 
 
 def _check_root(tree: dict[str, Any], goal: Goal) -> None:
@@ -330,11 +355,19 @@ def _check_root(tree: dict[str, Any], goal: Goal) -> None:
     except Undefined as exc:
         raise CertificateError(f"the query {format_goal(goal)} is undefined: {exc}") from None
     if goal.negated:
-        if not (tree.get("naf") and isinstance(root, Naf) and _instance_of(root.atom, query) and _instance_of(query, root.atom)):
-            raise CertificateError(f"the proof of `{format_goal(goal)}` must be one negation leaf of that atom, "
-                                   f"found {tree.get('goal')!r}")
+        if not (
+            tree.get("naf")
+            and isinstance(root, Naf)
+            and _instance_of(root.atom, query)
+            and _instance_of(query, root.atom)
+        ):
+            raise CertificateError(
+                f"the proof of `{format_goal(goal)}` must be one negation leaf of that atom, found {tree.get('goal')!r}"
+            )
     elif tree.get("naf") or tree.get("builtin") or not isinstance(root, Atom) or not _instance_of(root, query):
-        raise CertificateError(f"the proof's root `{tree.get('goal')}` is not an instance of the query `{format_goal(goal)}`")
+        raise CertificateError(
+            f"the proof's root `{tree.get('goal')}` is not an instance of the query `{format_goal(goal)}`"
+        )
 
 
 def _instance_of(specific: Atom, general: Atom) -> bool:
@@ -347,14 +380,17 @@ def _instance_of(specific: Atom, general: Atom) -> bool:
         if isinstance(p, Var):
             return same_term(sigma.setdefault(p, t), t)
         if isinstance(p, Expr):
-            return isinstance(t, Expr) and p.op == t.op and len(p.args) == len(t.args) and all(map(match, p.args, t.args))
+            return (
+                isinstance(t, Expr) and p.op == t.op and len(p.args) == len(t.args) and all(map(match, p.args, t.args))
+            )
         return same_term(p, t)
 
     return all(map(match, general.args, specific.args))
 
 
-def check(cert: dict[str, Any], *, language: str, program: str, answer: str | None,
-          limits: Limits | None = None) -> Verdict:
+def check(
+    cert: dict[str, Any], *, language: str, program: str, answer: str | None, limits: Limits | None = None
+) -> Verdict:
     """Re-check a SymBa proof-tree certificate (module docstring) with this module's bottom-up evaluator.
 
     Args:
@@ -374,16 +410,23 @@ def check(cert: dict[str, Any], *, language: str, program: str, answer: str | No
     limits = limits or Limits()
     t0 = time.perf_counter()
     if language not in (LANGUAGE, PROLOG):
-        return Verdict("unverifiable", f"proof-tree certificates are checked for the {LANGUAGE!r} and {PROLOG!r} "
-                                       f"languages, not {language!r}", CHECKER)
+        return Verdict(
+            "unverifiable",
+            f"proof-tree certificates are checked for the {LANGUAGE!r} and {PROLOG!r} languages, not {language!r}",
+            CHECKER,
+        )
     if language == PROLOG:  # a Prolog row re-derived by SymBa: the same rewriting, done here again
         try:
             program = from_prolog(program)
         except ProgramError as err:
             raise CertificateError(f"the Prolog program cannot be read as a SymBa program: {err}") from None
     if cert.get("format") != FORMAT or cert.get("version") != VERSION:
-        return Verdict("unverifiable", f"certificate format {cert.get('format')!r} version {cert.get('version')!r} unknown "
-                                       f"(this checker: {FORMAT!r} version {VERSION})", CHECKER)
+        return Verdict(
+            "unverifiable",
+            f"certificate format {cert.get('format')!r} version {cert.get('version')!r} unknown "
+            f"(this checker: {FORMAT!r} version {VERSION})",
+            CHECKER,
+        )
     try:
         parsed = parse(program)
     except ProgramError as err:
@@ -400,8 +443,13 @@ def check(cert: dict[str, Any], *, language: str, program: str, answer: str | No
     except Unverifiable as exc:
         return Verdict("unverifiable", str(exc), CHECKER, round(time.perf_counter() - t0, 6))
     except TimeoutError:
-        return Verdict("unverifiable", f"the bottom-up model did not close within {limits.timeout_s:g} s (arithmetic may "
-                                       "generate values without end)", CHECKER, round(time.perf_counter() - t0, 6))
+        return Verdict(
+            "unverifiable",
+            f"the bottom-up model did not close within {limits.timeout_s:g} s (arithmetic may "
+            "generate values without end)",
+            CHECKER,
+            round(time.perf_counter() - t0, 6),
+        )
     return Verdict("verified", reason, CHECKER, round(time.perf_counter() - t0, 6))
 
 
@@ -409,8 +457,10 @@ def _check_query(cert: dict[str, Any], goal: Goal) -> None:
     stated = field_of(cert, "query", dict, "the certificate")
     written = format_goal(goal)
     if stated.get("goal") != written or stated.get("line") != (goal.source_line or None):
-        raise CertificateError(f"the certificate's query {stated.get('goal')!r} (line {stated.get('line')!r}) is not the "
-                               f"program's, `{written}` (line {goal.source_line})")
+        raise CertificateError(
+            f"the certificate's query {stated.get('goal')!r} (line {stated.get('line')!r}) is not the "
+            f"program's, `{written}` (line {goal.source_line})"
+        )
 
 
 def _check_proof(cert: dict[str, Any], program: Program, budget: Deadline) -> str:
@@ -424,21 +474,28 @@ def _check_proof(cert: dict[str, Any], program: Program, budget: Deadline) -> st
     model = Model(program, targets, walk.values, budget)
     if program.denials and model.violated() is not None:
         denial = program.denials[model.violated()]
-        raise CertificateError(f"the program is inconsistent: `{format_clause(denial)}` (line {denial.source_line}) is "
-                               "violated in the bottom-up model, so no query holds and the answer is not True")
+        raise CertificateError(
+            f"the program is inconsistent: `{format_clause(denial)}` (line {denial.source_line}) is "
+            "violated in the bottom-up model, so no query holds and the answer is not True"
+        )
     for path, atom in walk.negations:
         if model.holds(atom):
-            raise CertificateError(f"{path}: `{format_atom(atom)}` is derivable (the bottom-up model has an "
-                                   f"instance of it), so `not {format_atom(atom)}` does not hold")
-    return (f"{walk.nodes} clause node(s) checked; {len(walk.negations)} negation leaf/leaves decided on a bottom-up "
-            f"model of {model.size} atom(s)")
+            raise CertificateError(
+                f"{path}: `{format_atom(atom)}` is derivable (the bottom-up model has an "
+                f"instance of it), so `not {format_atom(atom)}` does not hold"
+            )
+    return (
+        f"{walk.nodes} clause node(s) checked; {len(walk.negations)} negation leaf/leaves decided on a bottom-up "
+        f"model of {model.size} atom(s)"
+    )
 
 
 def _check_closure(cert: dict[str, Any], program: Program, budget: Deadline) -> str:
     closure = field_of(cert, "closure", dict, "the certificate")
     if closure.get("method") not in (CLOSURE_METHOD, INCONSISTENT_METHOD):
-        raise CertificateError(f"closure.method must be {CLOSURE_METHOD!r} or {INCONSISTENT_METHOD!r}, "
-                               f"got {closure.get('method')!r}")
+        raise CertificateError(
+            f"closure.method must be {CLOSURE_METHOD!r} or {INCONSISTENT_METHOD!r}, got {closure.get('method')!r}"
+        )
     goal = program.goal
     if closure.get("searched") != format_goal(goal):
         raise CertificateError(f"the closure searched {closure.get('searched')!r}, the query is `{format_goal(goal)}`")
@@ -448,11 +505,14 @@ def _check_closure(cert: dict[str, Any], program: Program, budget: Deadline) -> 
     derivable = model.holds(goal.atom)
     atom = format_atom(goal.atom)
     if goal.negated and not derivable:
-        raise CertificateError(f"`{atom}` is not derivable (no instance in the bottom-up model), so `not {atom}` holds: "
-                               "the answer is True, not False")
+        raise CertificateError(
+            f"`{atom}` is not derivable (no instance in the bottom-up model), so `not {atom}` holds: "
+            "the answer is True, not False"
+        )
     if not goal.negated and derivable:
-        raise CertificateError(f"`{atom}` is derivable (the bottom-up model has an instance of it), so the answer is "
-                               "True, not False")
+        raise CertificateError(
+            f"`{atom}` is derivable (the bottom-up model has an instance of it), so the answer is True, not False"
+        )
     return f"decided on a bottom-up model of {model.size} atom(s)"
 
 
@@ -460,16 +520,19 @@ def _check_inconsistent(closure: dict[str, Any], program: Program, budget: Deadl
     """The cited denial is the program's, and the bottom-up model violates it."""
     cited = field_of(closure, "denial", dict, "the closure")
     line, text = cited.get("line"), cited.get("statement")
-    index = next((k for k, d in enumerate(program.denials)
-                  if d.source_line == line and format_clause(d) == text), None)
+    index = next((k for k, d in enumerate(program.denials) if d.source_line == line and format_clause(d) == text), None)
     if index is None:
         there = "; ".join(f"`{format_clause(d)}` (line {d.source_line})" for d in program.denials) or "none"
-        raise CertificateError(f"the closure cites the denial {text!r} on line {line!r}; the program's denials: {there}")
+        raise CertificateError(
+            f"the closure cites the denial {text!r} on line {line!r}; the program's denials: {there}"
+        )
     denial = program.denials[index]
     model = Model(Program(program.clauses, program.goal, (denial,)), [INCONSISTENT_TARGET], (), budget)
     if model.violated() is None:
-        raise CertificateError(f"`{text}` (line {line}) is not violated: no instance of its body and atom holds in the "
-                               "bottom-up model, so the program is not inconsistent there")
+        raise CertificateError(
+            f"`{text}` (line {line}) is not violated: no instance of its body and atom holds in the "
+            "bottom-up model, so the program is not inconsistent there"
+        )
     return f"the denial on line {line} is violated in a bottom-up model of {model.size} atom(s): no query holds"
 
 
@@ -490,13 +553,18 @@ def explain_lines(cert: dict[str, Any]) -> list[str]:
         searched = str(closure.get("searched"))
         denial = closure.get("denial")
         if closure.get("method") == INCONSISTENT_METHOD and isinstance(denial, dict):
-            lines.append(f"the program is inconsistent: the denial `{denial.get('statement')}` (line {denial.get('line')}) "
-                         f"is violated, so no query holds, {searched} included")
+            lines.append(
+                f"the program is inconsistent: the denial `{denial.get('statement')}` (line {denial.get('line')}) "
+                f"is violated, so no query holds, {searched} included"
+            )
         elif searched.startswith("not "):
-            lines.append(f"{searched.removeprefix('not ')} has a proof, so `{searched}` fails ({closure.get('method')})")
+            lines.append(
+                f"{searched.removeprefix('not ')} has a proof, so `{searched}` fails ({closure.get('method')})"
+            )
         else:
-            lines.append(f"the search for {searched} was complete and found no proof "
-                         f"(closed world: {closure.get('method')})")
+            lines.append(
+                f"the search for {searched} was complete and found no proof (closed world: {closure.get('method')})"
+            )
         return lines
     work: list[tuple[Any, int]] = [(cert.get("tree"), 0)]
     while work:

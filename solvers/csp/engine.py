@@ -44,8 +44,26 @@ import time
 import z3
 
 from symbolkg.solvers.certificates import constraint as cc
-from symbolkg.solvers.csp.syntax import (AllDifferent, Arith, BoolLit, BoolOp, Call, Compare, Constraint, CspProgram, Expr,
-                                         IntLit, Member, Neg, Not, Option, StrLit, Type, Variable, VarRef, parse)
+from symbolkg.solvers.csp.syntax import (
+    AllDifferent,
+    Arith,
+    BoolLit,
+    BoolOp,
+    Call,
+    Compare,
+    CspProgram,
+    Expr,
+    IntLit,
+    Member,
+    Neg,
+    Not,
+    Option,
+    StrLit,
+    Type,
+    Variable,
+    VarRef,
+    parse,
+)
 from symbolkg.solvers.outcomes import ErrorKind, Limits, Outcome, ProgramError, Status, Stopwatch
 from symbolkg.solvers.smt.z3_watchdog import CHECK_RLIMIT, Z3Watchdog, out_of_budget
 
@@ -120,8 +138,13 @@ class _Encoder:
         if isinstance(expr, Arith):
             left, right = self.number(expr.left), self.number(expr.right)
             # For a positive divisor Z3's div/mod agree with Python's floor // and %.
-            return {"+": lambda: left + right, "-": lambda: left - right, "*": lambda: left * right,
-                    "//": lambda: left / right, "%": lambda: left % right}[expr.op]()
+            return {
+                "+": lambda: left + right,
+                "-": lambda: left - right,
+                "*": lambda: left * right,
+                "//": lambda: left / right,
+                "%": lambda: left % right,
+            }[expr.op]()
         if isinstance(expr, Call):
             args = [self.number(a) for a in expr.args]
             if expr.func == "abs":
@@ -132,7 +155,7 @@ class _Encoder:
             return result
         if isinstance(expr, Compare):
             pairs = []
-            for op, a, b in zip(expr.ops, expr.operands, expr.operands[1:]):
+            for op, a, b in zip(expr.ops, expr.operands, expr.operands[1:], strict=False):
                 pairs.append(_compare(op, self.number(a), self.number(b)))
             return pairs[0] if len(pairs) == 1 else z3.And(pairs)
         if isinstance(expr, Member):
@@ -217,8 +240,9 @@ class _Session:
             self.line_of[guard.get_id()] = constraint.line
             self.solver.add(z3.Implies(guard, self.encoder.term(constraint.expr)))
 
-    def check(self, extra: z3.BoolRef | None = None, lines: list[int] | None = None, *, model: bool = True,
-              core: bool = False) -> z3.CheckSatResult:
+    def check(
+        self, extra: z3.BoolRef | None = None, lines: list[int] | None = None, *, model: bool = True, core: bool = False
+    ) -> z3.CheckSatResult:
         """Check the domains, the guarded ``lines`` (default: all) and ``extra``; keeps the model when
         ``model``, and the unsat core when ``core`` (Z3 minimises it, which costs checks of its own)."""
         remaining = self.deadline - time.monotonic()
@@ -241,10 +265,12 @@ class _Session:
         except z3.Z3Exception as exc:
             message = str(exc)
             if "memory" in message.lower():
-                raise _Stop(Outcome.error(Status.MEMORY, ErrorKind.MEMORY, "out of memory in Z3",
-                                          backend=BACKEND)) from None
-            raise _Stop(Outcome.error(Status.RUNTIME_ERROR, ErrorKind.SOLVER, f"Z3 failed: {message}",
-                                      backend=BACKEND)) from None
+                raise _Stop(
+                    Outcome.error(Status.MEMORY, ErrorKind.MEMORY, "out of memory in Z3", backend=BACKEND)
+                ) from None
+            raise _Stop(
+                Outcome.error(Status.RUNTIME_ERROR, ErrorKind.SOLVER, f"Z3 failed: {message}", backend=BACKEND)
+            ) from None
         if result == z3.unknown:
             self._unknown()
         return result
@@ -252,8 +278,9 @@ class _Session:
     def _check(self, guards: list[z3.BoolRef], model: bool, core: bool) -> z3.CheckSatResult:
         result = self.solver.check(*guards)
         self.model_ = self.solver.model() if model and result == z3.sat else None
-        self.core_ = (sorted(self.line_of[t.get_id()] for t in self.solver.unsat_core())
-                      if core and result == z3.unsat else [])
+        self.core_ = (
+            sorted(self.line_of[t.get_id()] for t in self.solver.unsat_core()) if core and result == z3.unsat else []
+        )
         return result
 
     def _unknown(self) -> None:
@@ -262,20 +289,29 @@ class _Session:
             raise _Stop(Outcome.error(Status.MEMORY, ErrorKind.MEMORY, "out of memory in Z3", backend=BACKEND))
         if out_of_budget(reason) or "timeout" in reason or "canceled" in reason or time.monotonic() >= self.deadline:
             raise _Stop(_timeout_outcome())
-        raise _Stop(Outcome.error(Status.UNKNOWN, ErrorKind.SOLVER, f"Z3 could not decide the constraints "
-                                  f"(reason: {reason}); avoid multiplying two variables", backend=BACKEND))
+        raise _Stop(
+            Outcome.error(
+                Status.UNKNOWN,
+                ErrorKind.SOLVER,
+                f"Z3 could not decide the constraints (reason: {reason}); avoid multiplying two variables",
+                backend=BACKEND,
+            )
+        )
 
     def values(self, model: z3.ModelRef) -> list[int]:
         """The model's value of every variable, in declaration order (once per model)."""
         found = self._values.get(model)
         if found is None:
-            found = self._values[model] = [model.eval(self.encoder.vars[v.name], model_completion=True).as_long()
-                                           for v in self.program.variables]
+            found = self._values[model] = [
+                model.eval(self.encoder.vars[v.name], model_completion=True).as_long() for v in self.program.variables
+            ]
         return found
 
     def model_text(self, model: z3.ModelRef) -> str:
-        return ", ".join(f"{v.name}={self.encoder.value_name(v, value)}"
-                         for v, value in zip(self.program.variables, self.values(model)))
+        return ", ".join(
+            f"{v.name}={self.encoder.value_name(v, value)}"
+            for v, value in zip(self.program.variables, self.values(model), strict=True)
+        )
 
     def holds(self, model: z3.ModelRef, option: Option) -> bool:
         return z3.is_true(model.eval(self.option_terms[option.letter], model_completion=True))
@@ -305,19 +341,27 @@ class _Session:
     def answer(self, option: Option, model: z3.ModelRef, counter_models: dict[str, z3.ModelRef]) -> Outcome:
         block = z3.Or([var != model.eval(var, model_completion=True) for var in self.encoder.vars.values()])
         unique = self.check(block, model=False) == z3.unsat
-        proof = (f"option {option.letter} ({option.text}) holds in every solution: the constraints together with "
-                 f"its negation are unsatisfiable.\n"
-                 f"{'the only solution' if unique else 'one solution (there are several)'}: {self.model_text(model)}")
-        return Outcome(status=Status.PROVED, answer=option.letter, proof=proof, backend=BACKEND,
-                       certificate=self.certificate(option, model, counter_models))
+        proof = (
+            f"option {option.letter} ({option.text}) holds in every solution: the constraints together with "
+            f"its negation are unsatisfiable.\n"
+            f"{'the only solution' if unique else 'one solution (there are several)'}: {self.model_text(model)}"
+        )
+        return Outcome(
+            status=Status.PROVED,
+            answer=option.letter,
+            proof=proof,
+            backend=BACKEND,
+            certificate=self.certificate(option, model, counter_models),
+        )
 
     def model_json(self, model: z3.ModelRef) -> dict[str, int | str]:
         inverse = {i: s for s, i in self.encoder.rank.items()}
-        return {v.name: inverse[value] if v.type is Type.STR else value
-                for v, value in zip(self.program.variables, self.values(model))}
+        return {
+            v.name: inverse[value] if v.type is Type.STR else value
+            for v, value in zip(self.program.variables, self.values(model), strict=True)
+        }
 
-    def certificate(self, chosen: Option, model: z3.ModelRef,
-                    counter_models: dict[str, z3.ModelRef]) -> dict | None:
+    def certificate(self, chosen: Option, model: z3.ModelRef, counter_models: dict[str, z3.ModelRef]) -> dict | None:
         """The ``constraint`` certificate (:mod:`symbolkg.solvers.certificates.constraint`) of ``chosen``.
 
         The chosen option's negation gets the core of its entailment check, minimised by deletion in the
@@ -334,12 +378,26 @@ class _Session:
                 fact = {"query": "negation", "sat": False, "core": core, "minimal": True}
             else:
                 fact = {"query": "negation", "sat": True, "model": self.model_json(counter_models[option.letter])}
-            options.append({"letter": option.letter, "line": option.line, "text": option.text, "check": "entailed",
-                            "passes": option is chosen, "facts": [fact]})
-        cert = {"kind": "constraint", "version": cc.VERSION, "producer": BACKEND, "language": "logiclm-csp",
-                "answer": chosen.letter,
-                "constraints": [{"id": c.line, "text": c.text} for c in self.program.constraints],
-                "model": self.model_json(model), "options": options}
+            options.append(
+                {
+                    "letter": option.letter,
+                    "line": option.line,
+                    "text": option.text,
+                    "check": "entailed",
+                    "passes": option is chosen,
+                    "facts": [fact],
+                }
+            )
+        cert = {
+            "kind": "constraint",
+            "version": cc.VERSION,
+            "producer": BACKEND,
+            "language": "logiclm-csp",
+            "answer": chosen.letter,
+            "constraints": [{"id": c.line, "text": c.text} for c in self.program.constraints],
+            "model": self.model_json(model),
+            "options": options,
+        }
         return cert if len(json.dumps(cert)) <= cc.MAX_CERTIFICATE_CHARS else None
 
     def minimal_core(self, query: z3.BoolRef, core: list[int]) -> list[int]:
@@ -348,6 +406,7 @@ class _Session:
         Every line kept is shown needed by a check of ``query`` with the other kept lines (satisfiable);
         a line whose removal leaves them unsatisfiable is dropped.
         """
+
         def unsat(lines: list[int]) -> bool:
             return self.check(None, lines, model=False) == z3.unsat
 
@@ -358,8 +417,9 @@ class _Session:
         finally:
             self.solver.pop()
 
-    def no_unique_answer(self, entailed: list[Option], base: z3.ModelRef,
-                         counter_models: dict[str, z3.ModelRef]) -> Outcome:
+    def no_unique_answer(
+        self, entailed: list[Option], base: z3.ModelRef, counter_models: dict[str, z3.ModelRef]
+    ) -> Outcome:
         possible: list[str] = []
         impossible: list[str] = []
         witnesses = [m for m in counter_models.values() if m is not base]
@@ -377,8 +437,10 @@ class _Session:
         line: int | None = None
         if entailed:
             letters = ", ".join(o.letter for o in entailed)
-            message = (f"options {letters} all hold in every solution, so no single option is selected; the "
-                       "options must exclude each other - check the Query expressions and the constraints")
+            message = (
+                f"options {letters} all hold in every solution, so no single option is selected; the "
+                "options must exclude each other - check the Query expressions and the constraints"
+            )
             line = entailed[1].line
         else:
             message = "no option holds in every solution: the constraints allow more than one arrangement"
@@ -387,30 +449,49 @@ class _Session:
             if impossible:
                 message += f"; options that hold in no solution: {', '.join(impossible)}"
             if witnesses:
-                message += (f". For example both [{self.model_text(base)}] and [{self.model_text(witnesses[0])}] "
-                            "satisfy every constraint")
+                message += (
+                    f". For example both [{self.model_text(base)}] and [{self.model_text(witnesses[0])}] "
+                    "satisfy every constraint"
+                )
             message += ". Add the missing facts from the problem as constraints, or fix a wrong one"
-        return Outcome(status=Status.UNKNOWN, error_kind=ErrorKind.NO_ANSWER.value, error_message=message,
-                       error_line=line, proof=f"one solution: {self.model_text(base)}", backend=BACKEND)
+        return Outcome(
+            status=Status.UNKNOWN,
+            error_kind=ErrorKind.NO_ANSWER.value,
+            error_message=message,
+            error_line=line,
+            proof=f"one solution: {self.model_text(base)}",
+            backend=BACKEND,
+        )
 
     def contradiction(self) -> Outcome:
         by_line = {c.line: c for c in self.program.constraints}
         core = [by_line[line] for line in self.core_]
         if core:
             listed = "; ".join(f"line {c.line}: {c.text}" + (f" ({c.comment})" if c.comment else "") for c in core)
-            message = (f"the constraints are contradictory (no assignment satisfies them). These conflict with each "
-                       f"other and the variable domains: {listed}. Fix or remove the wrong one")
+            message = (
+                f"the constraints are contradictory (no assignment satisfies them). These conflict with each "
+                f"other and the variable domains: {listed}. Fix or remove the wrong one"
+            )
             line = core[0].line
         else:
             message = "the variable domains alone cannot be satisfied; check the 'Variables:' section"
             line = self.program.variables[0].line
-        return Outcome(status=Status.UNSAT, error_kind=ErrorKind.INCONSISTENT.value, error_message=message,
-                       error_line=line, backend=BACKEND)
+        return Outcome(
+            status=Status.UNSAT,
+            error_kind=ErrorKind.INCONSISTENT.value,
+            error_message=message,
+            error_line=line,
+            backend=BACKEND,
+        )
 
 
 def _timeout_outcome() -> Outcome:
-    return Outcome.error(Status.TIMEOUT, ErrorKind.TIMEOUT, "time limit reached while solving the constraints; "
-                         "use smaller domains or fewer constraints", backend=BACKEND)
+    return Outcome.error(
+        Status.TIMEOUT,
+        ErrorKind.TIMEOUT,
+        "time limit reached while solving the constraints; use smaller domains or fewer constraints",
+        backend=BACKEND,
+    )
 
 
 def solve(text: str, limits: Limits) -> Outcome:
@@ -444,8 +525,13 @@ def _solve(program: CspProgram, deadline: float) -> Outcome:
     except _Stop as stop:
         return stop.outcome
     except MemoryError:
-        return Outcome.error(Status.MEMORY, ErrorKind.MEMORY, "out of memory (worker memory limit reached)",
-                             backend=BACKEND)
+        return Outcome.error(
+            Status.MEMORY, ErrorKind.MEMORY, "out of memory (worker memory limit reached)", backend=BACKEND
+        )
     except RecursionError:
-        return Outcome.error(Status.PARSE_ERROR, ErrorKind.UNSUPPORTED, "an expression is nested too deeply; write "
-                             "it flatter", backend=BACKEND)
+        return Outcome.error(
+            Status.PARSE_ERROR,
+            ErrorKind.UNSUPPORTED,
+            "an expression is nested too deeply; write it flatter",
+            backend=BACKEND,
+        )

@@ -80,12 +80,14 @@ def program_grammar(bounds: Bounds = BOUNDS) -> str:
     """
     b = bounds
     rules = {
-        "root": (f'("Domain:" ws note_line{{0,{b.notes}}} nl)? '
-                 f'"Variables:" ws variable_line{{1,{b.variables}}} '
-                 f'nl "Constraints:" ws constraint_line{{1,{b.constraints}}} '
-                 f'nl "Query:" ws option_line{{1,{b.options}}} end'),
+        "root": (
+            f'("Domain:" ws note_line{{0,{b.notes}}} nl)? '
+            f'"Variables:" ws variable_line{{1,{b.variables}}} '
+            f'nl "Constraints:" ws constraint_line{{1,{b.constraints}}} '
+            f'nl "Query:" ws option_line{{1,{b.options}}} end'
+        ),
         "note_line": 'nl ([0-9]{1,3} ":" comment_text | note_start note_text)',
-        "variable_line": "nl name \" [IN] \" domain (comment | ws)",
+        "variable_line": 'nl name " [IN] " domain (comment | ws)',
         "constraint_line": "nl expr_0 (comment | ws)",
         "option_line": 'nl [A-G] ") " expr_0 (comment | ws)',
         "domain": f'"[" value (", " value){{0,{b.items - 1}}} "]" | "range(" number (", " number){{1,2}} ")"',
@@ -101,7 +103,16 @@ def program_grammar(bounds: Bounds = BOUNDS) -> str:
         "name": f"{gbnf.char_class(_NAME_FIRST)} {gbnf.char_class(_NAME_REST)}{{0,{b.name_chars - 1}}}",
         "number": "[0-9]{1,9}",
         "string": gbnf.string_rule(b.name_chars),
-        **gbnf.expression_rules("expr", depth=b.depth, operands=b.operands, arguments=b.items, operators=_OPERATORS,
-                                tight=("+", "-"), words=_WORDS, unary=("not ", "-"), binders=False),
+        **gbnf.expression_rules(
+            "expr",
+            depth=b.depth,
+            operands=b.operands,
+            arguments=b.items,
+            operators=_OPERATORS,
+            tight=("+", "-"),
+            words=_WORDS,
+            unary=("not ", "-"),
+            binders=False,
+        ),
     }
     return gbnf.render(rules)

@@ -98,8 +98,11 @@ _VARIABLE = re.compile(r"^(?P<name>.*?)\s*\[\s*in\s*\]\s*(?P<domain>.*)$", re.IG
 #: ``name in domain``, ``name IN domain``, ``name ∈ domain``, ``name: domain``.
 _VARIABLE_OTHER = re.compile(r"^(?P<name>.*?)(?:\s+in\b|\s*∈|\s*:)\s*(?P<domain>.*)$", re.IGNORECASE)
 #: ``A) e``, ``(A) e``, ``A. e``, ``A: e``, ``Option A: e``, ``Option A) e``, ``Option (A): e``.
-_OPTION = re.compile(r"^(?:option\s+)?(?:\(\s*(?P<boxed>[A-Za-z])\s*\)\s*:?|(?P<letter>[A-Za-z])\s*(?:\)|:|\.(?=\s)))"
-                     r"\s*(?P<expr>.*)$", re.IGNORECASE)
+_OPTION = re.compile(
+    r"^(?:option\s+)?(?:\(\s*(?P<boxed>[A-Za-z])\s*\)\s*:?|(?P<letter>[A-Za-z])\s*(?:\)|:|\.(?=\s)))"
+    r"\s*(?P<expr>.*)$",
+    re.IGNORECASE,
+)
 _ALL_DIFFERENT_NAMES = ("AllDifferentConstraint", "AllDifferent", "Distinct")
 #: Other spellings of AllDifferentConstraint, compared in lower case without underscores.
 _ALL_DIFFERENT_SPELLINGS = frozenset({"alldifferentconstraint", "alldifferent", "alldistinct", "alldiff", "distinct"})
@@ -267,21 +270,27 @@ def parse(text: str) -> CspProgram:
             message saying how to fix it.
     """
     if len(text) > MAX_PROGRAM_CHARS:
-        raise ProgramError(f"the program has {len(text):,} characters; the limit is {MAX_PROGRAM_CHARS:,}", 1,
-                           ErrorKind.UNSUPPORTED)
+        raise ProgramError(
+            f"the program has {len(text):,} characters; the limit is {MAX_PROGRAM_CHARS:,}", 1, ErrorKind.UNSUPPORTED
+        )
     lines = text.splitlines()
     sections, header_lines = _split_sections(lines)
     end_line = max(len(lines), 1)
     for name in ("Variables", "Constraints", "Query"):
         if name not in sections:
-            raise ProgramError(f"missing section '{name}:'; a program has the sections Domain:, Variables:, "
-                               "Constraints: and Query:", end_line)
+            raise ProgramError(
+                f"missing section '{name}:'; a program has the sections Domain:, Variables:, Constraints: and Query:",
+                end_line,
+            )
     if not sections["Variables"]:
-        raise ProgramError("the 'Variables:' section is empty; declare variables like "
-                           "'green_book [IN] [1, 2, 3, 4, 5]'", header_lines["Variables"])
+        raise ProgramError(
+            "the 'Variables:' section is empty; declare variables like 'green_book [IN] [1, 2, 3, 4, 5]'",
+            header_lines["Variables"],
+        )
     if not sections["Query"]:
-        raise ProgramError("the 'Query:' section is empty; write one option per line like 'A) green_book == 2'",
-                           header_lines["Query"])
+        raise ProgramError(
+            "the 'Query:' section is empty; write one option per line like 'A) green_book == 2'", header_lines["Query"]
+        )
     sections = {name: _strip_list_markers(name, entries) for name, entries in sections.items()}
 
     notes = tuple(DomainNote(body, number) for number, body, _ in sections.get("Domain", []))
@@ -298,8 +307,11 @@ def parse(text: str) -> CspProgram:
 #: One item of a section: (1-based line, code, comment).
 _Entry = tuple[int, str, str]
 
-_MARKDOWN_HEADER = re.compile(r"^(?P<hashes>#{1,6}\s*)?(?P<open>\*\*|__)?\s*(?P<name>domain|variables|constraints|query)"
-                              r"\s*:?\s*(?P<close>\*\*|__)?\s*:?$", re.IGNORECASE)
+_MARKDOWN_HEADER = re.compile(
+    r"^(?P<hashes>#{1,6}\s*)?(?P<open>\*\*|__)?\s*(?P<name>domain|variables|constraints|query)"
+    r"\s*:?\s*(?P<close>\*\*|__)?\s*:?$",
+    re.IGNORECASE,
+)
 _CODE_FENCE = re.compile(r"^```[\w+-]*$")
 
 
@@ -326,11 +338,14 @@ def _split_sections(lines: list[str]) -> tuple[dict[str, list[_Entry]], dict[str
             if name == current and not sections[name]:
                 continue  # the same header again right after itself ('# Query' then 'Query:'): one header
             if name in header_lines:
-                raise ProgramError(f"section '{name}:' appears twice (first on line {header_lines[name]}); "
-                                   "merge the two sections", number)
+                raise ProgramError(
+                    f"section '{name}:' appears twice (first on line {header_lines[name]}); merge the two sections",
+                    number,
+                )
             if rest:
-                raise ProgramError(f"put the contents of '{name}:' on the lines after the header, one item per "
-                                   "line", number)
+                raise ProgramError(
+                    f"put the contents of '{name}:' on the lines after the header, one item per line", number
+                )
             header_lines[name] = number
             sections[name] = []
             current = name
@@ -338,8 +353,10 @@ def _split_sections(lines: list[str]) -> tuple[dict[str, list[_Entry]], dict[str
         if not body:
             continue
         if current is None:
-            raise ProgramError(f"text before the first section header: {body!r}; a program starts with "
-                               "'Domain:' or 'Variables:'", number)
+            raise ProgramError(
+                f"text before the first section header: {body!r}; a program starts with 'Domain:' or 'Variables:'",
+                number,
+            )
         sections[current].append((number, body, comment))
     return sections, header_lines
 
@@ -369,7 +386,7 @@ def _split_hash_comment(body: str) -> tuple[str, str]:
         elif char in "'\"":
             quote = char
         elif char == "#":
-            return body[:index].rstrip(), body[index + 1:].strip()
+            return body[:index].rstrip(), body[index + 1 :].strip()
     return body, ""
 
 
@@ -383,13 +400,16 @@ def _strip_list_markers(section: str, entries: list[_Entry]) -> list[_Entry]:
         marked = [m if m and not m.group("marker")[0].isdigit() else None for m in marked]
     whole_list = bool(entries) and all(marked)
     out: list[_Entry] = []
-    for (number, body, comment), match in zip(entries, marked):
+    for (number, body, comment), match in zip(entries, marked, strict=True):
         if match is not None:
             if section == "Constraints" and match.group("marker") == "-" and not whole_list:
-                raise ProgramError(f"{body!r} starts with '- ', which reads as a list marker or as a minus sign "
-                                   f"('{body[1:].strip()}' or '-{body[1:].strip()}'); other constraints have no "
-                                   "list marker: drop the '- ', or write a minus sign without the blank", number)
-            body = body[match.end():]
+                raise ProgramError(
+                    f"{body!r} starts with '- ', which reads as a list marker or as a minus sign "
+                    f"('{body[1:].strip()}' or '-{body[1:].strip()}'); other constraints have no "
+                    "list marker: drop the '- ', or write a minus sign without the blank",
+                    number,
+                )
+            body = body[match.end() :]
         if len(body) > 2 and body[0] == body[-1] == "`" and "`" not in body[1:-1]:
             body = body[1:-1].strip()  # `a > b`: Markdown inline code
         out.append((number, body, comment))
@@ -401,8 +421,9 @@ def _parse_variables(entries: list[tuple[int, str, str]]) -> tuple[Variable, ...
     for number, body, _ in entries:
         match = _VARIABLE.match(body) or _VARIABLE_OTHER.match(body)
         if not match:
-            raise ProgramError(f"expected a variable declaration like 'green_book [IN] [1, 2, 3, 4, 5]', got {body!r}",
-                               number)
+            raise ProgramError(
+                f"expected a variable declaration like 'green_book [IN] [1, 2, 3, 4, 5]', got {body!r}", number
+            )
         name, domain_text = match.group("name"), match.group("domain")
         _check_name(name, number)
         if name in variables:
@@ -416,8 +437,10 @@ def _parse_variables(entries: list[tuple[int, str, str]]) -> tuple[Variable, ...
 def _check_name(name: str, number: int) -> None:
     if not name.isidentifier():
         suggestion = re.sub(r"\W+", "_", name.strip()).strip("_") or "x"
-        raise ProgramError(f"variable name {name!r} is not an identifier; use letters, digits and underscores, "
-                           f"e.g. {suggestion!r}", number)
+        raise ProgramError(
+            f"variable name {name!r} is not an identifier; use letters, digits and underscores, e.g. {suggestion!r}",
+            number,
+        )
     if keyword.iskeyword(name) or name in _FUNCTIONS:
         raise ProgramError(f"variable name {name!r} is a reserved word; rename it (e.g. {name + '_'!r})", number)
 
@@ -435,8 +458,11 @@ def _parse_domain(text: str, number: int) -> Domain:
     values: list[object]
     if isinstance(node, (ast.List, ast.Tuple, ast.Set)) and any(_is_ellipsis(elt) for elt in node.elts):
         if spelled.startswith("("):
-            raise ProgramError(f"the range {text.strip()!r} is in round brackets, which in mathematics is an open "
-                               "interval (both ends left out); write it with square brackets, e.g. [1..5]", number)
+            raise ProgramError(
+                f"the range {text.strip()!r} is in round brackets, which in mathematics is an open "
+                "interval (both ends left out); write it with square brackets, e.g. [1..5]",
+                number,
+            )
         return _dotted_range(node.elts, number, hint)
     if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
         values = [_literal(elt, number, hint) for elt in node.elts]
@@ -480,11 +506,13 @@ def _dotted_range(elts: list[ast.expr], number: int, hint: str) -> range:
     *before, last = [int(v) for v in ends]
     step = before[1] - before[0] if len(before) > 1 else (1 if last >= before[0] else -1)
     if step == 0 or any(b - a != step for a, b in itertools.pairwise(before)):
-        raise ProgramError(f"the values before '...' ({', '.join(map(str, before))}) do not go up or down by one "
-                           f"step; {form}", number)
+        raise ProgramError(
+            f"the values before '...' ({', '.join(map(str, before))}) do not go up or down by one step; {form}", number
+        )
     if (last - before[-1]) % step or (last - before[-1]) // step < 0:
-        raise ProgramError(f"the range {', '.join(map(str, before))}, ... (step {step}) never reaches {last}; {form}",
-                           number)
+        raise ProgramError(
+            f"the range {', '.join(map(str, before))}, ... (step {step}) never reaches {last}; {form}", number
+        )
     span = range(before[0], last + (1 if step > 0 else -1), step)
     return span if span.step > 0 else span[::-1]
 
@@ -492,8 +520,12 @@ def _dotted_range(elts: list[ast.expr], number: int, hint: str) -> range:
 def _literal(node: ast.expr, number: int, hint: str) -> int | str:
     if isinstance(node, ast.Constant) and type(node.value) in (int, str):
         return node.value
-    if (isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and isinstance(node.operand, ast.Constant)
-            and type(node.operand.value) is int):
+    if (
+        isinstance(node, ast.UnaryOp)
+        and isinstance(node.op, ast.USub)
+        and isinstance(node.operand, ast.Constant)
+        and type(node.operand.value) is int
+    ):
         return -node.operand.value
     raise ProgramError(f"domain values must be integer or string literals; {hint}", number)
 
@@ -509,8 +541,7 @@ def _parse_options(entries: list[tuple[int, str, str]], env: dict[str, Variable]
             raise ProgramError(f"option {letter} appears twice (first on line {options[letter].line})", number)
         expr_text = match.group("expr").strip()
         if not expr_text:
-            raise ProgramError(f"option {letter} has no expression; write it like '{letter}) green_book == 2'",
-                               number)
+            raise ProgramError(f"option {letter} has no expression; write it like '{letter}) green_book == 2'", number)
         expr = _parse_bool_expr(expr_text, number, env, f"option {letter}")
         options[letter] = Option(letter=letter, expr=expr, text=expr_text, comment=comment, line=number)
     return tuple(options.values())
@@ -534,8 +565,11 @@ def _parse_python(text: str, number: int, what: str, shown: str | None = None) -
         raise ProgramError(f"invalid {what} {written!r}: {err}", number) from None
 
 
-_TOKEN = re.compile(r"""(?P<string>'(?:[^'\\\n]|\\.)*'|"(?:[^"\\\n]|\\.)*")|(?P<op><>|!=|==|<=|>=|:=|=>|=<|&&|\|\||[≠≤≥!¬=])"""
-                    r"|(?P<open>[(\[{])|(?P<close>[)\]}])|(?P<name>[^\W\d]\w*)|(?P<space>\s+)|(?P<other>.)", re.DOTALL)
+_TOKEN = re.compile(
+    r"""(?P<string>'(?:[^'\\\n]|\\.)*'|"(?:[^"\\\n]|\\.)*")|(?P<op><>|!=|==|<=|>=|:=|=>|=<|&&|\|\||[≠≤≥!¬=])"""
+    r"|(?P<open>[(\[{])|(?P<close>[)\]}])|(?P<name>[^\W\d]\w*)|(?P<space>\s+)|(?P<other>.)",
+    re.DOTALL,
+)
 _SAME_AS = {"≠": "!=", "<>": "!=", "≤": "<=", "≥": ">=", "&&": " and ", "||": " or "}
 
 
@@ -562,9 +596,12 @@ def _python_spelling(text: str, number: int, what: str) -> str:
             out.append(_SAME_AS[token])
         elif kind == "op" and token in ("!", "¬"):
             if not _negates_a_condition(tokens, index):
-                raise ProgramError(f"{what} {text!r}: '{token}' has two readings here (C reads '!x == 2' as "
-                                   "'(!x) == 2', Python reads 'not x == 2' as 'not (x == 2)'); put the whole "
-                                   "condition in parentheses, 'not (x == 2)', or write 'x != 2'", number)
+                raise ProgramError(
+                    f"{what} {text!r}: '{token}' has two readings here (C reads '!x == 2' as "
+                    "'(!x) == 2', Python reads 'not x == 2' as 'not (x == 2)'); put the whole "
+                    "condition in parentheses, 'not (x == 2)', or write 'x != 2'",
+                    number,
+                )
             out.append(" not ")
         else:
             out.append(token)
@@ -603,8 +640,11 @@ def _parse_bool_expr(text: str, number: int, env: dict[str, Variable], what: str
     except RecursionError:
         raise ProgramError(f"{what} is nested too deeply; write it flatter", number, ErrorKind.UNSUPPORTED) from None
     if found is not Type.BOOL:
-        raise ProgramError(f"{what} {text!r} is not a condition; write a comparison such as 'x == 2' or 'x < y'",
-                           number, ErrorKind.TYPE)
+        raise ProgramError(
+            f"{what} {text!r} is not a condition; write a comparison such as 'x == 2' or 'x < y'",
+            number,
+            ErrorKind.TYPE,
+        )
     return expr
 
 
@@ -617,8 +657,7 @@ def _function_name(written: str) -> str | None:
     return None
 
 
-_COMPARE_OPS: dict[type, str] = {ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">",
-                                 ast.GtE: ">="}
+_COMPARE_OPS: dict[type, str] = {ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">="}
 _ARITH_OPS: dict[type, str] = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.FloorDiv: "//", ast.Mod: "%"}
 
 
@@ -650,8 +689,9 @@ class _Builder:
             if node.id not in self.env:
                 close = difflib.get_close_matches(node.id, list(self.env), n=1)
                 hint = f"; did you mean {close[0]!r}?" if close else f"; declared variables: {', '.join(self.env)}"
-                raise self.fail(f"unknown variable {node.id!r} (declare it in 'Variables:'){hint}",
-                                ErrorKind.UNDECLARED)
+                raise self.fail(
+                    f"unknown variable {node.id!r} (declare it in 'Variables:'){hint}", ErrorKind.UNDECLARED
+                )
             return VarRef(node.id)
         if isinstance(node, ast.UnaryOp):
             if isinstance(node.op, ast.Not):
@@ -666,13 +706,17 @@ class _Builder:
             op = _ARITH_OPS.get(type(node.op))
             if op is None:
                 symbol = {ast.Div: "/", ast.Pow: "**", ast.BitAnd: "&", ast.BitOr: "|"}.get(type(node.op), "this")
-                hint = {"/": "; use '//' for integer division", "&": "; use 'and' (with parentheses as needed)",
-                        "|": "; use 'or' (with parentheses as needed)"}.get(symbol, "")
+                hint = {
+                    "/": "; use '//' for integer division",
+                    "&": "; use 'and' (with parentheses as needed)",
+                    "|": "; use 'or' (with parentheses as needed)",
+                }.get(symbol, "")
                 raise self.fail(f"operator {symbol!r} is not supported{hint}", ErrorKind.UNSUPPORTED)
             left, right = self.build(node.left), self.build(node.right)
             if op in ("//", "%") and not (isinstance(right, IntLit) and right.value > 0):
-                raise self.fail(f"'{op}' is supported only by a positive integer literal, e.g. 'x % 2 == 0'",
-                                ErrorKind.UNSUPPORTED)
+                raise self.fail(
+                    f"'{op}' is supported only by a positive integer literal, e.g. 'x % 2 == 0'", ErrorKind.UNSUPPORTED
+                )
             return Arith(op, left, right)
         if isinstance(node, ast.BoolOp):
             op = "and" if isinstance(node.op, ast.And) else "or"
@@ -683,17 +727,24 @@ class _Builder:
             return self._call(node)
         if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
             raise self.fail("a list is allowed only after 'in' or inside AllDifferentConstraint([...])")
-        described = {ast.Attribute: "attribute access", ast.Subscript: "indexing", ast.Lambda: "lambda",
-                     ast.IfExp: "conditional expressions", ast.NamedExpr: "assignment expressions"}
+        described = {
+            ast.Attribute: "attribute access",
+            ast.Subscript: "indexing",
+            ast.Lambda: "lambda",
+            ast.IfExp: "conditional expressions",
+            ast.NamedExpr: "assignment expressions",
+        }
         what = described.get(type(node), type(node).__name__)
-        raise self.fail(f"{what} is not supported; use comparisons, arithmetic, and/or/not and "
-                        "AllDifferentConstraint([...])", ErrorKind.UNSUPPORTED)
+        raise self.fail(
+            f"{what} is not supported; use comparisons, arithmetic, and/or/not and AllDifferentConstraint([...])",
+            ErrorKind.UNSUPPORTED,
+        )
 
     def _compare(self, node: ast.Compare) -> Expr:
         ops: list[str] = []
         operands: list[Expr] = [self.build(node.left)]
         last = len(node.ops) - 1
-        for index, (op, right_node) in enumerate(zip(node.ops, node.comparators)):
+        for index, (op, right_node) in enumerate(zip(node.ops, node.comparators, strict=True)):
             if isinstance(op, (ast.In, ast.NotIn)):
                 if index != last:
                     raise self.fail("'in' must be the last operator of a comparison; split the condition with 'and'")
@@ -713,8 +764,9 @@ class _Builder:
         name = _function_name(node.func.id) if isinstance(node.func, ast.Name) else None
         if name is None:
             written = node.func.id if isinstance(node.func, ast.Name) else ast.dump(node.func)[:40]
-            raise self.fail(f"unknown function {written!r}; available: abs, min, max, AllDifferentConstraint",
-                            ErrorKind.UNSUPPORTED)
+            raise self.fail(
+                f"unknown function {written!r}; available: abs, min, max, AllDifferentConstraint", ErrorKind.UNSUPPORTED
+            )
         if node.keywords or any(isinstance(a, ast.Starred) for a in node.args):
             raise self.fail(f"{name}() takes plain positional arguments", ErrorKind.UNSUPPORTED)
         if name in _ALL_DIFFERENT_NAMES:
@@ -742,19 +794,26 @@ class _Builder:
         if isinstance(expr, VarRef):
             return self.env[expr.name].type
         if isinstance(expr, (Neg, Arith, Call)):
-            operands = (expr.operand,) if isinstance(expr, Neg) else (
-                (expr.left, expr.right) if isinstance(expr, Arith) else expr.args)
+            operands = (
+                (expr.operand,)
+                if isinstance(expr, Neg)
+                else ((expr.left, expr.right) if isinstance(expr, Arith) else expr.args)
+            )
             for operand in operands:
                 if self.type_of(operand) is Type.STR:
-                    raise self.fail("arithmetic on a string value; only integer variables can be added or compared "
-                                    "by position", ErrorKind.TYPE)
+                    raise self.fail(
+                        "arithmetic on a string value; only integer variables can be added or compared by position",
+                        ErrorKind.TYPE,
+                    )
             return Type.INT
         if isinstance(expr, Compare):
             types = [self.type_of(o) for o in expr.operands]
-            for (a, b), op in zip(itertools.pairwise(types), expr.ops):
+            for (a, b), op in zip(itertools.pairwise(types), expr.ops, strict=True):
                 if (a is Type.STR) != (b is Type.STR):
-                    raise self.fail(f"cannot compare a string with a number using '{op}'; check the variable's "
-                                    "domain", ErrorKind.TYPE)
+                    raise self.fail(
+                        f"cannot compare a string with a number using '{op}'; check the variable's domain",
+                        ErrorKind.TYPE,
+                    )
             return Type.BOOL
         if isinstance(expr, Member):
             element = self.type_of(expr.element)
@@ -766,8 +825,9 @@ class _Builder:
             operands = expr.operands if isinstance(expr, BoolOp) else (expr.operand,)
             for operand in operands:
                 if self.type_of(operand) is not Type.BOOL:
-                    raise self.fail("'and' / 'or' / 'not' need conditions such as 'x == 1' on both sides",
-                                    ErrorKind.TYPE)
+                    raise self.fail(
+                        "'and' / 'or' / 'not' need conditions such as 'x == 1' on both sides", ErrorKind.TYPE
+                    )
             return Type.BOOL
         if isinstance(expr, AllDifferent):
             kinds = {self.type_of(o) is Type.STR for o in expr.operands}

@@ -32,11 +32,11 @@ from __future__ import annotations
 import time
 from dataclasses import replace
 
-from symbolkg.solvers.fol import prover9
 from symbolkg.solvers.certificates.entailment import Cited
+from symbolkg.solvers.fol import prover9
+from symbolkg.solvers.fol.prover9_syntax import to_prover9
 from symbolkg.solvers.fol.race import BACKEND as RACE_BACKEND
 from symbolkg.solvers.fol.race import ModelRace, models_certificate, precheck, provable_sides, record_decision
-from symbolkg.solvers.fol.prover9_syntax import to_prover9
 from symbolkg.solvers.fol.readings import decide_readings
 from symbolkg.solvers.fol.syntax import FolProgram, Formula, parse
 from symbolkg.solvers.outcomes import ErrorKind, Limits, Outcome, ProgramError, Status, Stopwatch
@@ -44,8 +44,10 @@ from symbolkg.solvers.outcomes import ErrorKind, Limits, Outcome, ProgramError, 
 BACKEND = prover9.BACKEND
 
 #: The proof text of an Unknown answer the model search decided before any prover started.
-MODELS_PROOF = ("Z3 found finite models of premises ∧ ¬goal and of premises ∧ goal: neither the goal nor its "
-                "negation is entailed (both models are in the certificate)")
+MODELS_PROOF = (
+    "Z3 found finite models of premises ∧ ¬goal and of premises ∧ goal: neither the goal nor its "
+    "negation is entailed (both models are in the certificate)"
+)
 
 # ``parse`` (imported above from the syntax) and ``solve`` make this module the ``logiclm-fol``
 # language of :mod:`symbolkg.solvers.registry`.
@@ -69,8 +71,9 @@ def solve(text: str, limits: Limits) -> Outcome:
             program = parse(text)
         except ProgramError as err:
             return err.to_outcome(seconds=sw.elapsed(), backend=BACKEND)
-        outcome = decide_readings(program, lambda goal, lim, full: _entail(program, goal, lim, countermodels=full),
-                                  limits, backend=BACKEND)
+        outcome = decide_readings(
+            program, lambda goal, lim, full: _entail(program, goal, lim, countermodels=full), limits, backend=BACKEND
+        )
     return replace(outcome, seconds=sw.seconds)
 
 
@@ -85,13 +88,26 @@ def _entail(program: FolProgram, goal: Formula, limits: Limits, *, countermodels
     sides = provable_sides(goal_false, goal_true)
     if not sides:  # a model with the goal false and one with it true: Unknown, certified by both
         cited = Cited(translation.lines[-1], texts[-1], translation.goal)
-        return Outcome(Status.UNKNOWN, answer="Unknown", proof=MODELS_PROOF, seconds=time.perf_counter() - t0,
-                       backend=RACE_BACKEND, certificate=models_certificate(cited, RACE_BACKEND, goal_false, goal_true))
+        return Outcome(
+            Status.UNKNOWN,
+            answer="Unknown",
+            proof=MODELS_PROOF,
+            seconds=time.perf_counter() - t0,
+            backend=RACE_BACKEND,
+            certificate=models_certificate(cited, RACE_BACKEND, goal_false, goal_true),
+        )
     race = ModelRace(premises, goal, t0 + limits.timeout_s)
     try:
         left = replace(limits, timeout_s=max(0.1, limits.timeout_s - (time.perf_counter() - t0)))
-        outcome = prover9.entail(translation.assumptions, translation.goal, left, source_lines=translation.lines,
-                                 source_texts=texts, race=race, sides=sides)
+        outcome = prover9.entail(
+            translation.assumptions,
+            translation.goal,
+            left,
+            source_lines=translation.lines,
+            source_texts=texts,
+            race=race,
+            sides=sides,
+        )
         if outcome.backend == prover9.BACKEND and outcome.status in (Status.PROVED, Status.DISPROVED, Status.UNKNOWN):
             record_decision(outcome.seconds)
         if outcome.answer == "Unknown" and outcome.certificate is not None and (countermodels or race.started):

@@ -87,9 +87,11 @@ def program_grammar(bounds: Bounds = BOUNDS) -> str:
 def _layout_rules(b: Bounds) -> dict[str, str]:
     """Sections, lines, comments."""
     return {
-        "root": (f'"Predicates:" ws declaration_line{{0,{b.declarations}}} '
-                 f'nl "Premises:" ws premise_line{{1,{b.premises}}} '
-                 'nl "Conclusion:" ws conclusion_line end'),
+        "root": (
+            f'"Predicates:" ws declaration_line{{0,{b.declarations}}} '
+            f'nl "Premises:" ws premise_line{{1,{b.premises}}} '
+            'nl "Conclusion:" ws conclusion_line end'
+        ),
         "declaration_line": "nl declaration (comment | ws)",
         "premise_line": "nl premise stop? (comment | ws)",
         "conclusion_line": "nl formula_0 stop? (comment | ws)",
@@ -102,7 +104,7 @@ def _layout_rules(b: Bounds) -> dict[str, str]:
         **gbnf.text_rules("comment_text", b.comment_words),
         "declaration": f'name ("(" name_or_number (", " name_or_number){{0,{b.arguments - 1}}} ")")?',
         # a premise may elide conjuncts: A ∧ ... ∧ C (the parser reads what is written)
-        "premise": f'operand_0 (binary (operand_0 | ellipsis)){{0,{b.operands - 1}}}',
+        "premise": f"operand_0 (binary (operand_0 | ellipsis)){{0,{b.operands - 1}}}",
         "ellipsis": '"..." | "…"',
     }
 

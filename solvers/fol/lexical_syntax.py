@@ -104,7 +104,11 @@ _UNSUPPORTED: list[tuple[str, str]] = [
     ("≥", "arithmetic comparison is not supported; express it with a predicate, e.g. AtLeast9(x)"),
     ("<=", "arithmetic comparison is not supported; express it with a predicate, e.g. AtMost300(x)"),
     (">=", "arithmetic comparison is not supported; express it with a predicate, e.g. AtLeast9(x)"),
-    (">", "arithmetic comparison is not supported; express it with a predicate, e.g. RatingAbove9(x) or MoreThan(a, b) with facts about a and b"),
+    (
+        ">",
+        "arithmetic comparison is not supported; express it with a predicate, e.g. RatingAbove9(x) or MoreThan(a, b) "
+        "with facts about a and b",
+    ),
     ("<", "arithmetic comparison is not supported; express it with a predicate, e.g. CostsBelow300(x)"),
     ("⊆", "subset is not supported; write it as ∀z (In(z, a) → In(z, b))"),
 ]
@@ -137,7 +141,7 @@ def tokenize(text: str, line: int, col0: int) -> list[Token]:
             for spelling, hint in _UNSUPPORTED:
                 if text.startswith(spelling, i):
                     raise ProgramError(f"{snippet(text, i)}: {hint}", line, ErrorKind.UNSUPPORTED)
-            if text[i] in "\"“":
+            if text[i] in '"“':
                 m = _STRING.match(text, i)
                 if m is None:
                     raise ProgramError(f"{snippet(text, i)}: a quoted name has no closing quote", line)
@@ -164,8 +168,8 @@ def tokenize(text: str, line: int, col0: int) -> list[Token]:
                 i = m.end()
                 continue
             raise ProgramError(
-                f"{snippet(text, i)}: unexpected character {text[i]!r}; formulas use names, ( ) , and ∀ ∃ ¬ ∧ ∨ ⊕ → ↔ = ≠"
-                + (" (a comment goes after ':::' or '//')" if text[i] in "#%" else ""),
+                f"{snippet(text, i)}: unexpected character {text[i]!r}; formulas use names, ( ) , "
+                "and ∀ ∃ ¬ ∧ ∨ ⊕ → ↔ = ≠" + (" (a comment goes after ':::' or '//')" if text[i] in "#%" else ""),
                 line,
             )
     tokens.append(Token(Tok.END, "", col0 + len(text)))
@@ -240,7 +244,11 @@ def split_sections(text: str) -> Sections:
         if header:
             name, line, rest_col = header
             if name in sections.seen:
-                raise ProgramError(f"a second '{name.capitalize()}:' section (the first is on line {sections.seen[name]}); use each section once", number)
+                raise ProgramError(
+                    f"a second '{name.capitalize()}:' section (the first is on line {sections.seen[name]}); "
+                    "use each section once",
+                    number,
+                )
             sections.seen[name] = number
             current = name
             if not line.strip():
@@ -252,11 +260,16 @@ def split_sections(text: str) -> Sections:
             formula = formula[: hash_comment.start()]
         if not formula.strip():
             if comment.strip() and not hash_comment:
-                raise ProgramError(f"empty formula before ':::' (comment {comment.strip()[:60]!r}); write the formula for this sentence", number)
+                raise ProgramError(
+                    f"empty formula before ':::' (comment {comment.strip()[:60]!r}); "
+                    "write the formula for this sentence",
+                    number,
+                )
             continue
         if current is None:
             raise ProgramError(
-                "text before any section; a program starts with 'Predicates:', then 'Premises:' and 'Conclusion:' lines",
+                "text before any section; a program starts with 'Predicates:', "
+                "then 'Premises:' and 'Conclusion:' lines",
                 number,
             )
         col0 = rest_col + (len(formula) - len(formula.lstrip()))

@@ -99,7 +99,14 @@ from pathlib import Path
 
 from symbolkg.solvers.certificates import entailment as entailment_certificate
 from symbolkg.solvers.fol import race as model_race
-from symbolkg.solvers.fol.prover9_syntax import Prover9Problem, Unreadable, input_text, parse, read_formula, strip_period
+from symbolkg.solvers.fol.prover9_syntax import (
+    Prover9Problem,
+    Unreadable,
+    input_text,
+    parse,
+    read_formula,
+    strip_period,
+)
 from symbolkg.solvers.fol.race import ModelRace
 from symbolkg.solvers.fol.syntax import Formula
 from symbolkg.solvers.outcomes import ErrorKind, Limits, Outcome, ProgramError, Status, Stopwatch
@@ -273,8 +280,15 @@ class _Run:
             with open(self._out_path, "wb") as out, open(self._err_path, "wb") as err:
                 # In the caller's process group, not a session of its own (module docstring): the
                 # solver worker's watchdog kills its whole group, provers included.
-                self.proc = spawn([binary, "-f", "input.in"], ChildLimits(memory_mb=int(limits.memory_mb), cpu_s=cpu_s),
-                                  cwd=work, stdin=subprocess.DEVNULL, stdout=out, stderr=err, start_new_session=False)
+                self.proc = spawn(
+                    [binary, "-f", "input.in"],
+                    ChildLimits(memory_mb=int(limits.memory_mb), cpu_s=cpu_s),
+                    cwd=work,
+                    stdin=subprocess.DEVNULL,
+                    stdout=out,
+                    stderr=err,
+                    start_new_session=False,
+                )
         except BaseException:
             self._dir.cleanup()
             raise
@@ -282,7 +296,12 @@ class _Run:
 
     def poll(self) -> ProverResult | None:
         if self.result is None and self.proc.poll() is not None:
-            self.result = _read_result(self._read(self._out_path), self._read(self._err_path), self.proc.returncode, time.perf_counter() - self._t0)
+            self.result = _read_result(
+                self._read(self._out_path),
+                self._read(self._err_path),
+                self.proc.returncode,
+                time.perf_counter() - self._t0,
+            )
         return self.result
 
     def kill(self, reason: str = "killed") -> ProverResult:
@@ -296,8 +315,12 @@ class _Run:
             self.proc.kill()  # SIGKILL; a no-op if it exited since poll() (the pid is still ours until reaped)
             self.proc.wait()
             if self.result is None:
-                message = "wall-clock limit reached" if reason == "killed" else "stopped: the answer was already decided"
-                self.result = ProverResult(ProofStatus.TIMEOUT, reason, message=message, seconds=time.perf_counter() - self._t0)
+                message = (
+                    "wall-clock limit reached" if reason == "killed" else "stopped: the answer was already decided"
+                )
+                self.result = ProverResult(
+                    ProofStatus.TIMEOUT, reason, message=message, seconds=time.perf_counter() - self._t0
+                )
         result = self.poll()
         if result is None:  # unreachable: the process has been reaped, so poll() recorded a result
             raise RuntimeError("Prover9 process state lost")
@@ -344,15 +367,18 @@ def _read_result(stdout: str, stderr: str, returncode: int, seconds: float) -> P
         proof = match.group(1).strip() if match else None
         return ProverResult(ProofStatus.PROVED, reason, proof=proof, uses_goal=_uses_goal(proof or ""), seconds=seconds)
     if reason in ("max_given", "max_kept"):
-        return ProverResult(ProofStatus.BUDGET, reason, message=f"Prover9 used its search budget ({reason})",
-                            seconds=seconds)
+        return ProverResult(
+            ProofStatus.BUDGET, reason, message=f"Prover9 used its search budget ({reason})", seconds=seconds
+        )
     if reason in ("sos_empty", "action"):
         return ProverResult(ProofStatus.NOT_PROVED, reason, seconds=seconds)
     if reason == "max_seconds" or returncode == -signal.SIGXCPU:
         return ProverResult(ProofStatus.TIMEOUT, reason, message="Prover9 reached its time limit", seconds=seconds)
     message = _error_message(stdout, stderr)
     if reason == "max_megs" or "malloc" in message.lower() or "memory" in message.lower():
-        return ProverResult(ProofStatus.MEMORY, reason, message=message or "Prover9 reached its memory limit", seconds=seconds)
+        return ProverResult(
+            ProofStatus.MEMORY, reason, message=message or "Prover9 reached its memory limit", seconds=seconds
+        )
     marked = _MARKED.search(stdout)
     if "%%ERROR" in stdout:
         return ProverResult(
@@ -368,9 +394,15 @@ def _read_result(stdout: str, stderr: str, returncode: int, seconds: float) -> P
 def _error_message(stdout: str, stderr: str) -> str:
     # Prover9 explains a syntax error on "%%ERROR: ..." lines and then stops with a
     # generic "Fatal error:  sread_term error"; the explanation is what helps.
-    parts = [line.removeprefix("%%ERROR:").strip().rstrip(":") for line in stdout.splitlines() if line.startswith("%%ERROR")]
+    parts = [
+        line.removeprefix("%%ERROR:").strip().rstrip(":") for line in stdout.splitlines() if line.startswith("%%ERROR")
+    ]
     if not parts:
-        parts = [re.sub(r"\s+", " ", line.strip()) for line in (stdout + "\n" + stderr).splitlines() if line.startswith("Fatal error")]
+        parts = [
+            re.sub(r"\s+", " ", line.strip())
+            for line in (stdout + "\n" + stderr).splitlines()
+            if line.startswith("Fatal error")
+        ]
     return "; ".join(dict.fromkeys(parts))  # the fatal line is printed to both streams
 
 
@@ -497,8 +529,15 @@ SIDES = ("goal", "negation")
 _SKIPPED = ProverResult(ProofStatus.NOT_PROVED, "skipped", message="not run: a countermodel shows it cannot succeed")
 
 
-def entailment(assumptions: Sequence[str], goal: str, limits: Limits, *, options: Sequence[str] = (),
-               race: ModelRace | None = None, sides: Sequence[str] = SIDES) -> Entailment:
+def entailment(
+    assumptions: Sequence[str],
+    goal: str,
+    limits: Limits,
+    *,
+    options: Sequence[str] = (),
+    race: ModelRace | None = None,
+    sides: Sequence[str] = SIDES,
+) -> Entailment:
     """Run the goal side and the negation side in parallel (see the module docstring).
 
     Stops early only where what is still running can no longer change the decision: a proof
@@ -515,8 +554,10 @@ def entailment(assumptions: Sequence[str], goal: str, limits: Limits, *, options
     labelled_goal = f"{strip_period(goal)} # label({_GOAL_LABEL})"
     # Labels do not change the search; they let the proof say which assumptions it used.
     assumptions = [f"{strip_period(a)} # label({_ASSUMPTION_LABEL}{i})" for i, a in enumerate(assumptions)]
-    inputs = {"goal": input_text(assumptions, [goal], limits, options),
-              "negation": input_text([*assumptions, labelled_goal], [], limits, options)}
+    inputs = {
+        "goal": input_text(assumptions, [goal], limits, options),
+        "negation": input_text([*assumptions, labelled_goal], [], limits, options),
+    }
     binary = prover9_binary()
     with Stopwatch() as sw:
         deadline = time.perf_counter() + limits.timeout_s
@@ -544,8 +585,9 @@ def entailment(assumptions: Sequence[str], goal: str, limits: Limits, *, options
         if race is not None and not decisive and not all(r.finished for r in results.values()):
             _finish_race(race, deadline)
     raced = race is not None and race.decided() and not decisive
-    return Entailment(goal_side=results["goal"], negation_side=results["negation"], seconds=sw.seconds,
-                      race_decided=raced)
+    return Entailment(
+        goal_side=results["goal"], negation_side=results["negation"], seconds=sw.seconds, race_decided=raced
+    )
 
 
 def _finish_race(race: ModelRace, deadline: float) -> None:
@@ -601,7 +643,9 @@ def entail(
     """
     result = entailment(assumptions, goal, limits, options=options, race=race, sides=sides)
     if result.race_decided:
-        outcome = Outcome(Status.UNKNOWN, answer="Unknown", proof=RACE_PROOF, seconds=result.seconds, backend=model_race.BACKEND)
+        outcome = Outcome(
+            Status.UNKNOWN, answer="Unknown", proof=RACE_PROOF, seconds=result.seconds, backend=model_race.BACKEND
+        )
     else:
         outcome = _decide(result, [*assumptions, goal], source_lines, source_texts)
     if source_texts is None or outcome.answer not in ("True", "False", "Unknown"):
@@ -609,60 +653,116 @@ def entail(
     if len(source_texts) != len(assumptions) + 1:
         raise ValueError(f"source_texts has {len(source_texts)} entries for {len(assumptions)} assumptions and a goal")
     lines = list(source_lines) if source_lines is not None else [None] * len(source_texts)
-    cited = [entailment_certificate.Cited(line, text, formula) for line, text, formula in zip(lines, source_texts, [*assumptions, goal])]
+    cited = [
+        entailment_certificate.Cited(line, text, formula)
+        for line, text, formula in zip(lines, source_texts, [*assumptions, goal], strict=False)
+    ]
     if outcome.answer == "Unknown":
         cert = entailment_certificate.unknown(cited[-1], producer=outcome.backend)
     else:
         deciding = result.goal_side if result.goal_side.proved else result.negation_side
         used = used_assumptions(deciding.proof or "")
-        cert = entailment_certificate.proved(outcome.answer, cited[-1], [cited[i] for i in used if i < len(assumptions)],
-                                             inconsistent=not deciding.uses_goal, producer=BACKEND)
+        cert = entailment_certificate.proved(
+            outcome.answer,
+            cited[-1],
+            [cited[i] for i in used if i < len(assumptions)],
+            inconsistent=not deciding.uses_goal,
+            producer=BACKEND,
+        )
     return replace(outcome, certificate=cert)
 
 
 #: The proof text of an Unknown answer decided by the model race (the models are in the certificate).
-RACE_PROOF = ("Z3 found finite models of premises ∧ ¬goal and of premises ∧ goal before Prover9 ended its "
-              "searches: neither the goal nor its negation is entailed (both models are in the certificate)")
+RACE_PROOF = (
+    "Z3 found finite models of premises ∧ ¬goal and of premises ∧ goal before Prover9 ended its "
+    "searches: neither the goal nor its negation is entailed (both models are in the certificate)"
+)
 
 
-def _decide(result: Entailment, formulas: Sequence[str], source_lines: Sequence[int | None] | None,
-            source_texts: Sequence[str] | None = None) -> Outcome:
+def _decide(
+    result: Entailment,
+    formulas: Sequence[str],
+    source_lines: Sequence[int | None] | None,
+    source_texts: Sequence[str] | None = None,
+) -> Outcome:
     g, n, seconds = result.goal_side, result.negation_side, result.seconds
     proofs = [side for side in (g, n) if side.proved]
     if len(proofs) == 2 or any(not side.uses_goal for side in proofs):
         return _inconsistent(proofs, formulas, source_lines, source_texts, seconds)
     if g.proved:
-        return Outcome(Status.PROVED, answer="True", proof=_without_assumption_labels(g.proof), seconds=seconds, backend=BACKEND)
+        return Outcome(
+            Status.PROVED, answer="True", proof=_without_assumption_labels(g.proof), seconds=seconds, backend=BACKEND
+        )
     if n.proved:
-        return Outcome(Status.DISPROVED, answer="False", proof=_without_assumption_labels(n.proof), seconds=seconds, backend=BACKEND)
+        return Outcome(
+            Status.DISPROVED,
+            answer="False",
+            proof=_without_assumption_labels(n.proof),
+            seconds=seconds,
+            backend=BACKEND,
+        )
     for side in (g, n):
         if side.status is ProofStatus.SYNTAX_ERROR:
             index = _locate(side.error_formula, formulas)
-            line = source_lines[index] if source_lines is not None and index is not None and index < len(source_lines) else None
-            where = f"formula {formulas[index]!r}" if index is not None else (f"the input near {side.error_formula!r}" if side.error_formula else "the input")
+            line = (
+                source_lines[index]
+                if source_lines is not None and index is not None and index < len(source_lines)
+                else None
+            )
+            where = (
+                f"formula {formulas[index]!r}"
+                if index is not None
+                else (f"the input near {side.error_formula!r}" if side.error_formula else "the input")
+            )
             message = f"Prover9 cannot read {where}: {side.message}"
-            return Outcome.error(Status.PARSE_ERROR, ErrorKind.SYNTAX, message, line=line, seconds=seconds, backend=BACKEND)
+            return Outcome.error(
+                Status.PARSE_ERROR, ErrorKind.SYNTAX, message, line=line, seconds=seconds, backend=BACKEND
+            )
     for side in (g, n):
         if side.status is ProofStatus.MEMORY:
-            return Outcome.error(Status.MEMORY, ErrorKind.MEMORY, f"Prover9 ran out of memory: {side.message}", seconds=seconds, backend=BACKEND)
+            return Outcome.error(
+                Status.MEMORY,
+                ErrorKind.MEMORY,
+                f"Prover9 ran out of memory: {side.message}",
+                seconds=seconds,
+                backend=BACKEND,
+            )
     for side in (g, n):
         if side.status is ProofStatus.ERROR:
-            return Outcome.error(Status.RUNTIME_ERROR, ErrorKind.SOLVER, f"Prover9 failed: {side.message}", seconds=seconds, backend=BACKEND)
+            return Outcome.error(
+                Status.RUNTIME_ERROR,
+                ErrorKind.SOLVER,
+                f"Prover9 failed: {side.message}",
+                seconds=seconds,
+                backend=BACKEND,
+            )
     if g.finished and n.finished:
         return Outcome(Status.UNKNOWN, answer="Unknown", seconds=seconds, backend=BACKEND)
-    which = "both searches" if not g.finished and not n.finished else ("the search for the goal" if not g.finished else "the search for its negation")
-    spent = "its search budget" if all(s.status is not ProofStatus.TIMEOUT for s in (g, n) if not s.finished) else "time"
+    which = (
+        "both searches"
+        if not g.finished and not n.finished
+        else ("the search for the goal" if not g.finished else "the search for its negation")
+    )
+    spent = (
+        "its search budget" if all(s.status is not ProofStatus.TIMEOUT for s in (g, n) if not s.finished) else "time"
+    )
     return Outcome.error(
         Status.TIMEOUT,
         ErrorKind.TIMEOUT,
-        f"no proof of the goal or its negation: {which} ran out of {spent}; simplify the premises or remove ones the conclusion does not need",
+        f"no proof of the goal or its negation: {which} ran out of {spent}; "
+        "simplify the premises or remove ones the conclusion does not need",
         seconds=seconds,
         backend=BACKEND,
     )
 
 
-def _inconsistent(proofs: Sequence[ProverResult], formulas: Sequence[str], source_lines: Sequence[int | None] | None,
-                  source_texts: Sequence[str] | None, seconds: float) -> Outcome:
+def _inconsistent(
+    proofs: Sequence[ProverResult],
+    formulas: Sequence[str],
+    source_lines: Sequence[int | None] | None,
+    source_texts: Sequence[str] | None,
+    seconds: float,
+) -> Outcome:
     """The outcome of assumptions that entail both the goal and its negation: no answer, the conflict named.
 
     The premises cited are those the proofs used (a proof that does not use the goal refutes them
@@ -671,15 +771,28 @@ def _inconsistent(proofs: Sequence[ProverResult], formulas: Sequence[str], sourc
     used = sorted({i for side in proofs for i in used_assumptions(side.proof or "") if i < len(formulas) - 1})
     texts = source_texts if source_texts is not None else formulas
     lines = [source_lines[i] if source_lines is not None and i < len(source_lines) else None for i in used]
-    cited = "; ".join(f"line {line}: {texts[i]}" if line is not None else texts[i] for i, line in zip(used, lines))
-    how = ("the premises alone are contradictory" if any(not side.uses_goal for side in proofs)
-           else "they entail both the conclusion and its negation")
-    message = (f"the premises contradict each other ({how}), so no answer follows from them: {cited or 'see the proofs'}. "
-               "Fix or remove the premise that misstates its sentence")
+    cited = "; ".join(
+        f"line {line}: {texts[i]}" if line is not None else texts[i] for i, line in zip(used, lines, strict=True)
+    )
+    how = (
+        "the premises alone are contradictory"
+        if any(not side.uses_goal for side in proofs)
+        else "they entail both the conclusion and its negation"
+    )
+    message = (
+        f"the premises contradict each other ({how}), so no answer follows from them: {cited or 'see the proofs'}. "
+        "Fix or remove the premise that misstates its sentence"
+    )
     proof = "\n% --- and ---\n".join(_without_assumption_labels(side.proof) or "" for side in proofs)
-    return Outcome(Status.UNSAT, error_kind=ErrorKind.INCONSISTENT.value, error_message=message,
-                   error_line=next((line for line in lines if line is not None), None), proof=proof, seconds=seconds,
-                   backend=BACKEND)
+    return Outcome(
+        Status.UNSAT,
+        error_kind=ErrorKind.INCONSISTENT.value,
+        error_message=message,
+        error_line=next((line for line in lines if line is not None), None),
+        proof=proof,
+        seconds=seconds,
+        backend=BACKEND,
+    )
 
 
 def _squash(text: str) -> str:
@@ -734,8 +847,9 @@ def solve(text: str, limits: Limits) -> Outcome:
 
 
 def _problem_countermodels(certificate: dict, problem: Prover9Problem, limits: Limits) -> dict:
-    """:func:`with_countermodels` for a native Prover9 input, read with :func:`~symbolkg.solvers.fol.prover9_syntax.read_formula`.
+    """:func:`with_countermodels` for a native Prover9 input.
 
+    The input is read with :func:`~symbolkg.solvers.fol.prover9_syntax.read_formula`.
     Input the reader does not cover (user operators, ``$T``) keeps the certificate without models
     (unverifiable, with the reason).
     """
@@ -744,8 +858,11 @@ def _problem_countermodels(certificate: dict, problem: Prover9Problem, limits: L
         goal = read_formula(problem.goal.text)
     except Unreadable as err:
         g = certificate["goal"]
-        return entailment_certificate.unknown(entailment_certificate.Cited(g["line"], g["text"], g["prover9"]),
-                                              producer=certificate["producer"], reason=f"no countermodel search: {err}")
+        return entailment_certificate.unknown(
+            entailment_certificate.Cited(g["line"], g["text"], g["prover9"]),
+            producer=certificate["producer"],
+            reason=f"no countermodel search: {err}",
+        )
     return with_countermodels(certificate, premises, goal, limits)
 
 
@@ -757,8 +874,9 @@ def _problem_countermodels(certificate: dict, problem: Prover9Problem, limits: L
 COUNTERMODEL_BUDGET_S = 4.0
 
 
-def with_countermodels(certificate: dict, premises: Sequence[Formula], goal: Formula, limits: Limits, *,
-                       race: ModelRace | None = None) -> dict:
+def with_countermodels(
+    certificate: dict, premises: Sequence[Formula], goal: Formula, limits: Limits, *, race: ModelRace | None = None
+) -> dict:
     """An Unknown certificate with a model of premises ∧ ¬goal and one of premises ∧ goal, where found.
 
     Both languages Prover9 decides (``logiclm-fol``, ``prover9``) complete their Unknown
@@ -770,5 +888,6 @@ def with_countermodels(certificate: dict, premises: Sequence[Formula], goal: For
     found = race.result(budget) if race is not None else None
     goal_false, goal_true = found if found is not None else model_race.countermodels(premises, goal, budget)
     g = certificate["goal"]
-    return model_race.models_certificate(entailment_certificate.Cited(g["line"], g["text"], g["prover9"]),
-                                         certificate["producer"], goal_false, goal_true)
+    return model_race.models_certificate(
+        entailment_certificate.Cited(g["line"], g["text"], g["prover9"]), certificate["producer"], goal_false, goal_true
+    )

@@ -39,7 +39,6 @@ from symbolkg.solvers.fol.syntax import (
 )
 from symbolkg.solvers.outcomes import ErrorKind, Limits, ProgramError
 
-
 # --------------------------------------------------------------------------- the "prover9" language
 
 
@@ -124,7 +123,8 @@ def _statements(text: str) -> Iterator[tuple[str, int]]:
     rest = "".join(buf).strip()
     if rest:
         raise ProgramError(
-            f"the input ends inside a statement: {rest[:80]!r} has no terminating period (every formula and command must end with '.')",
+            f"the input ends inside a statement: {rest[:80]!r} has no terminating period "
+            "(every formula and command must end with '.')",
             start_line,
         )
 
@@ -140,7 +140,9 @@ def parse(text: str) -> Prover9Problem:
             ``end_of_list``, or a goals list without exactly one formula.
     """
     if len(text) > MAX_PROGRAM_CHARS:
-        raise ProgramError(f"the input has {len(text):,} characters; the limit is {MAX_PROGRAM_CHARS:,}", None, ErrorKind.UNSUPPORTED)
+        raise ProgramError(
+            f"the input has {len(text):,} characters; the limit is {MAX_PROGRAM_CHARS:,}", None, ErrorKind.UNSUPPORTED
+        )
     assumptions: list[Prover9Formula] = []
     goals: list[Prover9Formula] = []
     options: list[str] = []
@@ -150,13 +152,21 @@ def parse(text: str) -> Prover9Problem:
     for stmt, line in _statements(text):
         swallowed = re.search(r"\n\s*(end_of_list|formulas\s*\()", stmt)
         if swallowed:  # a forgotten period joins a formula with the next list line
-            raise ProgramError(f"missing '.' at the end of {stmt[: swallowed.start()].strip()[:80]!r}; every formula ends with a period", line)
+            raise ProgramError(
+                f"missing '.' at the end of {stmt[: swallowed.start()].strip()[:80]!r}; "
+                "every formula ends with a period",
+                line,
+            )
         if current is None:
             start = _LIST_START.match(stmt)
             if start:
                 kind = start.group(1)
                 if kind not in ("assumptions", "sos", "goals"):
-                    raise ProgramError(f"unsupported list formulas({kind}); use formulas(assumptions) and formulas(goals)", line, ErrorKind.UNSUPPORTED)
+                    raise ProgramError(
+                        f"unsupported list formulas({kind}); use formulas(assumptions) and formulas(goals)",
+                        line,
+                        ErrorKind.UNSUPPORTED,
+                    )
                 current, current_line = kind, line
                 if kind == "goals":
                     goals_line = line
@@ -174,7 +184,10 @@ def parse(text: str) -> Prover9Problem:
         elif stmt == "end_of_list":
             current = None
         elif _LIST_START.match(stmt):
-            raise ProgramError(f"formulas(...) list opened on line {current_line} is not closed with 'end_of_list.' before this line", line)
+            raise ProgramError(
+                f"formulas(...) list opened on line {current_line} is not closed with 'end_of_list.' before this line",
+                line,
+            )
         else:
             (goals if current == "goals" else assumptions).append(Prover9Formula(stmt, line))
     if current is not None:
@@ -182,7 +195,8 @@ def parse(text: str) -> Prover9Problem:
     if len(goals) != 1:
         found = "no goal" if not goals else f"{len(goals)} goals"
         raise ProgramError(
-            f"expected exactly one formula in formulas(goals), found {found}; state the single statement to prove or refute",
+            f"expected exactly one formula in formulas(goals), found {found}; "
+            "state the single statement to prove or refute",
             goals[1].line if len(goals) > 1 else goals_line,
             ErrorKind.NO_ANSWER,
         )
@@ -374,7 +388,7 @@ class _Prover9Reader:
         while pos < len(body):
             m = _P9_TOKEN.match(body, pos)
             if not m or not m.group(1):
-                raise Unreadable(f"cannot read the Prover9 formula {text[:80]!r} near {body[pos:pos + 20]!r}")
+                raise Unreadable(f"cannot read the Prover9 formula {text[:80]!r} near {body[pos : pos + 20]!r}")
             self.tokens.append(m.group(1))
             pos = m.end()
             while pos < len(body) and body[pos].isspace():

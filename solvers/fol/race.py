@@ -61,9 +61,15 @@ _cache_lock = threading.Lock()
 _recent: deque[float] = deque(maxlen=64)
 
 
-def countermodels(premises: Sequence[Formula], goal: Formula, budget_s: float, *, max_size: int = z3_eval.MAX_MODEL_SIZE,
-                  within: z3_eval.Session | None = None,
-                  rlimit: int = z3_eval.MODEL_CHECK_RLIMIT) -> tuple[ModelSearch, ModelSearch]:
+def countermodels(
+    premises: Sequence[Formula],
+    goal: Formula,
+    budget_s: float,
+    *,
+    max_size: int = z3_eval.MAX_MODEL_SIZE,
+    within: z3_eval.Session | None = None,
+    rlimit: int = z3_eval.MODEL_CHECK_RLIMIT,
+) -> tuple[ModelSearch, ModelSearch]:
     """(model of premises ∧ ¬goal, model of premises ∧ goal), each None where none was found.
 
     The search's own budgets (``max_size`` individuals, ``rlimit`` Z3 units a check) decide what is
@@ -74,11 +80,18 @@ def countermodels(premises: Sequence[Formula], goal: Formula, budget_s: float, *
         if key in _cache:
             _cache.move_to_end(key)
             return _cache[key]
-    sides = z3_eval.find_models(list(premises), {"goal_false": Not(goal), "goal_true": goal}, budget_s,
-                                max_size=max_size, within=within, rlimit=rlimit)
+    sides = z3_eval.find_models(
+        list(premises),
+        {"goal_false": Not(goal), "goal_true": goal},
+        budget_s,
+        max_size=max_size,
+        within=within,
+        rlimit=rlimit,
+    )
     result = (sides["goal_false"], sides["goal_true"])
-    if all(s.model is not None or s.reason.startswith("no model with at most") and "within" not in s.reason
-           for s in result):
+    if all(
+        s.model is not None or s.reason.startswith("no model with at most") and "within" not in s.reason for s in result
+    ):
         with _cache_lock:
             _cache[key] = result
             while len(_cache) > CACHE_SIZE:
@@ -103,19 +116,25 @@ def provable_sides(goal_false: ModelSearch, goal_true: ModelSearch) -> tuple[str
     premises ∧ goal that its negation is not (no ``negation`` side proof). Either model also shows
     the premises consistent, so neither side can succeed through an inconsistency.
     """
-    return tuple(side for side, refuted in (("goal", goal_false.model), ("negation", goal_true.model)) if refuted is None)
+    return tuple(
+        side for side, refuted in (("goal", goal_false.model), ("negation", goal_true.model)) if refuted is None
+    )
 
 
-def models_certificate(goal: entailment_certificate.Cited, producer: str, goal_false: ModelSearch,
-                       goal_true: ModelSearch) -> dict:
+def models_certificate(
+    goal: entailment_certificate.Cited, producer: str, goal_false: ModelSearch, goal_true: ModelSearch
+) -> dict:
     """The ``entailment`` certificate of an Unknown answer with these models (a side without one says why)."""
-    reason = "; ".join(f"{side}: {s.reason}" for side, s in (("goal_false", goal_false), ("goal_true", goal_true))
-                       if s.model is None)
+    reason = "; ".join(
+        f"{side}: {s.reason}" for side, s in (("goal_false", goal_false), ("goal_true", goal_true)) if s.model is None
+    )
     return entailment_certificate.unknown(
-        goal, producer=producer,
+        goal,
+        producer=producer,
         goal_false=goal_false.model.to_json() if goal_false.model else None,
         goal_true=goal_true.model.to_json() if goal_true.model else None,
-        reason=reason)
+        reason=reason,
+    )
 
 
 def patience() -> float:
@@ -138,7 +157,9 @@ class ModelRace:
     :meth:`decided`; :meth:`stop` ends it early. :meth:`result` waits for the search.
     """
 
-    def __init__(self, premises: Sequence[Formula], goal: Formula, deadline: float, *, start_at: float | None = None) -> None:
+    def __init__(
+        self, premises: Sequence[Formula], goal: Formula, deadline: float, *, start_at: float | None = None
+    ) -> None:
         self.premises, self.goal, self.deadline = list(premises), goal, deadline
         self.start_at = time.perf_counter() + patience() if start_at is None else start_at
         self._session: z3_eval.Session | None = None
@@ -163,8 +184,9 @@ class ModelRace:
 
     def _run(self) -> None:
         try:
-            self._result = countermodels(self.premises, self.goal, max(0.001, self.deadline - time.perf_counter()),
-                                         within=self._session)
+            self._result = countermodels(
+                self.premises, self.goal, max(0.001, self.deadline - time.perf_counter()), within=self._session
+            )
         except Exception as exc:  # noqa: BLE001 - a failed race leaves the answer to Prover9; the reason is kept
             failed = ModelSearch(None, f"model search failed: {type(exc).__name__}: {exc}")
             self._result = (failed, failed)

@@ -18,8 +18,9 @@ from symbolkg.solvers.outcomes import ErrorKind, Limits, Outcome, Status
 _DECIDED = (Status.PROVED, Status.DISPROVED, Status.UNKNOWN)
 
 
-def decide_readings(program: FolProgram, decide: Callable[[Formula, Limits, bool], Outcome], limits: Limits, *,
-                    backend: str) -> Outcome:
+def decide_readings(
+    program: FolProgram, decide: Callable[[Formula, Limits, bool], Outcome], limits: Limits, *, backend: str
+) -> Outcome:
     """The program's answer under the readings of the module docstring, with any prover.
 
     ``decide(goal, limits, full)`` decides ``goal`` from the premises (``full``: with the whole
@@ -36,10 +37,13 @@ def decide_readings(program: FolProgram, decide: Callable[[Formula, Limits, bool
     if outcome.answer == "Unknown" and program.elided:
         lines = ", ".join(map(str, program.elided))
         outcome = Outcome.error(
-            Status.PARSE_ERROR, ErrorKind.UNSUPPORTED,
+            Status.PARSE_ERROR,
+            ErrorKind.UNSUPPORTED,
             f"the written premises leave the conclusion Uncertain, and the '...' on line(s) {lines} elides conjuncts "
             "that might decide it; write out every item explicitly",
-            line=program.elided[0], backend=backend)
+            line=program.elided[0],
+            backend=backend,
+        )
     return outcome
 
 
@@ -47,15 +51,20 @@ def _both_readings(program: FolProgram, universal: Outcome, existential: Outcome
     """The ∀ reading's outcome when the ∃ reading gives the same answer; else a refusal naming both."""
     names = ", ".join(program.open_conclusion)
     if existential.status in _DECIDED and existential.answer == universal.answer:
-        note = (f"free {names} in the conclusion: read as ∀ and as ∃, both give {universal.answer}; "
-                "the proof below is the ∀ reading's")
+        note = (
+            f"free {names} in the conclusion: read as ∀ and as ∃, both give {universal.answer}; "
+            "the proof below is the ∀ reading's"
+        )
         return replace(universal, proof=f"{note}\n{universal.proof or ''}".rstrip())
     other = existential.answer if existential.status in _DECIDED else f"undecided ({existential.status.value})"
     forall = " ".join(f"∀{v}" for v in program.open_conclusion)
     exists = " ".join(f"∃{v}" for v in program.open_conclusion)
     return Outcome.error(
-        Status.PARSE_ERROR, ErrorKind.UNDECLARED,
+        Status.PARSE_ERROR,
+        ErrorKind.UNDECLARED,
         f"the conclusion uses {names} without a quantifier, and the answer depends on the reading: with {forall} "
         f"it is {universal.answer}, with {exists} it is {other}; add the quantifier the sentence means "
         f"({forall} for 'every', {exists} for 'some' or one individual)",
-        line=program.conclusion.line, backend=backend)
+        line=program.conclusion.line,
+        backend=backend,
+    )

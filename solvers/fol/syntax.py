@@ -152,7 +152,6 @@ from symbolkg.solvers.fol.lexical_syntax import (
 )
 from symbolkg.solvers.outcomes import ErrorKind, ProgramError
 
-
 # --------------------------------------------------------------------------- AST
 
 
@@ -312,8 +311,9 @@ _MAX_DEPTH = 200  # depth of the finished syntax tree (long ∧ chains nest to t
 class _FormulaParser:
     """Recursive descent over one formula's tokens, resolving names against bound variables."""
 
-    def __init__(self, text: str, line: int, col0: int, *, close_free: bool = False,
-                 tokens: list[Token] | None = None) -> None:
+    def __init__(
+        self, text: str, line: int, col0: int, *, close_free: bool = False, tokens: list[Token] | None = None
+    ) -> None:
         self.text = text
         self.line = line
         self.col0 = col0
@@ -349,7 +349,9 @@ class _FormulaParser:
                 if self.tokens[self.pos + 1].kind is Tok.END and self._surplus_paren_has_one_reading():
                     return self._closed(formula)
                 raise self.error(tok, "unbalanced ')': it closes no '('; remove it or add the matching '('")
-            raise self.error(tok, f"expected a connective (∧ ∨ ⊕ → ↔) or the end of the formula, found {_describe(tok)}")
+            raise self.error(
+                tok, f"expected a connective (∧ ∨ ⊕ → ↔) or the end of the formula, found {_describe(tok)}"
+            )
         return self._closed(formula)
 
     def _closed(self, formula: Formula) -> Formula:
@@ -365,6 +367,7 @@ class _FormulaParser:
         (``∀x (A(x) → (B(x) ∧ C(x))))``: one reading). ``A ∧ B → C)`` has two (``(A ∧ B) → C``
         and ``A ∧ (B → C)``) and is refused.
         """
+
         def reading(tokens: list[Token]) -> Formula | None:
             parser = _FormulaParser(self.text, self.line, self.col0, close_free=self.close_free, tokens=tokens)
             try:
@@ -386,7 +389,11 @@ class _FormulaParser:
     def nest(self) -> None:
         self.nesting += 1
         if self.nesting > _MAX_NESTING:
-            raise self.error(self.peek(), f"the formula is nested more than {_MAX_NESTING} levels deep; simplify it or split it into several premises")
+            raise self.error(
+                self.peek(),
+                f"the formula is nested more than {_MAX_NESTING} levels deep; "
+                "simplify it or split it into several premises",
+            )
 
     def formula(self, min_bp: int) -> Formula:
         self.nest()
@@ -431,22 +438,30 @@ class _FormulaParser:
             inner = self.formula(0)
             close = self.peek()
             if close.kind is not Tok.RPAREN:
-                raise self.error(close, f"missing ')' to close the '(' at character {tok.col - self.col0 + 1}; found {_describe(close)}")
+                raise self.error(
+                    close,
+                    f"missing ')' to close the '(' at character {tok.col - self.col0 + 1}; found {_describe(close)}",
+                )
             self.advance()
             return inner
         if tok.kind in (Tok.NAME, Tok.NUMBER, Tok.STRING):
             return self.atomic()
         if tok.kind is Tok.END:
-            raise self.error(tok, "the formula ends where a formula was expected (a connective or quantifier has nothing after it)")
+            raise self.error(
+                tok, "the formula ends where a formula was expected (a connective or quantifier has nothing after it)"
+            )
         if tok.kind is Tok.SEP:
             raise self.error(tok, _SEP_MISPLACED)
-        raise self.error(tok, f"expected a formula (a predicate like P(x), '¬', '(', ∀ or ∃) but found {_describe(tok)}")
+        raise self.error(
+            tok, f"expected a formula (a predicate like P(x), '¬', '(', ∀ or ∃) but found {_describe(tok)}"
+        )
 
     def _word_quantifier(self) -> bool:
         """Whether the current token is a quantifier word (``forall x``, ``exists x``, ``all x.``)."""
         tok = self.peek()
-        return (tok.kind is Tok.NAME and tok.text.lower() in WORD_QUANTIFIERS
-                and self.tokens[self.pos + 1].kind is Tok.NAME)
+        return (
+            tok.kind is Tok.NAME and tok.text.lower() in WORD_QUANTIFIERS and self.tokens[self.pos + 1].kind is Tok.NAME
+        )
 
     def quantified(self) -> Formula:
         quant = self.advance()
@@ -472,7 +487,9 @@ class _FormulaParser:
         try:
             if self.peek().kind is Tok.END:
                 space = " " if quant.kind is Tok.NAME else ""  # "all x", "∀x"
-                raise self.error(self.peek(), f"the quantifier {quant.text}{space}{names[-1].text} has no formula after it")
+                raise self.error(
+                    self.peek(), f"the quantifier {quant.text}{space}{names[-1].text} has no formula after it"
+                )
             # The body extends as far right as possible: parse a whole formula.
             body = self.formula(0)
         finally:
@@ -513,7 +530,10 @@ class _FormulaParser:
         if head.kind is Tok.STRING:
             raise self.error(head, f"a quoted name ({head.text}) is not a formula; it can only be an argument")
         if isinstance(term, Var):
-            raise self.error(head, f"'{head.text}' is a quantified variable, not a formula; apply a predicate to it, e.g. P({head.text})")
+            raise self.error(
+                head,
+                f"'{head.text}' is a quantified variable, not a formula; apply a predicate to it, e.g. P({head.text})",
+            )
         if isinstance(term, _Application):
             return Atom(term.name, term.args)
         return Atom(term.name, ())  # a bare name: a proposition (0-ary predicate)
@@ -570,7 +590,10 @@ class _FormulaParser:
         open_tok = self.advance()
         args: list[Term] = []
         if self.peek().kind is Tok.RPAREN:
-            raise self.error(self.peek(), f"'{tok.text}()' has empty parentheses; write '{tok.text}' for a proposition or give arguments")
+            raise self.error(
+                self.peek(),
+                f"'{tok.text}()' has empty parentheses; write '{tok.text}' for a proposition or give arguments",
+            )
         while True:
             arg_tok = self.peek()
             arg = self.term()
@@ -583,11 +606,22 @@ class _FormulaParser:
                 self.advance()
                 break
             if nxt.kind is Tok.NAME:
-                raise self.error(nxt, f"missing ',' between arguments of {tok.text}; names cannot contain spaces (write e.g. dcUniverse)")
+                raise self.error(
+                    nxt,
+                    f"missing ',' between arguments of {tok.text}; names cannot contain spaces (write e.g. dcUniverse)",
+                )
             if nxt.kind in (Tok.BINOP, Tok.NOT, Tok.QUANT):
-                raise self.error(nxt, f"a connective cannot appear inside the arguments of {tok.text}(...); arguments are terms, close ')' first")
+                raise self.error(
+                    nxt,
+                    f"a connective cannot appear inside the arguments of {tok.text}(...); arguments are terms, "
+                    "close ')' first",
+                )
             opened_at = open_tok.col - self.col0 + 1
-            raise self.error(nxt, f"expected ',' or ')' in the arguments of {tok.text}(...) opened at character {opened_at}, found {_describe(nxt)}")
+            raise self.error(
+                nxt,
+                f"expected ',' or ')' in the arguments of {tok.text}(...) opened at character {opened_at}, "
+                f"found {_describe(nxt)}",
+            )
         return _Application(tok.text, tuple(args))
 
     def resolve(self, term: Term | _Application | _BareName, tok: Token) -> Term:
@@ -602,9 +636,10 @@ class _FormulaParser:
                     return Var(term.name)
                 raise self.error(
                     tok,
-                    f"'{term.name}' looks like a variable but no quantifier binds it here; a free variable is read only in a "
-                    f"premise (as ∀ over it), here it could mean 'every' or 'some': add ∀{term.name} or ∃{term.name} "
-                    f"around this formula (or inside the parentheses where it is used), or use a descriptive constant name",
+                    f"'{term.name}' looks like a variable but no quantifier binds it here; a free variable is read "
+                    f"only in a premise (as ∀ over it), here it could mean 'every' or 'some': add ∀{term.name} or "
+                    f"∃{term.name} around this formula (or inside the parentheses where it is used), or use a "
+                    "descriptive constant name",
                     ErrorKind.UNDECLARED,
                 )
             return Const(term.name)
@@ -636,8 +671,10 @@ def _looks_like_variable(name: str) -> bool:
     return re.fullmatch(r"[u-z]\d*", name) is not None
 
 
-_SEP_MISPLACED = ("'.' and ':' may only follow a quantifier's variable (∀x. P(x) or ∀x: P(x)); "
-                  "remove it, or join two formulas with a connective (∧ ∨ ⊕ → ↔)")
+_SEP_MISPLACED = (
+    "'.' and ':' may only follow a quantifier's variable (∀x. P(x) or ∀x: P(x)); "
+    "remove it, or join two formulas with a connective (∧ ∨ ⊕ → ↔)"
+)
 
 
 def _connective(tok: Token) -> str | None:
@@ -682,7 +719,8 @@ def _parse_formula(text: str, line: int, col0: int, *, close_free: bool) -> tupl
     formula = parser.parse()
     if _tree_depth(formula) > _MAX_DEPTH:
         raise ProgramError(
-            f"the formula is too long or nested too deeply (more than {_MAX_DEPTH} levels); split it into several premises",
+            f"the formula is too long or nested too deeply (more than {_MAX_DEPTH} levels); "
+            "split it into several premises",
             line,
         )
     return formula, tuple(parser.free)
@@ -778,7 +816,9 @@ def format_formula(formula: Formula) -> str:
     if isinstance(formula, Atom) and formula.predicate == MEMBER:
         return f"{_format_term(formula.args[0])} ∈ {_format_term(formula.args[1])}"
     if isinstance(formula, Atom):
-        return f"{formula.predicate}({', '.join(map(_format_term, formula.args))})" if formula.args else formula.predicate
+        return (
+            f"{formula.predicate}({', '.join(map(_format_term, formula.args))})" if formula.args else formula.predicate
+        )
     if isinstance(formula, Equals):
         return f"{_format_term(formula.left)} = {_format_term(formula.right)}"
     if isinstance(formula, Not):
@@ -821,17 +861,28 @@ def parse(text: str) -> FolProgram:
             1-based program line.
     """
     if len(text) > MAX_PROGRAM_CHARS:
-        raise ProgramError(f"the program has {len(text):,} characters; the limit is {MAX_PROGRAM_CHARS:,}", None, ErrorKind.UNSUPPORTED)
+        raise ProgramError(
+            f"the program has {len(text):,} characters; the limit is {MAX_PROGRAM_CHARS:,}", None, ErrorKind.UNSUPPORTED
+        )
     sections = split_sections(text)
     if "premises" not in sections.seen:
         raise ProgramError("missing 'Premises:' section; list the premises under a 'Premises:' line", None)
     if "conclusion" not in sections.seen:
-        raise ProgramError("missing 'Conclusion:' section; state the statement to check under a 'Conclusion:' line", None, ErrorKind.NO_ANSWER)
+        raise ProgramError(
+            "missing 'Conclusion:' section; state the statement to check under a 'Conclusion:' line",
+            None,
+            ErrorKind.NO_ANSWER,
+        )
     if not sections.conclusion:
-        raise ProgramError("the 'Conclusion:' section is empty; write the one formula to check", sections.seen["conclusion"], ErrorKind.NO_ANSWER)
+        raise ProgramError(
+            "the 'Conclusion:' section is empty; write the one formula to check",
+            sections.seen["conclusion"],
+            ErrorKind.NO_ANSWER,
+        )
     if len(sections.conclusion) > 1:
         raise ProgramError(
-            f"the 'Conclusion:' section has {len(sections.conclusion)} formulas; give exactly one (one program per question)",
+            f"the 'Conclusion:' section has {len(sections.conclusion)} formulas; "
+            "give exactly one (one program per question)",
             sections.conclusion[1][0],
             ErrorKind.NO_ANSWER,
         )
@@ -845,8 +896,15 @@ def parse(text: str) -> FolProgram:
     n, f, cm, c = sections.conclusion[0]
     formula, free = _parse_formula(f, n, c, close_free=True)
     conclusion = Statement(formula, n, f, cm)
-    program = _read_membership(FolProgram(predicates=decls, premises=tuple(premises), conclusion=conclusion,
-                                          open_conclusion=free, elided=tuple(elided)))
+    program = _read_membership(
+        FolProgram(
+            predicates=decls,
+            premises=tuple(premises),
+            conclusion=conclusion,
+            open_conclusion=free,
+            elided=tuple(elided),
+        )
+    )
     _check_symbols(program)
     return program
 
@@ -861,7 +919,9 @@ def _parse_declaration(line: int, text: str, comment: str, col0: int) -> Predica
     # Name(x, y, ...) with simple argument names.
     ok = tokens[1].kind is Tok.LPAREN and tokens[-2].kind is Tok.RPAREN and len(tokens) >= 5
     inner = tokens[2:-2]
-    ok = ok and all(t.kind in (Tok.NAME, Tok.NUMBER) if i % 2 == 0 else t.kind is Tok.COMMA for i, t in enumerate(inner))
+    ok = ok and all(
+        t.kind in (Tok.NAME, Tok.NUMBER) if i % 2 == 0 else t.kind is Tok.COMMA for i, t in enumerate(inner)
+    )
     if not ok:
         raise ProgramError(f"a predicate declaration should look like Name(x, y) ::: meaning, found {text!r}", line)
     return PredicateDecl(name, (len(inner) + 1) // 2, line, comment)
@@ -879,7 +939,11 @@ def _read_membership(program: FolProgram) -> FolProgram:
     """
     unary = {d.name for d in program.predicates if d.arity == 1}
     for stmt in (*program.premises, program.conclusion):
-        unary.update(n.predicate for n in _walk(stmt.formula) if isinstance(n, Atom) and len(n.args) == 1 and n.predicate != MEMBER)
+        unary.update(
+            n.predicate
+            for n in _walk(stmt.formula)
+            if isinstance(n, Atom) and len(n.args) == 1 and n.predicate != MEMBER
+        )
 
     def rewrite(f: Formula) -> Formula:
         if isinstance(f, Atom):
@@ -939,8 +1003,8 @@ def _check_symbols(program: FolProgram) -> None:
         seen = predicates.setdefault(decl.name, (decl.arity, decl.line))
         if seen[0] != decl.arity:
             raise ProgramError(
-                f"predicate '{decl.name}' is declared with {decl.arity} argument(s) here but with {seen[0]} on line {seen[1]}; "
-                "declare each predicate once",
+                f"predicate '{decl.name}' is declared with {decl.arity} argument(s) here but with {seen[0]} "
+                f"on line {seen[1]}; declare each predicate once",
                 decl.line,
                 ErrorKind.TYPE,
             )
@@ -966,8 +1030,9 @@ def _check_symbols(program: FolProgram) -> None:
             if seen[0] != arity:
                 where = "declared" if what == "predicate" and seen[1] in declared_lines else "used"
                 raise ProgramError(
-                    f"{what} '{name}' is used with {arity} argument(s) here but {where} with {seen[0]} on line {seen[1]}; "
-                    "use one number of arguments per predicate (or give the two meanings different names)",
+                    f"{what} '{name}' is used with {arity} argument(s) here but {where} with {seen[0]} "
+                    f"on line {seen[1]}; use one number of arguments per predicate (or give the two meanings "
+                    "different names)",
                     stmt.line,
                     ErrorKind.TYPE,
                 )

@@ -30,7 +30,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from symbolkg.solvers.fol.readings import decide_readings
-from symbolkg.solvers.fol.syntax import Formula, FolProgram, Not, parse
+from symbolkg.solvers.fol.syntax import FolProgram, Formula, Not, parse
 from symbolkg.solvers.fol.z3_eval import Check, find_model, satisfiable
 from symbolkg.solvers.outcomes import ErrorKind, Limits, Outcome, ProgramError, Status, Stopwatch
 
@@ -63,23 +63,39 @@ def decide(program: FolProgram, limits: Limits) -> Outcome:
     not_goal = _side([*premises, Not(goal)], deadline, 0.5)
     with_goal = _side([*premises, goal], deadline, 1.0)
     if not_goal.result == "unsat" and with_goal.result == "unsat":
-        return Outcome(Status.UNSAT, error_kind=ErrorKind.INCONSISTENT.value,
-                       error_message="the premises contradict each other (they entail both the conclusion and its "
-                                     "negation), so no answer follows from them",
-                       proof="Z3: premises ∧ goal and premises ∧ ¬goal are both unsatisfiable", backend=BACKEND)
+        return Outcome(
+            Status.UNSAT,
+            error_kind=ErrorKind.INCONSISTENT.value,
+            error_message="the premises contradict each other (they entail both the conclusion and its "
+            "negation), so no answer follows from them",
+            proof="Z3: premises ∧ goal and premises ∧ ¬goal are both unsatisfiable",
+            backend=BACKEND,
+        )
     if not_goal.result == "unsat":
         return Outcome(Status.PROVED, answer="True", proof="Z3: premises ∧ ¬goal is unsatisfiable", backend=BACKEND)
     if with_goal.result == "unsat":
         return Outcome(Status.DISPROVED, answer="False", proof="Z3: premises ∧ goal is unsatisfiable", backend=BACKEND)
     if not_goal.result == "sat" and with_goal.result == "sat":
-        return Outcome(Status.UNKNOWN, answer="Unknown", proof="Z3: premises ∧ goal and premises ∧ ¬goal are both satisfiable",
-                       backend=BACKEND)
-    undecided = [name for name, c in (("premises ∧ ¬goal", not_goal), ("premises ∧ goal", with_goal)) if c.result == "unknown"]
-    reasons = "; ".join(f"{name}: {c.reason}" for name, c in (("premises ∧ ¬goal", not_goal), ("premises ∧ goal", with_goal))
-                        if c.result == "unknown")
-    return Outcome.error(Status.TIMEOUT, ErrorKind.TIMEOUT,
-                         f"Z3 could not decide {' and '.join(undecided)} within {limits.timeout_s:g} s ({reasons})",
-                         backend=BACKEND)
+        return Outcome(
+            Status.UNKNOWN,
+            answer="Unknown",
+            proof="Z3: premises ∧ goal and premises ∧ ¬goal are both satisfiable",
+            backend=BACKEND,
+        )
+    undecided = [
+        name for name, c in (("premises ∧ ¬goal", not_goal), ("premises ∧ goal", with_goal)) if c.result == "unknown"
+    ]
+    reasons = "; ".join(
+        f"{name}: {c.reason}"
+        for name, c in (("premises ∧ ¬goal", not_goal), ("premises ∧ goal", with_goal))
+        if c.result == "unknown"
+    )
+    return Outcome.error(
+        Status.TIMEOUT,
+        ErrorKind.TIMEOUT,
+        f"Z3 could not decide {' and '.join(undecided)} within {limits.timeout_s:g} s ({reasons})",
+        backend=BACKEND,
+    )
 
 
 def solve(text: str, limits: Limits) -> Outcome:
@@ -94,6 +110,11 @@ def solve(text: str, limits: Limits) -> Outcome:
         except ProgramError as err:
             return err.to_outcome(seconds=sw.elapsed(), backend=BACKEND)
         outcome = decide_readings(
-            program, lambda goal, lim, _full: decide(replace(program, conclusion=replace(program.conclusion, formula=goal)), lim),
-            limits, backend=BACKEND)
+            program,
+            lambda goal, lim, _full: decide(
+                replace(program, conclusion=replace(program.conclusion, formula=goal)), lim
+            ),
+            limits,
+            backend=BACKEND,
+        )
     return replace(outcome, seconds=sw.seconds)

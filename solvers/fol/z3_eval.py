@@ -29,7 +29,20 @@ from typing import Any
 
 import z3
 
-from symbolkg.solvers.fol.syntax import Atom, Binary, Connective, Const, Equals, Formula, Func, Not, Quantified, Quantifier, Term, Var
+from symbolkg.solvers.fol.syntax import (
+    Atom,
+    Binary,
+    Connective,
+    Const,
+    Equals,
+    Formula,
+    Func,
+    Not,
+    Quantified,
+    Quantifier,
+    Term,
+    Var,
+)
 
 #: Largest domain :func:`find_model` tries (models of FOLIO programs need 1-3 individuals).
 MAX_MODEL_SIZE = 6
@@ -157,8 +170,11 @@ class _Builder:
 
     def predicate(self, name: str, arity: int) -> z3.FuncDeclRef | z3.BoolRef:
         if name not in self.preds:
-            self.preds[name] = (z3.Bool(f"P_{name}", self.ctx) if arity == 0
-                                else z3.Function(f"P_{name}", *([self.sort] * arity), z3.BoolSort(self.ctx)))
+            self.preds[name] = (
+                z3.Bool(f"P_{name}", self.ctx)
+                if arity == 0
+                else z3.Function(f"P_{name}", *([self.sort] * arity), z3.BoolSort(self.ctx))
+            )
         return self.preds[name]
 
     def function(self, name: str, arity: int) -> z3.FuncDeclRef:
@@ -323,8 +339,14 @@ def ground_size(formulas: Sequence[Formula], n: int) -> int:
     return total
 
 
-def find_model(formulas: Sequence[Formula], timeout_s: float, *, max_size: int = MAX_MODEL_SIZE,
-               within: Session | None = None, rlimit: int = MODEL_CHECK_RLIMIT) -> ModelSearch:
+def find_model(
+    formulas: Sequence[Formula],
+    timeout_s: float,
+    *,
+    max_size: int = MAX_MODEL_SIZE,
+    within: Session | None = None,
+    rlimit: int = MODEL_CHECK_RLIMIT,
+) -> ModelSearch:
     """The smallest finite model of ``formulas`` with at most ``max_size`` individuals, if any.
 
     For each size ``n = 1, 2, ...`` the quantifiers are expanded over ``n`` individuals (an
@@ -339,9 +361,15 @@ def find_model(formulas: Sequence[Formula], timeout_s: float, *, max_size: int =
     return find_models(formulas, {"model": None}, timeout_s, max_size=max_size, within=within, rlimit=rlimit)["model"]
 
 
-def find_models(base: Sequence[Formula], extras: dict[str, Formula | None], timeout_s: float, *,
-                max_size: int = MAX_MODEL_SIZE, within: Session | None = None,
-                rlimit: int = MODEL_CHECK_RLIMIT) -> dict[str, ModelSearch]:
+def find_models(
+    base: Sequence[Formula],
+    extras: dict[str, Formula | None],
+    timeout_s: float,
+    *,
+    max_size: int = MAX_MODEL_SIZE,
+    within: Session | None = None,
+    rlimit: int = MODEL_CHECK_RLIMIT,
+) -> dict[str, ModelSearch]:
     """For each extra formula, the smallest finite model of ``base`` ∧ that formula (None: ``base`` alone).
 
     One search for all of them: the grounding of ``base`` over ``n`` individuals is built once per
@@ -385,16 +413,21 @@ def find_models(base: Sequence[Formula], extras: dict[str, Formula | None], time
             solver.set("timeout", _remaining_ms(deadline))
             result = solver.check(*assumptions)
             if result == z3.sat:
-                found[name] = ModelSearch(_read_model(solver.model(), builder, sig, elements), "", time.perf_counter() - t0)
+                found[name] = ModelSearch(
+                    _read_model(solver.model(), builder, sig, elements), "", time.perf_counter() - t0
+                )
             elif result == z3.unknown:
-                found[name] = ModelSearch(None, f"Z3 could not decide size {n}: {solver.reason_unknown()}",
-                                          time.perf_counter() - t0)
+                found[name] = ModelSearch(
+                    None, f"Z3 could not decide size {n}: {solver.reason_unknown()}", time.perf_counter() - t0
+                )
         if len(found) == len(extras):
             return {name: found[name] for name in extras}
     return stop_all(f"no model with at most {max_size} individuals")
 
 
-def _read_model(model: z3.ModelRef, builder: _Builder, sig: Signature, elements: Sequence[z3.ExprRef]) -> Interpretation:
+def _read_model(
+    model: z3.ModelRef, builder: _Builder, sig: Signature, elements: Sequence[z3.ExprRef]
+) -> Interpretation:
     index = {str(e): i for i, e in enumerate(elements)}
     n = len(elements)
 
@@ -414,5 +447,7 @@ def _read_model(model: z3.ModelRef, builder: _Builder, sig: Signature, elements:
     functions: dict[str, tuple[tuple[tuple[int, ...], int], ...]] = {}
     for name, arity in sorted(sig.functions.items()):
         fn = builder.function(name, arity)
-        functions[name] = tuple((args, value(fn(*[elements[i] for i in args]))) for args in itertools.product(range(n), repeat=arity))
+        functions[name] = tuple(
+            (args, value(fn(*[elements[i] for i in args]))) for args in itertools.product(range(n), repeat=arity)
+        )
     return Interpretation(n, constants, predicates, functions)

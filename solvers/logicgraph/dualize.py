@@ -81,7 +81,9 @@ class _Sat:
     directly (``values[-v]`` is Python's from-the-end index, distinct from ``values[v]``).
     """
 
-    def __init__(self, premise_clauses: Sequence[Sequence[tuple[int, ...]]], hard: Sequence[tuple[int, ...]], n_vars: int) -> None:
+    def __init__(
+        self, premise_clauses: Sequence[Sequence[tuple[int, ...]]], hard: Sequence[tuple[int, ...]], n_vars: int
+    ) -> None:
         self.n_vars = n_vars
         self.clauses: list[tuple[int, ...]] = []
         self.owner: list[int] = []  # premise index, -1 for a hard clause
@@ -309,7 +311,7 @@ def _pure_drops(kept: set[str], pclauses: Mapping[str, frozenset[Clause]], hard:
                     occ.setdefault(lit, set()).add(pid)
         hard_lits = {lit for c in hard for lit in c}
         progress = False
-        for (name, sign) in sorted(occ):
+        for name, sign in sorted(occ):
             if (name, not sign) in occ or (name, not sign) in hard_lits:
                 continue
             drop = sorted(p for p in occ[(name, sign)] if p in kept and all((name, sign) in c for c in pclauses[p]))
@@ -322,7 +324,9 @@ def _pure_drops(kept: set[str], pclauses: Mapping[str, frozenset[Clause]], hard:
             return steps
 
 
-def _merge_blocks(kept: Sequence[str], pclauses: Mapping[str, frozenset[Clause]], hard: frozenset[Clause]) -> tuple[list[_MergeStep], dict[str, int], list[list[str]]]:
+def _merge_blocks(
+    kept: Sequence[str], pclauses: Mapping[str, frozenset[Clause]], hard: frozenset[Clause]
+) -> tuple[list[_MergeStep], dict[str, int], list[list[str]]]:
     """Greedy block merges; returns the steps, premise -> block index, and the blocks."""
     pos: dict[str, set[str]] = {}
     neg: dict[str, set[str]] = {}
@@ -338,8 +342,11 @@ def _merge_blocks(kept: Sequence[str], pclauses: Mapping[str, frozenset[Clause]]
             first = False
         full.update(common)
     hard_atoms = {name for c in hard for name, _ in c}
-    candidates = sorted(name for name in pos.keys() & neg.keys()
-                        if name not in hard_atoms and (name, True) in full and (name, False) in full)
+    candidates = sorted(
+        name
+        for name in pos.keys() & neg.keys()
+        if name not in hard_atoms and (name, True) in full and (name, False) in full
+    )
     block: dict[str, list[str]] = {p: [p] for p in kept}  # premise -> its block (shared list)
     steps: list[_MergeStep] = []
     progress = True
@@ -604,6 +611,7 @@ class _Enumerator:
                 continue
             critical.add(drop)
             self.models.setdefault(self.falsified(values), values)
+
             def accept(m: int, nv: list[int], current: int = mask) -> bool:
                 inside = m & current
                 if inside.bit_count() != 1 or inside.bit_length() - 1 in critical:
@@ -645,7 +653,9 @@ class _Enumerator:
         return tuple(sorted(sets, key=sort_key))
 
 
-def reference_supports(premises: Mapping[str, Formula], goal: Formula, *, budget_s: float | None = None) -> SupportResult:
+def reference_supports(
+    premises: Mapping[str, Formula], goal: Formula, *, budget_s: float | None = None
+) -> SupportResult:
     """Every minimal set of premises that entails ``goal``, by dualize and advance (no certificate).
 
     Args:

@@ -94,7 +94,9 @@ class _Elimination:
 
     # -------------------------------------------------------------- the clause set
 
-    def add(self, mask: int, lits: tuple[int, ...], label: int, parents: tuple[int, int] | None, source: int = -1) -> int:
+    def add(
+        self, mask: int, lits: tuple[int, ...], label: int, parents: tuple[int, int] | None, source: int = -1
+    ) -> int:
         k = len(self.lit)
         self.lit.append(mask)
         self.lits.append(lits)
@@ -236,7 +238,6 @@ class _Elimination:
         )
 
 
-
 def _encode(premises: Mapping[str, Formula], goal: Formula) -> tuple[list[str], list[tuple[str, list[frozenset]]]]:
     """Atom names (sorted) and each label's clauses: the premises in order, then ``¬G``."""
     groups = [(pid, sorted(clauses(f), key=sorted)) for pid, f in premises.items()]
@@ -245,7 +246,9 @@ def _encode(premises: Mapping[str, Formula], goal: Formula) -> tuple[list[str], 
     return names, groups
 
 
-def _run(premises: Mapping[str, Formula], goal: Formula, deadline: float | None) -> tuple[_Elimination, list[EliminationStep], list[str], bool]:
+def _run(
+    premises: Mapping[str, Formula], goal: Formula, deadline: float | None
+) -> tuple[_Elimination, list[EliminationStep], list[str], bool]:
     names, groups = _encode(premises, goal)
     var = {a: i for i, a in enumerate(names)}
     elim = _Elimination(names, deadline)
@@ -270,7 +273,9 @@ def _label_ids(label: int, ids: Sequence[str]) -> tuple[str, ...]:
     return tuple(sorted(ids[i] for i in set_bits(label)))
 
 
-def _certificate(elim: _Elimination, steps: list[EliminationStep], ids: Sequence[str], initial: int) -> EliminationCertificate:
+def _certificate(
+    elim: _Elimination, steps: list[EliminationStep], ids: Sequence[str], initial: int
+) -> EliminationCertificate:
     names = elim.names
     table = []
     for k in range(len(elim.lit)):
@@ -305,8 +310,8 @@ def minimal_supports(
         budget_s: wall-clock budget; when it runs out the result has status ``stopped_at_budget``,
             no certificate, and the supports found so far, each shrunk to a minimal support.
             None: no limit.
-        recheck: verify every returned set with Z3 (:func:`~symbolkg.solvers.logicgraph.support_check.recheck_supports`);
-            raises on a failure.
+        recheck: verify every returned set with Z3
+            (:func:`~symbolkg.solvers.logicgraph.support_check.recheck_supports`); raises on a failure.
 
     Returns:
         The supports, sorted by (size, ids). With inconsistent premises the minimal inconsistent

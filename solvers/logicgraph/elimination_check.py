@@ -25,7 +25,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from symbolkg.solvers.logicgraph.propositional import Formula, Not, clauses
-from symbolkg.solvers.logicgraph.supports_syntax import GOAL_LABEL, EliminationCertificate, EliminationStep, SupportResult, minimal_sets, set_bits
+from symbolkg.solvers.logicgraph.supports_syntax import (
+    GOAL_LABEL,
+    EliminationCertificate,
+    EliminationStep,
+    SupportResult,
+    minimal_sets,
+    set_bits,
+)
 from symbolkg.solvers.outcomes import CertificateError
 
 __all__ = ["EliminationCheck", "check_certificate"]
@@ -58,7 +65,9 @@ class _Replay:
                 self.mask.append(sum(1 << (2 * self.var[a] + (not s)) for a, s in c.literals))
                 self.label.append(sum(1 << self.bit[p] for p in c.label))
             except KeyError as exc:
-                raise CertificateError(f"clause {k} names {exc.args[0]!r}, which is no atom or premise of the problem") from None
+                raise CertificateError(
+                    f"clause {k} names {exc.args[0]!r}, which is no atom or premise of the problem"
+                ) from None
         self.even = sum(1 << (2 * v) for v in range(len(names)))
         self.live: set[int] = set()
         self.occ: list[set[int]] = [set() for _ in range(2 * len(names))]
@@ -91,7 +100,12 @@ def _check_inputs(replay: _Replay, cert: EliminationCertificate) -> None:
     for k in range(cert.initial):
         c = cert.clauses[k]
         lits = frozenset(c.literals)
-        if c.parents is not None or c.source not in replay.cnf or c.label != (c.source,) or lits not in replay.cnf[c.source]:
+        if (
+            c.parents is not None
+            or c.source not in replay.cnf
+            or c.label != (c.source,)
+            or lits not in replay.cnf[c.source]
+        ):
             raise CertificateError(f"input clause {k} is not a clause of {c.source!r} labelled with it")
         given.add((c.source, lits))
         replay.enter(k)
@@ -118,12 +132,20 @@ def _check_step(replay: _Replay, cert: EliminationCertificate, step: Elimination
             raise CertificateError(f"step {index} ({step.atom}) adds clause {k}, which is no resolvent")
         p, n = parents
         if p not in pos_set or n not in neg_set:
-            raise CertificateError(f"step {index} ({step.atom}): the parents of clause {k} are not live clauses with {step.atom} and ¬{step.atom}")
-        if replay.mask[k] != (replay.mask[p] | replay.mask[n]) & ~both or replay.label[k] != replay.label[p] | replay.label[n]:
-            raise CertificateError(f"step {index} ({step.atom}): clause {k} is not the labelled resolvent of {p} and {n}")
+            raise CertificateError(
+                f"step {index} ({step.atom}): the parents of clause {k} are not live clauses "
+                f"with {step.atom} and ¬{step.atom}"
+            )
+        if (
+            replay.mask[k] != (replay.mask[p] | replay.mask[n]) & ~both
+            or replay.label[k] != replay.label[p] | replay.label[n]
+        ):
+            raise CertificateError(
+                f"step {index} ({step.atom}): clause {k} is not the labelled resolvent of {p} and {n}"
+            )
         replay.enter(k)
         covered[(p, n)] = k
-    for e, w in step.dropped:
+    for e, _ in step.dropped:
         replay.leave(e)
     for e, w in step.dropped:
         if not replay.subsumes(w, replay.mask[e], replay.label[e]):
@@ -133,7 +155,9 @@ def _check_step(replay: _Replay, cert: EliminationCertificate, step: Elimination
     _check_pairs(replay, pos, neg, both, covered, f"step {index} ({step.atom})")
 
 
-def _check_pairs(replay: _Replay, pos: list[int], neg: list[int], both: int, covered: Mapping[tuple[int, int], int], where: str) -> None:
+def _check_pairs(
+    replay: _Replay, pos: list[int], neg: list[int], both: int, covered: Mapping[tuple[int, int], int], where: str
+) -> None:
     """Every non-tautological resolvent of the step is subsumed by the live clause named for it."""
     mask, label, even = replay.mask, replay.label, replay.even
     for p in pos:
@@ -144,8 +168,9 @@ def _check_pairs(replay: _Replay, pos: list[int], neg: list[int], both: int, cov
                 continue
             w = covered.get((p, n))
             if w is None or not replay.subsumes(w, r, label[p] | label[n]):
-                raise CertificateError(f"{where}: the resolvent of clauses {p} and {n} is not subsumed by a live clause")
-
+                raise CertificateError(
+                    f"{where}: the resolvent of clauses {p} and {n} is not subsumed by a live clause"
+                )
 
 
 def check_certificate(premises: Mapping[str, Formula], goal: Formula, result: SupportResult) -> EliminationCheck:
@@ -175,5 +200,7 @@ def check_certificate(premises: Mapping[str, Formula], goal: Formula, result: Su
     if claimed != minimal or len(claimed) != len(result.supports):
         missing = sorted(sorted(s) for s in minimal - claimed)
         extra = sorted(sorted(s) for s in claimed - minimal)
-        raise CertificateError(f"the supports are not the elimination's minimal labels (missing {missing}, extra {extra})")
+        raise CertificateError(
+            f"the supports are not the elimination's minimal labels (missing {missing}, extra {extra})"
+        )
     return EliminationCheck(len(cert.clauses), len(cert.steps), replay.pairs, len(minimal))

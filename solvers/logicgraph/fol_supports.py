@@ -37,8 +37,12 @@ class FolCertificate:
     kind: str = "marco-z3"
 
     def to_json(self) -> dict[str, Any]:
-        return {"kind": self.kind, "non_entailing": [list(s) for s in self.non_entailing],
-                "solver_calls": self.solver_calls, "unknown_calls": self.unknown_calls}
+        return {
+            "kind": self.kind,
+            "non_entailing": [list(s) for s in self.non_entailing],
+            "solver_calls": self.solver_calls,
+            "unknown_calls": self.unknown_calls,
+        }
 
 
 class _Stop(Exception):
@@ -50,7 +54,9 @@ class _Stop(Exception):
 class _Marco:
     """One enumeration: the guarded check solver, the map solver, the deadline and the counts."""
 
-    def __init__(self, premises: Mapping[str, str], goal: str, declarations: str, deadline: float, call_timeout_s: float) -> None:
+    def __init__(
+        self, premises: Mapping[str, str], goal: str, declarations: str, deadline: float, call_timeout_s: float
+    ) -> None:
         self.ctx = z3.Context()
         self.declarations = declarations
         self.deadline = deadline
@@ -120,13 +126,15 @@ class _Marco:
             if p not in grown and self.check(grown + [p]):
                 grown.append(p)
         self.mss.append(frozenset(grown))
-        self.map_solver.add(z3.Or([self.guards[p] for p in self.ids if p not in grown] or [z3.BoolVal(False, self.ctx)]))
+        self.map_solver.add(
+            z3.Or([self.guards[p] for p in self.ids if p not in grown] or [z3.BoolVal(False, self.ctx)])
+        )
 
     def shrink(self, seed: list[str]) -> None:
         current = self.core(seed)
         i = 0
         while i < len(current):
-            trial = current[:i] + current[i + 1:]
+            trial = current[:i] + current[i + 1 :]
             if self.check(trial):
                 i += 1
             else:

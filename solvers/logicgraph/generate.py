@@ -43,7 +43,6 @@ from typing import Any, Literal
 from symbolkg.solvers.logicgraph.dualize import reference_supports
 from symbolkg.solvers.logicgraph.instances import DERIVED, Instance, Premise, Proof, Step, StepPremise
 from symbolkg.solvers.logicgraph.proofs import families, matching_rules, prove
-from symbolkg.solvers.logicgraph.wording import THEMES, Proposition, instantiate, propositions, rename, verbalize
 from symbolkg.solvers.logicgraph.propositional import (
     Atom,
     Formula,
@@ -57,6 +56,7 @@ from symbolkg.solvers.logicgraph.propositional import (
     to_prover9,
     to_unicode,
 )
+from symbolkg.solvers.logicgraph.wording import THEMES, Proposition, instantiate, propositions, rename, verbalize
 
 __all__ = [
     "TIERS",
@@ -315,7 +315,11 @@ def expand(rng: random.Random, target: Formula, fresh: _Fresh, max_size: int) ->
     Raises:
         ValueError: no form fits (``target`` itself is too big).
     """
-    rules = [r for r in _FORM_WEIGHTS if not (r == "HS" and not isinstance(target, Implies)) and not (r == "CD" and not isinstance(target, Or))]
+    rules = [
+        r
+        for r in _FORM_WEIGHTS
+        if not (r == "HS" and not isinstance(target, Implies)) and not (r == "CD" and not isinstance(target, Or))
+    ]
     rng.shuffle(rules)
     weights = [_FORM_WEIGHTS[r] for r in rules]
     while rules:
@@ -378,7 +382,13 @@ def construct(rng: random.Random, config: TierConfig, planned: int | None = None
         candidates = [(k, i) for k, path in enumerate(paths) for i in range(path.own) if i < len(path.steps) - 1]
         if as_branch and candidates:
             parent, at = rng.choice(candidates)
-            own = _chain(rng, paths[parent].steps[at].conclusion, rng.randint(*config.branch_steps), fresh, config.max_formula_size)
+            own = _chain(
+                rng,
+                paths[parent].steps[at].conclusion,
+                rng.randint(*config.branch_steps),
+                fresh,
+                config.max_formula_size,
+            )
             return own, parent, at
         return _chain(rng, goal, rng.randint(*config.core_steps), fresh, config.max_formula_size), None, None
 
@@ -420,11 +430,14 @@ def rename_atoms(skeleton: Skeleton, rng: random.Random) -> Skeleton:
     The dataset numbers atoms in construction order (``A1`` next to ``G``), which tells a reader
     where the proofs start; a random numbering keeps that from leaking.
     """
-    fresh = sorted({a for f in skeleton.premises for a in atoms(f)} | {a for p in skeleton.paths for s in p.steps for f in s.premises for a in atoms(f)})
+    fresh = sorted(
+        {a for f in skeleton.premises for a in atoms(f)}
+        | {a for p in skeleton.paths for s in p.steps for f in s.premises for a in atoms(f)}
+    )
     fresh = [a for a in fresh if a != "G"]
     numbers = list(range(1, len(fresh) + 1))
     rng.shuffle(numbers)
-    names = {a: f"A{k}" for a, k in zip(fresh, numbers)}
+    names = {a: f"A{k}" for a, k in zip(fresh, numbers, strict=True)}
 
     def step(s: Inference) -> Inference:
         return Inference(s.rule, tuple(rename(p, names) for p in s.premises), rename(s.conclusion, names), s.derived)
@@ -477,10 +490,13 @@ def skeleton_proofs(skeleton: Skeleton, ids: Mapping[str, Formula]) -> list[Proo
         steps: list[Step] = []
         for n, inference in enumerate(path.steps, 1):
             cited = tuple(
-                StepPremise(DERIVED if i == inference.derived else by_formula[p], p) for i, p in enumerate(inference.premises)
+                StepPremise(DERIVED if i == inference.derived else by_formula[p], p)
+                for i, p in enumerate(inference.premises)
             )
             steps.append(Step(n, inference.rule, cited, inference.conclusion))
-        proofs.append(Proof(k + 1, tuple(steps), family_of[k], "core" if path.parent is None else "branch", core_index[k]))
+        proofs.append(
+            Proof(k + 1, tuple(steps), family_of[k], "core" if path.parent is None else "branch", core_index[k])
+        )
     return proofs
 
 
@@ -664,7 +680,12 @@ def _attempt(rng: random.Random, config: TierConfig, index: int, seed: int) -> _
     constructed = skeleton_proofs(skeleton, ids)
     report = check_filters(ids, skeleton.goal, constructed)
     if not report.ok:
-        return _Attempt(None, "filter: " + ("consistency" if not report.consistent else "stepwise" if not report.stepwise else "derivability"), report)
+        return _Attempt(
+            None,
+            "filter: "
+            + ("consistency" if not report.consistent else "stepwise" if not report.stepwise else "derivability"),
+            report,
+        )
     proofs, reason, proved = _ground_truth(ids, skeleton.goal, constructed, config.support_budget_s)
     if proofs is None:
         return _Attempt(None, reason)
@@ -676,16 +697,23 @@ def _attempt(rng: random.Random, config: TierConfig, index: int, seed: int) -> _
 
     theme = rng.choice(sorted(THEMES))
     names = sorted({a for f in ids.values() for a in atoms(f)} - {"G"}, key=lambda a: int(a[1:]))
-    readings = dict(zip(["G", *names], propositions(rng, theme, len(names) + 1)))
+    readings = dict(zip(["G", *names], propositions(rng, theme, len(names) + 1), strict=True))
     instance = _worded(f"{config.label}/gen_s{seed}_{index + 1}", ids, skeleton.goal, proofs, readings)
-    generator = {"tier": config.name, "seed": seed, "index": index, "constructed_paths": len(skeleton.paths),
-                 "proofs_from_search": proved, "text": "template"}
+    generator = {
+        "tier": config.name,
+        "seed": seed,
+        "index": index,
+        "constructed_paths": len(skeleton.paths),
+        "proofs_from_search": proved,
+        "text": "template",
+    }
     record = _record(instance, readings, theme, report, generator)
     return _Attempt(Instance.from_record(record), "", report, len(skeleton.paths), proved, theme, readings)
 
 
-def _worded(iid: str, ids: Mapping[str, Formula], goal: Formula, proofs: Sequence[Proof],
-            readings: Mapping[str, Proposition]) -> Instance:
+def _worded(
+    iid: str, ids: Mapping[str, Formula], goal: Formula, proofs: Sequence[Proof], readings: Mapping[str, Proposition]
+) -> Instance:
     """The instance with every English text (premises, step conclusions, goal) from ``readings``."""
     kb = {i: Premise(i, f, verbalize(f, readings), to_prover9(instantiate(f, readings))) for i, f in ids.items()}
     texts = [
@@ -705,9 +733,9 @@ def _record(
     record = instance.to_record()
     # Proof.to_json writes a cited premise's id and prover9 only; the dataset also has its
     # instantiated expression and English
-    for proof, raw_proof in zip(instance.proofs, record["solutions"]["solutions"]):
-        for step, raw_step in zip(proof.steps, raw_proof["steps"]):
-            for cited, raw in zip(step.premises, raw_step["premises_used"]):
+    for proof, raw_proof in zip(instance.proofs, record["solutions"]["solutions"], strict=True):
+        for step, raw_step in zip(proof.steps, raw_proof["steps"], strict=True):
+            for cited, raw in zip(step.premises, raw_step["premises_used"], strict=True):
                 raw["prover9_expression"] = to_prover9(instantiate(cited.formula, readings))
                 raw["natural"] = verbalize(cited.formula, readings)
     record["target"]["prover9_expression"] = to_prover9(instantiate(instance.goal, readings))
@@ -721,7 +749,9 @@ def _record(
         "total_solutions": n,
         "valid_solutions": n if report.stepwise else 0,
         "invalid_solutions": 0 if report.stepwise else n,
-        "solutions_reaching_target": sum(1 for p in instance.proofs if p.steps and p.steps[-1].conclusion == instance.goal),
+        "solutions_reaching_target": sum(
+            1 for p in instance.proofs if p.steps and p.steps[-1].conclusion == instance.goal
+        ),
     }
     record["metadata"]["generator"] = dict(generator)
     return record
@@ -745,8 +775,10 @@ def generate_instance(
     """
     config = _config(tier)
     if text != "template":
-        raise ValueError(f"text={text!r}: instances are worded from templates; an LLM's wording is a second "
-                         "pass over them (readings_request, parse_readings, reword)")
+        raise ValueError(
+            f"text={text!r}: instances are worded from templates; an LLM's wording is a second "
+            "pass over them (readings_request, parse_readings, reword)"
+        )
     rng = _instance_rng(config.name, seed, index)
     t0 = time.perf_counter()
     rejections: dict[str, int] = {}
@@ -756,14 +788,26 @@ def generate_instance(
             assert result.filters is not None
             record = dict(result.instance.record)
             return GeneratedInstance(
-                result.instance, record, result.filters, attempt, rejections, result.constructed, result.proved,
-                time.perf_counter() - t0, result.theme, result.readings,
+                result.instance,
+                record,
+                result.filters,
+                attempt,
+                rejections,
+                result.constructed,
+                result.proved,
+                time.perf_counter() - t0,
+                result.theme,
+                result.readings,
             )
         rejections[result.reason] = rejections.get(result.reason, 0) + 1
-    raise GenerationError(f"{config.name} seed={seed} index={index}: {config.max_attempts} attempts rejected: {rejections}")
+    raise GenerationError(
+        f"{config.name} seed={seed} index={index}: {config.max_attempts} attempts rejected: {rejections}"
+    )
 
 
-def generate(tier: str | TierConfig, count: int, seed: int, *, start: int = 0, text: TextMode = "template") -> Iterator[GeneratedInstance]:
+def generate(
+    tier: str | TierConfig, count: int, seed: int, *, start: int = 0, text: TextMode = "template"
+) -> Iterator[GeneratedInstance]:
     """Instances ``start .. start + count - 1`` of a tier at a seed, in order."""
     if count < 0 or start < 0:
         raise ValueError(f"count={count}, start={start}: both must be >= 0")
@@ -836,8 +880,13 @@ def tier_statistics(instances: Iterable[Instance]) -> dict[str, Any]:
 # ----------------------------------------------------------------------------- English from an LLM
 
 
-def reword(generated: GeneratedInstance, readings: Mapping[str, Proposition], *, text: str = "llm",
-           problems: Sequence[str] = ()) -> GeneratedInstance:
+def reword(
+    generated: GeneratedInstance,
+    readings: Mapping[str, Proposition],
+    *,
+    text: str = "llm",
+    problems: Sequence[str] = (),
+) -> GeneratedInstance:
     """The same instance with its English rebuilt from ``readings`` (logic and proofs unchanged).
 
     Args:

@@ -22,7 +22,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from symbolkg.solvers.logicgraph.propositional import Atom, Formula, FormulaSyntaxError, atoms, parse, to_prover9, to_unicode
+from symbolkg.solvers.logicgraph.propositional import (
+    Atom,
+    Formula,
+    FormulaSyntaxError,
+    atoms,
+    parse,
+    to_prover9,
+    to_unicode,
+)
 
 __all__ = [
     "DERIVED",
@@ -214,7 +222,12 @@ class Instance:
         facts = [p for p in self.premises.values() if p.is_fact]
 
         def item(p: Premise) -> dict[str, Any]:
-            return {"id": p.id, "formal": to_unicode(p.formula), "prover9_expression": p.expression or to_prover9(p.formula), "natural": p.natural}
+            return {
+                "id": p.id,
+                "formal": to_unicode(p.formula),
+                "prover9_expression": p.expression or to_prover9(p.formula),
+                "natural": p.natural,
+            }
 
         families: dict[str, dict[str, int]] = {}
         for proof in self.proofs:
@@ -238,7 +251,12 @@ class Instance:
                 },
                 "solutions": [p.to_json() for p in self.proofs],
             },
-            "target": {"formal": to_unicode(self.goal), "prover9": to_prover9(self.goal), "prover9_expression": to_prover9(self.goal), "natural": self.goal_natural},
+            "target": {
+                "formal": to_unicode(self.goal),
+                "prover9": to_prover9(self.goal),
+                "prover9_expression": to_prover9(self.goal),
+                "natural": self.goal_natural,
+            },
             "metadata": {"num_solutions": len(self.proofs), "family_stats": families},
         }
 
@@ -292,7 +310,9 @@ class _Reader:
         for i, c in enumerate(cited):
             if not isinstance(c, Mapping):
                 raise self.fail(f"{swhere}.premises_used[{i}]", "not an object")
-            step_premises.append(StepPremise(str(c.get("id")), self.formula(c.get("prover9"), f"{swhere}.premises_used[{i}].prover9")))
+            step_premises.append(
+                StepPremise(str(c.get("id")), self.formula(c.get("prover9"), f"{swhere}.premises_used[{i}].prover9"))
+            )
         return Step(
             int(raw_step.get("step_number", j + 1)),
             str(raw_step.get("rule_applied", "")),
@@ -306,10 +326,14 @@ class _Reader:
         if not isinstance(raw, Mapping) or not isinstance(raw.get("steps"), list):
             raise self.fail(where, "expected an object with a 'steps' list")
         steps = [self.step(raw_step, j, f"{where}.steps[{j}]") for j, raw_step in enumerate(raw["steps"])]
-        return Proof(int(raw.get("id", k + 1)), tuple(steps), raw.get("family_id"), raw.get("path_type"), raw.get("branch_from"))
+        return Proof(
+            int(raw.get("id", k + 1)), tuple(steps), raw.get("family_id"), raw.get("path_type"), raw.get("branch_from")
+        )
 
 
-def load_instances(path: str | Path, *, limit: int | None = None, ids: Sequence[str] | None = None) -> Iterator[Instance]:
+def load_instances(
+    path: str | Path, *, limit: int | None = None, ids: Sequence[str] | None = None
+) -> Iterator[Instance]:
     """Instances of one tier file, in file order.
 
     Args:

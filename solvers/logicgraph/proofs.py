@@ -547,12 +547,23 @@ def _judge(
             notes.append("the conclusion follows only with " + ", ".join(missing) + " added")
         else:
             labels.append(INVALID_DEDUCTION)
-            notes.append("the conclusion does not follow from the cited premises, nor with the rest of the knowledge base")
+            notes.append(
+                "the conclusion does not follow from the cited premises, nor with the rest of the knowledge base"
+            )
     else:
         labels.extend(base.labels)
         notes.extend(base.notes)
-    return StepCheck(number, rule, base.locally_valid, base.rule_match, base.matches, tuple(labels), tuple(notes),
-                     missing, conclusion)
+    return StepCheck(
+        number,
+        rule,
+        base.locally_valid,
+        base.rule_match,
+        base.matches,
+        tuple(labels),
+        tuple(notes),
+        missing,
+        conclusion,
+    )
 
 
 @dataclass
@@ -566,7 +577,9 @@ class _PathState:
     premise_ids: set[str] = field(default_factory=set)
 
 
-def _check_one_step(instance: Instance, raw_step: Any, number: int, state: _PathState, allow_contraposition: bool) -> None:
+def _check_one_step(
+    instance: Instance, raw_step: Any, number: int, state: _PathState, allow_contraposition: bool
+) -> None:
     if not isinstance(raw_step, Mapping):
         state.checks.append(StepCheck(number, "", False, False, (), (MALFORMED,), ("the step is not an object",)))
         state.concluded.append((None, False))
@@ -576,16 +589,24 @@ def _check_one_step(instance: Instance, raw_step: Any, number: int, state: _Path
     notes: list[str] = []
     conclusion = _conclusion_of(raw_step, notes)
     cited = _cited_premises(raw_step, instance.premises, notes)
-    malformed = conclusion is None or any(c.formula is None for c in cited) or not isinstance(raw_step.get("premises_used"), list)
+    malformed = (
+        conclusion is None
+        or any(c.formula is None for c in cited)
+        or not isinstance(raw_step.get("premises_used"), list)
+    )
     notes.extend(c.note for c in cited if c.note)
     labels = _hallucinations(cited, conclusion, instance, state.concluded, state.premise_ids, notes)
     state.cited_ids_per_step.append([(c.id, None if c.formula is None else _norm(c.formula)) for c in cited])
     if malformed:
-        state.checks.append(StepCheck(number, rule, False, False, (), tuple(labels) + (MALFORMED,), tuple(notes), (), conclusion))
+        state.checks.append(
+            StepCheck(number, rule, False, False, (), tuple(labels) + (MALFORMED,), tuple(notes), (), conclusion)
+        )
         state.concluded.append((None if conclusion is None else _norm(conclusion), False))
         return
     assert conclusion is not None
-    check = _judge(number, rule, cited, conclusion, instance.premises, state.concluded, labels, notes, allow_contraposition)
+    check = _judge(
+        number, rule, cited, conclusion, instance.premises, state.concluded, labels, notes, allow_contraposition
+    )
     state.checks.append(check)
     sound = check.locally_valid and all(lab == RULE_MISAPPLICATION for lab in check.labels)
     state.concluded.append((_norm(conclusion), sound))
@@ -654,8 +675,20 @@ def check_path(
     refs = instance.reference_supports() if reference_supports is None else list(reference_supports)
     supports = tuple(s for s in refs if s <= used) if valid else ()
     minimal = valid and used in refs
-    return PathCheck(index, tuple(checks), None, reaches_goal, valid, sound, frozenset(state.premise_ids), used,
-                     entails_goal, supports, minimal, len(checks))
+    return PathCheck(
+        index,
+        tuple(checks),
+        None,
+        reaches_goal,
+        valid,
+        sound,
+        frozenset(state.premise_ids),
+        used,
+        entails_goal,
+        supports,
+        minimal,
+        len(checks),
+    )
 
 
 def _missing_premises(
@@ -689,7 +722,10 @@ def _missing_premises(
 def _used_ids(
     cited: Sequence[Sequence[tuple[str, Formula | None]]], concluded: Sequence[tuple[Formula | None, bool]]
 ) -> frozenset[str]:
-    """Knowledge-base ids the last step depends on; ``Derived`` resolves to the latest earlier step with that conclusion."""
+    """Knowledge-base ids the last step depends on.
+
+    ``Derived`` resolves to the latest earlier step with that conclusion.
+    """
     used: set[str] = set()
     todo = [len(cited) - 1]
     seen: set[int] = set()

@@ -16,7 +16,9 @@ from symbolkg.solvers.logicgraph.supports_syntax import RecheckError
 __all__ = ["recheck_supports"]
 
 
-def recheck_supports(premises: Mapping[str, Formula], goal: Formula, supports: Iterable[frozenset[str]], *, timeout_s: float = 10.0) -> int:
+def recheck_supports(
+    premises: Mapping[str, Formula], goal: Formula, supports: Iterable[frozenset[str]], *, timeout_s: float = 10.0
+) -> int:
     """Verify with Z3 that each set is a minimal support: ``S ⊨ G``, and ``S∖{p} ⊭ G`` for each ``p``.
 
     One fresh ``z3.Context`` per call (Z3 objects are not thread-safe).

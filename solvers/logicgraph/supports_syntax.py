@@ -94,8 +94,12 @@ class LabelledClause:
     source: str | None = None
 
     def to_json(self) -> list[Any]:
-        return [[[a, s] for a, s in self.literals], list(self.label),
-                None if self.parents is None else list(self.parents), self.source]
+        return [
+            [[a, s] for a, s in self.literals],
+            list(self.label),
+            None if self.parents is None else list(self.parents),
+            self.source,
+        ]
 
 
 @dataclass(frozen=True)
@@ -117,8 +121,12 @@ class EliminationStep:
     witnesses: tuple[tuple[int, int, int], ...]
 
     def to_json(self) -> dict[str, Any]:
-        return {"atom": self.atom, "added": list(self.added), "dropped": [list(d) for d in self.dropped],
-                "witnesses": [list(w) for w in self.witnesses]}
+        return {
+            "atom": self.atom,
+            "added": list(self.added),
+            "dropped": [list(d) for d in self.dropped],
+            "witnesses": [list(w) for w in self.witnesses],
+        }
 
 
 @dataclass(frozen=True)
@@ -142,8 +150,12 @@ class EliminationCertificate:
         return len(self.clauses) + sum(len(s.dropped) + len(s.witnesses) for s in self.steps)
 
     def to_json(self) -> dict[str, Any]:
-        return {"kind": self.kind, "initial": self.initial, "clauses": [c.to_json() for c in self.clauses],
-                "steps": [s.to_json() for s in self.steps]}
+        return {
+            "kind": self.kind,
+            "initial": self.initial,
+            "clauses": [c.to_json() for c in self.clauses],
+            "steps": [s.to_json() for s in self.steps],
+        }
 
 
 @dataclass(frozen=True)

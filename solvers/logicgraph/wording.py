@@ -17,8 +17,17 @@ from typing import Any
 
 from symbolkg.solvers.logicgraph.propositional import And, Atom, Formula, Iff, Implies, Not, Or
 
-__all__ = ["READINGS_PROMPT_VERSION", "THEMES", "Proposition", "instantiate", "parse_readings", "propositions",
-           "readings_request", "rename", "verbalize"]
+__all__ = [
+    "READINGS_PROMPT_VERSION",
+    "THEMES",
+    "Proposition",
+    "instantiate",
+    "parse_readings",
+    "propositions",
+    "readings_request",
+    "rename",
+    "verbalize",
+]
 
 
 def rename(formula: Formula, names: Mapping[str, str]) -> Formula:
@@ -38,56 +47,190 @@ def rename(formula: Formula, names: Mapping[str, str]) -> Formula:
 #: numbered fallback keeps very large instances renderable.
 THEMES: dict[str, tuple[tuple[tuple[str, str], ...], tuple[str, ...]]] = {
     "Archaeological Research": (
-        (("ResearchTeam", "the research team"), ("FieldDirector", "the field director"), ("Museum", "the museum"),
-         ("SurveyCrew", "the survey crew"), ("Conservator", "the conservator")),
-        ("find an ancient relic", "have a government grant", "preserve the excavation site", "document the findings",
-         "halt the excavation", "identify ceramic fragments", "identify metal objects", "finish within the season",
-         "publish a report", "be granted a permit", "date the samples", "map the trench", "be visited by inspectors",
-         "request more funding", "catalogue the artifacts", "consult the archive", "hire local guides",
-         "be delayed by rain", "store the finds safely", "present at the conference"),
+        (
+            ("ResearchTeam", "the research team"),
+            ("FieldDirector", "the field director"),
+            ("Museum", "the museum"),
+            ("SurveyCrew", "the survey crew"),
+            ("Conservator", "the conservator"),
+        ),
+        (
+            "find an ancient relic",
+            "have a government grant",
+            "preserve the excavation site",
+            "document the findings",
+            "halt the excavation",
+            "identify ceramic fragments",
+            "identify metal objects",
+            "finish within the season",
+            "publish a report",
+            "be granted a permit",
+            "date the samples",
+            "map the trench",
+            "be visited by inspectors",
+            "request more funding",
+            "catalogue the artifacts",
+            "consult the archive",
+            "hire local guides",
+            "be delayed by rain",
+            "store the finds safely",
+            "present at the conference",
+        ),
     ),
     "Hospital Operations": (
-        (("Clinic", "the clinic"), ("HeadNurse", "the head nurse"), ("Surgeon", "the surgeon"),
-         ("Pharmacy", "the pharmacy"), ("Patient", "the patient")),
-        ("pass the inspection", "be fully staffed", "admit new patients", "order more supplies", "schedule the surgery",
-         "be on call", "receive the lab results", "update the records", "follow the protocol", "be discharged",
-         "need a second opinion", "approve the treatment", "report an incident", "be short of beds",
-         "renew the license", "train the interns", "delay the appointment", "be audited", "stock the vaccine",
-         "call the specialist"),
+        (
+            ("Clinic", "the clinic"),
+            ("HeadNurse", "the head nurse"),
+            ("Surgeon", "the surgeon"),
+            ("Pharmacy", "the pharmacy"),
+            ("Patient", "the patient"),
+        ),
+        (
+            "pass the inspection",
+            "be fully staffed",
+            "admit new patients",
+            "order more supplies",
+            "schedule the surgery",
+            "be on call",
+            "receive the lab results",
+            "update the records",
+            "follow the protocol",
+            "be discharged",
+            "need a second opinion",
+            "approve the treatment",
+            "report an incident",
+            "be short of beds",
+            "renew the license",
+            "train the interns",
+            "delay the appointment",
+            "be audited",
+            "stock the vaccine",
+            "call the specialist",
+        ),
     ),
     "Software Release": (
-        (("BuildServer", "the build server"), ("QATeam", "the QA team"), ("ReleaseManager", "the release manager"),
-         ("Library", "the library"), ("MobileApp", "the mobile app")),
-        ("pass the test suite", "be deployed", "be rolled back", "have a critical bug", "be code reviewed",
-         "meet the deadline", "be approved for release", "raise an alert", "update the documentation",
-         "be flagged by the scanner", "freeze the branch", "be backward compatible", "ship a patch",
-         "be signed", "exceed the memory limit", "be merged", "lose the cache", "be benchmarked",
-         "notify the users", "be archived"),
+        (
+            ("BuildServer", "the build server"),
+            ("QATeam", "the QA team"),
+            ("ReleaseManager", "the release manager"),
+            ("Library", "the library"),
+            ("MobileApp", "the mobile app"),
+        ),
+        (
+            "pass the test suite",
+            "be deployed",
+            "be rolled back",
+            "have a critical bug",
+            "be code reviewed",
+            "meet the deadline",
+            "be approved for release",
+            "raise an alert",
+            "update the documentation",
+            "be flagged by the scanner",
+            "freeze the branch",
+            "be backward compatible",
+            "ship a patch",
+            "be signed",
+            "exceed the memory limit",
+            "be merged",
+            "lose the cache",
+            "be benchmarked",
+            "notify the users",
+            "be archived",
+        ),
     ),
     "Urban Transit": (
-        (("MetroLine", "the metro line"), ("BusDepot", "the bus depot"), ("CityCouncil", "the city council"),
-         ("Operator", "the operator"), ("Station", "the station")),
-        ("run on schedule", "be closed for repairs", "add extra trains", "raise the fares", "be overcrowded",
-         "receive a subsidy", "pass the safety review", "extend the service hours", "be inspected", "hire new drivers",
-         "issue a delay warning", "open a new stop", "be electrified", "lose its permit", "publish the timetable",
-         "reroute the buses", "be accessible", "meet the ridership target", "cut the night service",
-         "upgrade the signals"),
+        (
+            ("MetroLine", "the metro line"),
+            ("BusDepot", "the bus depot"),
+            ("CityCouncil", "the city council"),
+            ("Operator", "the operator"),
+            ("Station", "the station"),
+        ),
+        (
+            "run on schedule",
+            "be closed for repairs",
+            "add extra trains",
+            "raise the fares",
+            "be overcrowded",
+            "receive a subsidy",
+            "pass the safety review",
+            "extend the service hours",
+            "be inspected",
+            "hire new drivers",
+            "issue a delay warning",
+            "open a new stop",
+            "be electrified",
+            "lose its permit",
+            "publish the timetable",
+            "reroute the buses",
+            "be accessible",
+            "meet the ridership target",
+            "cut the night service",
+            "upgrade the signals",
+        ),
     ),
     "Environmental Monitoring": (
-        (("RiverAgency", "the river agency"), ("Sensor", "the sensor"), ("Wetland", "the wetland"),
-         ("Laboratory", "the laboratory"), ("Ranger", "the ranger")),
-        ("detect pollution", "be flooded", "issue a warning", "collect water samples", "be calibrated",
-         "record a heat wave", "restore the habitat", "be protected", "report to the ministry", "lose power",
-         "count the birds", "close the trail", "measure high nitrate", "be replanted", "fine the factory",
-         "be dry this year", "request a new survey", "track the wolves", "be certified", "publish the data"),
+        (
+            ("RiverAgency", "the river agency"),
+            ("Sensor", "the sensor"),
+            ("Wetland", "the wetland"),
+            ("Laboratory", "the laboratory"),
+            ("Ranger", "the ranger"),
+        ),
+        (
+            "detect pollution",
+            "be flooded",
+            "issue a warning",
+            "collect water samples",
+            "be calibrated",
+            "record a heat wave",
+            "restore the habitat",
+            "be protected",
+            "report to the ministry",
+            "lose power",
+            "count the birds",
+            "close the trail",
+            "measure high nitrate",
+            "be replanted",
+            "fine the factory",
+            "be dry this year",
+            "request a new survey",
+            "track the wolves",
+            "be certified",
+            "publish the data",
+        ),
     ),
     "Manufacturing Quality": (
-        (("Factory", "the factory"), ("AssemblyLine", "the assembly line"), ("Supplier", "the supplier"),
-         ("Inspector", "the inspector"), ("Batch", "the batch")),
-        ("meet the tolerance", "be recalled", "pass the audit", "stop production", "use the new alloy",
-         "be shipped", "report a defect", "be certified", "replace the tooling", "miss the quota",
-         "be reworked", "receive the raw materials", "run a night shift", "be sampled", "sign the contract",
-         "overheat", "be rejected", "train the operators", "cut costs", "be labelled"),
+        (
+            ("Factory", "the factory"),
+            ("AssemblyLine", "the assembly line"),
+            ("Supplier", "the supplier"),
+            ("Inspector", "the inspector"),
+            ("Batch", "the batch"),
+        ),
+        (
+            "meet the tolerance",
+            "be recalled",
+            "pass the audit",
+            "stop production",
+            "use the new alloy",
+            "be shipped",
+            "report a defect",
+            "be certified",
+            "replace the tooling",
+            "miss the quota",
+            "be reworked",
+            "receive the raw materials",
+            "run a night shift",
+            "be sampled",
+            "sign the contract",
+            "overheat",
+            "be rejected",
+            "train the operators",
+            "cut costs",
+            "be labelled",
+        ),
     ),
 }
 
@@ -129,10 +272,16 @@ def propositions(rng: random.Random, theme: str, count: int) -> list[Proposition
     rng.shuffle(pairs)
     out: list[Proposition] = []
     for (constant, noun), predicate in pairs[:count]:
-        name = "_".join(w for w in re.sub(r"[^a-z ]", "", predicate).split() if w not in ("the", "a", "an", "be", "its"))
-        out.append(Proposition(f"{noun} {_third_person(predicate)}", f"{noun} {_negative(predicate)}", f"{name}({constant})"))
+        name = "_".join(
+            w for w in re.sub(r"[^a-z ]", "", predicate).split() if w not in ("the", "a", "an", "be", "its")
+        )
+        out.append(
+            Proposition(f"{noun} {_third_person(predicate)}", f"{noun} {_negative(predicate)}", f"{name}({constant})")
+        )
     for k in range(len(out), count):  # more atoms than the theme has propositions
-        out.append(Proposition(f"condition {k + 1} holds", f"condition {k + 1} does not hold", f"holds(Condition{k + 1})"))
+        out.append(
+            Proposition(f"condition {k + 1} holds", f"condition {k + 1} does not hold", f"holds(Condition{k + 1})")
+        )
     return out
 
 
@@ -204,10 +353,18 @@ def readings_request(theme: str, atom_names: Sequence[str]) -> tuple[list[dict[s
     what a premise says.
     """
     statement = {"type": "string", "minLength": 3, "maxLength": 100}
-    reading = {"type": "object", "properties": {"positive": statement, "negative": statement},
-               "required": ["positive", "negative"], "additionalProperties": False}
-    schema = {"type": "object", "properties": {a: reading for a in atom_names}, "required": list(atom_names),
-              "additionalProperties": False}
+    reading = {
+        "type": "object",
+        "properties": {"positive": statement, "negative": statement},
+        "required": ["positive", "negative"],
+        "additionalProperties": False,
+    }
+    schema = {
+        "type": "object",
+        "properties": {a: reading for a in atom_names},
+        "required": list(atom_names),
+        "additionalProperties": False,
+    }
     user = f"Theme: {theme}. Atoms: {', '.join(atom_names)}"
     return [{"role": "system", "content": _READINGS_SYSTEM}, {"role": "user", "content": user}], schema
 
@@ -243,18 +400,29 @@ def parse_readings(text: str, template: Mapping[str, Proposition]) -> tuple[dict
             continue
         pos, neg = pos.strip().rstrip("."), neg.strip().rstrip(".")
         keys = {pos.lower(), neg.lower()}
-        why = ("empty" if not pos or not neg else
-               "too long" if max(len(pos), len(neg)) > 100 else
-               "a connective or bracket inside" if _BAD_IN_READING.search(pos) or _BAD_IN_READING.search(neg) else
-               "both polarities read the same" if len(keys) < 2 else
-               "the same words as another atom" if keys & seen else "")
+        why = (
+            "empty"
+            if not pos or not neg
+            else "too long"
+            if max(len(pos), len(neg)) > 100
+            else "a connective or bracket inside"
+            if _BAD_IN_READING.search(pos) or _BAD_IN_READING.search(neg)
+            else "both polarities read the same"
+            if len(keys) < 2
+            else "the same words as another atom"
+            if keys & seen
+            else ""
+        )
         if why:
             problems.append(f"{name}: {why}")
             out[name] = fallback
             continue
         seen |= keys
-        out[name] = Proposition(pos[0].lower() + pos[1:] if pos[:2] != pos[:2].upper() else pos,
-                                neg[0].lower() + neg[1:] if neg[:2] != neg[:2].upper() else neg, fallback.prover9)
+        out[name] = Proposition(
+            pos[0].lower() + pos[1:] if pos[:2] != pos[:2].upper() else pos,
+            neg[0].lower() + neg[1:] if neg[:2] != neg[:2].upper() else neg,
+            fallback.prover9,
+        )
     for name in template:  # a template reading kept for one atom must not clash with the model's
         if out[name] is template[name]:
             seen |= {template[name].positive.lower(), template[name].negative.lower()}

@@ -1,1 +1,4 @@
-"""Logic-LM's logic-program language (ProntoQA, ProofWriter): syntax, the forward chainer, SWI-Prolog as a second engine."""
+"""Logic-LM's logic-program language (ProntoQA, ProofWriter).
+
+Its syntax, the forward chainer, and SWI-Prolog as a second engine.
+"""

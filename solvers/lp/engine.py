@@ -16,9 +16,9 @@ If both were derived, the program contradicts itself on the very atom asked abou
 the call returns ``Status.UNSAT`` (the program ran: its verdict is "contradictory",
 as for CSP and AR-LSAT programs whose constraints clash) with no answer,
 ``ErrorKind.INCONSISTENT``, a message naming the atom and both derivations in
-``proof``, so the refine stage can show the LLM where its translation went wrong. (Logic-LM took ``True and False``, i.e. "False",
-as the atom's value; on the one recorded program that hits this, ProntoQA_404, a
-wrong rule subject causes it and Logic-LM's answer is wrong.) Contradictions on
+``proof``, so the refine stage can show the LLM where its translation went wrong. (Logic-LM took
+``True and False``, i.e. "False", as the atom's value; on the one recorded program that hits this,
+ProntoQA_404, a wrong rule subject causes it and Logic-LM's answer is wrong.) Contradictions on
 other atoms do not matter: nothing is derived from them (no ex falso).
 
 ``Outcome.proof`` holds the derivation of the answer: every fact and rule
@@ -31,15 +31,35 @@ from __future__ import annotations
 
 import itertools
 import time
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Iterator, Sequence
 
 from symbolkg.solvers.certificates import derivation
-from symbolkg.solvers.lp.syntax import (ANSWER_FALSE, ANSWER_TRUE, ANSWER_UNKNOWN, Atom, GroundAtom, LPProgram, Rule,
-                                        Var, format_atom, lint, parse)
+from symbolkg.solvers.lp.syntax import (
+    ANSWER_FALSE,
+    ANSWER_TRUE,
+    ANSWER_UNKNOWN,
+    Atom,
+    GroundAtom,
+    LPProgram,
+    Rule,
+    Var,
+    format_atom,
+    lint,
+    parse,
+)
 from symbolkg.solvers.outcomes import ErrorKind, Limits, Outcome, ProgramError, Status, Stopwatch
 
-__all__ = ["BACKEND", "Derivation", "Fixpoint", "GroundAtom", "derivation_certificate", "forward_chain", "parse", "solve"]
+__all__ = [
+    "BACKEND",
+    "Derivation",
+    "Fixpoint",
+    "GroundAtom",
+    "derivation_certificate",
+    "forward_chain",
+    "parse",
+    "solve",
+]
 
 BACKEND = "forward-chainer"
 
@@ -114,7 +134,11 @@ class Fixpoint:
             else:
                 bind = ", ".join(f"${k}={v}" for k, v in how.binding.items())
                 from_text = ", ".join(format_atom(*p) for p in how.premises) or "(no premises)"
-                lines.append(f"{text}    [rule, line {how.line}: {how.rule.text}" + (f" with {bind}" if bind else "") + f"; from {from_text}]")
+                lines.append(
+                    f"{text}    [rule, line {how.line}: {how.rule.text}"
+                    + (f" with {bind}" if bind else "")
+                    + f"; from {from_text}]"
+                )
         return "\n".join(lines)
 
 
@@ -190,7 +214,7 @@ class _Chainer:
         if len(args) != len(pattern.args):
             return None
         out = binding
-        for p, a in zip(pattern.args, args):
+        for p, a in zip(pattern.args, args, strict=True):
             if isinstance(p, Var):
                 bound = out.get(p.name)
                 if bound is None:
@@ -203,8 +227,15 @@ class _Chainer:
                 return None
         return out
 
-    def solutions(self, body: tuple[Atom, ...], i: int, pinned: int, pinned_args: tuple[str, ...], binding: dict[str, str],
-                  bound_atoms: list[GroundAtom]) -> Iterator[tuple[dict[str, str], list[GroundAtom]]]:
+    def solutions(
+        self,
+        body: tuple[Atom, ...],
+        i: int,
+        pinned: int,
+        pinned_args: tuple[str, ...],
+        binding: dict[str, str],
+        bound_atoms: list[GroundAtom],
+    ) -> Iterator[tuple[dict[str, str], list[GroundAtom]]]:
         if i == len(body):
             yield binding, bound_atoms
             return
@@ -217,13 +248,15 @@ class _Chainer:
             args = candidates[k]
             b = self.match(atom, args, binding)
             if b is not None:
-                yield from self.solutions(body, i + 1, pinned, pinned_args, b, bound_atoms + [(atom.predicate, args, atom.value)])
+                yield from self.solutions(
+                    body, i + 1, pinned, pinned_args, b, bound_atoms + [(atom.predicate, args, atom.value)]
+                )
 
     def fire(self, rule: Rule, binding: dict[str, str], premises: list[GroundAtom], delta: list[GroundAtom]) -> None:
         free = sorted({v.name for h in rule.head for v in h.variables() if v.name not in binding})
         for values in itertools.product(self.domain, repeat=len(free)):
             self.tick()
-            full = {**binding, **dict(zip(free, values))}
+            full = {**binding, **dict(zip(free, values, strict=True))}
             for head in rule.head:
                 args = tuple(full[a.name] if isinstance(a, Var) else a for a in head.args)
                 self.add((head.predicate, args, head.value), Derivation(rule.line, rule, full, tuple(premises)), delta)
@@ -265,11 +298,28 @@ def solve(text: str, limits: Limits) -> Outcome:
         except ProgramError as exc:
             return exc.to_outcome(seconds=sw.elapsed(), backend=BACKEND)
         try:
-            fixpoint = forward_chain(program, deadline=time.perf_counter() + limits.timeout_s - sw.elapsed(), max_facts=limits.memory_mb * 2000)
+            fixpoint = forward_chain(
+                program,
+                deadline=time.perf_counter() + limits.timeout_s - sw.elapsed(),
+                max_facts=limits.memory_mb * 2000,
+            )
         except ChainingTimeout:
-            return Outcome.error(Status.TIMEOUT, ErrorKind.TIMEOUT, f"forward chaining did not reach a fixpoint within {limits.timeout_s:g} s", seconds=sw.elapsed(), backend=BACKEND)
+            return Outcome.error(
+                Status.TIMEOUT,
+                ErrorKind.TIMEOUT,
+                f"forward chaining did not reach a fixpoint within {limits.timeout_s:g} s",
+                seconds=sw.elapsed(),
+                backend=BACKEND,
+            )
         except TooManyAtoms:
-            return Outcome.error(Status.MEMORY, ErrorKind.MEMORY, f"the rules derive more than {limits.memory_mb * 2000} atoms; check for rules with variables only in the conclusion", seconds=sw.elapsed(), backend=BACKEND)
+            return Outcome.error(
+                Status.MEMORY,
+                ErrorKind.MEMORY,
+                f"the rules derive more than {limits.memory_mb * 2000} atoms; "
+                "check for rules with variables only in the conclusion",
+                seconds=sw.elapsed(),
+                backend=BACKEND,
+            )
         status, first, second = _answer(program, fixpoint)
     if first is not None and second is not None:
         message = (
@@ -293,12 +343,25 @@ def solve(text: str, limits: Limits) -> Outcome:
         proof = f"neither {program.query} nor its negation is derivable ({len(fixpoint.derived)} atoms derived)"
         proof += "".join(f"\nhint: {hint}" for hint in lint(program))
     certificate = derivation_certificate(text, program, fixpoint, _ANSWERS[status], () if first is None else (first,))
-    return Outcome(status=status, answer=_ANSWERS[status], proof=proof, seconds=sw.seconds, backend=BACKEND,
-                   certificate=certificate)
+    return Outcome(
+        status=status,
+        answer=_ANSWERS[status],
+        proof=proof,
+        seconds=sw.seconds,
+        backend=BACKEND,
+        certificate=certificate,
+    )
 
 
-def derivation_certificate(text: str, program: LPProgram, fixpoint: Fixpoint, answer: str | None,
-                           goals: tuple[GroundAtom, ...], *, producer: str = BACKEND) -> dict:
+def derivation_certificate(
+    text: str,
+    program: LPProgram,
+    fixpoint: Fixpoint,
+    answer: str | None,
+    goals: tuple[GroundAtom, ...],
+    *,
+    producer: str = BACKEND,
+) -> dict:
     """The ``derivation`` certificate of an answer (:mod:`symbolkg.solvers.certificates.derivation`).
 
     Args:
@@ -327,10 +390,27 @@ def derivation_certificate(text: str, program: LPProgram, fixpoint: Fixpoint, an
         ids[atom] = len(ids) + 1
         if how.rule is None:
             fact_text = lines[how.line - 1].split(":::", 1)[0].strip()
-            steps.append({"id": ids[atom], "atom": format_atom(*atom), "rule": None, "line": how.line,
-                          "rule_text": fact_text, "binding": {}, "body": []})
+            steps.append(
+                {
+                    "id": ids[atom],
+                    "atom": format_atom(*atom),
+                    "rule": None,
+                    "line": how.line,
+                    "rule_text": fact_text,
+                    "binding": {},
+                    "body": [],
+                }
+            )
         else:
-            steps.append({"id": ids[atom], "atom": format_atom(*atom), "rule": how.line, "line": how.line,
-                          "rule_text": how.rule.text, "binding": {f"${k}": v for k, v in sorted(how.binding.items())},
-                          "body": [ids[p] for p in how.premises]})
+            steps.append(
+                {
+                    "id": ids[atom],
+                    "atom": format_atom(*atom),
+                    "rule": how.line,
+                    "line": how.line,
+                    "rule_text": how.rule.text,
+                    "binding": {f"${k}": v for k, v in sorted(how.binding.items())},
+                    "body": [ids[p] for p in how.premises],
+                }
+            )
     return derivation.proof_certificate(producer=producer, answer=answer, query=query, query_line=q.line, steps=steps)

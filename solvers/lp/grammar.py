@@ -92,8 +92,10 @@ def program_grammar(bounds: Bounds = BOUNDS) -> str:
 def _layout_rules(b: Bounds) -> dict[str, str]:
     """Sections, lines, comments: the program around the atoms."""
     return {
-        "root": (f'"Predicates:" ws declaration_line{{0,{b.declarations}}} body_section{{0,{b.sections}}} '
-                 'query_section body_section{0,2} end'),
+        "root": (
+            f'"Predicates:" ws declaration_line{{0,{b.declarations}}} body_section{{0,{b.sections}}} '
+            "query_section body_section{0,2} end"
+        ),
         "body_section": f'nl ("Facts:" | "Rules:") ws clause_line{{0,{b.lines_per_section}}}',
         "query_section": 'nl "Query:" (ws nl | " ") query (comment | ws)',
         "declaration_line": "nl declaration (comment | ws)",
@@ -113,7 +115,7 @@ def _atom_rules(b: Bounds) -> dict[str, str]:
     negation = '"!" | "¬" | "~" | "not " | "Not "'
     return {
         "declaration": f'name "(" parameter (", " parameter){{0,{b.arguments}}} ")"',
-        "parameter": 'variable | name',
+        "parameter": "variable | name",
         "clause": 'conjunction (" >>> " conjunction)?',
         "conjunction": f'literal ((" && " | " and ") literal){{0,{b.conjuncts - 1}}}',
         "literal": f'({negation})? (atom | ("Not(" | "not(") atom (", " truth)? ")")',
@@ -128,8 +130,20 @@ def _atom_rules(b: Bounds) -> dict[str, str]:
         # one word, or several (none of them True/False, which would read as a missing comma)
         "constant": f'constant_word | plain_word (" " plain_word){{1,{b.constant_words - 1}}}',
         "name": f"{gbnf.char_class(_LETTERS)} {gbnf.char_class(_WORD_CHARS)}{{0,{b.name_chars - 1}}}",
-        **gbnf.word_except("constant_word", _NOT_VALUES + ("true", "false"), first=_WORD_CHARS,
-                           rest=_WORD_CHARS + "-'", max_len=b.constant_chars, prefixes=("bool",)),
-        **gbnf.word_except("plain_word", ("true", "false"), first=_WORD_CHARS, rest=_WORD_CHARS + "-'",
-                           max_len=b.constant_chars, prefixes=("bool",)),
+        **gbnf.word_except(
+            "constant_word",
+            _NOT_VALUES + ("true", "false"),
+            first=_WORD_CHARS,
+            rest=_WORD_CHARS + "-'",
+            max_len=b.constant_chars,
+            prefixes=("bool",),
+        ),
+        **gbnf.word_except(
+            "plain_word",
+            ("true", "false"),
+            first=_WORD_CHARS,
+            rest=_WORD_CHARS + "-'",
+            max_len=b.constant_chars,
+            prefixes=("bool",),
+        ),
     }

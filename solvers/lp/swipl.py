@@ -16,12 +16,23 @@ import json
 from dataclasses import replace
 
 from symbolkg.solvers.certificates import derivation
-from symbolkg.solvers.lp.syntax import (ANSWER_FALSE, ANSWER_TRUE, ANSWER_UNKNOWN, Atom, GroundAtom, LPProgram, Term,
-                                        Var, format_atom, parse)
+from symbolkg.solvers.lp.syntax import (
+    ANSWER_FALSE,
+    ANSWER_TRUE,
+    ANSWER_UNKNOWN,
+    Atom,
+    GroundAtom,
+    LPProgram,
+    Term,
+    Var,
+    format_atom,
+    parse,
+)
 from symbolkg.solvers.outcomes import ErrorKind, Limits, Outcome, ProgramError, Status, Stopwatch
 from symbolkg.solvers.prolog import language as prolog
 
 __all__ = ["PROLOG_ANSWER_GOAL", "parse", "solve", "to_prolog"]
+
 
 def _pl_atom(name: str) -> str:
     """A quoted Prolog atom: keeps LP case and avoids clashes with built-ins."""
@@ -141,14 +152,27 @@ def solve(text: str, limits: Limits) -> Outcome:
         # A second query, in the time the answer left: a certificate search that runs out costs no answer,
         # and both calls together stay inside the worker pool's limit.
         try:
-            certificate = _prolog_certificate(text, program, source, _PROLOG_ANSWERS[answer], replace(limits, timeout_s=left_s))
-        except (RecursionError, ValueError):  # a proof too deep to read back, or output cut off mid-line: no certificate
+            certificate = _prolog_certificate(
+                text, program, source, _PROLOG_ANSWERS[answer], replace(limits, timeout_s=left_s)
+            )
+        # a proof too deep to read back, or output cut off mid-line: no certificate
+        except (RecursionError, ValueError):
             certificate = None
-    mapping = {"'True'": (Status.PROVED, ANSWER_TRUE), "'False'": (Status.DISPROVED, ANSWER_FALSE), "'Unknown'": (Status.UNKNOWN, ANSWER_UNKNOWN)}
+    mapping = {
+        "'True'": (Status.PROVED, ANSWER_TRUE),
+        "'False'": (Status.DISPROVED, ANSWER_FALSE),
+        "'Unknown'": (Status.UNKNOWN, ANSWER_UNKNOWN),
+    }
     if answer in mapping:
         status, value = mapping[answer]
-        return Outcome(status=status, answer=value, proof=f"Answer = {answer}", seconds=sw.seconds, backend=prolog.BACKEND,
-                       certificate=certificate)
+        return Outcome(
+            status=status,
+            answer=value,
+            proof=f"Answer = {answer}",
+            seconds=sw.seconds,
+            backend=prolog.BACKEND,
+            certificate=certificate,
+        )
     if answer == "'Inconsistent'":
         return Outcome(
             status=Status.UNSAT,
@@ -239,8 +263,9 @@ def _prolog_certificate(text: str, program: LPProgram, source: str, answer: str 
         count = int(result.solutions[0].bindings[0][1])
         lines = result.output.splitlines()
         if not lines or lines[-1] != "end":  # cut off: keep the count, the checker recomputes the atoms
-            return derivation.closure_certificate(producer=prolog.BACKEND, query=query, query_line=q.line, atoms=None,
-                                                  count=count)
+            return derivation.closure_certificate(
+                producer=prolog.BACKEND, query=query, query_line=q.line, atoms=None, count=count
+            )
         atoms = [_json_atom(json.loads(line)) for line in lines[:-1]]
         if len(atoms) != count:
             return None
@@ -255,7 +280,9 @@ def _prolog_certificate(text: str, program: LPProgram, source: str, answer: str 
     source_lines = text.splitlines()
     for line in lines[:-1]:  # one tree per goal; for True/False the goal's step comes last
         _flatten_proof(json.loads(line), program, source_lines, ids, steps)
-    return derivation.proof_certificate(producer=prolog.BACKEND, answer=answer, query=query, query_line=q.line, steps=steps)
+    return derivation.proof_certificate(
+        producer=prolog.BACKEND, answer=answer, query=query, query_line=q.line, steps=steps
+    )
 
 
 def _json_atom(encoded: list) -> GroundAtom:
@@ -264,7 +291,9 @@ def _json_atom(encoded: list) -> GroundAtom:
     return (predicate, tuple(args[:-1]), args[-1] == "true")
 
 
-def _flatten_proof(node: dict, program: LPProgram, lines: list[str], ids: dict[GroundAtom, int], steps: list[dict]) -> int:
+def _flatten_proof(
+    node: dict, program: LPProgram, lines: list[str], ids: dict[GroundAtom, int], steps: list[dict]
+) -> int:
     """Add the steps of SWI-Prolog's proof tree ``node`` (premises first, each atom once); returns its id."""
     atom = _json_atom(node["a"])
     if atom in ids:
@@ -274,10 +303,28 @@ def _flatten_proof(node: dict, program: LPProgram, lines: list[str], ids: dict[G
     ids[atom] = len(ids) + 1
     kind, where = node["k"]
     if kind == "fact":
-        steps.append({"id": ids[atom], "atom": format_atom(*atom), "rule": None, "line": where,
-                      "rule_text": lines[where - 1].split(":::", 1)[0].strip(), "binding": {}, "body": []})
+        steps.append(
+            {
+                "id": ids[atom],
+                "atom": format_atom(*atom),
+                "rule": None,
+                "line": where,
+                "rule_text": lines[where - 1].split(":::", 1)[0].strip(),
+                "binding": {},
+                "body": [],
+            }
+        )
     else:
         rule = program.rules[where]
-        steps.append({"id": ids[atom], "atom": format_atom(*atom), "rule": rule.line, "line": rule.line,
-                      "rule_text": rule.text, "binding": {f"${k}": v for k, v in sorted(node["b"])}, "body": body})
+        steps.append(
+            {
+                "id": ids[atom],
+                "atom": format_atom(*atom),
+                "rule": rule.line,
+                "line": rule.line,
+                "rule_text": rule.text,
+                "binding": {f"${k}": v for k, v in sorted(node["b"])},
+                "body": body,
+            }
+        )
     return ids[atom]

@@ -94,11 +94,10 @@ chainer) and :mod:`symbolkg.solvers.lp.swipl` (SWI-Prolog).
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Iterator, Union
 
 from symbolkg.solvers.outcomes import ErrorKind, ProgramError
-
 
 #: Answers of an entailment query (see symbolkg.solvers.outcomes).
 ANSWER_TRUE, ANSWER_FALSE, ANSWER_UNKNOWN = "True", "False", "Unknown"
@@ -117,7 +116,7 @@ class Var:
 
 
 #: An argument: a constant (plain string) or a variable.
-Term = Union[str, Var]
+Term = str | Var
 
 #: A ground atom as the engines and certificates store it: (predicate, args, value).
 GroundAtom = tuple[str, tuple[str, ...], bool]
@@ -222,7 +221,9 @@ class LPProgram:
 
 # --------------------------------------------------------------------------- parsing
 
-_HEADER_RE = re.compile(r"^[#*\s]*(predicates?|facts?|rules?|query|queries)\s*\**\s*(?::\s*\**\s*(.*))?$", re.IGNORECASE)
+_HEADER_RE = re.compile(
+    r"^[#*\s]*(predicates?|facts?|rules?|query|queries)\s*\**\s*(?::\s*\**\s*(.*))?$", re.IGNORECASE
+)
 _SECTION_OF = {"predicate": "Predicates", "fact": "Facts", "rule": "Rules", "query": "Query", "querie": "Query"}
 _NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _VAR_RE = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")
@@ -240,8 +241,12 @@ _PAREN_RE = re.compile(r"[()]")
 _SEPARATORS_RE = re.compile(r"[\s_]+")
 _INLINE_COMMENT_RE = re.compile(r"#|//|%")
 #: List markers (``- ``, ``* ``, ``1. ``) and statement labels (``Rule 3:``, ``Fact1.``) before a statement.
-_LIST_MARKER_RE = re.compile(r"^(?:(?:[-*•]|\d{1,3}[.)])\s+|(?:facts?|rules?|premises?|query)\s*\d{1,3}\s*[:.)]\s*)", re.IGNORECASE)
-_SENTENCE_RE = re.compile(r"(?P<subject>.+?)\s+(?:is|are)\s+(?P<neg>not\s+)?(?:(?:a|an|the)\s+)?(?P<pred>[A-Za-z_]\w*)", re.IGNORECASE)
+_LIST_MARKER_RE = re.compile(
+    r"^(?:(?:[-*•]|\d{1,3}[.)])\s+|(?:facts?|rules?|premises?|query)\s*\d{1,3}\s*[:.)]\s*)", re.IGNORECASE
+)
+_SENTENCE_RE = re.compile(
+    r"(?P<subject>.+?)\s+(?:is|are)\s+(?P<neg>not\s+)?(?:(?:a|an|the)\s+)?(?P<pred>[A-Za-z_]\w*)", re.IGNORECASE
+)
 _TRUTH = {"true": True, "false": False}
 #: Words written where the truth value goes that say nothing about it. In that place they are
 #: refused, never read as a constant (see "Refused" in the module docstring).
@@ -360,7 +365,10 @@ def _strip_negations(text: str, line: int) -> tuple[str, bool]:
             # Not(P(x, True)), Not(P(x, True), True): P(x, False); Not(P(x, True), False): P(x, True).
             parts = [p.strip() for p in _split_top(wrapper.group("inner"), _COMMA_RE)]
             if len(parts) > 2 or (len(parts) == 2 and parts[1].lower() not in _TRUTH):
-                raise ProgramError(f"{text!r}: Not(...) takes one atom and optionally True or False, as in Not(Cold(Bob, True), True)", line)
+                raise ProgramError(
+                    f"{text!r}: Not(...) takes one atom and optionally True or False, as in Not(Cold(Bob, True), True)",
+                    line,
+                )
             if len(parts) == 1 or _TRUTH[parts[1].lower()]:
                 negated = not negated
             text = _unwrap_parens(parts[0])
@@ -391,13 +399,17 @@ def _parse_atom(text: str, line: int, *, section: str, constants: dict[str, str]
         raise ProgramError(f"{_EXAMPLE}, found {text!r} in {section}", line)
     name = match.group("name")
     if not _NAME_RE.fullmatch(name):
-        raise ProgramError(f"invalid predicate name {name!r} in {text!r}: use letters, digits and '_', starting with a letter", line)
+        raise ProgramError(
+            f"invalid predicate name {name!r} in {text!r}: use letters, digits and '_', starting with a letter", line
+        )
     raw_args = [a.strip() for a in match.group("args").split(",")]
     last = raw_args[-1].lower()
     if last in _TRUTH:
         value, raw_terms, written = _TRUTH[last], raw_args[:-1], True
         if not raw_terms:
-            raise ProgramError(f"{text!r} has no argument before its truth value: write e.g. {name}(Bob, {raw_args[-1]})", line)
+            raise ProgramError(
+                f"{text!r} has no argument before its truth value: write e.g. {name}(Bob, {raw_args[-1]})", line
+            )
     elif last in _NOT_A_VALUE:
         raise ProgramError(
             f"{text!r}: the last argument must be True or False, found {raw_args[-1]!r} ({_NOT_A_VALUE[last]}); "
@@ -430,7 +442,8 @@ def _parse_atom(text: str, line: int, *, section: str, constants: dict[str, str]
             args.append(constants.setdefault(_constant_key(raw), " ".join(words)))
         else:
             raise ProgramError(
-                f"invalid argument {raw!r} in {text!r}: constants are names like Bob, cat or bald eagle, variables look like $x",
+                f"invalid argument {raw!r} in {text!r}: constants are names like Bob, cat or bald eagle, "
+                "variables look like $x",
                 line,
             )
     return Atom(name, tuple(args), value != negated, line, value_written=written)
@@ -454,7 +467,10 @@ def _parse_conjunction(text: str, line: int, *, section: str, constants: dict[st
 def _parse_rule(text: str, line: int, constants: dict[str, str]) -> Rule:
     pieces = _split_top(text, _ARROW_RE)
     if len(pieces) != 2:
-        raise ProgramError(f"a rule has exactly one '>>>' between its premises and conclusion, found {len(pieces) - 1} in {text!r}", line)
+        raise ProgramError(
+            f"a rule has exactly one '>>>' between its premises and conclusion, found {len(pieces) - 1} in {text!r}",
+            line,
+        )
     body_text, head_text = pieces
     if not body_text.strip():
         raise ProgramError(f"rule {text!r} has no premise before '>>>'", line)
@@ -471,7 +487,11 @@ def _parse_declaration(text: str, line: int) -> PredicateDecl:
         raise ProgramError(f"expected a declaration like Pred($x, bool) or Pred($x, $y, bool), found {text!r}", line)
     params = tuple(p.strip() for p in match.group("params").split(",") if p.strip())
     if params and params[-1].lower() in _TRUTH:
-        raise ProgramError(f"{text!r} looks like a fact, not a declaration: declare it as {match.group('name')}($x, bool) and list the fact under 'Facts:'", line)
+        raise ProgramError(
+            f"{text!r} looks like a fact, not a declaration: declare it as {match.group('name')}($x, bool) "
+            "and list the fact under 'Facts:'",
+            line,
+        )
     if params and params[-1].lower() in ("bool", "boolean"):
         params = params[:-1]
     return PredicateDecl(match.group("name"), params, line=line)
@@ -517,7 +537,11 @@ def parse(text: str) -> LPProgram:
             decls.append(PredicateDecl(decl.name, decl.params, comment, line_no))
         elif section == "Query":
             if is_rule:
-                raise ProgramError(f"the query must be a single atom such as Pred(Bob, True), found a rule {content!r}", line_no, ErrorKind.NO_ANSWER)
+                raise ProgramError(
+                    f"the query must be a single atom such as Pred(Bob, True), found a rule {content!r}",
+                    line_no,
+                    ErrorKind.NO_ANSWER,
+                )
             queries.extend(_parse_conjunction(content, line_no, section="Query", constants=constants))
         elif is_rule:
             rules.append(_parse_rule(content, line_no, constants))
@@ -529,18 +553,24 @@ def parse(text: str) -> LPProgram:
                     # A fact with variables is universal: make it a body-less rule.
                     rules.append(Rule((), (atom,), line_no, content))
     if not queries:
-        raise ProgramError("the program has no query: add a 'Query:' section with one atom such as Pred(Bob, True)", None, ErrorKind.NO_ANSWER)
+        raise ProgramError(
+            "the program has no query: add a 'Query:' section with one atom such as Pred(Bob, True)",
+            None,
+            ErrorKind.NO_ANSWER,
+        )
     if len(queries) > 1:
         lines = ", ".join(str(q.line) for q in queries)
         raise ProgramError(
-            f"the Query section must contain exactly one atom, found {len(queries)} (lines {lines}); ask one question per program",
+            f"the Query section must contain exactly one atom, found {len(queries)} (lines {lines}); "
+            "ask one question per program",
             queries[1].line,
             ErrorKind.NO_ANSWER,
         )
     query = queries[0]
     if not query.is_ground:
         raise ProgramError(
-            f"the query {query} contains a variable; ask about a specific constant, e.g. {query.predicate}(Bob, {query.value})",
+            f"the query {query} contains a variable; ask about a specific constant, "
+            f"e.g. {query.predicate}(Bob, {query.value})",
             query.line,
             ErrorKind.NO_ANSWER,
         )
@@ -556,12 +586,16 @@ def _check_arities(program: LPProgram) -> None:
         known = arity.get(decl.name)
         if known and known[0] != decl.arity:
             raise ProgramError(
-                f"predicate {decl.name} is declared twice with different numbers of arguments (line {known[1]} and here)",
+                f"predicate {decl.name} is declared twice with different numbers of arguments "
+                f"(line {known[1]} and here)",
                 decl.line,
                 ErrorKind.TYPE,
             )
         arity[decl.name] = (decl.arity, decl.line, "declared")
-    uses = sorted(list(program.facts) + [a for r in program.rules for a in (*r.body, *r.head)] + [program.query], key=lambda a: a.line)
+    uses = sorted(
+        list(program.facts) + [a for r in program.rules for a in (*r.body, *r.head)] + [program.query],
+        key=lambda a: a.line,
+    )
     # An atom with its truth value shows the arity for sure; one without it only if nothing else does.
     for atom in uses:
         if atom.value_written:
@@ -575,8 +609,9 @@ def _check_arities(program: LPProgram) -> None:
             continue
         if not atom.value_written and n == known[0] + 1:
             raise ProgramError(
-                f"{_as_written(atom)}: {atom.predicate} takes {known[0]} argument(s) plus True/False ({known[2]} on line {known[1]}), "
-                f"so {atom.args[-1]} stands where the truth value goes: write True or False there",
+                f"{_as_written(atom)}: {atom.predicate} takes {known[0]} argument(s) plus True/False "
+                f"({known[2]} on line {known[1]}), so {atom.args[-1]} stands where the truth value goes: "
+                "write True or False there",
                 atom.line,
             )
         raise ProgramError(
@@ -615,7 +650,10 @@ def lint(program: LPProgram) -> list[str]:
         for b in ordered[i + 1 :]:
             la, lb = a.lower(), b.lower()
             if la == lb or lb in (la + "s", la + "es") or la in (lb + "s", lb + "es"):
-                hints.append(f"predicates {a} (line {names[a]}) and {b} (line {names[b]}) look like the same concept; use one name")
+                hints.append(
+                    f"predicates {a} (line {names[a]}) and {b} (line {names[b]}) look like the same concept; "
+                    "use one name"
+                )
     spellings: dict[str, dict[str, int]] = {}  # constants equal but for case and separators
     for atom in sorted(atoms, key=lambda a: a.line):
         for arg in atom.args:
@@ -627,5 +665,8 @@ def lint(program: LPProgram) -> list[str]:
             hints.append(f"constants {shown} look like the same entity; use one name")
     concluded = {a.predicate for a in program.facts} | {h.predicate for r in program.rules for h in r.head}
     if program.query.predicate not in concluded:
-        hints.append(f"no fact or rule concludes {program.query.predicate}(...), so the query cannot be answered; check the predicate name")
+        hints.append(
+            f"no fact or rule concludes {program.query.predicate}(...), so the query cannot be answered; "
+            "check the predicate name"
+        )
     return hints

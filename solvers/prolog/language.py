@@ -160,7 +160,7 @@ class SwiplSession:
         self._proc: SwiplProcess | None = None
         self.starts = 0  # how many processes this session has started (tests check restarts)
 
-    def __enter__(self) -> "SwiplSession":
+    def __enter__(self) -> SwiplSession:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -418,7 +418,9 @@ def _check_lexical(text: str) -> None:
             if text[i:j] == "." and (j >= n or text[j].isspace() or text[j] == "%"):
                 if stack:
                     opener, opened = stack[-1]
-                    raise ProgramError(f"the clause ends here but the '{opener}' opened on line {opened} is not closed", line)
+                    raise ProgramError(
+                        f"the clause ends here but the '{opener}' opened on line {opened} is not closed", line
+                    )
                 clause_line = None
             i = j
         else:
@@ -446,12 +448,24 @@ def parse(text: str) -> PrologProgram:
         ProgramError: no query line or several (``no_answer``), an empty query, or
             a lexical error (``syntax``), with its line.
     """
-    queries = [(no, m.group("goal").strip()) for no, raw in enumerate(text.splitlines(), start=1) if (m := _QUERY_RE.match(raw))]
+    queries = [
+        (no, m.group("goal").strip())
+        for no, raw in enumerate(text.splitlines(), start=1)
+        if (m := _QUERY_RE.match(raw))
+    ]
     if not queries:
-        raise ProgramError("the program has no query: add one line '% query: Goal' (e.g. '% query: ancestor(tom, X)')", None, ErrorKind.NO_ANSWER)
+        raise ProgramError(
+            "the program has no query: add one line '% query: Goal' (e.g. '% query: ancestor(tom, X)')",
+            None,
+            ErrorKind.NO_ANSWER,
+        )
     if len(queries) > 1:
         lines = ", ".join(str(no) for no, _ in queries)
-        raise ProgramError(f"the program has {len(queries)} '% query:' lines (lines {lines}); keep exactly one", queries[1][0], ErrorKind.NO_ANSWER)
+        raise ProgramError(
+            f"the program has {len(queries)} '% query:' lines (lines {lines}); keep exactly one",
+            queries[1][0],
+            ErrorKind.NO_ANSWER,
+        )
     line, goal = queries[0]
     goal = goal[:-1].rstrip() if goal.endswith(".") else goal
     if not goal:
@@ -461,6 +475,7 @@ def parse(text: str) -> PrologProgram:
 
 
 # --------------------------------------------------------------------------- solve
+
 
 def to_outcome(result: QueryResult, program: PrologProgram, limits: Limits, seconds: float) -> Outcome:
     """Map a harness report onto an Outcome (see the module docstring).
@@ -474,6 +489,7 @@ def to_outcome(result: QueryResult, program: PrologProgram, limits: Limits, seco
     Returns:
         The outcome.
     """
+
     def error(status: Status, kind: ErrorKind, message: str, line: int | None = None) -> Outcome:
         return Outcome.error(status, kind, message, line=line, seconds=seconds, backend=BACKEND)
 
@@ -494,22 +510,42 @@ def to_outcome(result: QueryResult, program: PrologProgram, limits: Limits, seco
                 "recurses without end: add a base case, or ':- table name/arity.' for left-recursive predicates",
                 program.query_line,
             )
-        return Outcome(status=Status.DISPROVED, answer="False", proof=f"{program.query} has no solution (closed world)", seconds=seconds, backend=BACKEND)
+        return Outcome(
+            status=Status.DISPROVED,
+            answer="False",
+            proof=f"{program.query} has no solution (closed world)",
+            seconds=seconds,
+            backend=BACKEND,
+        )
     if result.status == "timeout":
-        return error(Status.TIMEOUT, ErrorKind.TIMEOUT, f"the query did not finish within {limits.timeout_s:g} s", program.query_line)
+        return error(
+            Status.TIMEOUT,
+            ErrorKind.TIMEOUT,
+            f"the query did not finish within {limits.timeout_s:g} s",
+            program.query_line,
+        )
     if result.status == "killed":
         return error(Status.TIMEOUT, ErrorKind.TIMEOUT, result.message, program.query_line)
     if result.status == "memory":
-        return error(Status.MEMORY, ErrorKind.MEMORY, f"{result.message} (limit {limits.memory_mb} MB)", program.query_line)
+        return error(
+            Status.MEMORY, ErrorKind.MEMORY, f"{result.message} (limit {limits.memory_mb} MB)", program.query_line
+        )
     if result.status == "syntax_error":
         return error(Status.PARSE_ERROR, ErrorKind.SYNTAX, result.message, result.line)
     if result.status == "query_syntax_error":
-        return error(Status.PARSE_ERROR, ErrorKind.SYNTAX, f"in the query {program.query!r}: {result.message}", program.query_line)
+        return error(
+            Status.PARSE_ERROR,
+            ErrorKind.SYNTAX,
+            f"in the query {program.query!r}: {result.message}",
+            program.query_line,
+        )
     if result.status == "undeclared":
         return error(Status.RUNTIME_ERROR, ErrorKind.UNDECLARED, result.message)
     if result.status == "unsafe":
         return error(Status.RUNTIME_ERROR, ErrorKind.UNSUPPORTED, result.message, result.line)
-    return error(Status.RUNTIME_ERROR, ErrorKind.SOLVER, result.message or f"SWI-Prolog reported {result.status}", result.line)
+    return error(
+        Status.RUNTIME_ERROR, ErrorKind.SOLVER, result.message or f"SWI-Prolog reported {result.status}", result.line
+    )
 
 
 def solve(text: str, limits: Limits, *, session: SwiplSession | None = None) -> Outcome:

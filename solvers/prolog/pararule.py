@@ -269,7 +269,9 @@ def _sentence(sentence: str) -> Fact | Rule:
         if t:
             verb = t["v"] or _third_person(t["base"])
             return Rule(Atom(verb, (VAR, entity_atom(t["o"]))), body, sentence)
-        raise TranslationError(f"cannot read the conclusion {then!r} of {sentence!r}; templates: {'; '.join(TEMPLATES)}")
+        raise TranslationError(
+            f"cannot read the conclusion {then!r} of {sentence!r}; templates: {'; '.join(TEMPLATES)}"
+        )
     m = _ALL.match(sentence)
     if m:
         return Rule(Atom(_adjective(m["b"], sentence), (VAR,)), (Literal(Atom(m["a"], (VAR,))),), sentence)
@@ -361,8 +363,14 @@ def _indicators(keys: Iterable[tuple[str, int]], prefix: str) -> str:
     return ", ".join(f"{prefix}{p}/{n}" for p, n in sorted(keys))
 
 
-def encode(theory: Theory, *, negation: Negation = "initial", extra_entities: Sequence[str] = (),
-           extra_predicates: Iterable[tuple[str, int]] = (), prefix: str = "") -> str:
+def encode(
+    theory: Theory,
+    *,
+    negation: Negation = "initial",
+    extra_entities: Sequence[str] = (),
+    extra_predicates: Iterable[tuple[str, int]] = (),
+    prefix: str = "",
+) -> str:
     """The Prolog program of ``theory``.
 
     Args:
@@ -483,8 +491,11 @@ def repair_message(stage: str, error: dict) -> str:
         error: ``{kind, message, prolog_term?}`` (a tool's structured error, or the parser's).
     """
     term = error.get("prolog_term")
-    where = {"format": "Your answer could not be read", "consult": "Your program did not load cleanly",
-             "goal": "Your goal could not be run"}.get(stage, "Your attempt failed")
+    where = {
+        "format": "Your answer could not be read",
+        "consult": "Your program did not load cleanly",
+        "goal": "Your goal could not be run",
+    }.get(stage, "Your attempt failed")
     lines = [f"{where}: {error.get('kind', 'error')}: {error.get('message', '')}".rstrip()]
     if term:
         lines.append(f"Prolog error term: {term}")

@@ -323,9 +323,15 @@ def saved_state(swipl: str, harness: str, limits: ChildLimits) -> str | None:
 def _build_state(swipl: str, harness: str, state: str, root: str, limits: ChildLimits) -> str | None:
     tmp = f"{state}.{os.getpid()}.{threading.get_ident()}.tmp"
     try:
-        proc = spawn([swipl, "-f", "none", "--no-packs", "-q", "-o", tmp, "-c", harness], limits,
-                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                     cwd=root, env=child_env(root))
+        proc = spawn(
+            [swipl, "-f", "none", "--no-packs", "-q", "-o", tmp, "-c", harness],
+            limits,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            cwd=root,
+            env=child_env(root),
+        )
         try:
             code = proc.wait(timeout=STARTUP_TIMEOUT_S)
         except subprocess.TimeoutExpired:

@@ -10,13 +10,12 @@ with LRU eviction, an idle TTL reaper, warm spare processes) and says why a ``lo
 
 Protocol. Python and the harness (``session_harness.pl`` and the files it includes, package
 data beside this module, run from a saved state built from them once per user and ``swipl``
-binary, see :func:`symbolkg.solvers.prolog.process.saved_state`) speak JSON lines over the process's stdin/stdout: one header line per request,
-followed by the raw text of its large string fields (source text, goals), whose
-lengths in characters the header gives. Texts and goals are therefore *data*:
-the harness reads them with ``read_term/3`` from a string stream, never as part
-of a command line or of Prolog source, so a goal string holding a newline, a
-``. halt.`` or a quote that "closes" an atom is one term or a syntax error,
-never a second command.
+binary, see :func:`symbolkg.solvers.prolog.process.saved_state`) speak JSON lines over the process's
+stdin/stdout: one header line per request, followed by the raw text of its large string fields
+(source text, goals), whose lengths in characters the header gives. Texts and goals are therefore
+*data*: the harness reads them with ``read_term/3`` from a string stream, never as part of a command
+line or of Prolog source, so a goal string holding a newline, a ``. halt.`` or a quote that "closes"
+an atom is one term or a syntax error, never a second command.
 
 Isolation, inside the process:
 
@@ -997,8 +996,14 @@ class PendingRun:
     """
 
     def __init__(
-        self, session: PrologSession, rid: int, owner: object, goal: str, header: dict[str, Any],
-        generation: int, start: float,
+        self,
+        session: PrologSession,
+        rid: int,
+        owner: object,
+        goal: str,
+        header: dict[str, Any],
+        generation: int,
+        start: float,
     ) -> None:
         self._session = session
         self._rid = rid
@@ -1061,8 +1066,9 @@ class PendingRun:
         session = self._session
         try:
             reply = session._absorb(reply)
-            return session._run_result(reply, self._goal, self._header, self._generation,
-                                       time.monotonic() - self._start)
+            return session._run_result(
+                reply, self._goal, self._header, self._generation, time.monotonic() - self._start
+            )
         finally:
             self._release()
 

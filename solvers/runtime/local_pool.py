@@ -23,8 +23,9 @@ import asyncio
 import queue
 import threading
 import time
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Iterable, Iterator, Protocol
+from typing import Protocol
 
 from symbolkg.solvers.outcomes import ErrorKind, Outcome, SolveRequest, Status
 from symbolkg.solvers.runtime.worker import SolverProcess
@@ -85,7 +86,9 @@ class LocalSolverPool:
         max_attempts: runs per request before a crash is recorded.
     """
 
-    def __init__(self, workers: int = 1, *, memory_mb: int = 2048, max_in_flight: int | None = None, max_attempts: int = 2) -> None:
+    def __init__(
+        self, workers: int = 1, *, memory_mb: int = 2048, max_in_flight: int | None = None, max_attempts: int = 2
+    ) -> None:
         if workers < 1:
             raise ValueError(f"workers must be >= 1, got {workers}")
         self.workers = workers
@@ -178,7 +181,7 @@ class LocalSolverPool:
         for p in self._procs:
             p.kill()
 
-    def __enter__(self) -> "LocalSolverPool":
+    def __enter__(self) -> LocalSolverPool:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -67,8 +67,10 @@ class ChildLimits:
 def _prlimit_path() -> str:
     path = shutil.which("prlimit") or next((p for p in ("/usr/bin/prlimit", "/bin/prlimit") if os.path.exists(p)), None)
     if path is None:
-        raise SandboxError("util-linux's `prlimit` is not installed (apt-get install util-linux): "
-                           "no child process is started without its limits")
+        raise SandboxError(
+            "util-linux's `prlimit` is not installed (apt-get install util-linux): "
+            "no child process is started without its limits"
+        )
     return path
 
 
@@ -110,7 +112,9 @@ def spawn(argv: list[str], limits: ChildLimits, **popen_kwargs: Any) -> subproce
         OSError: if the program cannot be started.
     """
     if popen_kwargs.get("preexec_fn") is not None:
-        raise ValueError("spawn() sets limits without preexec_fn, which is unsafe in a threaded parent; do not pass one")
+        raise ValueError(
+            "spawn() sets limits without preexec_fn, which is unsafe in a threaded parent; do not pass one"
+        )
     popen_kwargs.setdefault("start_new_session", True)
     popen_kwargs.setdefault("close_fds", True)
     return subprocess.Popen(limited_argv(argv, limits), **popen_kwargs)

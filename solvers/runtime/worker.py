@@ -45,8 +45,17 @@ from symbolkg.solvers.runtime import sandbox
 from symbolkg.solvers.runtime.sandbox import ChildLimits
 
 #: Environment variables a worker keeps; everything else (API keys, tokens) is dropped.
-_ENV_KEEP = ("PATH", "LANG", "LC_ALL", "HOME", "TMPDIR", "SYMBOLKG_PROVER9", "SYMBOLKG_SWIPL", "OPENBLAS_CORETYPE",
-             "SYMBOLKG_FOL_MODEL_CACHE")
+_ENV_KEEP = (
+    "PATH",
+    "LANG",
+    "LC_ALL",
+    "HOME",
+    "TMPDIR",
+    "SYMBOLKG_PROVER9",
+    "SYMBOLKG_SWIPL",
+    "OPENBLAS_CORETYPE",
+    "SYMBOLKG_FOL_MODEL_CACHE",
+)
 _MAX_FILE_BYTES = 256 * 1024 * 1024
 _MAX_PROOF_CHARS = 20_000
 
@@ -106,7 +115,10 @@ class SolverProcess:
         if hello is None or json.loads(hello).get("ready") is not True:
             code = self._proc.poll()
             self.kill()
-            raise WorkerStartError(f"solver worker did not start (exit code {code}); try `python -m symbolkg.solvers.runtime.worker --check`")
+            raise WorkerStartError(
+                f"solver worker did not start (exit code {code}); "
+                "try `python -m symbolkg.solvers.runtime.worker --check`"
+            )
 
     def kill(self) -> None:
         """Kill the worker and every process in its group; safe to call twice."""
@@ -127,7 +139,7 @@ class SolverProcess:
 
     close = kill
 
-    def __enter__(self) -> "SolverProcess":
+    def __enter__(self) -> SolverProcess:
         self.start()
         return self
 
@@ -174,8 +186,13 @@ class SolverProcess:
         # a death is something else (a kill, a segfault in a solver, the OOM killer): the pool
         # retries it once, then records it.
         hint = " (SIGKILL: killed from outside or by the kernel's OOM killer)" if code == -signal.SIGKILL else ""
-        return Outcome.error(Status.RUNTIME_ERROR, ErrorKind.WORKER_CRASH, f"{what} (exit code {code}){hint}",
-                             seconds=time.monotonic() - t0, backend="watchdog")
+        return Outcome.error(
+            Status.RUNTIME_ERROR,
+            ErrorKind.WORKER_CRASH,
+            f"{what} (exit code {code}){hint}",
+            seconds=time.monotonic() - t0,
+            backend="watchdog",
+        )
 
     def _restart(self) -> None:
         self.kill()
@@ -236,12 +253,17 @@ def _check() -> int:
             outcome = proc.solve(SolveRequest("check", language, text, Limits(timeout_s=10)))
             good = outcome.executed
             ok &= good
-            print(f"{language:10s} {outcome.status.value:14s} {outcome.answer!s:8s} {outcome.backend} {outcome.error_message or ''}")
+            print(
+                f"{language:10s} {outcome.status.value:14s} {outcome.answer!s:8s} {outcome.backend} "
+                f"{outcome.error_message or ''}"
+            )
     return 0 if ok else 1
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m symbolkg.solvers.runtime.worker", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m symbolkg.solvers.runtime.worker", description=__doc__.split("\n")[0]
+    )
     parser.add_argument("--check", action="store_true", help="start a worker and run one program per native language")
     args = parser.parse_args(argv)
     if args.check:

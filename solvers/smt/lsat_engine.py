@@ -14,7 +14,8 @@ import dataclasses
 import itertools
 import json
 import time
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import z3
 
@@ -22,7 +23,17 @@ from symbolkg.solvers.certificates import constraint as cc
 from symbolkg.solvers.certificates import constraint_lsat
 from symbolkg.solvers.certificates.constraint_search import Unsupported
 from symbolkg.solvers.outcomes import CertificateError, ErrorKind, Limits, Outcome, ProgramError, Status, Stopwatch
-from symbolkg.solvers.smt.lsat_formula_syntax import Apply, Check, Expr, FunctionDecl, Lit, MemberRef, Op, Scoped, VarRef
+from symbolkg.solvers.smt.lsat_formula_syntax import (
+    Apply,
+    Check,
+    Expr,
+    FunctionDecl,
+    Lit,
+    MemberRef,
+    Op,
+    Scoped,
+    VarRef,
+)
 from symbolkg.solvers.smt.lsat_syntax import LANGUAGE, Option, Program, parse
 from symbolkg.solvers.smt.z3_watchdog import CHECK_RLIMIT, out_of_budget
 
@@ -71,7 +82,7 @@ class _Compiler:
             elif sort.parent is None:
                 zsort, consts = z3.EnumSort(sort.name, [str(m) for m in sort.members], ctx=ctx)
                 self.z3_sorts[sort.name] = zsort
-                self.z3_members.update(zip((str(m) for m in sort.members), consts))
+                self.z3_members.update(zip((str(m) for m in sort.members), consts, strict=True))
         for sort in program.sorts.values():
             if sort.parent is not None:
                 self.z3_sorts[sort.name] = self.z3_sorts[sort.parent]
@@ -81,8 +92,10 @@ class _Compiler:
         for f in program.functions.values():
             self.z3_funcs[f.name] = z3.Function(f.name, *[self.z3_sorts[p] for p in f.params], self.z3_sorts[f.result])
             result = self.value_type(f.result)
-            self.signatures[f.name] = (tuple(self.value_type(p) for p in f.params),
-                                       z3.BoolRef if result == "bool" else z3.ArithRef if result == "int" else z3.DatatypeRef)
+            self.signatures[f.name] = (
+                tuple(self.value_type(p) for p in f.params),
+                z3.BoolRef if result == "bool" else z3.ArithRef if result == "int" else z3.DatatypeRef,
+            )
 
     def value_type(self, sort: str) -> str:
         """The expression type (:attr:`Expr.type`) of the values of a declared or built-in sort."""
@@ -109,7 +122,7 @@ class _Compiler:
             func = self.z3_funcs[f.name]
             finite = [p != "int" for p in f.params]
             int_vars = [z3.Int(f"_{f.name}_arg{i}", self.ctx) for i, fin in enumerate(finite) if not fin]
-            domains = [self.domain(p) if fin else [None] for p, fin in zip(f.params, finite)]
+            domains = [self.domain(p) if fin else [None] for p, fin in zip(f.params, finite, strict=True)]
             for combo in itertools.product(*domains):
                 iv = iter(int_vars)
                 args = [a if a is not None else next(iv) for a in combo]
@@ -140,7 +153,7 @@ class _Compiler:
             func = self.z3_funcs[e.func]
             args = [self.build(a, env) for a in e.args]
             params, result = self.signatures[e.func]
-            if all(a.type == p for a, p in zip(e.args, params)):  # the sorts agree: no casts to make
+            if all(a.type == p for a, p in zip(e.args, params, strict=True)):  # the sorts agree: no casts to make
                 return result(z3.Z3_mk_app(self.ctx.ref(), func.ast, len(args), _asts(args)), self.ctx)
             return func(*args) if args else func()
         if isinstance(e, Scoped):
@@ -175,7 +188,7 @@ class _Compiler:
         for combo in itertools.product(*[self.domain(b.sort) for b in finite]):
             inner = dict(env)
             inner.update(bound)
-            inner.update(zip((b.name for b in finite), combo))
+            inner.update(zip((b.name for b in finite), combo, strict=True))
             instances.append(self.build(e.body, inner))
         fast = self._fast_scoped(e, instances)
         if fast is not None:
@@ -356,15 +369,22 @@ class _Session:
         if result == z3.sat:
             return _Answer(True, self.solver.model() if evidence else None)
         if result == z3.unsat:
-            return _Answer(False, core=sorted({self.line_of[t.get_id()] for t in self.solver.unsat_core()
-                                               if t.get_id() in self.line_of}) if evidence else [])
+            return _Answer(
+                False,
+                core=sorted({self.line_of[t.get_id()] for t in self.solver.unsat_core() if t.get_id() in self.line_of})
+                if evidence
+                else [],
+            )
         reason = self.solver.reason_unknown()
         if out_of_budget(reason) or "timeout" in reason or "canceled" in reason or time.monotonic() >= self.deadline:
             raise _Timeout()
         if "memory" in reason or "memout" in reason:
             raise _SolverGaveUp(Status.MEMORY, ErrorKind.MEMORY, f"Z3 ran out of memory ({reason})")
-        raise _SolverGaveUp(Status.RUNTIME_ERROR, ErrorKind.SOLVER,
-                            f"Z3 could not decide the problem ({reason}); avoid quantifiers over int")
+        raise _SolverGaveUp(
+            Status.RUNTIME_ERROR,
+            ErrorKind.SOLVER,
+            f"Z3 could not decide the problem ({reason}); avoid quantifiers over int",
+        )
 
     def constraint_core(self, answer: _Answer) -> list[int]:
         """The constraint lines of an unsat answer's core (the range restrictions' lines left out)."""
@@ -413,8 +433,9 @@ def _evaluate(check: Check, session: _Session) -> bool:
     if check.kind == "is_valid":
         return not session.satisfiable(check, "negation")
     # is_accurate_list: the listed formulas cover every model and each is possible.
-    return (not session.satisfiable(check, "none")
-            and all(session.satisfiable(check, "item", i) for i in range(len(check.exprs))))
+    return not session.satisfiable(check, "none") and all(
+        session.satisfiable(check, "item", i) for i in range(len(check.exprs))
+    )
 
 
 def solve(text: str, limits: Limits) -> Outcome:
@@ -451,8 +472,9 @@ def _solve(text: str, limits: Limits, deadline: float) -> Outcome:
         return outcome
     # What the parser read into the program heads its proof (the row's record of how it was read).
     said = "\n".join(f"reading: {r}" for r in program.readings)
-    return dataclasses.replace(outcome, proof=f"{said}\n{outcome.proof}" if outcome.proof else said,
-                               readings=list(program.readings))
+    return dataclasses.replace(
+        outcome, proof=f"{said}\n{outcome.proof}" if outcome.proof else said, readings=list(program.readings)
+    )
 
 
 def _run(text: str, program: Program, limits: Limits, deadline: float) -> Outcome:
@@ -471,14 +493,24 @@ def _run(text: str, program: Program, limits: Limits, deadline: float) -> Outcom
         base = session.check(None)
         if not base.sat:
             lines = ", ".join(map(str, base.core))
-            where = (f"line {lines} can never hold" if len(base.core) == 1 else
-                     f"lines {lines} cannot all hold together" if base.core else "they cannot all hold together")
+            where = (
+                f"line {lines} can never hold"
+                if len(base.core) == 1
+                else f"lines {lines} cannot all hold together"
+                if base.core
+                else "they cannot all hold together"
+            )
             return Outcome(
-                status=Status.UNSAT, error_kind=ErrorKind.INCONSISTENT.value,
+                status=Status.UNSAT,
+                error_kind=ErrorKind.INCONSISTENT.value,
                 error_line=base.core[0] if base.core else None,
-                error_message=(f"the constraints contradict each other ({where}), so every option would pass "
-                               "vacuously; fix or drop the constraint that misstates the problem"),
-                proof=f"constraints: unsatisfiable; unsat core lines {lines or '?'}", backend=BACKEND)
+                error_message=(
+                    f"the constraints contradict each other ({where}), so every option would pass "
+                    "vacuously; fix or drop the constraint that misstates the problem"
+                ),
+                proof=f"constraints: unsatisfiable; unsat core lines {lines or '?'}",
+                backend=BACKEND,
+            )
         session.base = base.model
         verdicts: list[tuple[Option, bool]] = []
         for option in program.options:
@@ -486,22 +518,34 @@ def _run(text: str, program: Program, limits: Limits, deadline: float) -> Outcom
             verdicts.append((option, _evaluate(option.check, session)))
     except _Timeout:
         where = f" (while at line {current_line})" if current_line else ""
-        return Outcome.error(Status.TIMEOUT, ErrorKind.TIMEOUT,
-                             f"time limit of {limits.timeout_s:g} s reached{where}; simplify the constraints "
-                             "(fewer nested quantifiers, no quantifiers over int)", line=current_line, backend=BACKEND)
+        return Outcome.error(
+            Status.TIMEOUT,
+            ErrorKind.TIMEOUT,
+            f"time limit of {limits.timeout_s:g} s reached{where}; simplify the constraints "
+            "(fewer nested quantifiers, no quantifiers over int)",
+            line=current_line,
+            backend=BACKEND,
+        )
     except _TooLarge:
-        return Outcome.error(Status.RUNTIME_ERROR, ErrorKind.UNSUPPORTED,
-                             f"the formula at line {current_line} expands to more than {_MAX_TERM_NODES:,} terms "
-                             "(nested quantifiers over large sorts); simplify it", line=current_line, backend=BACKEND)
+        return Outcome.error(
+            Status.RUNTIME_ERROR,
+            ErrorKind.UNSUPPORTED,
+            f"the formula at line {current_line} expands to more than {_MAX_TERM_NODES:,} terms "
+            "(nested quantifiers over large sorts); simplify it",
+            line=current_line,
+            backend=BACKEND,
+        )
     except _SolverGaveUp as gave_up:
         return Outcome.error(gave_up.status, gave_up.kind, gave_up.message, line=current_line, backend=BACKEND)
     except z3.Z3Exception as exc:
         message = str(exc.value if hasattr(exc, "value") else exc)
         if "memory" in message.lower():
-            return Outcome.error(Status.MEMORY, ErrorKind.MEMORY, f"Z3 ran out of memory: {message}",
-                                 line=current_line, backend=BACKEND)
-        return Outcome.error(Status.RUNTIME_ERROR, ErrorKind.SOLVER, f"Z3 error: {message}", line=current_line,
-                             backend=BACKEND)
+            return Outcome.error(
+                Status.MEMORY, ErrorKind.MEMORY, f"Z3 ran out of memory: {message}", line=current_line, backend=BACKEND
+            )
+        return Outcome.error(
+            Status.RUNTIME_ERROR, ErrorKind.SOLVER, f"Z3 error: {message}", line=current_line, backend=BACKEND
+        )
     return _verdict(text, program, session, verdicts)
 
 
@@ -509,23 +553,28 @@ def _verdict(text: str, program: Program, session: _Session, verdicts: list[tupl
     """The outcome of the options' verdicts: the only passing option with its certificate, else no answer."""
     proof = "\n".join(
         [f"constraints: satisfiable ({len(program.constraints)} formulas)"]
-        + [f"({o.letter}) line {o.line}: {o.check.describe()} -> {'passes' if ok else 'fails'}" for o, ok in verdicts])
+        + [f"({o.letter}) line {o.line}: {o.check.describe()} -> {'passes' if ok else 'fails'}" for o, ok in verdicts]
+    )
     passing = [o.letter for o, ok in verdicts if ok]
     if len(passing) == 1:
         certificate = _certificate(text, program, session, passing[0], {o.letter: ok for o, ok in verdicts})
         return Outcome(status=Status.PROVED, answer=passing[0], proof=proof, backend=BACKEND, certificate=certificate)
     if passing:
-        message = (f"{len(passing)} options pass ({', '.join(passing)}), but exactly one must; a check is too weak "
-                   "(e.g. is_sat where the question asks what must be true: use is_valid) or a constraint is missing")
+        message = (
+            f"{len(passing)} options pass ({', '.join(passing)}), but exactly one must; a check is too weak "
+            "(e.g. is_sat where the question asks what must be true: use is_valid) or a constraint is missing"
+        )
     else:
-        message = ("no option passes; a check is too strong (e.g. is_valid where the question asks what could be "
-                   "true: use is_sat; is_exception(is_sat(...)) for 'could be true EXCEPT') or a constraint is wrong")
-    return Outcome(status=Status.UNKNOWN, proof=proof, error_kind=ErrorKind.NO_ANSWER.value, error_message=message,
-                   backend=BACKEND)
+        message = (
+            "no option passes; a check is too strong (e.g. is_valid where the question asks what could be "
+            "true: use is_sat; is_exception(is_sat(...)) for 'could be true EXCEPT') or a constraint is wrong"
+        )
+    return Outcome(
+        status=Status.UNKNOWN, proof=proof, error_kind=ErrorKind.NO_ANSWER.value, error_message=message, backend=BACKEND
+    )
 
 
-def _certificate(text: str, program: Program, session: _Session, answer: str,
-                 verdicts: dict[str, bool]) -> dict | None:
+def _certificate(text: str, program: Program, session: _Session, answer: str, verdicts: dict[str, bool]) -> dict | None:
     """The ``constraint`` certificate (:mod:`symbolkg.solvers.certificates.constraint`) of ``answer``.
 
     Every query the options' checks ask gets its answer from the session (the options' checks asked
@@ -543,17 +592,40 @@ def _certificate(text: str, program: Program, session: _Session, answer: str,
                 if model is None:
                     return None  # no model of the constraints agrees with the chosen option's check
                 chosen_model = model
-            options.append({"letter": option.letter, "line": option.line,
-                            "text": constraint_lsat.dsl_line_text(text, option.line),
-                            "check": option.check.describe(), "passes": verdicts[option.letter], "facts": facts})
+            options.append(
+                {
+                    "letter": option.letter,
+                    "line": option.line,
+                    "text": constraint_lsat.dsl_line_text(text, option.line),
+                    "check": option.check.describe(),
+                    "passes": verdicts[option.letter],
+                    "facts": facts,
+                }
+            )
     except (_Timeout, _TooLarge, _SolverGaveUp, z3.Z3Exception, Unsupported, CertificateError, RecursionError):
         return None  # no certificate (the row is then unverifiable); the answer stands
-    cert = {"kind": "constraint", "version": cc.VERSION, "producer": BACKEND, "language": LANGUAGE, "answer": answer,
-            "constraints": [{"id": c.line, "text": constraint_lsat.dsl_line_text(text, c.line)} for c in program.constraints],
-            "model": chosen_model, "options": options,
-            "signatures": {f.name: [[m if isinstance(m, (int, bool)) else str(m) for m in
-                                     ((False, True) if p == "bool" else program.sorts[p].members)] for p in f.params]
-                           for f, _ in writer.tables}}
+    cert = {
+        "kind": "constraint",
+        "version": cc.VERSION,
+        "producer": BACKEND,
+        "language": LANGUAGE,
+        "answer": answer,
+        "constraints": [
+            {"id": c.line, "text": constraint_lsat.dsl_line_text(text, c.line)} for c in program.constraints
+        ],
+        "model": chosen_model,
+        "options": options,
+        "signatures": {
+            f.name: [
+                [
+                    m if isinstance(m, (int, bool)) else str(m)
+                    for m in ((False, True) if p == "bool" else program.sorts[p].members)
+                ]
+                for p in f.params
+            ]
+            for f, _ in writer.tables
+        },
+    }
     return cert if len(json.dumps(cert)) <= cc.MAX_CERTIFICATE_CHARS else None
 
 
@@ -613,8 +685,9 @@ class _CertificateWriter:
                 raise _Timeout()  # cannot happen: a question's satisfiable answer keeps its model
             entry.update(sat=True, model=self.model_json(answer.model))
             return entry
-        entry.update(sat=False, core=self.minimal_core(self.session.question(check, query, index or 0), answer),
-                     minimal=True)
+        entry.update(
+            sat=False, core=self.minimal_core(self.session.question(check, query, index or 0), answer), minimal=True
+        )
         if self.bounding:
             entry["bounds"] = self.bounding
         return entry
@@ -635,14 +708,23 @@ class _CertificateWriter:
         found = self._json.get(model)
         if found is not None:
             return found
-        out: dict = {f.name: [self.value_json(f, model.eval(term, model_completion=True)) for term in terms]
-                     for f, terms in self.tables}
+        out: dict = {
+            f.name: [self.value_json(f, model.eval(term, model_completion=True)) for term in terms]
+            for f, terms in self.tables
+        }
 
         def lookup(name: str, args: tuple) -> object:
-            z3_args = [z3.BoolVal(a, self.ctx) if isinstance(a, bool) else z3.IntVal(a, self.ctx) if isinstance(a, int)
-                       else self.compiler.z3_members[a] for a in args]
-            return self.value_json(self.program.functions[name],
-                                   model.eval(self.compiler.z3_funcs[name](*z3_args), model_completion=True))
+            z3_args = [
+                z3.BoolVal(a, self.ctx)
+                if isinstance(a, bool)
+                else z3.IntVal(a, self.ctx)
+                if isinstance(a, int)
+                else self.compiler.z3_members[a]
+                for a in args
+            ]
+            return self.value_json(
+                self.program.functions[name], model.eval(self.compiler.z3_funcs[name](*z3_args), model_completion=True)
+            )
 
         outside = constraint_lsat.dsl_outside_cells(self.text, out, lookup, self.program)
         if outside:

@@ -1,19 +1,20 @@
 """Formulas of the AR-LSAT DSL (``logiclm-smt``): the typed expression IR and the reader of one formula line.
 
 The language as a whole (sections, declarations, what each construct means, the spellings accepted
-and refused) is specified in :mod:`symbolkg.solvers.smt.lsat_syntax`, whose :func:`~symbolkg.solvers.smt.lsat_syntax.parse`
-reads a program; this module holds what a formula is read against (:class:`Sort`, :class:`FunctionDecl`),
-the IR it becomes (:class:`Expr` and its kinds, :class:`Check` for option lines) and :class:`Scope`, which
-parses one line with ``ast.parse(mode="eval")`` after the documented token rewrites and walks the tree
-with a whitelist into that IR, type-checking as it goes. Nothing is executed.
+and refused) is specified in :mod:`symbolkg.solvers.smt.lsat_syntax`, whose
+:func:`~symbolkg.solvers.smt.lsat_syntax.parse` reads a program; this module holds what a formula is
+read against (:class:`Sort`, :class:`FunctionDecl`), the IR it becomes (:class:`Expr` and its kinds,
+:class:`Check` for option lines) and :class:`Scope`, which parses one line with
+``ast.parse(mode="eval")`` after the documented token rewrites and walks the tree with a whitelist
+into that IR, type-checking as it goes. Nothing is executed.
 """
 
 from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable, Union
 
 from symbolkg.solvers.outcomes import ErrorKind, ProgramError
 
@@ -57,7 +58,7 @@ class Sort:
     """
 
     name: str
-    members: tuple[Union[str, int], ...]
+    members: tuple[str | int, ...]
     numeric: bool
     parent: str | None
     line: int
@@ -100,7 +101,7 @@ class Expr:
 
 @dataclass(frozen=True)
 class Lit(Expr):
-    value: Union[bool, int]
+    value: bool | int
 
 
 @dataclass(frozen=True)
@@ -136,7 +137,6 @@ class Scoped(Expr):
     body: Expr
 
 
-
 @dataclass(frozen=True)
 class Check:
     """An option check: ``kind`` in :data:`OPTION_FUNCTIONS`.
@@ -147,7 +147,7 @@ class Check:
 
     kind: str
     exprs: tuple[Expr, ...] = ()
-    inner: "Check | None" = None
+    inner: Check | None = None
 
     def describe(self) -> str:
         return f"is_exception({self.inner.describe()})" if self.inner else self.kind
@@ -209,11 +209,13 @@ def _rewrite(code: str, declared: Callable[[str], bool], lineno: int) -> _Rewrit
             start, end = _operand_span(code, m.start(), m.end())
             arrows.setdefault((start, end), []).append(token)
             edits += [(start, start, _ARROWS[token] + "("), (m.start(), m.end(), ","), (end, end, ")")]
-    for (start, end), tokens in arrows.items():
+    for tokens in arrows.values():
         if len(tokens) > 1:
             raise ProgramError(
                 f"'{' ... '.join(tokens)}' chains infix implications without parentheses, which can be read two "
-                "ways; write Implies(a, Implies(b, c)) or Implies(And(a, b), c)", lineno)
+                "ways; write Implies(a, Implies(b, c)) or Implies(And(a, b), c)",
+                lineno,
+            )
     if not edits:
         return _Rewritten(code, (), False)
     # Stable sort: an insertion before a replacement at the same column keeps program order.
@@ -258,15 +260,37 @@ def _operand_span(code: str, arrow_start: int, arrow_end: int) -> tuple[int, int
 
 
 RESERVED = frozenset(
-    {"And", "Or", "Not", "Implies", "Xor", "Iff", "If", "IfThenElse", "Distinct", "Abs", "Sum", "Count", "ForAll", "Exists",
-     "True", "False", "EnumSort", "IntSort", "Function", *OPTION_FUNCTIONS, *BUILTIN_SORTS}
+    {
+        "And",
+        "Or",
+        "Not",
+        "Implies",
+        "Xor",
+        "Iff",
+        "If",
+        "IfThenElse",
+        "Distinct",
+        "Abs",
+        "Sum",
+        "Count",
+        "ForAll",
+        "Exists",
+        "True",
+        "False",
+        "EnumSort",
+        "IntSort",
+        "Function",
+        *OPTION_FUNCTIONS,
+        *BUILTIN_SORTS,
+    }
 )
 
 
 def require(expr: Expr, wanted: str, lineno: int, what: str) -> None:
     if expr.type != wanted:
-        raise ProgramError(f"{what} must be {_type_phrase(wanted)}, but this is {_type_phrase(expr.type)}",
-                           lineno, ErrorKind.TYPE)
+        raise ProgramError(
+            f"{what} must be {_type_phrase(wanted)}, but this is {_type_phrase(expr.type)}", lineno, ErrorKind.TYPE
+        )
 
 
 def _type_phrase(t: str) -> str:
@@ -314,10 +338,12 @@ class Scope:
         require(body, "bool", lineno, "a constraint")
         names = ", ".join(b.name for b in binders)
         some = "; ".join(f"some {b.name} of sort {b.sort}" for b in binders)
-        reading = (f"line {lineno}: {names} {'is' if len(binders) == 1 else 'are'} bound nowhere in the constraint "
-                   f"and stand{'s' if len(binders) == 1 else ''} where one sort is expected: read as "
-                   f"Exists([{', '.join(f'{b.name}:{b.sort}' for b in binders)}], ...) ({some}), as Z3 reads a "
-                   "free constant")
+        reading = (
+            f"line {lineno}: {names} {'is' if len(binders) == 1 else 'are'} bound nowhere in the constraint "
+            f"and stand{'s' if len(binders) == 1 else ''} where one sort is expected: read as "
+            f"Exists([{', '.join(f'{b.name}:{b.sort}' for b in binders)}], ...) ({some}), as Z3 reads a "
+            "free constant"
+        )
         return Scoped("bool", "exists", tuple(binders), body), reading
 
     def option(self, code: str, lineno: int) -> Check:
@@ -335,7 +361,9 @@ class Scope:
         if re.match(rf"^{IDENT}\s*=(?![=>])", code):
             raise ProgramError(
                 "an assignment is not a constraint; declarations belong in '# Declarations' and constraints "
-                "are formulas such as f(a) == b", lineno)
+                "are formulas such as f(a) == b",
+                lineno,
+            )
         rewritten = _rewrite(code, self._declared, lineno)
         try:
             tree = ast.parse(rewritten.text, mode="eval")
@@ -370,11 +398,19 @@ class Scope:
                 not_values.add(id(node.func))
                 decl = self.functions.get(node.func.id)
                 if decl is not None and len(node.args) == len(decl.params):
-                    expected.update((id(a), sort) for a, sort in zip(node.args, decl.params) if isinstance(a, ast.Name))
+                    expected.update(
+                        (id(a), sort) for a, sort in zip(node.args, decl.params, strict=True) if isinstance(a, ast.Name)
+                    )
         uses: dict[str, list[ast.Name]] = {}
         for node in ast.walk(tree):
-            if (isinstance(node, ast.Name) and id(node) not in not_values and node.id not in bound
-                    and not self._declared(node.id) and node.id not in BUILTIN_SORTS and node.id not in RESERVED):
+            if (
+                isinstance(node, ast.Name)
+                and id(node) not in not_values
+                and node.id not in bound
+                and not self._declared(node.id)
+                and node.id not in BUILTIN_SORTS
+                and node.id not in RESERVED
+            ):
                 uses.setdefault(node.id, []).append(node)
         binders = []
         for name, nodes in sorted(uses.items(), key=lambda item: min(n.col_offset for n in item[1])):
@@ -383,7 +419,8 @@ class Scope:
                 raise self._err(
                     f"'{name}' is bound nowhere in this constraint and stands where sorts {' and '.join(sorts)} are "
                     f"expected, so its sort cannot be told; bind it, e.g. Exists([{name}:{sorts[0]}], ...)",
-                    ErrorKind.UNDECLARED)
+                    ErrorKind.UNDECLARED,
+                )
             if sorts:
                 binders.append(self._free_constant(name, sorts[0]))
         return binders
@@ -394,38 +431,44 @@ class Scope:
             raise self._err(
                 "'_' is not declared and bound nowhere in this constraint: as a wildcard it means 'anyone' (under Not: "
                 f"'no one'), as a constant 'someone'. Bind it: Exists([x:{sort}], ...) or ForAll([x:{sort}], ...)",
-                ErrorKind.UNDECLARED)
+                ErrorKind.UNDECLARED,
+            )
         same = [m for m in self.members if m.casefold() == name.casefold()]
         if same:  # a misspelled member, or a constant? Two readings.
-            raise self._err(f"'{name}' is not declared; sort '{self.members[same[0]]}' has the member '{same[0]}' "
-                            "(names are case-sensitive)", ErrorKind.UNDECLARED)
+            raise self._err(
+                f"'{name}' is not declared; sort '{self.members[same[0]]}' has the member '{same[0]}' "
+                "(names are case-sensitive)",
+                ErrorKind.UNDECLARED,
+            )
         return Binder(name, sort)
 
     def _check(self, node: ast.expr) -> Check:
         funcs = ", ".join(OPTION_FUNCTIONS)
         if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)):
-            raise self._err(f"an option line must be one check: {funcs}, e.g. 'is_sat(f(a) == b) ::: (A)'",
-                            ErrorKind.UNSUPPORTED)
+            raise self._err(
+                f"an option line must be one check: {funcs}, e.g. 'is_sat(f(a) == b) ::: (A)'", ErrorKind.UNSUPPORTED
+            )
         name = CHECK_ALIASES.get(node.func.id, node.func.id)
         if name not in OPTION_FUNCTIONS:
             raise self._err(
                 f"'{name}' is not an option check; use one of {funcs} (is_valid: must be true, is_sat: could be "
                 "true, is_unsat: cannot be true, is_exception(is_sat(...)) for '... EXCEPT' questions)",
-                ErrorKind.UNSUPPORTED)
+                ErrorKind.UNSUPPORTED,
+            )
         if node.keywords or not node.args or any(isinstance(a, ast.Starred) for a in node.args):
             raise self._err(f"{name} takes one argument: {name}(<formula>)", ErrorKind.TYPE)
         arg = node.args[0]
         if name == "is_exception":
             if len(node.args) != 1:
-                raise self._err("is_exception takes exactly one check: is_exception(is_sat(<formula>))",
-                                ErrorKind.TYPE)
+                raise self._err("is_exception takes exactly one check: is_exception(is_sat(<formula>))", ErrorKind.TYPE)
             return Check("is_exception", inner=self._check(arg))
         if name == "is_accurate_list":
             # is_accurate_list(f1, f2) lists the same formulas as is_accurate_list([f1, f2]).
             elts = node.args if len(node.args) > 1 else arg.elts if isinstance(arg, (ast.List, ast.Tuple)) else []
             if not elts:
-                raise self._err("is_accurate_list takes a non-empty list of formulas: is_accurate_list([f1, f2])",
-                                ErrorKind.TYPE)
+                raise self._err(
+                    "is_accurate_list takes a non-empty list of formulas: is_accurate_list([f1, f2])", ErrorKind.TYPE
+                )
             exprs = tuple(self._walk(e, {}) for e in elts)
         else:
             exprs = tuple(self._walk(a, {}) for a in node.args)
@@ -444,20 +487,9 @@ class Scope:
             raise self._err("expression is nested too deeply") from None
 
     def _walk_inner(self, node: ast.expr, env: dict[str, tuple[str, str]]) -> Expr:
-        walk = lambda n: self._walk_inner(n, env)  # noqa: E731 - local shorthand
+        walk = lambda n: self._walk_inner(n, env)
         if isinstance(node, ast.Constant):
-            if isinstance(node.value, bool):
-                return Lit("bool", node.value)
-            if isinstance(node.value, int):
-                return Lit("int", node.value)
-            if isinstance(node.value, str) and node.value in self.members:
-                return MemberRef(self.members[node.value], node.value)
-            if node.value is None:
-                raise self._err("None has no value in this language: every function has a value for every argument; "
-                                "only 'f(x) != None' (always true) and 'f(x) == None' (never true) are read",
-                                ErrorKind.TYPE)
-            raise self._err(f"the constant {node.value!r} is not supported; only integers, True and False are",
-                            ErrorKind.TYPE)
+            return self._constant(node)
         if isinstance(node, ast.Name):
             return self._name(node.id, env)
         if isinstance(node, (ast.Call, ast.Compare, ast.BoolOp)):
@@ -483,39 +515,69 @@ class Scope:
                 return arg if isinstance(node.op, ast.UAdd) else Op("int", "neg", (arg,))
             raise self._err("'~' is not supported; use Not(...)")
         if isinstance(node, ast.BinOp):
-            op = _ARITH_OPS.get(type(node.op))
-            if op is None:
-                raise self._err("only +, -, * and % are supported on integers (no division)", ErrorKind.UNSUPPORTED)
-            left, right = walk(node.left), walk(node.right)
-            if left.type == right.type == "int":
-                return Op("int", op, (left, right))
-            moved = self._position_arith(op, left, right)
-            if moved is not None:
-                return moved
-            for a in (left, right):
-                if a.type != "int":
-                    raise self._err(
-                        f"arithmetic needs integers, but an operand is {_type_phrase(a.type)}"
-                        + (f"; sort '{a.type}' has names, not numbers: only 'member + k', 'member - k' (a position "
-                           f"k places later / earlier in its declaration) and 'member - member' are read"
-                           if a.type in self.sorts else ""),
-                        ErrorKind.TYPE)
-            return Op("int", op, (left, right))
+            return self._arith(node, env)
         if isinstance(node, ast.IfExp):
             return self._ite(walk(node.test), walk(node.body), walk(node.orelse))
         if isinstance(node, ast.Tuple):
-            raise self._err("tuples such as (a, b) are not values in this language; compare each part separately",
-                            ErrorKind.UNSUPPORTED)
+            raise self._err(
+                "tuples such as (a, b) are not values in this language; compare each part separately",
+                ErrorKind.UNSUPPORTED,
+            )
         if isinstance(node, ast.Subscript):
-            raise self._err("indexing with [...] is not supported; declare one function per component",
-                            ErrorKind.UNSUPPORTED)
+            raise self._err(
+                "indexing with [...] is not supported; declare one function per component", ErrorKind.UNSUPPORTED
+            )
         if isinstance(node, ast.Dict):
-            raise self._err("a binder list [x:sort] may only be the first argument of ForAll, Exists, Count or "
-                            "Distinct")
+            raise self._err(
+                "a binder list [x:sort] may only be the first argument of ForAll, Exists, Count or Distinct"
+            )
         if isinstance(node, (ast.List, ast.ListComp, ast.GeneratorExp, ast.Set)):
-            raise self._err("a list is only allowed as the argument of And/Or/Distinct/Sum/is_accurate_list or "
-                            "after 'in'", ErrorKind.UNSUPPORTED)
+            raise self._err(
+                "a list is only allowed as the argument of And/Or/Distinct/Sum/is_accurate_list or after 'in'",
+                ErrorKind.UNSUPPORTED,
+            )
         raise self._err(f"'{ast.unparse(node)}' is not supported in this language", ErrorKind.UNSUPPORTED)
+
+    def _constant(self, node: ast.Constant) -> Expr:
+        if isinstance(node.value, bool):
+            return Lit("bool", node.value)
+        if isinstance(node.value, int):
+            return Lit("int", node.value)
+        if isinstance(node.value, str) and node.value in self.members:
+            return MemberRef(self.members[node.value], node.value)
+        if node.value is None:
+            raise self._err(
+                "None has no value in this language: every function has a value for every argument; "
+                "only 'f(x) != None' (always true) and 'f(x) == None' (never true) are read",
+                ErrorKind.TYPE,
+            )
+        raise self._err(
+            f"the constant {node.value!r} is not supported; only integers, True and False are", ErrorKind.TYPE
+        )
+
+    def _arith(self, node: ast.BinOp, env: dict[str, tuple[str, str]]) -> Expr:
+        op = _ARITH_OPS.get(type(node.op))
+        if op is None:
+            raise self._err("only +, -, * and % are supported on integers (no division)", ErrorKind.UNSUPPORTED)
+        left, right = self._walk_inner(node.left, env), self._walk_inner(node.right, env)
+        if left.type == right.type == "int":
+            return Op("int", op, (left, right))
+        moved = self._position_arith(op, left, right)
+        if moved is not None:
+            return moved
+        for a in (left, right):
+            if a.type != "int":
+                raise self._err(
+                    f"arithmetic needs integers, but an operand is {_type_phrase(a.type)}"
+                    + (
+                        f"; sort '{a.type}' has names, not numbers: only 'member + k', 'member - k' (a position "
+                        f"k places later / earlier in its declaration) and 'member - member' are read"
+                        if a.type in self.sorts
+                        else ""
+                    ),
+                    ErrorKind.TYPE,
+                )
+        return Op("int", op, (left, right))
 
     def _name(self, name: str, env: dict[str, tuple[str, str]]) -> Expr:
         if name in env:
@@ -526,33 +588,45 @@ class Scope:
             decl = self.functions[name]
             if not decl.params:
                 return Apply(self._value_type(decl.result), name, ())
-            raise self._err(f"function '{name}' needs {len(decl.params)} argument(s): {name}({', '.join(decl.params)})",
-                            ErrorKind.TYPE)
+            raise self._err(
+                f"function '{name}' needs {len(decl.params)} argument(s): {name}({', '.join(decl.params)})",
+                ErrorKind.TYPE,
+            )
         if name in self.sorts or name in BUILTIN_SORTS:
-            raise self._err(f"'{name}' is a sort, not a value; quantify over it, e.g. ForAll([x:{name}], ...)",
-                            ErrorKind.TYPE)
-        raise self._err(f"'{name}' is not declared; declare it as a member of an EnumSort (or a Function), or bind "
-                        f"it with ForAll/Exists/Count([{name}:sort], ...)", ErrorKind.UNDECLARED)
+            raise self._err(
+                f"'{name}' is a sort, not a value; quantify over it, e.g. ForAll([x:{name}], ...)", ErrorKind.TYPE
+            )
+        raise self._err(
+            f"'{name}' is not declared; declare it as a member of an EnumSort (or a Function), or bind "
+            f"it with ForAll/Exists/Count([{name}:sort], ...)",
+            ErrorKind.UNDECLARED,
+        )
 
     def _value_type(self, sort: str) -> str:
         return sort if sort in BUILTIN_SORTS else self.sorts[sort].value_type
 
-    def _binders(self, node: ast.expr, what: str, env: dict[str, tuple[str, str]],
-                 finite: bool) -> tuple[tuple[Binder, ...], dict[str, tuple[str, str]]]:
+    def _binders(
+        self, node: ast.expr, what: str, env: dict[str, tuple[str, str]], finite: bool
+    ) -> tuple[tuple[Binder, ...], dict[str, tuple[str, str]]]:
         if not isinstance(node, ast.Dict):
-            raise self._err(f"{what} takes its variables as a list [x:sort, y:sort] first, e.g. "
-                            f"{what}([x:sort], formula)")
+            raise self._err(
+                f"{what} takes its variables as a list [x:sort, y:sort] first, e.g. {what}([x:sort], formula)"
+            )
         binders = []
         inner = dict(env)
-        for key, value in zip(node.keys, node.values):
+        for key, value in zip(node.keys, node.values, strict=True):
             assert isinstance(key, ast.Name) and isinstance(value, ast.Name)  # guaranteed by _BINDERS_RE
             sort = value.id
             if sort not in self.sorts and sort not in BUILTIN_SORTS:
-                raise self._err(f"sort '{sort}' (for variable '{key.id}') is not declared; declare it with "
-                                f"{sort} = EnumSort([...]) or use a declared sort", ErrorKind.UNDECLARED)
+                raise self._err(
+                    f"sort '{sort}' (for variable '{key.id}') is not declared; declare it with "
+                    f"{sort} = EnumSort([...]) or use a declared sort",
+                    ErrorKind.UNDECLARED,
+                )
             if finite and sort == "int":
-                raise self._err(f"{what} needs a finite sort, but '{key.id}' ranges over int; use a declared sort",
-                                ErrorKind.TYPE)
+                raise self._err(
+                    f"{what} needs a finite sort, but '{key.id}' ranges over int; use a declared sort", ErrorKind.TYPE
+                )
             binders.append(Binder(key.id, sort))
             inner[key.id] = (self._value_type(sort), sort)
         return tuple(binders), inner
@@ -569,8 +643,11 @@ class Scope:
 
     def _call(self, node: ast.Call, env: dict[str, tuple[str, str]]) -> Expr:
         if not isinstance(node.func, ast.Name):
-            raise self._err(f"'{ast.unparse(node.func)}' cannot be called; call a declared function or a built-in "
-                            "such as And/Or/Not/Implies/ForAll/Exists/Count", ErrorKind.UNSUPPORTED)
+            raise self._err(
+                f"'{ast.unparse(node.func)}' cannot be called; call a declared function or a built-in "
+                "such as And/Or/Not/Implies/ForAll/Exists/Count",
+                ErrorKind.UNSUPPORTED,
+            )
         name = node.func.id
         if name in env:
             raise self._err(f"'{name}' is a bound variable, not a function", ErrorKind.TYPE)
@@ -579,23 +656,7 @@ class Scope:
         if name in ("ForAll", "Exists", "Count") or (
             name in ("Distinct", "Sum") and node.args and isinstance(node.args[0], ast.Dict)
         ):
-            if len(node.args) != 2 or node.keywords:
-                raise self._err(f"{name} takes two arguments: {name}([x:sort, ...], formula)", ErrorKind.TYPE)
-            binders, inner = self._binders(node.args[0], name, env, finite=name in ("Count", "Distinct", "Sum"))
-            body = self._walk_inner(node.args[1], inner)
-            if name == "Distinct":
-                return Scoped("bool", "distinct", binders, body)
-            if name == "Sum":
-                require(body, "int", self._line, "the term of Sum([x:sort], term)")
-                return Scoped("int", "sum", binders, body)
-            if name == "Count" and body.type == "int":
-                # Count of a number reads as Sum (add the values) or as counting the nonzero ones: refused.
-                raise self._err(
-                    "the formula of Count must be a Boolean formula, but this is an integer; to add the values "
-                    "write Sum([x:sort], term), to count the nonzero ones write Count([x:sort], term != 0)",
-                    ErrorKind.TYPE)
-            require(body, "bool", self._line, f"the formula of {name}")
-            return Scoped("int" if name == "Count" else "bool", name.lower(), binders, body)
+            return self._scoped(node, name, env)
         if name in ("And", "Or"):
             args = self._args(node, name, env, allow_list=True)
             for a in args:
@@ -610,10 +671,9 @@ class Scope:
             if len(args) != arity:
                 hint = {
                     "Implies": "; for several conditions use Implies(And(c1, c2), conclusion)",
-                    "If": "; If(c, a, b) picks a value, and without b only a formula a has a reading "
-                          "(Implies(c, a))",
+                    "If": "; If(c, a, b) picks a value, and without b only a formula a has a reading (Implies(c, a))",
                     "IfThenElse": "; IfThenElse(c, a, b) picks a value, and without b only a formula a has a "
-                                  "reading (Implies(c, a))",
+                    "reading (Implies(c, a))",
                     "Xor": "; for 'exactly one of' use Count or Sum(If(c, 1, 0), ...) == 1",
                     "Not": "; to negate several formulas use Not(And(...)) or Not(Or(...))",
                 }.get(name, "")
@@ -640,39 +700,77 @@ class Scope:
         if name in OPTION_FUNCTIONS:
             raise self._err(f"{name}(...) may only be used as a whole option line in '# Options'", ErrorKind.SYNTAX)
         if name in self.sorts or name in self.members:
-            raise self._err(f"'{name}' is a {'sort' if name in self.sorts else 'sort member'}, not a function",
-                            ErrorKind.TYPE)
+            raise self._err(
+                f"'{name}' is a {'sort' if name in self.sorts else 'sort member'}, not a function", ErrorKind.TYPE
+            )
         declared = ", ".join(self.functions) or "none"
         raise self._err(
             f"function '{name}' is not declared (declared functions: {declared}); declare it with "
             f"{name} = Function([sortA, ...] -> [sortB]) and constrain it, or write the condition with "
-            "And/Or/Not and comparisons", ErrorKind.UNDECLARED)
+            "And/Or/Not and comparisons",
+            ErrorKind.UNDECLARED,
+        )
+
+    def _scoped(self, node: ast.Call, name: str, env: dict[str, tuple[str, str]]) -> Expr:
+        """ForAll, Exists, Count, and Distinct or Sum over binders: ``name([x:sort, ...], body)``."""
+        if len(node.args) != 2 or node.keywords:
+            raise self._err(f"{name} takes two arguments: {name}([x:sort, ...], formula)", ErrorKind.TYPE)
+        binders, inner = self._binders(node.args[0], name, env, finite=name in ("Count", "Distinct", "Sum"))
+        body = self._walk_inner(node.args[1], inner)
+        if name == "Distinct":
+            return Scoped("bool", "distinct", binders, body)
+        if name == "Sum":
+            require(body, "int", self._line, "the term of Sum([x:sort], term)")
+            return Scoped("int", "sum", binders, body)
+        if name == "Count" and body.type == "int":
+            # Count of a number reads as Sum (add the values) or as counting the nonzero ones: refused.
+            raise self._err(
+                "the formula of Count must be a Boolean formula, but this is an integer; to add the values "
+                "write Sum([x:sort], term), to count the nonzero ones write Count([x:sort], term != 0)",
+                ErrorKind.TYPE,
+            )
+        require(body, "bool", self._line, f"the formula of {name}")
+        return Scoped("int" if name == "Count" else "bool", name.lower(), binders, body)
 
     def _apply(self, node: ast.Call, env: dict[str, tuple[str, str]]) -> Expr:
         decl = self.functions[node.func.id]  # type: ignore[union-attr]
         args = self._args(node, decl.name, env, allow_list=False)
         signature = f"{decl.name}({', '.join(decl.params)})"
         if len(args) != len(decl.params):
-            raise self._err(f"function '{decl.name}' takes {len(decl.params)} argument(s) ({signature}), "
-                            f"got {len(args)}", ErrorKind.TYPE)
-        for i, (arg, sort) in enumerate(zip(args, decl.params), start=1):
+            raise self._err(
+                f"function '{decl.name}' takes {len(decl.params)} argument(s) ({signature}), got {len(args)}",
+                ErrorKind.TYPE,
+            )
+        for i, (arg, sort) in enumerate(zip(args, decl.params, strict=True), start=1):
             want = self._value_type(sort)
             if arg.type != want:
-                raise self._err(f"argument {i} of {signature} must be {_type_phrase(want)} (sort '{sort}'), but "
-                                f"{ast.unparse(node.args[i - 1])} is {_type_phrase(arg.type)}", ErrorKind.TYPE)
+                raise self._err(
+                    f"argument {i} of {signature} must be {_type_phrase(want)} (sort '{sort}'), but "
+                    f"{ast.unparse(node.args[i - 1])} is {_type_phrase(arg.type)}",
+                    ErrorKind.TYPE,
+                )
             if isinstance(arg, Lit) and sort in self.sorts and arg.value not in self.sorts[sort].members:
-                raise self._err(f"argument {i} of {signature} is {arg.value}, which is not a member of sort "
-                                f"'{sort}' {list(self.sorts[sort].members)}", ErrorKind.TYPE)
+                raise self._err(
+                    f"argument {i} of {signature} is {arg.value}, which is not a member of sort "
+                    f"'{sort}' {list(self.sorts[sort].members)}",
+                    ErrorKind.TYPE,
+                )
             if isinstance(arg, MemberRef) and sort in self.sorts and arg.name not in self.sorts[sort].members:
-                raise self._err(f"argument {i} of {signature} is {arg.name}, which is not a member of sort "
-                                f"'{sort}' {list(self.sorts[sort].members)}", ErrorKind.TYPE)
+                raise self._err(
+                    f"argument {i} of {signature} is {arg.name}, which is not a member of sort "
+                    f"'{sort}' {list(self.sorts[sort].members)}",
+                    ErrorKind.TYPE,
+                )
         return Apply(self._value_type(decl.result), decl.name, tuple(args))
 
     def _ite(self, cond: Expr, then: Expr, other: Expr) -> Expr:
         require(cond, "bool", self._line, "the condition of If")
         if then.type != other.type:
-            raise self._err(f"the two branches of If must have one type, got {_type_phrase(then.type)} and "
-                            f"{_type_phrase(other.type)}", ErrorKind.TYPE)
+            raise self._err(
+                f"the two branches of If must have one type, got {_type_phrase(then.type)} and "
+                f"{_type_phrase(other.type)}",
+                ErrorKind.TYPE,
+            )
         return Op(then.type, "ite", (cond, then, other))
 
     def _compare(self, node: ast.Compare, env: dict[str, tuple[str, str]]) -> Expr:
@@ -689,7 +787,7 @@ class Scope:
                 self._same_type(left, c, "in")
             test: Expr = Op("bool", "or", tuple(Op("bool", "eq", (left, c)) for c in choices))
             return Op("bool", "not", (test,)) if isinstance(node.ops[0], ast.NotIn) else test
-        for op_node, right_node in zip(node.ops, node.comparators):
+        for op_node, right_node in zip(node.ops, node.comparators, strict=True):
             op = _CMP_OPS.get(type(op_node))
             if op is None:
                 raise self._err("use == / != to compare values ('is' is not supported)", ErrorKind.UNSUPPORTED)
@@ -709,9 +807,14 @@ class Scope:
                 sort = left.type
                 raise self._err(
                     f"'{_CMP_TEXT[op]}' orders numbers, but {ast.unparse(node)} compares {_type_phrase(sort)}"
-                    + (f"; sort '{sort}' has names, not numbers: declare it with numbers (e.g. EnumSort([1, 2, 3]))"
-                       " or give it a numeric position function" if sort in self.sorts else ""),
-                    ErrorKind.TYPE)
+                    + (
+                        f"; sort '{sort}' has names, not numbers: declare it with numbers (e.g. EnumSort([1, 2, 3]))"
+                        " or give it a numeric position function"
+                        if sort in self.sorts
+                        else ""
+                    ),
+                    ErrorKind.TYPE,
+                )
             parts.append(Op("bool", op, (left, right)))
             left = right
         return parts[0] if len(parts) == 1 else Op("bool", "and", tuple(parts))
@@ -722,10 +825,18 @@ class Scope:
         the bounds hold for every member, so the formula is ``True``. None for anything else."""
         bounds: list[tuple[str, str, int]] = []  # (term source, "lo"/"hi", bound)
         if isinstance(node, ast.Compare) and len(node.ops) == 2:
-            parts = [ast.Compare(node.left, [node.ops[0]], [node.comparators[0]]),
-                     ast.Compare(node.comparators[0], [node.ops[1]], [node.comparators[1]])]
-        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "And"
-              and "And" not in env and len(node.args) == 2 and not node.keywords):
+            parts = [
+                ast.Compare(node.left, [node.ops[0]], [node.comparators[0]]),
+                ast.Compare(node.comparators[0], [node.ops[1]], [node.comparators[1]]),
+            ]
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id == "And"
+            and "And" not in env
+            and len(node.args) == 2
+            and not node.keywords
+        ):
             parts = list(node.args)
         elif isinstance(node, ast.BoolOp) and isinstance(node.op, ast.And) and len(node.values) == 2:
             parts = list(node.values)
@@ -799,6 +910,7 @@ class Scope:
     def _position_arith(self, op: str, left: Expr, right: Expr) -> Expr | None:
         """``member + k`` / ``member - k`` move by k places in declaration order; ``member - member`` is a
         difference of places. None for any other mix (reported by the caller)."""
+
         def sort_of(e: Expr) -> str | None:
             return e.type[4:] if e.type.startswith("pos:") else e.type if e.type in self.sorts else None
 
@@ -825,8 +937,11 @@ class Scope:
 
     def _same_type(self, left: Expr, right: Expr, op: str) -> None:
         if left.type != right.type:
-            raise self._err(f"'{op}' compares {_type_phrase(left.type)} with {_type_phrase(right.type)}; both sides "
-                            "must have the same sort", ErrorKind.TYPE)
+            raise self._err(
+                f"'{op}' compares {_type_phrase(left.type)} with {_type_phrase(right.type)}; both sides "
+                "must have the same sort",
+                ErrorKind.TYPE,
+            )
 
 
 def _check_infix_mod(tree: ast.AST, text: str, lineno: int) -> None:
@@ -843,7 +958,9 @@ def _check_infix_mod(tree: ast.AST, text: str, lineno: int) -> None:
             if isinstance(child.op, ast.Mod) or (isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod)):
                 raise ProgramError(
                     "'mod' next to another arithmetic operator can be read two ways; add parentheses, e.g. "
-                    "(a + b) % c or a + (b % c)", lineno)
+                    "(a + b) % c or a + (b % c)",
+                    lineno,
+                )
 
 
 def _neighbour(text: str, i: int, step: int) -> str:

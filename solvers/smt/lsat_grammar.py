@@ -82,16 +82,18 @@ def program_grammar(bounds: Bounds = BOUNDS) -> str:
     """
     b = bounds
     rules = {
-        "root": (f'"# Declarations" ws declaration_line{{1,{b.declarations}}} '
-                 f'nl "# Constraints" ws constraint_line{{1,{b.constraints}}} '
-                 f'nl "# Options" ws question_line? option_line{{1,{b.options}}} end'),
+        "root": (
+            f'"# Declarations" ws declaration_line{{1,{b.declarations}}} '
+            f'nl "# Constraints" ws constraint_line{{1,{b.constraints}}} '
+            f'nl "# Options" ws question_line? option_line{{1,{b.options}}} end'
+        ),
         "declaration_line": "nl (sort | function | formula_0) (comment | ws)",
         "constraint_line": "nl formula_0 (comment | ws)",
         "question_line": 'nl "Question ::: " comment_text',
         "option_line": 'nl check " ::: (" [A-G] ")" comment_text',
         "check": f'{gbnf.choice(*_CHECKS)} "(" formula_items_1 ")"',
         "sort": 'name " = " ("EnumSort" | "IntSort") "([" member (", " member){0,63} "])"',
-        "member": "name | \"-\"? number | string",
+        "member": 'name | "-"? number | string',
         "function": f'name " = Function([" (name (", " name){{0,{b.items - 1}}})? "] -> [" name "])"',
         # Each line starts with its line break, after at most two blank lines; it may end in a few blanks.
         "nl": '"\\n" ([ \\t]{0,4} "\\n"){0,2}',
@@ -102,8 +104,16 @@ def program_grammar(bounds: Bounds = BOUNDS) -> str:
         "name": f"{gbnf.char_class(_NAME_FIRST)} {gbnf.char_class(_NAME_REST)}{{0,{b.name_chars - 1}}}",
         "number": "[0-9]{1,9}",
         "string": gbnf.string_rule(b.name_chars),
-        **gbnf.expression_rules("formula", depth=b.depth, operands=b.operands, arguments=b.items,
-                                operators=_OPERATORS, tight=("+", "-"), words=_WORDS, unary=("not ", "-"),
-                                binders=True),
+        **gbnf.expression_rules(
+            "formula",
+            depth=b.depth,
+            operands=b.operands,
+            arguments=b.items,
+            operators=_OPERATORS,
+            tight=("+", "-"),
+            words=_WORDS,
+            unary=("not ", "-"),
+            binders=True,
+        ),
     }
     return gbnf.render(rules)

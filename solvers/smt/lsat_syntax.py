@@ -138,7 +138,16 @@ import re
 from dataclasses import dataclass
 
 from symbolkg.solvers.outcomes import ErrorKind, ProgramError
-from symbolkg.solvers.smt.lsat_formula_syntax import BUILTIN_SORTS, IDENT, RESERVED, Check, Expr, FunctionDecl, Scope, Sort
+from symbolkg.solvers.smt.lsat_formula_syntax import (
+    BUILTIN_SORTS,
+    IDENT,
+    RESERVED,
+    Check,
+    Expr,
+    FunctionDecl,
+    Scope,
+    Sort,
+)
 
 #: Longest program text parse() reads. GPT-4's AR-LSAT programs are under 3,000 characters; the parser
 #: is linear but slow on huge texts (~30 KB/s on a 620 KB fuzz mutant), so far larger input is refused
@@ -156,7 +165,6 @@ class Constraint:
 
     line: int
     expr: Expr
-
 
 
 @dataclass(frozen=True)
@@ -215,8 +223,9 @@ def parse(text: str) -> Program:
             function), ``type`` (arity / sort mismatch), ``unsupported``.
     """
     if len(text) > MAX_PROGRAM_CHARS:
-        raise ProgramError(f"the program has {len(text):,} characters; the limit is {MAX_PROGRAM_CHARS:,}", None,
-                           ErrorKind.UNSUPPORTED)
+        raise ProgramError(
+            f"the program has {len(text):,} characters; the limit is {MAX_PROGRAM_CHARS:,}", None, ErrorKind.UNSUPPORTED
+        )
     sections = _split_sections(text)
     errors: list[ProgramError] = []
     sorts: dict[str, Sort] = {}
@@ -271,7 +280,9 @@ def parse(text: str) -> Program:
                 more = ", ".join(map(str, others[:10])) + (", ..." if len(others) > 10 else "")
                 raise ProgramError(f"{first.message} (further errors on lines {more})", first.line, first.kind)
         raise first
-    return Program(sorts, functions, tuple(constraints), question, tuple(options), tuple(r for _, r in sorted(readings)))
+    return Program(
+        sorts, functions, tuple(constraints), question, tuple(options), tuple(r for _, r in sorted(readings))
+    )
 
 
 def _split_sections(text: str) -> dict[str, list[tuple[int, str]]]:
@@ -291,14 +302,18 @@ def _split_sections(text: str) -> dict[str, list[tuple[int, str]]]:
             if name != expected:
                 raise ProgramError(
                     f"'{_HEADERS[name]}' found where '{_HEADERS[expected]}' was expected; the sections are, in order: "
-                    "# Declarations, # Constraints, # Options", lineno)
+                    "# Declarations, # Constraints, # Options",
+                    lineno,
+                )
             sections[name] = []
             current = name
             continue
         if current is None:
             raise ProgramError(
                 "text before the '# Declarations' header; a program starts with '# Declarations', then "
-                "'# Constraints', then '# Options'", lineno)
+                "'# Constraints', then '# Options'",
+                lineno,
+            )
         if current == "options":
             sections[current].append((lineno, stripped))
             continue
@@ -309,7 +324,9 @@ def _split_sections(text: str) -> dict[str, list[tuple[int, str]]]:
         if name not in sections:
             raise ProgramError(
                 f"missing section header '{header}' (on a line of its own); a program has '# Declarations', "
-                "'# Constraints' and '# Options' sections, in that order", None)
+                "'# Constraints' and '# Options' sections, in that order",
+                None,
+            )
     return sections
 
 
@@ -323,7 +340,9 @@ def _check_option_letters(options: list[Option], sections: dict[str, list[tuple[
         line = sections["options"][0][0] if sections["options"] else None
         raise ProgramError(
             "the # Options section has no option lines; write one check per answer option, e.g. "
-            "'is_valid(<formula>) ::: (A)'", line)
+            "'is_valid(<formula>) ::: (A)'",
+            line,
+        )
     seen: dict[str, int] = {}
     for option in options:
         if option.letter == "?":
@@ -331,7 +350,9 @@ def _check_option_letters(options: list[Option], sections: dict[str, list[tuple[
         if option.letter in seen:
             raise ProgramError(
                 f"option ({option.letter}) is given twice (lines {seen[option.letter]} and {option.line}); "
-                "write exactly one check per answer option", option.line)
+                "write exactly one check per answer option",
+                option.line,
+            )
         seen[option.letter] = option.line
 
 
@@ -352,7 +373,9 @@ def _parse_declaration(
         raise ProgramError(
             f"cannot read the declaration of '{m.group(1)}'; the declaration forms are "
             "'name = EnumSort([a, b, c])', 'name = EnumSort([1, 2, 3])' and "
-            "'name = Function([sortA, sortB] -> [sortC])' (sortC may be int or bool)", lineno)
+            "'name = Function([sortA, sortB] -> [sortC])' (sortC may be int or bool)",
+            lineno,
+        )
     return False
 
 
@@ -361,34 +384,51 @@ def _check_new_name(lineno: int, name: str, what: str, sorts: dict, functions: d
         raise ProgramError(f"'{name}' is a reserved word and cannot name a {what}; rename it", lineno)
     for table, kind in ((sorts, "sort"), (functions, "function"), (members, "sort member")):
         if name in table:
-            raise ProgramError(f"'{name}' is already declared as a {kind}; use a different name for this {what}", lineno)
+            raise ProgramError(
+                f"'{name}' is already declared as a {kind}; use a different name for this {what}", lineno
+            )
 
 
-def _declare_sort(lineno: int, name: str, form: str, body: str, sorts: dict[str, Sort],
-                  functions: dict[str, FunctionDecl], members: dict[str, str]) -> None:
+def _declare_sort(
+    lineno: int,
+    name: str,
+    form: str,
+    body: str,
+    sorts: dict[str, Sort],
+    functions: dict[str, FunctionDecl],
+    members: dict[str, str],
+) -> None:
     _check_new_name(lineno, name, "sort", sorts, functions, members)
     raw = [x.strip() for x in re.findall(r'"[^"]*"|\'[^\']*\'|[^,]+', body)] if body.strip() else []
     # A quoted member ("Rhino Rock") is a name, written quoted in expressions too.
     quoted = [len(x) >= 2 and x[0] == x[-1] and x[0] in "\"'" for x in raw]
-    items = [x[1:-1].strip() if q else x for x, q in zip(raw, quoted)]
-    if len(raw) != body.count(",") + 1 - sum(x.count(",") for x, q in zip(raw, quoted) if q):
+    items = [x[1:-1].strip() if q else x for x, q in zip(raw, quoted, strict=True)]
+    if len(raw) != body.count(",") + 1 - sum(x.count(",") for x, q in zip(raw, quoted, strict=True) if q):
         items.append("")  # an empty item between two commas
     if not items or any(not x for x in items):
-        raise ProgramError(f"sort '{name}' needs a non-empty list of members, e.g. {name} = EnumSort([a, b, c])", lineno)
+        raise ProgramError(
+            f"sort '{name}' needs a non-empty list of members, e.g. {name} = EnumSort([a, b, c])", lineno
+        )
     if len(set(items)) != len(items):
         dup = next(x for x in items if items.count(x) > 1)
         raise ProgramError(f"member '{dup}' is listed twice in sort '{name}'", lineno)
-    numbers = [not q and re.fullmatch(r"-?\d+", x) is not None for x, q in zip(items, quoted + [False])]
+    numbers = [not q and re.fullmatch(r"-?\d+", x) is not None for x, q in zip(items, quoted + [False], strict=False)]
     if all(numbers):
         sorts[name] = Sort(name, tuple(int(x) for x in items), True, None, lineno)
         return
-    bad = [x for x, is_num, q in zip(items, numbers, quoted + [False])
-           if not is_num and not q and not re.fullmatch(IDENT, x)]
+    bad = [
+        x
+        for x, is_num, q in zip(items, numbers, quoted + [False], strict=False)
+        if not is_num and not q and not re.fullmatch(IDENT, x)
+    ]
     if any(numbers) or bad or form == "IntSort":
-        example = bad[0] if bad else next(x for x, n in zip(items, numbers) if n == (form != "IntSort"))
+        example = bad[0] if bad else next(x for x, n in zip(items, numbers, strict=True) if n == (form != "IntSort"))
         raise ProgramError(
             f"sort '{name}' has member '{example}': members must be all integers (a numeric sort) or all names "
-            "(letters, digits, '_', not starting with a digit)", lineno, ErrorKind.TYPE)
+            "(letters, digits, '_', not starting with a digit)",
+            lineno,
+            ErrorKind.TYPE,
+        )
     known = [x for x in items if x in members]
     if known:
         owners = {members[x] for x in known}
@@ -398,31 +438,49 @@ def _declare_sort(lineno: int, name: str, form: str, body: str, sorts: dict[str,
             return
         raise ProgramError(
             f"member '{known[0]}' of sort '{name}' is already a member of sort '{members[known[0]]}'; a name belongs "
-            "to one sort (a sort whose members all come from one earlier sort is a subset of it)", lineno, ErrorKind.TYPE)
+            "to one sort (a sort whose members all come from one earlier sort is a subset of it)",
+            lineno,
+            ErrorKind.TYPE,
+        )
     for x in items:
         _check_new_name(lineno, x, "sort member", sorts, functions, members)
         members[x] = name
     sorts[name] = Sort(name, tuple(items), False, None, lineno)
 
 
-def _declare_function(lineno: int, name: str, params: str, result: str, sorts: dict[str, Sort],
-                      functions: dict[str, FunctionDecl], members: dict[str, str]) -> None:
+def _declare_function(
+    lineno: int,
+    name: str,
+    params: str,
+    result: str,
+    sorts: dict[str, Sort],
+    functions: dict[str, FunctionDecl],
+    members: dict[str, str],
+) -> None:
     _check_new_name(lineno, name, "function", sorts, functions, members)
     param_names = [x.strip() for x in params.split(",")] if params.strip() else []
     result_names = [x.strip() for x in result.split(",")]
     if "EnumSort" in result or "EnumSort" in params:
         raise ProgramError(
             f"declare the sort of '{name}' on its own line first (e.g. kinds = EnumSort([a, b])) and use its name "
-            "in the Function declaration", lineno)
+            "in the Function declaration",
+            lineno,
+        )
     if len(result_names) != 1 or not result_names[0]:
         raise ProgramError(
             f"function '{name}' must return exactly one sort, got [{result}]; declare one function per result, e.g. "
-            f"{name}_a = Function([...] -> [sortA]) and {name}_b = Function([...] -> [sortB])", lineno, ErrorKind.TYPE)
+            f"{name}_a = Function([...] -> [sortA]) and {name}_b = Function([...] -> [sortB])",
+            lineno,
+            ErrorKind.TYPE,
+        )
     for sort in param_names + result_names:
         if not sort:
             raise ProgramError(f"empty sort name in the declaration of '{name}'", lineno)
         if sort not in sorts and sort not in BUILTIN_SORTS:
             raise ProgramError(
                 f"sort '{sort}' used by function '{name}' is not declared; declare it first, e.g. "
-                f"{sort} = EnumSort([...]), or use int / bool", lineno, ErrorKind.UNDECLARED)
+                f"{sort} = EnumSort([...]), or use int / bool",
+                lineno,
+                ErrorKind.UNDECLARED,
+            )
     functions[name] = FunctionDecl(name, tuple(param_names), result_names[0], lineno)

@@ -42,7 +42,6 @@ from __future__ import annotations
 import re
 import time
 from dataclasses import dataclass
-from typing import Union
 
 import z3
 
@@ -52,7 +51,7 @@ from symbolkg.solvers.smt.z3_watchdog import Z3Watchdog
 BACKEND = "z3"
 
 #: An S-expression as read here: an atom (symbol, numeral, string with its quotes) or a tuple.
-SExpr = Union[str, tuple["SExpr", ...]]
+SExpr = str | tuple["SExpr", ...]
 
 #: Commands Z3's interpreter accepts that a script may use.
 KNOWN_COMMANDS = frozenset(
@@ -156,8 +155,9 @@ def parse(text: str) -> Script:
         ProgramError: with the 1-based line of the first problem.
     """
     if len(text) > MAX_PROGRAM_CHARS:
-        raise ProgramError(f"the script has {len(text):,} characters; the limit is {MAX_PROGRAM_CHARS:,}", 1,
-                           ErrorKind.UNSUPPORTED)
+        raise ProgramError(
+            f"the script has {len(text):,} characters; the limit is {MAX_PROGRAM_CHARS:,}", 1, ErrorKind.UNSUPPORTED
+        )
     commands: list[Command] = []
     goal: Goal | None = None
     # Each open list: (items so far, offset of '(', line of '(').
@@ -173,8 +173,9 @@ def parse(text: str) -> Script:
                 if stack:
                     raise ProgramError("a '; goal:' comment must be on its own line between commands", line)
                 if goal is not None:
-                    raise ProgramError(f"a second '; goal:' comment (the first is on line {goal.line}); "
-                                       "keep exactly one goal", line)
+                    raise ProgramError(
+                        f"a second '; goal:' comment (the first is on line {goal.line}); keep exactly one goal", line
+                    )
                 goal = Goal(match.group("term").strip(), line)
                 _check_goal_term(goal)
         elif kind == "open":
@@ -188,13 +189,16 @@ def parse(text: str) -> Script:
             else:
                 commands.append(_command(items, start, token.end(), start_line, line))
         elif kind == "bad_string":
-            raise ProgramError('string literal is not closed: add the closing \'"\'', line)
+            raise ProgramError("string literal is not closed: add the closing '\"'", line)
         elif kind == "bad_symbol":
             raise ProgramError("quoted symbol |...| is not closed: add the closing '|'", line)
         else:  # an atom: symbol, keyword, numeral, string literal or quoted symbol
             if not stack:
-                raise ProgramError(f"expected '(' to start a command, found {value[:40]!r}; every command is "
-                                   "written like (assert ...)", line)
+                raise ProgramError(
+                    f"expected '(' to start a command, found {value[:40]!r}; every command is "
+                    "written like (assert ...)",
+                    line,
+                )
             stack[-1][0].append(value)
             line += value.count("\n")
     if stack:
@@ -212,12 +216,16 @@ def _command(items: list[SExpr], start: int, end: int, line: int, end_line: int)
     if head == "include":
         raise ProgramError("(include ...) is not allowed: put everything in one script", line, ErrorKind.UNSUPPORTED)
     if head not in KNOWN_COMMANDS:
-        raise ProgramError(f"unknown command {head!r}; use SMT-LIB2 commands such as declare-const, declare-fun, "
-                           "assert, push, pop, check-sat, get-model", line)
+        raise ProgramError(
+            f"unknown command {head!r}; use SMT-LIB2 commands such as declare-const, declare-fun, "
+            "assert, push, pop, check-sat, get-model",
+            line,
+        )
     args = tuple(items[1:])
     if head == "set-option" and args and isinstance(args[0], str) and _FILE_OPTION.search(args[0]):
-        raise ProgramError(f"option {args[0]} is not allowed (it would read or write files)", line,
-                           ErrorKind.UNSUPPORTED)
+        raise ProgramError(
+            f"option {args[0]} is not allowed (it would read or write files)", line, ErrorKind.UNSUPPORTED
+        )
     return Command(head=head, args=args, start=start, end=end, line=line, end_line=end_line)
 
 
@@ -230,8 +238,9 @@ def _check_goal_term(goal: Goal) -> None:
         if depth < 0:
             break
     if depth != 0:
-        raise ProgramError("the goal term has unbalanced parentheses; write it on one line, e.g. ; goal: (> x 1)",
-                           goal.line)
+        raise ProgramError(
+            "the goal term has unbalanced parentheses; write it on one line, e.g. ; goal: (> x 1)", goal.line
+        )
 
 
 # --------------------------------------------------------------------------- time limit
@@ -338,8 +347,15 @@ class _Runner:
         lines = out.split()
         result = lines[0] if lines else ""
         if result not in _CHECK_RESULTS:
-            raise _ScriptError(Outcome.error(Status.RUNTIME_ERROR, ErrorKind.SOLVER,
-                                             f"check-sat on line {line} gave {out!r}", line=line, backend=BACKEND))
+            raise _ScriptError(
+                Outcome.error(
+                    Status.RUNTIME_ERROR,
+                    ErrorKind.SOLVER,
+                    f"check-sat on line {line} gave {out!r}",
+                    line=line,
+                    backend=BACKEND,
+                )
+            )
         reason = ""
         if result == "unknown":
             reason = self.reason_unknown()
@@ -388,16 +404,27 @@ class _Runner:
         return Outcome.error(Status.PARSE_ERROR, kind, text, line=line, backend=BACKEND)
 
     def timeout_outcome(self, where: str) -> Outcome:
-        return Outcome.error(Status.TIMEOUT, ErrorKind.TIMEOUT, f"time limit reached {where}; simplify the "
-                             "problem (fewer quantifiers, no nonlinear arithmetic) or split it", backend=BACKEND)
+        return Outcome.error(
+            Status.TIMEOUT,
+            ErrorKind.TIMEOUT,
+            f"time limit reached {where}; simplify the "
+            "problem (fewer quantifiers, no nonlinear arithmetic) or split it",
+            backend=BACKEND,
+        )
 
 
 def _timeout_option(cmd: Command) -> float | None:
     value = cmd.args[1] if len(cmd.args) > 1 else ""
     if not isinstance(value, str) or not value.isdigit():
-        raise _ScriptError(Outcome.error(Status.PARSE_ERROR, ErrorKind.SYNTAX, "(set-option :timeout N) needs N in "
-                                         "milliseconds, e.g. (set-option :timeout 5000)", line=cmd.line,
-                                         backend=BACKEND))
+        raise _ScriptError(
+            Outcome.error(
+                Status.PARSE_ERROR,
+                ErrorKind.SYNTAX,
+                "(set-option :timeout N) needs N in milliseconds, e.g. (set-option :timeout 5000)",
+                line=cmd.line,
+                backend=BACKEND,
+            )
+        )
     return int(value) / 1000.0 if int(value) > 0 else None  # 0: no limit of the script's own
 
 
@@ -454,8 +481,9 @@ def _solve(text: str, limits: Limits, deadline: float) -> Outcome:
             except _ScriptError as err:
                 return err.outcome
     except MemoryError:
-        return Outcome.error(Status.MEMORY, ErrorKind.MEMORY, "out of memory (worker memory limit reached)",
-                             backend=BACKEND)
+        return Outcome.error(
+            Status.MEMORY, ErrorKind.MEMORY, "out of memory (worker memory limit reached)", backend=BACKEND
+        )
     finally:
         if runner is not None and runner.touched_globals:
             # The script set Z3 global parameters; put them back for the next program in this process.
@@ -469,22 +497,42 @@ def _proof(runner: _Runner) -> str | None:
 
 def _last_check_outcome(runner: _Runner) -> Outcome:
     if not runner.checks:
-        return Outcome(status=Status.UNKNOWN, error_kind=ErrorKind.NO_ANSWER.value, proof=_proof(runner),
-                       error_message="the script has no (check-sat) command, so it has no answer; add (check-sat) "
-                       "after the assertions (or a '; goal: <term>' comment to ask whether a term follows)",
-                       backend=BACKEND)
+        return Outcome(
+            status=Status.UNKNOWN,
+            error_kind=ErrorKind.NO_ANSWER.value,
+            proof=_proof(runner),
+            error_message="the script has no (check-sat) command, so it has no answer; add (check-sat) "
+            "after the assertions (or a '; goal: <term>' comment to ask whether a term follows)",
+            backend=BACKEND,
+        )
     last = runner.checks[-1]
     if last.result == "unknown":
         if _is_memory_reason(last.reason):
-            return Outcome.error(Status.MEMORY, ErrorKind.MEMORY, f"out of memory in the check-sat on line "
-                                 f"{last.line}", line=last.line, backend=BACKEND)
+            return Outcome.error(
+                Status.MEMORY,
+                ErrorKind.MEMORY,
+                f"out of memory in the check-sat on line {last.line}",
+                line=last.line,
+                backend=BACKEND,
+            )
         if _is_timeout_reason(last.reason):
-            return Outcome.error(Status.TIMEOUT, ErrorKind.TIMEOUT, f"time limit reached in the check-sat on line "
-                                 f"{last.line}; simplify the problem (fewer quantifiers, no nonlinear arithmetic) "
-                                 "or split it", line=last.line, backend=BACKEND)
-        return Outcome(status=Status.UNKNOWN, answer="unknown", proof=_proof(runner),
-                       error_message=f"Z3 answered unknown on line {last.line} (reason: {last.reason})",
-                       error_line=last.line, backend=BACKEND)
+            return Outcome.error(
+                Status.TIMEOUT,
+                ErrorKind.TIMEOUT,
+                f"time limit reached in the check-sat on line "
+                f"{last.line}; simplify the problem (fewer quantifiers, no nonlinear arithmetic) "
+                "or split it",
+                line=last.line,
+                backend=BACKEND,
+            )
+        return Outcome(
+            status=Status.UNKNOWN,
+            answer="unknown",
+            proof=_proof(runner),
+            error_message=f"Z3 answered unknown on line {last.line} (reason: {last.reason})",
+            error_line=last.line,
+            backend=BACKEND,
+        )
     if last.result == "sat" and not runner.model_after_last_check and not runner.exited:
         model = runner.extra("(get-model)")
         if "".join(model.split()) not in ("", "()"):
@@ -499,16 +547,22 @@ def _goal_outcome(runner: _Runner, goal: Goal) -> Outcome:
     models: dict[str, str] = {}
     for name, term in (("negated", f"(not {goal.term})"), ("goal", goal.term)):
         if time.monotonic() >= runner.deadline:
-            return Outcome.error(Status.TIMEOUT, ErrorKind.TIMEOUT, "time limit reached while checking the goal",
-                                 line=goal.line, backend=BACKEND)
+            return Outcome.error(
+                Status.TIMEOUT,
+                ErrorKind.TIMEOUT,
+                "time limit reached while checking the goal",
+                line=goal.line,
+                backend=BACKEND,
+            )
         try:
             runner.eval("(push 1)")
             runner.eval(f"(assert {term})")
         except z3.Z3Exception as exc:
             outcome = runner.error_outcome(_exception_text(exc), None, goal.line)
             message = f"in the '; goal:' term: {outcome.error_message}"
-            return Outcome.error(outcome.status, outcome.error_kind or ErrorKind.SYNTAX, message, line=goal.line,
-                                 backend=BACKEND)
+            return Outcome.error(
+                outcome.status, outcome.error_kind or ErrorKind.SYNTAX, message, line=goal.line, backend=BACKEND
+            )
         verdicts[name] = runner.check("(check-sat)", goal.line, record=False)
         if verdicts[name].result == "sat":
             models[name] = runner.extra("(get-model)").strip()
@@ -516,25 +570,51 @@ def _goal_outcome(runner: _Runner, goal: Goal) -> Outcome:
     neg, pos = verdicts["negated"], verdicts["goal"]
     for check in (neg, pos):
         if check.result == "unknown" and _is_memory_reason(check.reason):
-            return Outcome.error(Status.MEMORY, ErrorKind.MEMORY, "out of memory while checking the goal",
-                                 line=goal.line, backend=BACKEND)
+            return Outcome.error(
+                Status.MEMORY,
+                ErrorKind.MEMORY,
+                "out of memory while checking the goal",
+                line=goal.line,
+                backend=BACKEND,
+            )
     transcript = _proof(runner)
     if neg.result == "unsat" and pos.result == "unsat":
-        return Outcome(status=Status.UNSAT, error_kind=ErrorKind.NO_ANSWER.value, proof=transcript,
-                       error_message="the assertions are contradictory (unsatisfiable on their own), so both the "
-                       "goal and its negation follow; fix the premises that conflict", backend=BACKEND)
+        return Outcome(
+            status=Status.UNSAT,
+            error_kind=ErrorKind.NO_ANSWER.value,
+            proof=transcript,
+            error_message="the assertions are contradictory (unsatisfiable on their own), so both the "
+            "goal and its negation follow; fix the premises that conflict",
+            backend=BACKEND,
+        )
     if neg.result == "unsat":
-        proof = "\n".join(p for p in (transcript, "assertions and (not goal) are unsatisfiable: the goal follows")
-                          if p)
+        proof = "\n".join(p for p in (transcript, "assertions and (not goal) are unsatisfiable: the goal follows") if p)
         return Outcome(status=Status.PROVED, answer="True", proof=proof, backend=BACKEND)
     if pos.result == "unsat":
-        proof = "\n".join(p for p in (transcript, "assertions and goal are unsatisfiable: the negation follows",
-                                      f"model of the assertions:\n{models.get('negated', '')}") if p)
+        proof = "\n".join(
+            p
+            for p in (
+                transcript,
+                "assertions and goal are unsatisfiable: the negation follows",
+                f"model of the assertions:\n{models.get('negated', '')}",
+            )
+            if p
+        )
         return Outcome(status=Status.DISPROVED, answer="False", proof=proof, backend=BACKEND)
     if _is_timeout_reason(neg.reason) or _is_timeout_reason(pos.reason):
-        return Outcome.error(Status.TIMEOUT, ErrorKind.TIMEOUT, "time limit reached while checking the goal; "
-                             "simplify the problem (fewer quantifiers, no nonlinear arithmetic)", line=goal.line,
-                             backend=BACKEND)
+        return Outcome.error(
+            Status.TIMEOUT,
+            ErrorKind.TIMEOUT,
+            "time limit reached while checking the goal; "
+            "simplify the problem (fewer quantifiers, no nonlinear arithmetic)",
+            line=goal.line,
+            backend=BACKEND,
+        )
+    return _undecided_goal(transcript, models, neg, pos, goal)
+
+
+def _undecided_goal(transcript: str, models: dict[str, str], neg: _Check, pos: _Check, goal: Goal) -> Outcome:
+    """Neither the goal nor its negation follows: Unknown, with a model of each side that has one."""
     parts = [transcript] if transcript else []
     if "negated" in models:
         parts.append(f"a model where the goal is false:\n{models['negated']}")
@@ -543,6 +623,11 @@ def _goal_outcome(runner: _Runner, goal: Goal) -> Outcome:
     message = None
     if neg.result == "unknown" or pos.result == "unknown":
         message = f"Z3 could not decide the goal (reason: {neg.reason or pos.reason})"
-    return Outcome(status=Status.UNKNOWN, answer="Unknown", proof="\n".join(parts) or None, error_message=message,
-                   error_line=goal.line if message else None, backend=BACKEND)
-
+    return Outcome(
+        status=Status.UNKNOWN,
+        answer="Unknown",
+        proof="\n".join(parts) or None,
+        error_message=message,
+        error_line=goal.line if message else None,
+        backend=BACKEND,
+    )

@@ -53,13 +53,13 @@ class Z3Watchdog:
         self._ctx = ctx
         self._poll_s = poll_s
 
-    def __enter__(self) -> "Z3Watchdog":
+    def __enter__(self) -> Z3Watchdog:
         return self
 
     def __exit__(self, *exc: object) -> None:
         _THREAD.disarm(self)
 
-    def guard(self, deadline: float) -> "_Guard":
+    def guard(self, deadline: float) -> _Guard:
         """Context manager around one Z3 call that must end by ``deadline`` (``time.monotonic()``)."""
         return _Guard(self, deadline)
 

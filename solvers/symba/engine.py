@@ -75,20 +75,6 @@ from symbolkg.solvers.outcomes import ErrorKind, Limits, Outcome, ProgramError, 
 from symbolkg.solvers.symba.arith_eval import compare, evaluate_ground_parts, is_ground, same_value
 from symbolkg.solvers.symba.arith_eval import evaluate as evaluate_expression
 from symbolkg.solvers.symba.syntax import parse
-from symbolkg.solvers.symba.unification import (
-    canon,
-    deref,
-    ground_args,
-    match,
-    rename,
-    resolve,
-    resolve_raw,
-    subst,
-    undo,
-    unify,
-    unify_args,
-    value,
-)
 from symbolkg.solvers.symba.terms_syntax import (
     CONST_TYPES,
     VAR_TYPES,
@@ -109,6 +95,20 @@ from symbolkg.solvers.symba.terms_syntax import (
     format_goal,
     format_literal,
     format_term,
+)
+from symbolkg.solvers.symba.unification import (
+    canon,
+    deref,
+    ground_args,
+    match,
+    rename,
+    resolve,
+    resolve_raw,
+    subst,
+    undo,
+    unify,
+    unify_args,
+    value,
 )
 
 BACKEND = symba_tree.PRODUCER
@@ -199,9 +199,17 @@ class ProofResult:
     negation_succeeded: bool = False
 
     def to_dict(self) -> dict:
-        doc = {"proved": self.proved, "answers": self.answers, "tree": self.tree, "missing": self.missing,
-               "unproved": self.unproved, "kind": self.kind, "steps": self.steps, "issues": self.issues,
-               "negation_succeeded": self.negation_succeeded}
+        doc = {
+            "proved": self.proved,
+            "answers": self.answers,
+            "tree": self.tree,
+            "missing": self.missing,
+            "unproved": self.unproved,
+            "kind": self.kind,
+            "steps": self.steps,
+            "issues": self.issues,
+            "negation_succeeded": self.negation_succeeded,
+        }
         if self.violated is not None:
             doc["violated"] = self.violated
         return doc
@@ -219,14 +227,27 @@ _ATOM, _NAF, _CMP = 0, 1, 2
 class _ClauseInfo:
     """A clause compiled for the engine."""
 
-    __slots__ = ("_text", "body", "clause", "head", "head_exprs", "head_plain", "kinds", "line", "order", "shared", "vars")
+    __slots__ = (
+        "_text",
+        "body",
+        "clause",
+        "head",
+        "head_exprs",
+        "head_plain",
+        "kinds",
+        "line",
+        "order",
+        "shared",
+        "vars",
+    )
 
     def __init__(self, clause: Clause):
         self.clause = clause
         self.head = clause.head
         self.body = clause.body
         self.kinds = kinds = tuple(_ATOM if type(b) is Atom else _NAF if type(b) is Naf else _CMP for b in clause.body)
-        owners: dict = {}  # variable -> the places it occurs (-1: head, j: body literal j), in order of first occurrence
+        # variable -> the places it occurs (-1: head, j: body literal j), in order of first occurrence
+        owners: dict = {}
         pending = [(t, -1) for t in clause.head.args]
         for j, lit in enumerate(clause.body):
             terms = lit.args if type(lit) is Atom else lit.atom.args if type(lit) is Naf else (lit.left, lit.right)
@@ -246,10 +267,14 @@ class _ClauseInfo:
         self.vars = tuple(owners)
         # For a `not` literal: its variables that also occur elsewhere in the clause
         # (they must be bound before it runs); the others are local to the negation.
-        self.shared = tuple(
-            tuple(v for v in _atom_vars(lit.atom) if owners[v] - {j}) if kinds[j] == _NAF else ()
-            for j, lit in enumerate(clause.body)
-        ) if _NAF in kinds else ((),) * len(kinds)
+        self.shared = (
+            tuple(
+                tuple(v for v in _atom_vars(lit.atom) if owners[v] - {j}) if kinds[j] == _NAF else ()
+                for j, lit in enumerate(clause.body)
+            )
+            if _NAF in kinds
+            else ((),) * len(kinds)
+        )
         self.order = tuple(range(len(clause.body)))
         # Head arguments that are expressions are matched after the body has run (their
         # variables are bound by then); the others at head unification.
@@ -289,8 +314,21 @@ def _atom_vars(a: Atom) -> list:
 
 
 class _Table:
-    __slots__ = ("active", "answers", "complete", "consumed", "dfn", "evaluated", "goal", "goal_ground", "ground", "justs",
-                 "keys", "low", "stamp")
+    __slots__ = (
+        "active",
+        "answers",
+        "complete",
+        "consumed",
+        "dfn",
+        "evaluated",
+        "goal",
+        "goal_ground",
+        "ground",
+        "justs",
+        "keys",
+        "low",
+        "stamp",
+    )
 
     def __init__(self, goal: Atom, goal_ground: bool):
         self.goal = goal
@@ -578,7 +616,7 @@ class _Engine:
     def open_literal(self, ci: _ClauseInfo, rest: tuple, env: dict, trail: list) -> list | None:
         """Select the first evaluable literal of ``rest`` and prepare its alternatives."""
         body, kinds = ci.body, ci.kinds
-        for idx, j in enumerate(rest):
+        for idx, j in enumerate(rest):  # noqa: B007 - read after the loop: the literal it stopped on
             kind = kinds[j]
             lit = body[j]
             if kind == _ATOM:
@@ -597,8 +635,11 @@ class _Engine:
                 shown = format_literal(_literal_instance(lit, env, evaluate=False))
             except Undefined:  # pragma: no cover - unevaluated instances never compute
                 shown = format_literal(lit)
-            self.issue(f"line {ci.line}: cannot evaluate `{shown}` in `{ci.text}`: a variable is still unbound "
-                       "(floundering); bind it with a positive literal earlier in the body", "floundered")
+            self.issue(
+                f"line {ci.line}: cannot evaluate `{shown}` in `{ci.text}`: a variable is still unbound "
+                "(floundering); bind it with a positive literal earlier in the body",
+                "floundered",
+            )
             return None
         rest_after = rest[:idx] + rest[idx + 1 :]
         mark = len(trail)
@@ -621,8 +662,11 @@ class _Engine:
             if sub.answers:
                 return None
             if not sub.complete:
-                self.issue(f"line {ci.line}: `not {format_atom(sub.goal)}` depends on itself through negation "
-                           f"(recursion through negation has no stratified meaning) in `{ci.text}`", "nonstratified")
+                self.issue(
+                    f"line {ci.line}: `not {format_atom(sub.goal)}` depends on itself through negation "
+                    f"(recursion through negation has no stratified meaning) in `{ci.text}`",
+                    "nonstratified",
+                )
                 return None
             self.negation_succeeded = True
             return [_NAF, j, rest_after, mark, 0, None]
@@ -665,15 +709,23 @@ class _Engine:
         nodes[0] += 1
         ci, binds, children = table.justs[k]
         if depth >= _TREE_MAX_DEPTH or nodes[0] > _TREE_MAX_NODES:
-            return {"goal": format_atom(target), "clause": ci.text, "bindings": {}, "children": [], "naf": False,
-                    "builtin": False, "line": ci.line, "truncated": True}
+            return {
+                "goal": format_atom(target),
+                "clause": ci.text,
+                "bindings": {},
+                "children": [],
+                "naf": False,
+                "builtin": False,
+                "line": ci.line,
+                "truncated": True,
+            }
         sigma: dict = {}
         _match_args(table.answers[k], target.args, sigma)
         for b in binds:
             for v in _avars_of((b,)):
                 if v not in sigma:
                     sigma[v] = AVar(next(counter))
-        values = {v: subst(b, sigma) for v, b in zip(ci.vars, binds)}
+        values = {v: subst(b, sigma) for v, b in zip(ci.vars, binds, strict=True)}
         out_children = []
         for j, lit in enumerate(ci.body):
             ch = children[j]
@@ -683,15 +735,37 @@ class _Engine:
                 out_children.append(self.node(sub, kk, inst, counter, nodes, depth + 1))
             elif type(lit) is Naf:
                 inst = _literal_instance(lit, values)
-                out_children.append({"goal": format_literal(inst), "clause": None, "bindings": {}, "children": [],
-                                     "naf": True, "builtin": False})
+                out_children.append(
+                    {
+                        "goal": format_literal(inst),
+                        "clause": None,
+                        "bindings": {},
+                        "children": [],
+                        "naf": True,
+                        "builtin": False,
+                    }
+                )
             else:
                 inst = _literal_instance(lit, values, evaluate=False)
-                out_children.append({"goal": format_literal(inst), "clause": None, "bindings": {}, "children": [],
-                                     "naf": False, "builtin": True})
-        return {"goal": format_atom(target), "clause": ci.text,
-                "bindings": {ci.var_key(v): format_term(t) for v, t in values.items()},
-                "children": out_children, "naf": False, "builtin": False, "line": ci.line}
+                out_children.append(
+                    {
+                        "goal": format_literal(inst),
+                        "clause": None,
+                        "bindings": {},
+                        "children": [],
+                        "naf": False,
+                        "builtin": True,
+                    }
+                )
+        return {
+            "goal": format_atom(target),
+            "clause": ci.text,
+            "bindings": {ci.var_key(v): format_term(t) for v, t in values.items()},
+            "children": out_children,
+            "naf": False,
+            "builtin": False,
+            "line": ci.line,
+        }
 
 
 def _avars_of(args: tuple) -> list:
@@ -710,12 +784,13 @@ def _avars_of(args: tuple) -> list:
 
 
 def _match_args(pattern: tuple, target: tuple, sigma: dict) -> None:
-    if len(pattern) != len(target) or not all(match(p, t, sigma) for p, t in zip(pattern, target)):
+    if len(pattern) != len(target) or not all(match(p, t, sigma) for p, t in zip(pattern, target, strict=True)):
         raise AssertionError(f"proof tree: {pattern} does not generalise {target}")  # an engine bug, not user input
 
 
 def _literal_instance(lit: Literal, values: dict, evaluate: bool = True) -> Literal:
     """``lit`` with clause variables replaced (``values`` maps a variable or holds an env)."""
+
     def sub(t: Any) -> Any:
         if evaluate:
             return _subst_env(t, values, True)
@@ -778,17 +853,33 @@ def prove(program: Program, budget: Budget = Budget()) -> ProofResult:
         proved = kind == "complete" and not has_answers
         if proved:
             answers = [{}]
-            tree = {"goal": "not " + format_atom(inst), "clause": None, "bindings": {}, "children": [], "naf": True,
-                    "builtin": False}
+            tree = {
+                "goal": "not " + format_atom(inst),
+                "clause": None,
+                "bindings": {},
+                "children": [],
+                "naf": True,
+                "builtin": False,
+            }
     else:
         proved = has_answers
         if proved:
             answers = _answers(inst, table)
             tree = engine.tree(table, 0)
     unproved = [format_atom(t.goal) for t in asked_tables if not t.answers]  # dicts keep first-met order
-    return ProofResult(proved=proved, answers=answers, tree=tree, missing=asked_missing, kind=kind,
-                       steps=engine.steps, seconds=time.perf_counter() - t0, issues=list(engine.issues),
-                       unproved=unproved, violated=violated, negation_succeeded=engine.negation_succeeded)
+    return ProofResult(
+        proved=proved,
+        answers=answers,
+        tree=tree,
+        missing=asked_missing,
+        kind=kind,
+        steps=engine.steps,
+        seconds=time.perf_counter() - t0,
+        issues=list(engine.issues),
+        unproved=unproved,
+        violated=violated,
+        negation_succeeded=engine.negation_succeeded,
+    )
 
 
 def _search_query(engine: _Engine, goal: Goal) -> tuple[Atom | None, _Table | None, str]:
@@ -841,8 +932,10 @@ def _consistency(engine: _Engine, denials: tuple, kind: str) -> tuple[str, dict 
         return kind, None
     denial = denials[min(args[0] for args in table.answers)]
     statement = format_clause(denial)
-    engine.issue(f"line {denial.source_line}: the program is inconsistent: `{statement}` is violated (its atom is "
-                 "provable where its body holds), so no query is proved")
+    engine.issue(
+        f"line {denial.source_line}: the program is inconsistent: `{statement}` is violated (its atom is "
+        "provable where its body holds), so no query is proved"
+    )
     return "inconsistent", {"line": denial.source_line, "statement": statement}
 
 
@@ -871,7 +964,7 @@ def head_unifies(clause: Clause, goal: Goal | Atom) -> bool:
     trail: list = []
     try:
         goal_args = tuple(_subst_env(a, apart, True) for a in atom.args)
-        for h, g in zip(head.args, goal_args):
+        for h, g in zip(head.args, goal_args, strict=True):
             if type(h) is Expr:
                 if not is_ground(h):
                     continue
@@ -921,8 +1014,13 @@ def solve(text: str, limits: Limits) -> Outcome:
     if kind in ("floundered", "nonstratified"):
         what = "floundering" if kind == "floundered" else "recursion through negation"
         detail = "; ".join(result.issues[:3]) or what
-        return Outcome(status=Status.RUNTIME_ERROR, error_kind=ErrorKind.UNSUPPORTED.value,
-                       error_message=f"{what}: {detail}", error_line=_first_line(result.issues), **common)
+        return Outcome(
+            status=Status.RUNTIME_ERROR,
+            error_kind=ErrorKind.UNSUPPORTED.value,
+            error_message=f"{what}: {detail}",
+            error_line=_first_line(result.issues),
+            **common,
+        )
     if result.proved or kind in ("complete", "inconsistent"):
         answer = "True" if result.proved else "False"
         try:  # the proof-tree certificate; none if it cannot be built
@@ -931,12 +1029,18 @@ def solve(text: str, limits: Limits) -> Outcome:
             certificate = None
         status = Status.PROVED if result.proved else Status.DISPROVED
         return Outcome(status=status, answer=answer, certificate=certificate, **common)
-    limit = {"depth": f"depth budget ({budget.max_depth} nested calls)", "steps": f"step budget ({budget.max_steps} steps)",
-             "wall": f"time budget ({budget.timeout_s:g} s)"}[kind]
-    return Outcome(status=Status.TIMEOUT, error_kind=ErrorKind.TIMEOUT.value,
-                   error_message=f"{limit} exhausted after {result.steps} steps without a proof of {format_goal(program.goal)}; "
-                                 "a rule may generate unboundedly many values (e.g. arithmetic in a recursive rule)",
-                   **common)
+    limit = {
+        "depth": f"depth budget ({budget.max_depth} nested calls)",
+        "steps": f"step budget ({budget.max_steps} steps)",
+        "wall": f"time budget ({budget.timeout_s:g} s)",
+    }[kind]
+    return Outcome(
+        status=Status.TIMEOUT,
+        error_kind=ErrorKind.TIMEOUT.value,
+        error_message=f"{limit} exhausted after {result.steps} steps without a proof of {format_goal(program.goal)}; "
+        "a rule may generate unboundedly many values (e.g. arithmetic in a recursive rule)",
+        **common,
+    )
 
 
 def _check_query_arithmetic(goal: Goal) -> None:
@@ -945,7 +1049,9 @@ def _check_query_arithmetic(goal: Goal) -> None:
         for a in goal.atom.args:
             evaluate_ground_parts(a)
     except Undefined as exc:
-        raise ProgramError(f"the query {format_atom(goal.atom)} has an undefined argument: {exc}", goal.source_line) from None
+        raise ProgramError(
+            f"the query {format_atom(goal.atom)} has an undefined argument: {exc}", goal.source_line
+        ) from None
 
 
 def _first_line(issues: list) -> int | None:

@@ -95,8 +95,13 @@ def subst(t: Any, env: dict[Var, Any], evaluate: bool = True) -> Any:
 def same_term(a: Any, b: Any) -> bool:
     """Equal terms: the same type and value (a number never equals a constant)."""
     if isinstance(a, Expr) or isinstance(b, Expr):
-        return (isinstance(a, Expr) and isinstance(b, Expr) and a.op == b.op and len(a.args) == len(b.args)
-                and all(same_term(x, y) for x, y in zip(a.args, b.args)))
+        return (
+            isinstance(a, Expr)
+            and isinstance(b, Expr)
+            and a.op == b.op
+            and len(a.args) == len(b.args)
+            and all(same_term(x, y) for x, y in zip(a.args, b.args, strict=True))
+        )
     return type(a) is type(b) and a == b
 
 
@@ -107,7 +112,11 @@ def same_literal(a: Any, b: Any) -> bool:
         return same_literal(a.atom, b.atom)
     if isinstance(a, Comparison):
         return a.op == b.op and same_term(a.left, b.left) and same_term(a.right, b.right)
-    return a.pred == b.pred and len(a.args) == len(b.args) and all(same_term(x, y) for x, y in zip(a.args, b.args))
+    return (
+        a.pred == b.pred
+        and len(a.args) == len(b.args)
+        and all(same_term(x, y) for x, y in zip(a.args, b.args, strict=True))
+    )
 
 
 def variables(t: Any, out: dict[Var, None]) -> dict[Var, None]:
@@ -173,7 +182,7 @@ class _Relation:
 def _match(pattern: tuple, args: tuple, env: dict[Var, Any]) -> dict[Var, Any] | None:
     """``env`` extended so that ``pattern`` (ground values and variables) equals ``args``; None if impossible."""
     out = env
-    for term, value in zip(pattern, args):
+    for term, value in zip(pattern, args, strict=True):
         if isinstance(term, Var):
             bound = out.get(term)
             if bound is None:
@@ -332,8 +341,10 @@ class Model:
             if not sum(self.relations[key].add(args) for key, args in new):
                 return
             if self.size > MAX_MODEL_ATOMS:
-                raise Unverifiable(f"the bottom-up model grew beyond {MAX_MODEL_ATOMS} atoms "
-                                    "(arithmetic may generate values without end)")
+                raise Unverifiable(
+                    f"the bottom-up model grew beyond {MAX_MODEL_ATOMS} atoms "
+                    "(arithmetic may generate values without end)"
+                )
 
     def _alternating(self, component: list[PredKey], rules: list[_Rule], two_valued: bool) -> None:
         """A set of predicates with recursion through negation: the alternating fixpoint (well-founded model).
@@ -360,8 +371,9 @@ class Model:
         if not two_valued:
             self.over = over
 
-    def _least_with_negation(self, component: list[PredKey], rules: list[_Rule],
-                             view: dict[PredKey, _Relation]) -> dict[PredKey, _Relation]:
+    def _least_with_negation(
+        self, component: list[PredKey], rules: list[_Rule], view: dict[PredKey, _Relation]
+    ) -> dict[PredKey, _Relation]:
         """The least fixpoint of ``rules`` with each `not` of the set's predicates read against ``view``."""
         for key in component:
             self.relations[key] = _Relation()
@@ -375,12 +387,14 @@ class Model:
     def _heads(self, rule: _Rule, env: dict[Var, Any]) -> Iterator[tuple]:
         free = [v for v in variables(rule.head, {}) if v not in env]
         if free and not self.finite:
-            raise Unverifiable(f"{rule.describe()}: {', '.join(map(str, free))} is bound by no positive literal, "
-                                "and with arithmetic among the clauses its domain is not finite")
+            raise Unverifiable(
+                f"{rule.describe()}: {', '.join(map(str, free))} is bound by no positive literal, "
+                "and with arithmetic among the clauses its domain is not finite"
+            )
         for values in itertools.product(self.domain, repeat=len(free)):
             self.budget.tick()
             try:
-                args = tuple(subst(a, {**env, **dict(zip(free, values))}) for a in rule.head.args)
+                args = tuple(subst(a, {**env, **dict(zip(free, values, strict=True))}) for a in rule.head.args)
             except Undefined:
                 continue
             if all(isinstance(a, _GROUND) for a in args):
@@ -394,7 +408,7 @@ class Model:
         for pos, j in enumerate(pending):
             ways = self._literal(rule, j, env)
             if ways is not None:
-                rest = pending[:pos] + pending[pos + 1:]
+                rest = pending[:pos] + pending[pos + 1 :]
                 for extended in ways:
                     yield from self._body(rule, rest, extended)
                 return
@@ -402,8 +416,10 @@ class Model:
         unbound = [v for j in pending for v in variables(rule.body[j], {}) if v not in env]
         if not self.finite:
             shown = format_literal(rule.body[pending[0]])
-            raise Unverifiable(f"{rule.describe()}: `{shown}` cannot be evaluated bottom-up ({unbound[0]} is bound by no "
-                                "positive literal), and with arithmetic among the clauses its domain is not finite")
+            raise Unverifiable(
+                f"{rule.describe()}: `{shown}` cannot be evaluated bottom-up ({unbound[0]} is bound by no "
+                "positive literal), and with arithmetic among the clauses its domain is not finite"
+            )
         for value in self.domain:
             self.budget.tick()
             yield from self._body(rule, pending, {**env, unbound[0]: value})
@@ -475,16 +491,19 @@ class Model:
         except Undefined:
             return False
         if pattern is None:
-            raise Unverifiable(f"`{format_atom(atom)}` holds an expression with a variable; the checker "
-                                "decides atoms of values only")
+            raise Unverifiable(
+                f"`{format_atom(atom)}` holds an expression with a variable; the checker decides atoms of values only"
+            )
         key = (atom.pred, len(atom.args))
         if key not in self.relations:
             raise Unverifiable(f"`{format_atom(atom)}` was not among the atoms the model was built for")
         if self._exists(self.relations[key], pattern):
             return True
         if self.over is not None and self._exists(self.over[key], pattern):
-            raise Unverifiable(f"`{format_atom(atom)}` depends on itself through negation: it is neither true nor "
-                                "false in the well-founded model (the program has no two-valued model there)")
+            raise Unverifiable(
+                f"`{format_atom(atom)}` depends on itself through negation: it is neither true nor "
+                "false in the well-founded model (the program has no two-valued model there)"
+            )
         return False
 
 

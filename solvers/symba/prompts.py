@@ -62,8 +62,10 @@ _TRANSLATE_SYSTEM = {
     ),
 }
 
-_TEXT_A = ("Anne is kind. The cat chases the mouse. If someone is kind and young then they are happy. "
-           "Anne is young. Big things are not blue.")
+_TEXT_A = (
+    "Anne is kind. The cat chases the mouse. If someone is kind and young then they are happy. "
+    "Anne is young. Big things are not blue."
+)
 _TEXT_B = "[Mia] baked a cake with her father [Tom]. [Tom]'s sister [Ada] came over to help."
 _TEXT_C = "Sam has 12 apples. He gives away a third of them. How many apples does Sam have left?"
 
@@ -85,19 +87,30 @@ _SEARCH_EXAMPLES: dict[Kind, tuple[tuple[str, str, str], ...]] = {
 _TRANSLATE_EXAMPLES: dict[Kind, tuple[tuple[str, str, str], ...]] = {
     "fact": (
         ("is(anne, kind)", "Anne is kind.", "is(anne, kind)."),
-        ("isRelationOf(ada, sister, tom)", "[Tom]'s sister [Ada] came over to help.", "isRelationOf(ada, sister, tom)."),
+        (
+            "isRelationOf(ada, sister, tom)",
+            "[Tom]'s sister [Ada] came over to help.",
+            "isRelationOf(ada, sister, tom).",
+        ),
         ("has(sam, apples, N)", "Sam has 12 apples.", "has(sam, apples, 12)."),
         ("is(anne, big)", "Anne is young.", NO_STATEMENT),
     ),
     "rule": (
-        ("is(anne, happy)", "If someone is kind and young then they are happy.",
-         "is(X, happy) :- is(X, kind), is(X, young)."),
+        (
+            "is(anne, happy)",
+            "If someone is kind and young then they are happy.",
+            "is(X, happy) :- is(X, kind), is(X, young).",
+        ),
         ("-is(box, blue)", "Big things are not blue.", "-is(X, blue) :- is(X, big)."),
-        ("answer(X)", "He gives away a third of them. How many apples does Sam have left?",
-         "answer(X) :- has(sam, apples, N), X = N - N / 3."),
+        (
+            "answer(X)",
+            "He gives away a third of them. How many apples does Sam have left?",
+            "answer(X) :- has(sam, apples, N), X = N - N / 3.",
+        ),
         ("is(anne, happy)", "The cat chases the mouse.", NO_STATEMENT),
     ),
 }
+
 
 def _literal(text: str) -> str:
     """``text`` as a regex matching itself (only metacharacters escaped: xgrammar warns on ``\\ ``)."""

@@ -134,7 +134,18 @@ _TOKEN_RE = re.compile(
     re.VERBOSE | re.DOTALL,
 )
 _MOD_NEXT_RE = re.compile(r"[ \t]*(?:\d|[A-Z_]|\(|-|(?:round|max|min|abs)\s*\()")
-_CMP_TOKENS = {"=": "=", "==": "=", "!=": "!=", "\\=": "!=", "<>": "!=", "<": "<", "<=": "<=", "=<": "<=", ">": ">", ">=": ">="}
+_CMP_TOKENS = {
+    "=": "=",
+    "==": "=",
+    "!=": "!=",
+    "\\=": "!=",
+    "<>": "!=",
+    "<": "<",
+    "<=": "<=",
+    "=<": "<=",
+    ">": ">",
+    ">=": ">=",
+}
 _ARG_END = frozenset({",", ")", ";"})
 #: ``n op #count{...}`` read as ``#count{...} op' n``.
 _FLIPPED = {"=": "=", "!=": "!=", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
@@ -174,8 +185,12 @@ def _tokenize(text: str) -> list[_Tok]:
                 # tokenize the rest of the line again.
                 prev = toks[-1] if toks else None
                 start = m.start()
-                if prev is not None and prev.line == line and (prev.kind in ("num", "var") or prev.text == ")") \
-                        and _MOD_NEXT_RE.match(text, start + 1):
+                if (
+                    prev is not None
+                    and prev.line == line
+                    and (prev.kind in ("num", "var") or prev.text == ")")
+                    and _MOD_NEXT_RE.match(text, start + 1)
+                ):
                     append(_Tok("op", "%", line))
                     pos = start + 1
                     break
@@ -194,7 +209,7 @@ def _bad_character(text: str, pos: int, line: int) -> ProgramError:
     snippet = text[pos : pos + 12].split("\n")[0]
     hint = ""
     if ch == "'":
-        hint = "; quote strings with double quotes (\"...\")"
+        hint = '; quote strings with double quotes ("...")'
     elif ch == '"':
         hint = "; a string must close on the same line"
     elif ch == "#":
@@ -231,7 +246,7 @@ def _unescape(body: str, line: int) -> str:
         if c == "\\":
             nxt = body[i + 1]
             if nxt not in _ESCAPES:
-                raise ProgramError(f"unknown escape \\{nxt} in a string (use \\\" \\\\ \\n \\t)", line)
+                raise ProgramError(f'unknown escape \\{nxt} in a string (use \\" \\\\ \\n \\t)', line)
             out.append(_ESCAPES[nxt])
             i += 2
             continue
@@ -312,10 +327,18 @@ class _Parser:
             else:
                 clauses.extend(self.clause())
         if not goals:
-            raise ProgramError("the program has no query: add one line '?- goal.' such as '?- is(bob, red).'", None, ErrorKind.NO_ANSWER)
+            raise ProgramError(
+                "the program has no query: add one line '?- goal.' such as '?- is(bob, red).'",
+                None,
+                ErrorKind.NO_ANSWER,
+            )
         if len(goals) > 1:
             lines = ", ".join(str(g.source_line) for g in goals)
-            raise ProgramError(f"the program must have exactly one query '?- goal.', found {len(goals)} (lines {lines})", goals[1].source_line, ErrorKind.NO_ANSWER)
+            raise ProgramError(
+                f"the program must have exactly one query '?- goal.', found {len(goals)} (lines {lines})",
+                goals[1].source_line,
+                ErrorKind.NO_ANSWER,
+            )
         rules = tuple(c for c in clauses if not c.negated)
         return Program(rules, goals[0], tuple(c for c in clauses if c.negated))
 
@@ -327,14 +350,28 @@ class _Parser:
         if tok.kind == "eof":
             raise ProgramError(f"missing '.' at the end of the {what} that starts on line {start}", tok.line)
         if self.is_op(";"):
-            raise ProgramError(f"';' is not supported here (it pools arguments, p(a;b), and separates the alternatives of a body disjunction in braces, h :- {{a; b}}.); found in the {what} that starts on line {start}", tok.line, ErrorKind.UNSUPPORTED)
-        raise ProgramError(f"expected ',' or '.' after a literal in the {what} that starts on line {start}, found {_describe(tok)} (missing '.' at the end of the previous statement?)", tok.line)
+            raise ProgramError(
+                "';' is not supported here (it pools arguments, p(a;b), and separates the alternatives of a body "
+                f"disjunction in braces, h :- {{a; b}}.); found in the {what} that starts on line {start}",
+                tok.line,
+                ErrorKind.UNSUPPORTED,
+            )
+        raise ProgramError(
+            f"expected ',' or '.' after a literal in the {what} that starts on line {start}, "
+            f"found {_describe(tok)} (missing '.' at the end of the previous statement?)",
+            tok.line,
+        )
 
     def query(self) -> Goal:
         start = self.take().line  # '?-'
         goal = self.goal_literal(start)
         if self.is_op(","):
-            raise ProgramError("the query must be a single atom or 'not atom', not a conjunction: define a rule for the conjunction and query its head", self.tok.line, ErrorKind.NO_ANSWER)
+            raise ProgramError(
+                "the query must be a single atom or 'not atom', not a conjunction: "
+                "define a rule for the conjunction and query its head",
+                self.tok.line,
+                ErrorKind.NO_ANSWER,
+            )
         self.end_of_statement(start, "query")
         return goal
 
@@ -348,7 +385,12 @@ class _Parser:
             raise ProgramError("pooling (';') is not allowed in the query: ask one goal", line, ErrorKind.NO_ANSWER)
         atom = atoms[0]
         if self.tok.kind == "op" and (self.tok.text in _CMP_TOKENS):
-            raise ProgramError("the query must be an atom or 'not atom', not a comparison: define a rule such as 'answer(X) :- ...' and query it", self.tok.line, ErrorKind.NO_ANSWER)
+            raise ProgramError(
+                "the query must be an atom or 'not atom', not a comparison: "
+                "define a rule such as 'answer(X) :- ...' and query it",
+                self.tok.line,
+                ErrorKind.NO_ANSWER,
+            )
         return Goal(_number_anons([_mark_anons(atom)])[0], negated, line)
 
     def is_naf_start(self) -> bool:
@@ -364,10 +406,18 @@ class _Parser:
         start = self.tok.line
         self.saw_anon = False
         if self.is_op(":-"):
-            raise ProgramError("integrity constraints (':- body.') are not supported: write rules that conclude an atom", start, ErrorKind.UNSUPPORTED)
+            raise ProgramError(
+                "integrity constraints (':- body.') are not supported: write rules that conclude an atom",
+                start,
+                ErrorKind.UNSUPPORTED,
+            )
         if self.is_op("{") or self.is_op("#count"):
-            raise ProgramError("choice rules and aggregates in a head are not supported: a head is one atom "
-                               "(a disjunction in braces belongs in a body: h :- {a; b}.)", start, ErrorKind.UNSUPPORTED)
+            raise ProgramError(
+                "choice rules and aggregates in a head are not supported: a head is one atom "
+                "(a disjunction in braces belongs in a body: h :- {a; b}.)",
+                start,
+                ErrorKind.UNSUPPORTED,
+            )
         negated = self.is_naf_start()
         if negated:  # a denial `not h :- body.`
             self.take()
@@ -377,7 +427,9 @@ class _Parser:
         else:
             heads = self.atom_options(classical_ok=True, where="clause head")
         if self.tok.kind == "op" and self.tok.text in _CMP_TOKENS:
-            raise ProgramError(f"a clause head must be an atom, found a comparison after {format_atom(heads[0])}", self.tok.line)
+            raise ProgramError(
+                f"a clause head must be an atom, found a comparison after {format_atom(heads[0])}", self.tok.line
+            )
         body: list[_Item] = []
         if self.is_op(":-"):
             self.take()
@@ -386,7 +438,11 @@ class _Parser:
                 self.take()
                 body.append(self.body_item())
         elif self.is_op(","):
-            raise ProgramError("expected ':-' or '.' after the clause head, found ','; a fact states one atom (write one fact per atom)", self.tok.line)
+            raise ProgramError(
+                "expected ':-' or '.' after the clause head, found ','; "
+                "a fact states one atom (write one fact per atom)",
+                self.tok.line,
+            )
         self.end_of_statement(start, "clause")
         return _expand(heads, body, start, self.saw_anon, negated)
 
@@ -404,7 +460,9 @@ class _Parser:
         alternatives: list[list[list[Literal]]] = []
         while True:
             if self.is_op(close):
-                raise ProgramError(f"an empty element in braces (expected a literal, found {_describe(self.tok)})", self.tok.line)
+                raise ProgramError(
+                    f"an empty element in braces (expected a literal, found {_describe(self.tok)})", self.tok.line
+                )
             conjunction = [self.body_literal()]
             while self.is_op(",") or self.is_op(":"):
                 self.take()
@@ -416,7 +474,10 @@ class _Parser:
             if self.is_op(close):
                 self.take()
                 return alternatives
-            raise ProgramError(f"expected ';' or '{close}' in the braces opened on line {line}, found {_describe(self.tok)}", self.tok.line)
+            raise ProgramError(
+                f"expected ';' or '{close}' in the braces opened on line {line}, found {_describe(self.tok)}",
+                self.tok.line,
+            )
 
     def count_aggregate(self) -> _Item:
         """``#count{T : C; ...} >= 1`` (or ``1 <= #count{...}``, or no guard): some element's condition holds."""
@@ -450,9 +511,12 @@ class _Parser:
             guards.append((op, self.expr()))
         for op, bound in guards:
             if (op, bound) not in _AT_LEAST_ONE:
-                raise ProgramError(f"#count with the guard '{op} {_show(bound)}' is not supported: only 'at least one' "
-                                   "(#count{...} >= 1, or no guard) is, read as a disjunction of its elements", line,
-                                   ErrorKind.UNSUPPORTED)
+                raise ProgramError(
+                    f"#count with the guard '{op} {_show(bound)}' is not supported: only 'at least one' "
+                    "(#count{...} >= 1, or no guard) is, read as a disjunction of its elements",
+                    line,
+                    ErrorKind.UNSUPPORTED,
+                )
         return alternatives
 
     def body_literal(self) -> list[Literal]:
@@ -460,21 +524,37 @@ class _Parser:
         if self.tok.kind == "op" and self.tok.text in (".", ","):
             raise ProgramError(f"expected a literal after ':-' or ',', found {_describe(self.tok)}", line)
         if self.tok.kind == "name" and self.tok.text == "not" and self.peek().text in ("{", "#count"):
-            raise ProgramError("'not' applies to one atom, not to a disjunction or an aggregate: write 'not a, not b' "
-                               "for 'neither a nor b'", line, ErrorKind.UNSUPPORTED)
+            raise ProgramError(
+                "'not' applies to one atom, not to a disjunction or an aggregate: write 'not a, not b' "
+                "for 'neither a nor b'",
+                line,
+                ErrorKind.UNSUPPORTED,
+            )
         if self.tok.kind == "name" and self.tok.text == "not" and self.peek().kind in ("num", "str"):
-            raise ProgramError("'not' applies to atoms; for a comparison write the opposite one (e.g. X != 2 for not X = 2)", line, ErrorKind.UNSUPPORTED)
+            raise ProgramError(
+                "'not' applies to atoms; for a comparison write the opposite one (e.g. X != 2 for not X = 2)",
+                line,
+                ErrorKind.UNSUPPORTED,
+            )
         if self.is_naf_start():
             self.take()
             if self.is_naf_start():
                 raise ProgramError("double negation 'not not' is not supported", line, ErrorKind.UNSUPPORTED)
             return [Naf(a) for a in self.atom_with_paren(allow_paren=True)]
-        if self.is_op("-") and self.peek().kind == "name" and not (self.peek().text in ARITH_FUNCS and self.is_op("(", self.peek(2))):
+        if (
+            self.is_op("-")
+            and self.peek().kind == "name"
+            and not (self.peek().text in ARITH_FUNCS and self.is_op("(", self.peek(2)))
+        ):
             return self.atom_options(classical_ok=True)
         if self.tok.kind == "name" and self.tok.text not in ARITH_FUNCS and self.peek().text == "(":
             atoms = self.atom_options(classical_ok=False)  # fast path: an atom literal
             if self.tok.kind == "op" and self.tok.text in _CMP_TOKENS:
-                raise ProgramError(f"{atoms[0].pred}(...) is not arithmetic: comparisons take numbers, variables, constants and + - * / ** % round max min abs", line)
+                raise ProgramError(
+                    f"{atoms[0].pred}(...) is not arithmetic: comparisons take numbers, variables, "
+                    "constants and + - * / ** % round max min abs",
+                    line,
+                )
             return atoms
         left = self.expr()
         tok = self.tok
@@ -488,15 +568,23 @@ class _Parser:
             right = self.expr()
             if isinstance(left, _AtomTerm) or isinstance(right, _AtomTerm):
                 bad = left if isinstance(left, _AtomTerm) else right
-                raise ProgramError(f"{bad.text}(...) is not arithmetic: comparisons take numbers, variables, constants and + - * / ** % round max min abs", line)
-            return [Comparison(op, l, r) for l, r in itertools.product(_expand_term(left), _expand_term(right))]
+                raise ProgramError(
+                    f"{bad.text}(...) is not arithmetic: comparisons take numbers, variables, "
+                    "constants and + - * / ** % round max min abs",
+                    line,
+                )
+            return [Comparison(op, lhs, rhs) for lhs, rhs in itertools.product(_expand_term(left), _expand_term(right))]
         if isinstance(left, _AtomTerm):
             return list(left.atoms)
         if type(left) is str:
             return [Atom(left)]
         if type(left) is Expr and left.op in ARITH_FUNCS:  # a predicate named round/max/min/abs
             return _expand_atom(Atom(left.op, left.args))
-        raise ProgramError(f"expected a literal (an atom, 'not atom' or a comparison such as X = Y + 1), found {_show(left)} followed by {_describe(tok)}", line)
+        raise ProgramError(
+            "expected a literal (an atom, 'not atom' or a comparison such as X = Y + 1), "
+            f"found {_show(left)} followed by {_describe(tok)}",
+            line,
+        )
 
     def atom_with_paren(self, allow_paren: bool) -> list[Atom]:
         if allow_paren and self.is_op("("):
@@ -529,7 +617,10 @@ class _Parser:
         """``( tuple {';' tuple} )`` where ``tuple := arg {',' arg}``; returns each tuple."""
         open_tok = self.take()  # '('
         if self.is_op(")"):
-            raise ProgramError(f"{pred}() has empty parentheses: write the bare name {pred} for an atom without arguments", open_tok.line)
+            raise ProgramError(
+                f"{pred}() has empty parentheses: write the bare name {pred} for an atom without arguments",
+                open_tok.line,
+            )
         tuples: list[tuple] = []
         current: list[Term] = []
         while True:
@@ -546,7 +637,9 @@ class _Parser:
                 self.take()
                 tuples.append(tuple(current))
                 return tuples
-            raise ProgramError(f"expected ',' or ')' in the arguments of {pred}(...), found {_describe(self.tok)}", self.tok.line)
+            raise ProgramError(
+                f"expected ',' or ')' in the arguments of {pred}(...), found {_describe(self.tok)}", self.tok.line
+            )
 
     def argument(self, pred: str) -> Term:
         tok = self.tok
@@ -561,7 +654,12 @@ class _Parser:
         line = tok.line
         t = self.expr()
         if isinstance(t, _AtomTerm):
-            raise ProgramError(f"function symbols are not supported: {t.text}(...) inside {pred}(...); arguments are constants, numbers, strings, variables or arithmetic", line, ErrorKind.UNSUPPORTED)
+            raise ProgramError(
+                f"function symbols are not supported: {t.text}(...) inside {pred}(...); arguments are constants, "
+                "numbers, strings, variables or arithmetic",
+                line,
+                ErrorKind.UNSUPPORTED,
+            )
         return t
 
     # -- arithmetic: expr := term {(+|-) term}; term := unary {(*|/|%) unary};
@@ -651,15 +749,23 @@ class _Parser:
                 self.take()
                 options.append(self.expr())
             if self.is_op(","):
-                raise ProgramError("tuples '(a, b)' are not supported as arguments; pool alternatives with ';' as in (a;b)", self.tok.line, ErrorKind.UNSUPPORTED)
+                raise ProgramError(
+                    "tuples '(a, b)' are not supported as arguments; pool alternatives with ';' as in (a;b)",
+                    self.tok.line,
+                    ErrorKind.UNSUPPORTED,
+                )
             self.expect_op(")", "to close '('")
             if len(options) == 1:
                 return options[0]
             for o in options:
                 if isinstance(o, _AtomTerm):
-                    raise ProgramError(f"function symbols are not supported: {o.text}(...) in a pool", tok.line, ErrorKind.UNSUPPORTED)
+                    raise ProgramError(
+                        f"function symbols are not supported: {o.text}(...) in a pool", tok.line, ErrorKind.UNSUPPORTED
+                    )
             return _Pool(tuple(options))
-        raise ProgramError(f"expected a term (constant, number, string, variable or expression), found {_describe(tok)}", tok.line)
+        raise ProgramError(
+            f"expected a term (constant, number, string, variable or expression), found {_describe(tok)}", tok.line
+        )
 
 
 @dataclass
@@ -683,7 +789,10 @@ def _show(t: Any) -> str:
 
 def _check_arith(t: Any, line: int) -> None:
     if isinstance(t, _AtomTerm):
-        raise ProgramError(f"{t.text}(...) is not arithmetic: expressions take numbers, variables and + - * / ** % round max min abs", line)
+        raise ProgramError(
+            f"{t.text}(...) is not arithmetic: expressions take numbers, variables and + - * / ** % round max min abs",
+            line,
+        )
 
 
 def _binop(op: str, left: Any, right: Any, line: int) -> Expr:
@@ -721,7 +830,8 @@ def _expand_literal(lit: Literal) -> list:
         return _expand_atom(lit)
     if type(lit) is Naf:
         return [Naf(a) for a in _expand_atom(lit.atom)]
-    return [Comparison(lit.op, l, r) for l, r in itertools.product(_expand_term(lit.left), _expand_term(lit.right))]
+    pairs = itertools.product(_expand_term(lit.left), _expand_term(lit.right))
+    return [Comparison(lit.op, lhs, rhs) for lhs, rhs in pairs]
 
 
 def _number_anons(items: list) -> list:
@@ -777,7 +887,11 @@ def _expand(heads: list, body: list, line: int, anon: bool = True, negated: bool
     for opts in item_opts:
         total *= len(opts)
     if total > _MAX_EXPANSION:
-        raise ProgramError(f"pooling and disjunction expand this statement into {total} clauses (more than {_MAX_EXPANSION})", line, ErrorKind.UNSUPPORTED)
+        raise ProgramError(
+            f"pooling and disjunction expand this statement into {total} clauses (more than {_MAX_EXPANSION})",
+            line,
+            ErrorKind.UNSUPPORTED,
+        )
     out = []
     for head in head_opts:
         for combo in itertools.product(*item_opts):
@@ -865,16 +979,20 @@ def from_prolog(text: str) -> str:
     lines = text.splitlines()
     goal_at = next((i for i in range(len(lines) - 1, -1, -1) if lines[i].lstrip().startswith("?-")), None)
     if goal_at is None:
-        raise ProgramError("a Prolog program to re-derive needs its goal as a final '?- goal.' line", None,
-                           ErrorKind.NO_ANSWER)
+        raise ProgramError(
+            "a Prolog program to re-derive needs its goal as a final '?- goal.' line", None, ErrorKind.NO_ANSWER
+        )
     out = []
     for number, line in enumerate(lines, start=1):
         directive = re.match(r"\s*:-\s*(\w+)", line)
         if directive and number - 1 != goal_at:
             if directive.group(1) not in PROLOG_DECLARATIONS:
-                raise ProgramError(f"the directive ':- {directive.group(1)}' is not part of this language "
-                                   f"(only {', '.join(PROLOG_DECLARATIONS)} declarations are dropped)", number,
-                                   ErrorKind.UNSUPPORTED)
+                raise ProgramError(
+                    f"the directive ':- {directive.group(1)}' is not part of this language "
+                    f"(only {', '.join(PROLOG_DECLARATIONS)} declarations are dropped)",
+                    number,
+                    ErrorKind.UNSUPPORTED,
+                )
             line = ""
         out.append(line)
     goal = out[goal_at].strip().removeprefix("?-").strip().removesuffix(".").strip()
@@ -928,5 +1046,3 @@ def parse_literal(text: str) -> Literal:
     if p.tok.kind != "eof":
         raise ProgramError(f"not a single literal: {text!r}")
     return _number_anons([_mark_anons(lits[0])])[0]
-
-

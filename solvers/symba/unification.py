@@ -83,14 +83,14 @@ def unify(a: Any, b: Any, env: dict, trail: list) -> bool:
         trail.append(b)
         return True
     if ta is Expr and tb is Expr and a.op == b.op and len(a.args) == len(b.args):
-        return all(unify(x, y, env, trail) for x, y in zip(a.args, b.args))
+        return all(unify(x, y, env, trail) for x, y in zip(a.args, b.args, strict=True))
     return False
 
 
 def unify_args(xs: tuple, ys: tuple, env: dict, trail: list) -> bool:
     if len(xs) != len(ys):
         return False
-    for x, y in zip(xs, ys):
+    for x, y in zip(xs, ys, strict=True):
         if not unify(x, y, env, trail):
             return False
     return True
@@ -145,8 +145,11 @@ def match(pattern: Any, target: Any, sigma: dict) -> bool:
             return True
         return type(bound) is type(target) and bound == target
     if type(pattern) is Expr:
-        return type(target) is Expr and pattern.op == target.op and len(pattern.args) == len(target.args) and all(
-            match(p, t, sigma) for p, t in zip(pattern.args, target.args)
+        return (
+            type(target) is Expr
+            and pattern.op == target.op
+            and len(pattern.args) == len(target.args)
+            and all(match(p, t, sigma) for p, t in zip(pattern.args, target.args, strict=True))
         )
     return type(pattern) is type(target) and pattern == target
 

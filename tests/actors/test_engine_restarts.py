@@ -18,16 +18,18 @@ from symbolkg.actors.engines.factory import LazyEngine
 from symbolkg.actors.engines.metered import MeteredEngine
 from symbolkg.actors.engines.scripted import ScriptedEngine
 from symbolkg.jobs.methods import MethodConfig
-from symbolkg.jobs.pipeline.runner import run_method_job
 from symbolkg.jobs.pipeline.rows import Problem
+from symbolkg.jobs.pipeline.runner import run_method_job
 from symbolkg.jobs.pipeline.store import ResultStore
 
 OPTIONS = ("A) True", "B) False")
 
 
 def problems(n: int) -> list[Problem]:
-    return [Problem(f"p{i:03d}", "custom", f"Fact {i}.", f"Is {i} even?", OPTIONS, "A" if i % 2 == 0 else "B")
-            for i in range(n)]
+    return [
+        Problem(f"p{i:03d}", "custom", f"Fact {i}.", f"Is {i} even?", OPTIONS, "A" if i % 2 == 0 else "B")
+        for i in range(n)
+    ]
 
 
 def answer(request: ChatRequest) -> str:
@@ -37,8 +39,17 @@ def answer(request: ChatRequest) -> str:
 
 def run(engine, tmp_path, name: str, n: int = 30, in_flight: int = 8) -> dict[str, tuple]:
     out = tmp_path / f"{name}.parquet"
-    asyncio.run(run_method_job(problems(n), ResultStore(out), MethodConfig(method="direct"), engine, None,
-                               max_in_flight=in_flight, progress=False))
+    asyncio.run(
+        run_method_job(
+            problems(n),
+            ResultStore(out),
+            MethodConfig(method="direct"),
+            engine,
+            None,
+            max_in_flight=in_flight,
+            progress=False,
+        )
+    )
     rows = pq.read_table(out).to_pylist()
     ids = [r["problem_id"] for r in rows]
     assert len(ids) == len(set(ids)), "duplicated rows"
@@ -130,8 +141,9 @@ def test_killing_the_ray_llm_actor_mid_job_loses_nothing(tmp_path):
         def build():
             # 1 s per answer, far longer than a kill takes to land (measured idle: 0.005 s), so the
             # requests in flight at the kill die with the actor.
-            remote = start_llm_actor(LLMActorConfig("scripted", ScriptedActorConfig(answer, latency_s=1.0),
-                                                    num_cpus=0.5))
+            remote = start_llm_actor(
+                LLMActorConfig("scripted", ScriptedActorConfig(answer, latency_s=1.0), num_cpus=0.5)
+            )
             actors.append(remote)
             return remote
 
@@ -140,8 +152,17 @@ def test_killing_the_ray_llm_actor_mid_job_loses_nothing(tmp_path):
 
         async def job_with_a_kill(out):
             in_flight, n = 8, 40
-            task = asyncio.ensure_future(run_method_job(problems(n), ResultStore(out), MethodConfig(method="direct"),
-                                                        metered, None, max_in_flight=in_flight, progress=False))
+            task = asyncio.ensure_future(
+                run_method_job(
+                    problems(n),
+                    ResultStore(out),
+                    MethodConfig(method="direct"),
+                    metered,
+                    None,
+                    max_in_flight=in_flight,
+                    progress=False,
+                )
+            )
             deadline = time.monotonic() + 120.0
             while len(metered.records) < 10:
                 assert not task.done() and time.monotonic() < deadline, "the job never answered 10 requests"

@@ -274,8 +274,18 @@ def test_cache_put_get_len_and_reopen_keeps_original_counts(tmp_path: Path) -> N
     with CompletionCache(path) as cache:
         assert cache.db_path == path / "completions.sqlite" and cache.db_path.is_file()
         assert len(cache) == 0 and "k" not in cache and cache.get("k") is None
-        assert cache.put("k", Completion("text", prompt_tokens=12, completion_tokens=3, finish_reason="length",
-                                         model="m", structured=True, latency_s=1.5))
+        assert cache.put(
+            "k",
+            Completion(
+                "text",
+                prompt_tokens=12,
+                completion_tokens=3,
+                finish_reason="length",
+                model="m",
+                structured=True,
+                latency_s=1.5,
+            ),
+        )
         assert not cache.put("k", Completion("another text", model="m")), "first write wins"
     with CompletionCache(path) as reopened:
         assert len(reopened) == 1 and "k" in reopened
@@ -351,7 +361,7 @@ def test_cache_concurrent_writers_from_threads(tmp_path: Path) -> None:
                 caches[w].put(f"w{w}-{i}", Completion(f"text {w} {i}", completion_tokens=i))
                 caches[w].put(f"shared-{i}", Completion(f"shared by {w}", completion_tokens=1))
                 assert caches[1 - w].get(f"w{w}-{i}") is not None, "a committed write is visible to the other object"
-        except BaseException as exc:  # re-raised in the test thread below
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the test thread below
             errors.append(exc)
 
     threads = [threading.Thread(target=writer, args=(w,)) for w in (0, 1)]

@@ -15,9 +15,10 @@ import json
 import socket
 import threading
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import pytest
 
@@ -174,7 +175,12 @@ def fake_server() -> Iterator[Callable[[Callable[[int, dict[str, Any]], Reply]],
 def config(base_url: str, **kw: Any) -> OpenAIConfig:
     """A config with fast retries: tests must not wait seconds for back-off."""
     defaults: dict[str, Any] = dict(
-        model=MODEL, api_key_env=None, timeout_s=5.0, max_retries=3, backoff_initial_s=0.02, backoff_max_s=0.1,
+        model=MODEL,
+        api_key_env=None,
+        timeout_s=5.0,
+        max_retries=3,
+        backoff_initial_s=0.02,
+        backoff_max_s=0.1,
         trust_env=False,
     )
     defaults.update(kw)
@@ -250,7 +256,12 @@ def test_answers_in_order_with_usage_and_body(fake_server) -> None:
     assert first["model"] == MODEL
     assert first["messages"] == [{"role": "user", "content": "a"}]
     assert (first["max_tokens"], first["temperature"], first["top_p"], first["stop"], first["seed"]) == (
-        9, 0.5, 0.9, ["END"], 3)
+        9,
+        0.5,
+        0.9,
+        ["END"],
+        3,
+    )
     other = next(s.body for s in server.seen if s.body["messages"][-1]["content"] == "b")
     assert "stop" not in other and "seed" not in other
     assert engine.stats.attempts == 3 and engine.stats.retries == 0 and engine.stats.completed == 3
@@ -284,10 +295,17 @@ SCHEMA = {"type": "object", "properties": {"a": {"type": "integer"}}, "required"
         ("vllm", StructuredOutput(grammar='root ::= "a"'), {"structured_outputs": {"grammar": 'root ::= "a"'}}, True),
         ("vllm_legacy", StructuredOutput(choice=("x",)), {"guided_choice": ["x"]}, True),
         ("vllm_legacy", StructuredOutput(json_schema=SCHEMA), {"guided_json": SCHEMA}, True),
-        ("response_format", StructuredOutput(json_schema=SCHEMA),
-         {"response_format": {"type": "json_schema",
-                              "json_schema": {"name": "output", "schema": SCHEMA, "strict": True}}},
-         True),
+        (
+            "response_format",
+            StructuredOutput(json_schema=SCHEMA),
+            {
+                "response_format": {
+                    "type": "json_schema",
+                    "json_schema": {"name": "output", "schema": SCHEMA, "strict": True},
+                }
+            },
+            True,
+        ),
         ("response_format", StructuredOutput(regex="a"), {}, False),
         ("none", StructuredOutput(choice=("x",)), {}, False),
     ],
@@ -405,8 +423,9 @@ def test_always_slow_fails_with_timeout_after_bounded_time(fake_server) -> None:
 
 def test_503_twice_then_success(fake_server) -> None:
     server = fake_server(
-        lambda i, b: Reply(status=503, body={"error": {"message": "warming up"}}) if i < 2
-        else Reply(body=ok_body("up"))
+        lambda i, b: (
+            Reply(status=503, body={"error": {"message": "warming up"}}) if i < 2 else Reply(body=ok_body("up"))
+        )
     )
     [c], engine = run(generate_once(config(server.base_url, max_retries=3), [req()]))
     assert c.text == "up"
@@ -423,8 +442,11 @@ def test_503_forever_gives_up_with_the_servers_message(fake_server) -> None:
 
 def test_retry_after_is_honoured(fake_server) -> None:
     server = fake_server(
-        lambda i, b: Reply(status=429, body={"error": {"message": "slow down"}}, headers={"Retry-After": "1"})
-        if i == 0 else Reply()
+        lambda i, b: (
+            Reply(status=429, body={"error": {"message": "slow down"}}, headers={"Retry-After": "1"})
+            if i == 0
+            else Reply()
+        )
     )
     run(generate_once(config(server.base_url, backoff_initial_s=0.01, backoff_max_s=5.0), [req()]))
     assert server.count == 2
@@ -623,8 +645,15 @@ def test_engine_is_bound_to_one_event_loop(fake_server) -> None:
 
 
 def real_config(server: VLLMServer, **kw: Any) -> OpenAIConfig:
-    defaults: dict[str, Any] = dict(model=SERVED_NAME, api_key_env=None, timeout_s=60.0, max_retries=1,
-                                    backoff_initial_s=0.1, backoff_max_s=0.5, trust_env=False)
+    defaults: dict[str, Any] = dict(
+        model=SERVED_NAME,
+        api_key_env=None,
+        timeout_s=60.0,
+        max_retries=1,
+        backoff_initial_s=0.1,
+        backoff_max_s=0.5,
+        trust_env=False,
+    )
     defaults.update(kw)
     return OpenAIConfig(base_url=server.base_url, **defaults)
 
@@ -647,9 +676,18 @@ def test_real_server_structured_outputs_in_one_batch(vllm_server: VLLMServer) ->
         req(question, params=params, structured=StructuredOutput(choice=("yes", "no"))),
         req(question, params=params, structured=StructuredOutput(choice=("True", "False", "Unknown"))),
         req(question, params=params, structured=StructuredOutput(regex="[0-9]{3}")),
-        req(question, params=params, structured=StructuredOutput(
-            json_schema={"type": "object", "properties": {"answer": {"type": "boolean"}}, "required": ["answer"],
-                         "additionalProperties": False})),
+        req(
+            question,
+            params=params,
+            structured=StructuredOutput(
+                json_schema={
+                    "type": "object",
+                    "properties": {"answer": {"type": "boolean"}},
+                    "required": ["answer"],
+                    "additionalProperties": False,
+                }
+            ),
+        ),
     ]
     out, _ = run(generate_once(real_config(vllm_server), requests))
     assert out[0].text in ("yes", "no")
@@ -680,8 +718,16 @@ def test_real_server_rejects_bad_requests_clearly(vllm_server: VLLMServer) -> No
 def test_server_gone_fails_after_retries() -> None:
     """Nothing listens on the port (as after a server died): bounded retries, then a clear error."""
     base_url = f"http://127.0.0.1:{free_port()}/v1"
-    cfg = OpenAIConfig(base_url=base_url, model=SERVED_NAME, api_key_env=None, timeout_s=5.0, max_retries=2,
-                       backoff_initial_s=0.1, backoff_max_s=0.2, trust_env=False)
+    cfg = OpenAIConfig(
+        base_url=base_url,
+        model=SERVED_NAME,
+        api_key_env=None,
+        timeout_s=5.0,
+        max_retries=2,
+        backoff_initial_s=0.1,
+        backoff_max_s=0.2,
+        trust_env=False,
+    )
     with pytest.raises(EngineError) as info:
         run(generate_once(cfg, [req()]))
     assert not isinstance(info.value, EngineDeadError)

@@ -20,7 +20,7 @@ from symbolkg.actors.llm_actor import LLMActorConfig, RemoteEngine, ScriptedActo
 ray = pytest.importorskip("ray")
 from ray.util import placement_group_table  # noqa: E402
 
-from tests.actors.ray_wait import kill_and_wait_until_dead
+from tests.actors.ray_wait import kill_and_wait_until_dead  # noqa: E402
 
 NODE_GPUS = 4
 
@@ -34,8 +34,9 @@ def req(problem_id: str) -> ChatRequest:
 
 
 def gpu_engine(num_gpus: int, *, timeout_s: float = 30.0, **kw) -> LLMActorConfig:
-    return LLMActorConfig("scripted", ScriptedActorConfig(script), num_gpus=num_gpus, num_cpus=0.25,
-                          placement_timeout_s=timeout_s, **kw)
+    return LLMActorConfig(
+        "scripted", ScriptedActorConfig(script), num_gpus=num_gpus, num_cpus=0.25, placement_timeout_s=timeout_s, **kw
+    )
 
 
 def live_pgs() -> dict[str, dict]:

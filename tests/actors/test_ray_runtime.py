@@ -40,8 +40,13 @@ def _run(body: str) -> str:
     ray_tmp = tempfile.mkdtemp(prefix="rt-", dir="/tmp")
     try:
         # Each case takes 14-18 s (measured on a busy machine: a fresh interpreter starting Ray); 300 s is over 10x.
-        proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
-                              env={**os.environ, "RAY_TMPDIR": ray_tmp})
+        proc = subprocess.run(
+            [sys.executable, "-c", code],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            env={**os.environ, "RAY_TMPDIR": ray_tmp},
+        )
     finally:
         shutil.rmtree(ray_tmp, ignore_errors=True)
     assert proc.returncode == 0, proc.stderr[-2000:]

@@ -11,8 +11,15 @@ from collections.abc import Callable
 import numpy as np
 import pytest
 
-from symbolkg.actors.retrieval_actor import (EmbedderSpec, HostConfig, RemoteEmbedder, RetrievalError, RetrievalHost,
-                                    RetrievalService, SearchRequest)
+from symbolkg.actors.retrieval_actor import (
+    EmbedderSpec,
+    HostConfig,
+    RemoteEmbedder,
+    RetrievalError,
+    RetrievalHost,
+    RetrievalService,
+    SearchRequest,
+)
 from symbolkg.jobs.pipeline.retrieve import retrieve
 from symbolkg.retrieval.anchors import AnchorConfig
 from symbolkg.retrieval.embed import HashingEmbedder
@@ -23,12 +30,19 @@ from tests.actors.ray_wait import kill_and_wait_until_dead, wait_until_dead
 
 ANN, BOB, TEACHER, KIND = Entity.create("Ann"), Entity.create("Bob"), Concept.create("teacher"), Concept.create("kind")
 RULE = Rule.create("teacher(x) -> kind(x)", "every teacher is kind")
-G1 = Graph("ctx-1", (ANN, TEACHER, KIND, RULE),
-           (Edge(ANN.id, TEACHER.id, "IS_A"), Edge(RULE.id, TEACHER.id, "MENTIONS"), Edge(RULE.id, KIND.id, "MENTIONS")))
+G1 = Graph(
+    "ctx-1",
+    (ANN, TEACHER, KIND, RULE),
+    (Edge(ANN.id, TEACHER.id, "IS_A"), Edge(RULE.id, TEACHER.id, "MENTIONS"), Edge(RULE.id, KIND.id, "MENTIONS")),
+)
 G2 = Graph("ctx-4", (BOB, KIND), (Edge(BOB.id, KIND.id, "IS_A"),))
 CONFIG = HostConfig(EmbedderSpec("hashing"), hull=HullConfig(k=2), anchors=AnchorConfig(dense_threshold=0.99))
-QUERIES = [("ctx-1", G1, "Is Ann kind?", ("Ann",)), ("ctx-4", G2, "Is Bob kind?", ("Bob",)),
-           ("ctx-1", G1, "Is Ann a teacher?", None), ("ctx-4", G2, "Who is kind?", ())]
+QUERIES = [
+    ("ctx-1", G1, "Is Ann kind?", ("Ann",)),
+    ("ctx-4", G2, "Is Bob kind?", ("Bob",)),
+    ("ctx-1", G1, "Is Ann a teacher?", None),
+    ("ctx-4", G2, "Who is kind?", ()),
+]
 
 
 def summary(result) -> tuple:
@@ -37,9 +51,10 @@ def summary(result) -> tuple:
 
 def expected() -> list[tuple]:
     out = []
-    for key, graph, question, entities in QUERIES:
-        alone = HybridRetriever.from_graphs([graph], HashingEmbedder(), anchor_config=CONFIG.anchors,
-                                            hull_config=CONFIG.hull)
+    for _key, graph, question, entities in QUERIES:
+        alone = HybridRetriever.from_graphs(
+            [graph], HashingEmbedder(), anchor_config=CONFIG.anchors, hull_config=CONFIG.hull
+        )
         out.append(summary(alone.retrieve(question, entities)))
     return out
 

@@ -42,19 +42,27 @@ SLOW_SCALE = 0.1
 
 
 def req(i: int = 0, *, content: str = "y" * 384, max_tokens: int = 512) -> ChatRequest:
-    return ChatRequest((Message("user", content),), SamplingParams(max_tokens=max_tokens), problem_id=f"p{i}",
-                       purpose="formulate", request_id=f"p{i}/formulate/1")
+    return ChatRequest(
+        (Message("user", content),),
+        SamplingParams(max_tokens=max_tokens),
+        problem_id=f"p{i}",
+        purpose="formulate",
+        request_id=f"p{i}/formulate/1",
+    )
 
 
-def engine(model: LatencyModel = MODEL, responder=lambda r: ANSWER, *, name: str = "sim-0",
-           clock: SimClock | None = None) -> SimulatedEngine:
+def engine(
+    model: LatencyModel = MODEL, responder=lambda r: ANSWER, *, name: str = "sim-0", clock: SimClock | None = None
+) -> SimulatedEngine:
     return SimulatedEngine(responder, model, clock or SimClock(SCALE), name=name)
 
 
 def max_overlap(stats: list[RequestStats]) -> int:
     """The most requests in service at one instant, from their recorded intervals."""
-    events = sorted([(s.started_at_s, 1) for s in stats] + [(s.finished_at_s, -1) for s in stats],
-                    key=lambda e: (e[0], e[1]))  # a finish and a start at the same instant: finish first
+    # a finish and a start at the same instant: finish first
+    events = sorted(
+        [(s.started_at_s, 1) for s in stats] + [(s.finished_at_s, -1) for s in stats], key=lambda e: (e[0], e[1])
+    )
     now = peak = 0
     for _, delta in events:
         now += delta
@@ -89,13 +97,16 @@ def test_step_time_refuses_a_batch_outside_the_engine(batch):
         MODEL.step_s(batch)
 
 
-@pytest.mark.parametrize("kwargs, match", [
-    ({"prefill_tokens_per_s": 0.0}, "must be > 0"),
-    ({"decode_tokens_per_s": -1.0}, "must be > 0"),
-    ({"batch_slowdown": -0.5}, "batch_slowdown"),
-    ({"max_batch": 0}, "max_batch"),
-    ({"name": ""}, "name"),
-])
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"prefill_tokens_per_s": 0.0}, "must be > 0"),
+        ({"decode_tokens_per_s": -1.0}, "must be > 0"),
+        ({"batch_slowdown": -0.5}, "batch_slowdown"),
+        ({"max_batch": 0}, "max_batch"),
+        ({"name": ""}, "name"),
+    ],
+)
 def test_latency_model_validates(kwargs, match):
     args = {"name": "m", "prefill_tokens_per_s": 1.0, "decode_tokens_per_s": 1.0, "batch_slowdown": 0.0, "max_batch": 1}
     with pytest.raises(ValueError, match=match):
@@ -274,8 +285,10 @@ def test_close_fails_waiting_requests_and_later_calls():
 def test_a_cancelled_request_leaves_its_slot_to_the_queue():
     async def run():
         # p0 would take 50 simulated s (0.5 s real); p1 only 2.1.
-        e = engine(LatencyModel("one", 1000.0, 10.0, 0.0, max_batch=1),
-                   responder=lambda r: "x" * 2000 if r.problem_id == "p0" else ANSWER)
+        e = engine(
+            LatencyModel("one", 1000.0, 10.0, 0.0, max_batch=1),
+            responder=lambda r: "x" * 2000 if r.problem_id == "p0" else ANSWER,
+        )
         first = asyncio.create_task(e.generate([req(0)]))
         second = asyncio.create_task(e.generate([req(1)]))
         for _ in range(3):
@@ -309,8 +322,9 @@ def test_cache_responder_answers_hits_and_fails_misses(tmp_path):
 
 # Prefill is the slow part here (100 tokens/s) so that a cache hit shows in the timings; decoding
 # 20 tokens takes 2 s at any batch.
-PREFILL_HEAVY = LatencyModel("prefill-heavy", prefill_tokens_per_s=100.0, decode_tokens_per_s=10.0,
-                             batch_slowdown=0.0, max_batch=4)
+PREFILL_HEAVY = LatencyModel(
+    "prefill-heavy", prefill_tokens_per_s=100.0, decode_tokens_per_s=10.0, batch_slowdown=0.0, max_batch=4
+)
 CACHE = PrefixCacheConfig(capacity_tokens=10_000)  # 625 blocks of 16 tokens (64 characters)
 SHARED = "s" * 640  # a system message: "<system>" header (12) + 640 + end (4) = 656 characters
 
@@ -318,8 +332,12 @@ SHARED = "s" * 640  # a system message: "<system>" header (12) + 640 + end (4) =
 def chat(i: int, *, system: str = SHARED, user: str | None = None) -> ChatRequest:
     """A system message then a 64-character user turn that differs from its first character per ``i``."""
     user = user if user is not None else f"{i:04d}" + "u" * 60
-    return ChatRequest((Message("system", system), Message("user", user)), SamplingParams(max_tokens=512),
-                       problem_id=f"p{i}", request_id=f"p{i}/formulate/1")
+    return ChatRequest(
+        (Message("system", system), Message("user", user)),
+        SamplingParams(max_tokens=512),
+        problem_id=f"p{i}",
+        request_id=f"p{i}/formulate/1",
+    )
 
 
 def cached_engine(cache: PrefixCacheConfig = CACHE, model: LatencyModel = PREFILL_HEAVY, **kwargs) -> SimulatedEngine:
@@ -383,8 +401,9 @@ def test_no_cache_means_no_hits(cache):
 def test_an_identical_prompt_still_computes_its_last_token():
     # 240 characters of content + 16 of template: 256 rendered characters, 4 full blocks, 64 tokens
     # estimated: every token is in a cached block, but one is recomputed (as vLLM does).
-    requests = [ChatRequest((Message("user", "q" * 240),), SamplingParams(max_tokens=512), problem_id=f"p{i}")
-                for i in range(2)]
+    requests = [
+        ChatRequest((Message("user", "q" * 240),), SamplingParams(max_tokens=512), problem_id=f"p{i}") for i in range(2)
+    ]
     assert estimate_prompt_tokens(requests[0]) == 64 and len(render_prompt(requests[0])) == 256
     e = cached_engine()
     asyncio.run(e.generate(requests))

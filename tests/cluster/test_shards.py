@@ -36,23 +36,55 @@ def test_four_shard_drivers_on_a_two_node_cluster_give_the_rows_of_one_driver(tm
 
     data = data_or_skip()
     programs = data / "logiclm" / "programs" / "ProntoQA_dev_gpt-4.json"
-    base = [sys.executable, "-m", "symbolkg.jobs", "solve", "--programs", str(programs), "--data-dir", str(data),
-            "--no-progress"]
+    base = [
+        sys.executable,
+        "-m",
+        "symbolkg.jobs",
+        "solve",
+        "--programs",
+        str(programs),
+        "--data-dir",
+        str(data),
+        "--no-progress",
+    ]
     env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
     one = tmp_path / "one.parquet"
-    reference = subprocess.run([*base, "--out", str(one), "--executor", "local", "--workers", "2"], env=env,
-                               capture_output=True, text=True, timeout=600)
+    reference = subprocess.run(
+        [*base, "--out", str(one), "--executor", "local", "--workers", "2"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert reference.returncode == 0, reference.stderr[-2000:]
 
     out = tmp_path / "sharded.parquet"
     # A node starts in ~14 s idle; 300 s each is over 10x that (the machine is shared).
     with LocalCluster(workers=1, num_cpus_per_node=1, start_timeout_s=300) as cluster:
-        drivers = [subprocess.Popen([*base, "--out", str(out), "--shard", f"{i}/4", "--ray-address", cluster.address,
-                                     "--workers", "1", "--cpus-per-worker", "0.5"],
-                                    env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-                   for i in range(4)]
+        drivers = [
+            subprocess.Popen(
+                [
+                    *base,
+                    "--out",
+                    str(out),
+                    "--shard",
+                    f"{i}/4",
+                    "--ray-address",
+                    cluster.address,
+                    "--workers",
+                    "1",
+                    "--cpus-per-worker",
+                    "0.5",
+                ],
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            for i in range(4)
+        ]
         results = [d.communicate(timeout=600) for d in drivers]
-    for d, (_, err) in zip(drivers, results):
+    for d, (_, err) in zip(drivers, results, strict=True):
         assert d.returncode == 0, err[-2000:]
 
     shard_files = [out.with_name(f"sharded.shard-{i}-of-4.parquet") for i in range(4)]
@@ -66,13 +98,28 @@ def test_four_shard_drivers_on_a_two_node_cluster_give_the_rows_of_one_driver(tm
     assert rows_by_id(table) == expected
     assert meta["finished"] and meta["shards"] == [f.name for f in shard_files] and len(meta["sessions"]) == 4
 
-    report = subprocess.run([sys.executable, "-m", "symbolkg.jobs", "report", str(out), "--json"], env=env,
-                            capture_output=True, text=True, timeout=300)
+    report = subprocess.run(
+        [sys.executable, "-m", "symbolkg.jobs", "report", str(out), "--json"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert report.returncode == 0, report.stderr[-2000:]
     summary = json.loads(report.stdout)
-    reference_summary = json.loads(subprocess.run([sys.executable, "-m", "symbolkg.jobs", "report", str(one), "--json"],
-                                                  env=env, capture_output=True, text=True, timeout=300,
-                                                  check=True).stdout)
+    reference_summary = json.loads(
+        subprocess.run(
+            [sys.executable, "-m", "symbolkg.jobs", "report", str(one), "--json"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=True,
+        ).stdout
+    )
     assert (summary["problems"], summary["correct"], summary["executed"]) == (
-        reference_summary["problems"], reference_summary["correct"], reference_summary["executed"])
+        reference_summary["problems"],
+        reference_summary["correct"],
+        reference_summary["executed"],
+    )
     assert summary["shards"] == meta["shards"]

@@ -34,8 +34,14 @@ from symbolkg.jobs.pipeline.store import read_run
 from symbolkg.solvers import prompts
 from symbolkg.solvers.outcomes import SolveRequest
 
-SMALL = dict(problems=200, engines=2, latency=replace(LLAMA_3_3_70B_4XH100, max_batch=8), time_scale=0.01,
-             sequential_problems=20, completion_tokens=(100, 200))
+SMALL = dict(
+    problems=200,
+    engines=2,
+    latency=replace(LLAMA_3_3_70B_4XH100, max_batch=8),
+    time_scale=0.01,
+    sequential_problems=20,
+    completion_tokens=(100, 200),
+)
 
 
 def cli(argv: list[str]) -> int:
@@ -70,7 +76,7 @@ def test_small_run_loses_nothing_and_each_problem_has_its_scripted_rounds(small_
     assert min(c.requests_per_engine) > 0.4 * calls  # the balancer used both engines
     # The time series: every row in a bin, every engine's slot time in its occupancy bins.
     assert sum(c.finished) == 200 and c.last_row_s <= c.sim_seconds
-    for name, slots in zip(c.engine_names, c.slot_seconds):
+    for name, slots in zip(c.engine_names, c.slot_seconds, strict=True):
         assert sum(c.totals.occupancy[name]) == pytest.approx(slots, rel=0.02)
 
 
@@ -92,13 +98,30 @@ def test_small_run_efficiency_is_below_capacity_and_beats_one_at_a_time(small_ru
 def test_report_has_the_interface_keys(small_run):
     result, _ = small_run
     report = result.report()
-    for key in ("problems", "problems_per_second", "engine_capacity_problems_per_second", "efficiency",
-                "sequential_problems_per_second", "sequential_problems", "lost", "duplicated", "speedup",
-                "wall_seconds", "simulated_seconds", "engine_utilization", "mean_queue_wait_s", "llm_calls",
-                "rounds_histogram", "prefix_cache_hit_rate", "prefill_seconds_saved", "prefix_cache"):
+    for key in (
+        "problems",
+        "problems_per_second",
+        "engine_capacity_problems_per_second",
+        "efficiency",
+        "sequential_problems_per_second",
+        "sequential_problems",
+        "lost",
+        "duplicated",
+        "speedup",
+        "wall_seconds",
+        "simulated_seconds",
+        "engine_utilization",
+        "mean_queue_wait_s",
+        "llm_calls",
+        "rounds_histogram",
+        "prefix_cache_hit_rate",
+        "prefill_seconds_saved",
+        "prefix_cache",
+    ):
         assert key in report, key
-    assert report["speedup"] == pytest.approx(report["problems_per_second"] / report["sequential_problems_per_second"],
-                                              rel=0.01)
+    assert report["speedup"] == pytest.approx(
+        report["problems_per_second"] / report["sequential_problems_per_second"], rel=0.01
+    )
     json.dumps(report)
 
 
@@ -121,18 +144,35 @@ def test_capacity_and_efficiency_follow_their_definitions():
     lm = replace(LLAMA_3_3_70B_4XH100, max_batch=8)
 
     def stats(problem: str, completion_tokens: int, cached: int = 0) -> RequestStats:
-        return RequestStats("sim-0", f"{problem}/r", problem, 1000, completion_tokens, 0.0, 0.0, 1.0, 1,
-                            cached_prompt_tokens=cached)
+        return RequestStats(
+            "sim-0", f"{problem}/r", problem, 1000, completion_tokens, 0.0, 0.0, 1.0, 1, cached_prompt_tokens=cached
+        )
 
     def run_of(requests: list[RequestStats]) -> PipelineRun:
         totals = RequestTotals()
         for r in requests:
             totals.add(r)
-        return PipelineRun(problems=2, max_in_flight=16, engines=2, max_batch=8, sim_seconds=100.0, wall_seconds=10.0,
-                           cpu_seconds=1.0, rows=2, lost=0, duplicated=0, rounds={1: 1, 2: 1}, totals=totals,
-                           engine_names=["sim-0", "sim-1"], slot_seconds=[400.0, 200.0], busy_seconds=[100.0, 50.0],
-                           requests_per_engine=[2, 1], finished=[0, 0, 0, 0, 0, 1, 0, 0, 0, 1], last_row_s=90.0,
-                           latency=lm)
+        return PipelineRun(
+            problems=2,
+            max_in_flight=16,
+            engines=2,
+            max_batch=8,
+            sim_seconds=100.0,
+            wall_seconds=10.0,
+            cpu_seconds=1.0,
+            rows=2,
+            lost=0,
+            duplicated=0,
+            rounds={1: 1, 2: 1},
+            totals=totals,
+            engine_names=["sim-0", "sim-1"],
+            slot_seconds=[400.0, 200.0],
+            busy_seconds=[100.0, 50.0],
+            requests_per_engine=[2, 1],
+            finished=[0, 0, 0, 0, 0, 1, 0, 0, 0, 1],
+            last_row_s=90.0,
+            latency=lm,
+        )
 
     run = run_of([stats("a", 300), stats("b", 300), stats("b", 100)])
     per_problem = (3 * 0.1 + 700 * lm.step_s(8)) / 2
@@ -166,8 +206,10 @@ def test_duplicates_are_counted_from_the_appends_and_the_file(tmp_path):
 def test_the_responder_writes_programs_of_the_drawn_length_deterministically():
     responder = ProgramResponder(seed=3, completion_tokens=(150, 450))
     problem = synthetic_problems(1)[0]
-    requests = [ChatRequest((Message("user", "q"),), problem_id=problem.id, request_id=f"{problem.id}/refine/{k}")
-                for k in range(30)]
+    requests = [
+        ChatRequest((Message("user", "q"),), problem_id=problem.id, request_id=f"{problem.id}/refine/{k}")
+        for k in range(30)
+    ]
     texts = [responder(r) for r in requests]
     assert texts == [responder(r) for r in requests]
     tokens = [len(t) / 4 for t in texts]
@@ -208,9 +250,27 @@ def test_synthetic_problems_are_unique_and_validated():
 
 
 def test_cli_json(tmp_path, capsys):
-    code = cli(["bench", "pipeline", "--simulated", "--problems", "40", "--engines", "2", "--concurrency", "4",
-                "--time-scale", "0.002", "--sequential-problems", "4", "--json", "--no-progress",
-                "--out", str(tmp_path / "o")])
+    code = cli(
+        [
+            "bench",
+            "pipeline",
+            "--simulated",
+            "--problems",
+            "40",
+            "--engines",
+            "2",
+            "--concurrency",
+            "4",
+            "--time-scale",
+            "0.002",
+            "--sequential-problems",
+            "4",
+            "--json",
+            "--no-progress",
+            "--out",
+            str(tmp_path / "o"),
+        ]
+    )
     assert code == 0
     report = json.loads(capsys.readouterr().out)
     assert report["problems"] == 40 and report["max_in_flight"] == 16 and report["engines"] == 2
@@ -223,8 +283,23 @@ def test_cli_json(tmp_path, capsys):
 
 
 def test_cli_prefix_cache_flags(tmp_path, capsys):
-    base = ["bench", "pipeline", "--simulated", "--problems", "30", "--engines", "1", "--concurrency", "4",
-            "--time-scale", "0.002", "--sequential-problems", "0", "--json", "--no-progress"]
+    base = [
+        "bench",
+        "pipeline",
+        "--simulated",
+        "--problems",
+        "30",
+        "--engines",
+        "1",
+        "--concurrency",
+        "4",
+        "--time-scale",
+        "0.002",
+        "--sequential-problems",
+        "0",
+        "--json",
+        "--no-progress",
+    ]
     assert cli([*base, "--no-prefix-cache"]) == 0
     off = json.loads(capsys.readouterr().out)
     assert off["prefix_cache"]["capacity_tokens"] == 0
@@ -242,23 +317,43 @@ def test_cli_needs_simulated(capsys):
     assert "only the simulated mode exists" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("flags, message", [
-    (["--engines", "0"], "engines must be >= 1"),
-    (["--concurrency", "0"], "max_batch must be >= 1"),
-    (["--time-scale", "0"], "time_scale must be > 0"),
-    (["--problems", "0"], "problems must be >= 1"),
-    (["--in-flight", "0"], "max_in_flight must be >= 1"),
-    (["--refine-fraction", "1"], "refine_fraction"),
-    (["--prefix-cache-tokens", "-1"], "capacity_tokens must be >= 0"),
-])
+@pytest.mark.parametrize(
+    "flags, message",
+    [
+        (["--engines", "0"], "engines must be >= 1"),
+        (["--concurrency", "0"], "max_batch must be >= 1"),
+        (["--time-scale", "0"], "time_scale must be > 0"),
+        (["--problems", "0"], "problems must be >= 1"),
+        (["--in-flight", "0"], "max_in_flight must be >= 1"),
+        (["--refine-fraction", "1"], "refine_fraction"),
+        (["--prefix-cache-tokens", "-1"], "capacity_tokens must be >= 0"),
+    ],
+)
 def test_cli_bad_flags_exit_2_with_a_message(flags, message, capsys):
     assert cli(["bench", "pipeline", "--simulated", *flags]) == 2
     assert message in capsys.readouterr().err
 
 
 def test_cli_shards_split_the_benchmark_and_the_run_is_their_union(tmp_path, capsys):
-    base = ["bench", "pipeline", "--simulated", "--problems", "60", "--engines", "1", "--concurrency", "4",
-            "--time-scale", "0.002", "--sequential-problems", "0", "--json", "--no-progress", "--out", str(tmp_path)]
+    base = [
+        "bench",
+        "pipeline",
+        "--simulated",
+        "--problems",
+        "60",
+        "--engines",
+        "1",
+        "--concurrency",
+        "4",
+        "--time-scale",
+        "0.002",
+        "--sequential-problems",
+        "0",
+        "--json",
+        "--no-progress",
+        "--out",
+        str(tmp_path),
+    ]
     reports = []
     for i in range(2):
         assert cli([*base, "--shard", f"{i}/2"]) == 0

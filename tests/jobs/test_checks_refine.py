@@ -7,6 +7,7 @@ import asyncio
 import json
 
 import pytest
+
 from symbolkg.actors.engines.scripted import ScriptedEngine
 from symbolkg.jobs.methods import MethodConfig, run_problem
 from symbolkg.jobs.pipeline.rows import Problem, Program
@@ -28,8 +29,14 @@ FLIPPED = RIGHT.replace("Sour(Max, True) ::: Max is sour.", "Sour(Max, False) ::
 
 
 def problem(pid: str = "p1") -> Problem:
-    return Problem(pid, "logiclm/prontoqa", "Max is a tumpus. Tumpuses are not sour.",
-                   "Is the following statement true or false? Max is sour.", ("A) True", "B) False"), "B")
+    return Problem(
+        pid,
+        "logiclm/prontoqa",
+        "Max is a tumpus. Tumpuses are not sour.",
+        "Is the following statement true or false? Max is sour.",
+        ("A) True", "B) False"),
+        "B",
+    )
 
 
 @pytest.fixture(scope="module")
@@ -87,14 +94,20 @@ def test_a_program_from_a_model_and_from_a_file_get_one_answer_and_one_trace(tmp
     out = tmp_path / "direct.parquet"
     run_solve([problem("flipped").with_program(Program("logiclm-lp", FLIPPED))], ResultStore(out), pool, progress=False)
     [direct] = read_run(out)[0].to_pylist()
-    assert (method.predicted, method.correct, method.program) == (direct["predicted"], direct["correct"], direct["program"])
+    assert (method.predicted, method.correct, method.program) == (
+        direct["predicted"],
+        direct["correct"],
+        direct["program"],
+    )
     assert json.loads(method.trace) == json.loads(direct["trace"])
 
 
 @pytest.mark.parametrize("corrections", [True, False])
 def test_recorded_path_records_checks_and_solves_the_corrected_program(tmp_path, pool, corrections):
-    problems = [problem("flipped").with_program(Program("logiclm-lp", FLIPPED)),
-                problem("right").with_program(Program("logiclm-lp", RIGHT))]
+    problems = [
+        problem("flipped").with_program(Program("logiclm-lp", FLIPPED)),
+        problem("right").with_program(Program("logiclm-lp", RIGHT)),
+    ]
     out = tmp_path / "run.parquet"
     run_solve(problems, ResultStore(out), pool, progress=False, corrections=corrections)
     rows = {r["problem_id"]: r for r in read_run(out)[0].to_pylist()}
@@ -115,14 +128,36 @@ def test_recorded_path_records_checks_and_solves_the_corrected_program(tmp_path,
 def test_cli_flag_turns_corrections_off(tmp_path, flag):
     from symbolkg.jobs.cli import main
 
-    record = {"id": "flipped", "dataset": "custom", "context": "Max is a tumpus. Tumpuses are not sour.",
-              "question": problem().question, "options": list(problem().options), "answer": "B",
-              "program": {"language": "logiclm-lp", "text": FLIPPED}}
+    record = {
+        "id": "flipped",
+        "dataset": "custom",
+        "context": "Max is a tumpus. Tumpuses are not sour.",
+        "question": problem().question,
+        "options": list(problem().options),
+        "answer": "B",
+        "program": {"language": "logiclm-lp", "text": FLIPPED},
+    }
     src = tmp_path / "in.jsonl"
     src.write_text(json.dumps(record) + "\n")
     out = tmp_path / "run.parquet"
-    assert main(["solve", "--programs", str(src), "--out", str(out), "--executor", "local", "--workers", "1",
-                 "--no-progress", *flag]) == 0
+    assert (
+        main(
+            [
+                "solve",
+                "--programs",
+                str(src),
+                "--out",
+                str(out),
+                "--executor",
+                "local",
+                "--workers",
+                "1",
+                "--no-progress",
+                *flag,
+            ]
+        )
+        == 0
+    )
     [row] = read_run(out)[0].to_pylist()
     assert json.loads(row["trace"])["corrected"] is (not flag)
     assert row["correct"] is (not flag)

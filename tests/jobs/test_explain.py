@@ -33,7 +33,11 @@ def test_provenance_prefers_the_sentence_a_line_states_and_marks_guesses():
     program = "Facts:\nYumpus(Max, True)\nShy(Max, False) ::: Jompuses are not shy.\nWooden(Sam, True)"
     p1, p2, p3 = provenance(program, [2, 3, 4], CONTEXT)
     assert (p1.how, p1.sentence_index) == ("matched", 2)
-    assert (p2.how, p2.sentence, p2.text) == ("stated", "Jompuses are not shy.", "Shy(Max, False) ::: Jompuses are not shy.")
+    assert (p2.how, p2.sentence, p2.text) == (
+        "stated",
+        "Jompuses are not shy.",
+        "Shy(Max, False) ::: Jompuses are not shy.",
+    )
     assert (p3.how, p3.sentence) == ("none", None)
     (stated,) = provenance(program, [3], None)  # no context at hand: the line's own sentence
     assert (stated.how, stated.sentence) == ("stated", "Jompuses are not shy.")
@@ -49,21 +53,42 @@ def test_provenance_matches_among_the_sentences_the_knowledge_graph_selected():
     from symbolkg.solvers.lp import engine as lp
     from symbolkg.solvers.outcomes import Limits
 
-    program = ("Predicates:\nJompus($x, bool)\nYumpus($x, bool)\nFacts:\nJompus(Max, True)\n"
-               "Rules:\nJompus($x, True) >>> Yumpus($x, True)\nQuery:\nYumpus(Max, True)")
+    program = (
+        "Predicates:\nJompus($x, bool)\nYumpus($x, bool)\nFacts:\nJompus(Max, True)\n"
+        "Rules:\nJompus($x, True) >>> Yumpus($x, True)\nQuery:\nYumpus(Max, True)"
+    )
     outcome = lp.solve(program, Limits())
-    row = {"problem_id": "p1", "dataset": "custom", "answer": outcome.answer, "predicted": "A", "gold": "A",
-           "correct": True, "language": "logiclm-lp", "backend": outcome.backend, "program": program,
-           "certificate": json.dumps(outcome.certificate),
-           "trace": json.dumps({"premises": {"source": "subgraph", "sentences": [0, 2], "of": 4}})}
+    row = {
+        "problem_id": "p1",
+        "dataset": "custom",
+        "answer": outcome.answer,
+        "predicted": "A",
+        "gold": "A",
+        "correct": True,
+        "language": "logiclm-lp",
+        "backend": outcome.backend,
+        "program": program,
+        "certificate": json.dumps(outcome.certificate),
+        "trace": json.dumps({"premises": {"source": "subgraph", "sentences": [0, 2], "of": 4}}),
+    }
     e = explain_row(row, context=CONTEXT)
     assert [p.line for p in e.premises] == [5, 7] and all(p.lkg and p.sentence_index in (0, 2) for p in e.premises)
     assert "(best match, via the LKG)" in format_text(e)
 
 
 def test_a_row_without_a_certificate_says_so():
-    row = {"problem_id": "p1", "dataset": "custom", "answer": "True", "predicted": "A", "gold": "A", "correct": True,
-           "language": "logiclm-lp", "backend": "forward-chainer", "program": "x", "certificate": None}
+    row = {
+        "problem_id": "p1",
+        "dataset": "custom",
+        "answer": "True",
+        "predicted": "A",
+        "gold": "A",
+        "correct": True,
+        "language": "logiclm-lp",
+        "backend": "forward-chainer",
+        "program": "x",
+        "certificate": None,
+    }
     e = explain_row(row, question="Is Max shy?")
     assert e.kind is None and e.premises == () and "certificate: none" in format_text(e)
     assert "<h2>p1" in format_html(e)
@@ -77,8 +102,25 @@ def solved(tmp_path_factory):
     for name in ("FOLIO", "LogicalDeduction", "ProntoQA"):
         programs = data_or_skip("logiclm", "programs", f"{name}_dev_gpt-4.json")
         runs[name] = tmp / f"{name}.parquet"
-        assert cli(["solve", "--programs", str(programs), "--out", str(runs[name]), "--limit", "4",
-                    "--executor", "local", "--workers", "2", "--no-progress"]) == 0
+        assert (
+            cli(
+                [
+                    "solve",
+                    "--programs",
+                    str(programs),
+                    "--out",
+                    str(runs[name]),
+                    "--limit",
+                    "4",
+                    "--executor",
+                    "local",
+                    "--workers",
+                    "2",
+                    "--no-progress",
+                ]
+            )
+            == 0
+        )
         assert cli(["verify", str(runs[name]), "--executor", "local", "--workers", "2", "--no-progress"]) == 0
     return runs
 
@@ -91,13 +133,17 @@ def first_row(run, kind: str, answers: tuple[str, ...]) -> dict:
     pytest.fail(f"no {kind} certificate answering {answers} in {run}")
 
 
-@pytest.mark.parametrize("name, kind, answers, shows", [
-    ("FOLIO", "entailment", ("True", "False"), "entail"),
-    ("LogicalDeduction", "constraint", ("A", "B", "C", "D", "E", "F", "G"), "] fails"),
-    ("ProntoQA", "derivation", ("True", "False"), "<-"),
-])
-def test_explain_lists_exactly_the_certificates_premises_with_their_sentences(solved, name, kind, answers, shows,
-                                                                              capsys, tmp_path):
+@pytest.mark.parametrize(
+    "name, kind, answers, shows",
+    [
+        ("FOLIO", "entailment", ("True", "False"), "entail"),
+        ("LogicalDeduction", "constraint", ("A", "B", "C", "D", "E", "F", "G"), "] fails"),
+        ("ProntoQA", "derivation", ("True", "False"), "<-"),
+    ],
+)
+def test_explain_lists_exactly_the_certificates_premises_with_their_sentences(
+    solved, name, kind, answers, shows, capsys, tmp_path
+):
     from symbolkg.solvers.certificates import constraint, derivation, entailment
 
     row = first_row(solved[name], kind, answers)
@@ -158,10 +204,22 @@ def test_every_recorded_folio_premise_cites_each_sentence_its_text_contains():
 
 
 def test_a_text_that_matches_no_sentence_says_so_instead_of_citing_the_nearest():
-    program = "Premises:\nShy(max) ::: Max is shy and owns a violin.\nHappy(bob) ::: Bob is happy.\nConclusion:\nShy(max)"
+    program = (
+        "Premises:\nShy(max) ::: Max is shy and owns a violin.\nHappy(bob) ::: Bob is happy.\nConclusion:\nShy(max)"
+    )
     unmatched, stated = provenance(program, [2, 3], CONTEXT)
     assert (unmatched.how, unmatched.sentence, unmatched.cited) == ("unmatched", None, ())
     assert (stated.how, stated.cited) == ("stated", ((3, "Bob is happy."),))
-    row = {"problem_id": "p1", "dataset": "custom", "answer": "True", "predicted": "A", "gold": "A", "correct": True,
-           "language": "logiclm-fol", "backend": "prover9", "program": program, "certificate": None}
+    row = {
+        "problem_id": "p1",
+        "dataset": "custom",
+        "answer": "True",
+        "predicted": "A",
+        "gold": "A",
+        "correct": True,
+        "language": "logiclm-fol",
+        "backend": "prover9",
+        "program": program,
+        "certificate": None,
+    }
     assert "matches no sentence" not in format_text(explain_row(row))  # no certificate: nothing cited

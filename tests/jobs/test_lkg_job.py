@@ -26,7 +26,13 @@ from symbolkg.actors.engines.scripted import ScriptedEngine, prompt_word_count, 
 from symbolkg.jobs.cli import main as cli_main
 from symbolkg.jobs.lkg import BuildReport, LKGConfig, run_lkg_build
 from symbolkg.jobs.pipeline.rows import Problem
-from symbolkg.retrieval.lkg.extract import PROMPT_VERSION, chunk_context, chunk_schema, parse_extraction, split_sentences
+from symbolkg.retrieval.lkg.extract import (
+    PROMPT_VERSION,
+    chunk_context,
+    chunk_schema,
+    parse_extraction,
+    split_sentences,
+)
 from symbolkg.retrieval.lkg.schema import Concept, Constraint, Entity, Graph, Provenance, Rule
 from symbolkg.retrieval.lkg.store import LKGStore, cache_key
 
@@ -51,8 +57,11 @@ def key_of(context: str, model: str = MODEL) -> str:
 
 
 def problems_of(entries: list[dict]) -> list[Problem]:
-    return [Problem(p["id"], e["dataset"], e["context"], p["question"], tuple(p["options"]), p["answer"])
-            for e in entries for p in e["problems"]]
+    return [
+        Problem(p["id"], e["dataset"], e["context"], p["question"], tuple(p["options"]), p["answer"])
+        for e in entries
+        for p in e["problems"]
+    ]
 
 
 def output_of(entry: dict) -> str:
@@ -65,8 +74,9 @@ def expected_graph(entry: dict, output: str | None = None) -> Graph:
     return parse_extraction(text, entry["context"], key_of(entry["context"])).graph
 
 
-def build(problems: list[Problem], store_dir: Path, engine: ScriptedEngine, cfg: LKGConfig | None = None,
-          **kw) -> BuildReport:
+def build(
+    problems: list[Problem], store_dir: Path, engine: ScriptedEngine, cfg: LKGConfig | None = None, **kw
+) -> BuildReport:
     return asyncio.run(run_lkg_build(problems, LKGStore(store_dir), engine, cfg or LKGConfig(), progress=False, **kw))
 
 
@@ -134,7 +144,7 @@ def test_build_stores_exactly_the_validated_graphs(tmp_path):
     assert report.prompt_tokens == sum(prompt_word_count(r) for r in engine.requests) > 0
     assert report.completion_tokens == sum(word_count(output_of(e)) for e in CONTEXTS)
     assert report.model == MODEL and report.prompt_version == PROMPT_VERSION
-    for request, entry in zip(engine.requests, CONTEXTS):
+    for request, entry in zip(engine.requests, CONTEXTS, strict=True):
         assert request.purpose == "lkg-extract"
         assert request.problem_id == key_of(entry["context"])
         assert request.structured is not None
@@ -156,14 +166,17 @@ def test_build_stores_exactly_the_validated_graphs(tmp_path):
     ld = fresh.graph_for_problem("logical_deduction_273")
     above = [n for n in ld.nodes if isinstance(n, Constraint) and n.constraint_type == "Ordering"]
     assert [(n.relation, n.raw_text, [p.sentence for p in n.provenance]) for n in above] == [
-        ("ABOVE", "Joe finished above Ana.", [3])]
+        ("ABOVE", "Joe finished above Ana.", [3])
+    ]
     joe, ana = (Entity.create(n).id for n in ("Joe", "Ana"))
     assert any(e.edge_type == "ABOVE" and (e.source_id, e.target_id) == (joe, ana) for e in ld.edges)
     rob_second = next(n for n in ld.nodes if isinstance(n, Constraint) and n.constraint_type == "Arithmetic")
     assert (rob_second.operation, rob_second.value) == ("=", "2")
     folio = fresh.graph_for_problem("FOLIO_dev_156")
     assert {n.expression for n in folio.nodes if isinstance(n, Rule)} == {
-        "forall x: human(x) -> mortal(x)", "forall x: greek(x) -> human(x)"}
+        "forall x: human(x) -> mortal(x)",
+        "forall x: greek(x) -> human(x)",
+    }
     airport = fresh.graph_for_problem("FOLIO_dev_181")
     lga = airport.node(Entity.create("LGA airport").id)
     assert [p.sentence for p in lga.provenance] == [0, 2]
@@ -176,8 +189,14 @@ def test_rerun_is_served_from_the_store(tmp_path):
 
     # Same problems, plus a new question on a stored story: no LLM at all.
     greek = BY_ID["FOLIO_dev_156"]
-    extra = Problem("FOLIO_dev_156-bis", "logiclm/folio", greek["context"], "Are Greeks mortal?",
-                    ("A) True", "B) False", "C) Uncertain"), "A")
+    extra = Problem(
+        "FOLIO_dev_156-bis",
+        "logiclm/folio",
+        greek["context"],
+        "Are Greeks mortal?",
+        ("A) True", "B) False", "C) Uncertain"),
+        "A",
+    )
     idle = ScriptedEngine({}, model=MODEL)
     second = build(problems + [extra], tmp_path, idle)
 
@@ -249,8 +268,9 @@ def test_output_that_never_validates_is_stored_invalid_with_its_issues(tmp_path)
     worse = json.dumps(ext)
     ext["rules"][1]["raw_text"] = "All Greeks are humans."
     better = json.dumps(ext)  # still one quote that is not in the text
-    engine = ScriptedEngine({key_of(greek["context"]): [worse, better],
-                             key_of(airport["context"]): [output_of(airport)]}, model=MODEL)
+    engine = ScriptedEngine(
+        {key_of(greek["context"]): [worse, better], key_of(airport["context"]): [output_of(airport)]}, model=MODEL
+    )
     report = build(problems_of([greek, airport]), tmp_path, engine, LKGConfig(max_repair_rounds=1))
 
     assert (report.valid, report.invalid, report.llm_calls) == (1, 1, 3)
@@ -263,8 +283,10 @@ def test_output_that_never_validates_is_stored_invalid_with_its_issues(tmp_path)
     assert record.status == "invalid" and record.rounds == 2
     assert record.errors == kept.errors
     assert [(e.path, e.kind) for e in record.errors] == [
-        ("$.rules[0].raw_text", "raw_text_not_in_context"), ("$.edges[2].source", "dangling_edge"),
-        ("$.edges[3].source", "dangling_edge")]
+        ("$.rules[0].raw_text", "raw_text_not_in_context"),
+        ("$.edges[2].source", "dangling_edge"),
+        ("$.edges[3].source", "dangling_edge"),
+    ]
     assert "All humans are immortal." in record.errors[0].message
     # what passed validation is kept: everything but the rule with the bad quote and its edges
     graph = fresh.graph_for_problem("FOLIO_dev_156")
@@ -280,11 +302,14 @@ def test_output_that_never_validates_is_stored_invalid_with_its_issues(tmp_path)
 def test_engine_error_is_reported_not_cached_and_a_rerun_retries_it(tmp_path):
     greek, airport, puzzle = BY_ID["FOLIO_dev_156"], BY_ID["FOLIO_dev_180"], BY_ID["logical_deduction_256"]
     bad, _ = _bad_raw_text(greek)
-    engine = ScriptedEngine({
-        key_of(greek["context"]): [bad, EngineError("server answered 500")],  # fails in the repair round
-        key_of(airport["context"]): [EngineError("request timed out")],  # fails at once
-        key_of(puzzle["context"]): [output_of(puzzle)],
-    }, model=MODEL)
+    engine = ScriptedEngine(
+        {
+            key_of(greek["context"]): [bad, EngineError("server answered 500")],  # fails in the repair round
+            key_of(airport["context"]): [EngineError("request timed out")],  # fails at once
+            key_of(puzzle["context"]): [output_of(puzzle)],
+        },
+        model=MODEL,
+    )
     report = build(problems_of([greek, airport, puzzle]), tmp_path, engine)
 
     assert (report.contexts, report.valid, report.invalid, report.llm_failed) == (3, 1, 2, 2)
@@ -323,8 +348,12 @@ def test_dead_engine_stops_the_build_and_a_rerun_extracts_only_the_rest(tmp_path
 
     problems = problems_of(CONTEXTS)
     with pytest.raises(EngineDeadError, match="engine process died"):
-        build(problems, tmp_path, ScriptedEngine(dies_after_two, model=MODEL, latency_s=latency_s),
-              max_in_flight=max_in_flight)
+        build(
+            problems,
+            tmp_path,
+            ScriptedEngine(dies_after_two, model=MODEL, latency_s=latency_s),
+            max_in_flight=max_in_flight,
+        )
 
     done = [key_of(e["context"]) for e in CONTEXTS[:2]]
     assert served == done  # contexts go out in first-seen order
@@ -380,17 +409,26 @@ def _mini_extractor(text: str) -> dict:
         elif m := re.fullmatch(r"Every (\w+) is a (\w+)\.", s):
             a, b = node("concepts", m[1]), node("concepts", m[2])
             rid = f"r{len(out['rules']) + 1}"
-            out["rules"].append({"id": rid, "expression": f"forall x: {m[1]}(x) -> {m[2]}(x)",
-                                 "description": s, "raw_text": s})
+            out["rules"].append(
+                {"id": rid, "expression": f"forall x: {m[1]}(x) -> {m[2]}(x)", "description": s, "raw_text": s}
+            )
             edge(a, b, "IS_A", s)
             edge(rid, a, "APPLIES_TO", s)
         elif m := re.fullmatch(r"(\w+) (sits to the left of|is older than) (\w+)\.", s):
             rel = "LEFT_OF" if m[2].startswith("sits") else "OLDER_THAN"
             x, y = node("entities", m[1]), node("entities", m[3])
             kid = f"k{len(out['constraints']) + 1}"
-            out["constraints"].append({"id": kid, "raw_expression": f"{rel.lower()}({m[1]}, {m[3]})",
-                                       "constraint_type": "Ordering", "relation": rel, "operation": "", "value": "",
-                                       "raw_text": s})
+            out["constraints"].append(
+                {
+                    "id": kid,
+                    "raw_expression": f"{rel.lower()}({m[1]}, {m[3]})",
+                    "constraint_type": "Ordering",
+                    "relation": rel,
+                    "operation": "",
+                    "value": "",
+                    "raw_text": s,
+                }
+            )
             edge(x, y, rel, s)
             edge(kid, x, "APPLIES_TO", s)
             edge(kid, y, "APPLIES_TO", s)
@@ -436,8 +474,9 @@ def test_the_chunks_of_one_context_are_in_flight_together(tmp_path):
     cfg = LKGConfig(chunk_chars=100)
     chunks = chunk_context(LONG_CONTEXT, cfg.chunk_chars)
     engine = _PeakEngine(lambda r: json.dumps(_mini_extractor(shown_text(r))), model=MODEL, expect=len(chunks))
-    report = build([Problem("long-1", "custom", LONG_CONTEXT, "Who is oldest?")], tmp_path, engine, cfg,
-                   max_in_flight=1)
+    report = build(
+        [Problem("long-1", "custom", LONG_CONTEXT, "Who is oldest?")], tmp_path, engine, cfg, max_in_flight=1
+    )
     assert engine.peak == len(chunks) >= 3  # one context at a time, all its chunks at once
     assert (report.valid, report.llm_calls) == (1, len(chunks))
 
@@ -501,16 +540,19 @@ def _labels(graph: Graph) -> list[str]:
 @pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz 'dot' is not installed")
 def test_cli_show_writes_a_png(built_store, tmp_path, capsys):
     out = tmp_path / "g" / "ld.png"
-    assert cli_main(["lkg", "show", "--store", str(built_store), "--id", "logical_deduction_273",
-                     "--out", str(out)]) == 0
+    assert (
+        cli_main(["lkg", "show", "--store", str(built_store), "--id", "logical_deduction_273", "--out", str(out)]) == 0
+    )
     assert out.read_bytes().startswith(PNG_MAGIC) and out.stat().st_size > 1000
     graph = expected_graph(BY_ID["logical_deduction_263"])
     assert f"{len(graph.nodes)} nodes, {len(graph.edges)} edges" in capsys.readouterr().out
 
 
 def test_cli_show_writes_html_with_the_graph(built_store, tmp_path):
-    for pid, entry in (("FOLIO_dev_181", BY_ID["FOLIO_dev_180"]),
-                       ("logical_deduction_256", BY_ID["logical_deduction_256"])):
+    for pid, entry in (
+        ("FOLIO_dev_181", BY_ID["FOLIO_dev_180"]),
+        ("logical_deduction_256", BY_ID["logical_deduction_256"]),
+    ):
         out = tmp_path / f"{pid}.html"
         assert cli_main(["lkg", "show", "--store", str(built_store), "--id", pid, "--out", str(out)]) == 0
         page = out.read_text(encoding="utf-8")
@@ -532,8 +574,21 @@ def test_cli_show_errors(built_store, tmp_path, capsys):
     assert "must end in .png or .html" in capsys.readouterr().err
     assert not bad.exists()
 
-    assert cli_main(["lkg", "show", "--store", str(tmp_path / "missing"), "--id", "FOLIO_dev_156",
-                     "--out", str(tmp_path / "y.html")]) == 2
+    assert (
+        cli_main(
+            [
+                "lkg",
+                "show",
+                "--store",
+                str(tmp_path / "missing"),
+                "--id",
+                "FOLIO_dev_156",
+                "--out",
+                str(tmp_path / "y.html"),
+            ]
+        )
+        == 2
+    )
     assert "no store at" in capsys.readouterr().err
 
 

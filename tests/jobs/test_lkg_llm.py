@@ -8,8 +8,8 @@ structured-decoded to its own schema), that every stored graph keeps to the vali
 entirely from the store, and that hybrid retrieval with LLM query entities and pruning runs
 over the built store (asking the session's shared vLLM server, tests/llm_server.py). CI builds one
 story (shared by 3 problems, 4 chunks); benchmarks/llm_methods.py --runs lkg builds 3 and
-benchmarks/lkg_extraction.py 16, with validity and speed. Validity is not quality: benchmarks/lkg_quality.py measures how much
-of the hand-checked graphs a model recovers.
+benchmarks/lkg_extraction.py 16, with validity and speed. Validity is not quality:
+benchmarks/lkg_quality.py measures how much of the hand-checked graphs a model recovers.
 """
 
 from __future__ import annotations
@@ -39,9 +39,29 @@ def ray_down():
 
 def build(store, capsys, *extra: str) -> dict:
     capsys.readouterr()
-    code = main(["lkg", "build", "--dataset", "folio", "--limit", str(LIMIT), "--store", str(store), "--json",
-                 "--no-progress", "--data-dir", str(data_or_skip()), "--max-tokens", "2048",
-                 "--chunk-chars", "200", "--max-repair-rounds", "1", *extra])
+    code = main(
+        [
+            "lkg",
+            "build",
+            "--dataset",
+            "folio",
+            "--limit",
+            str(LIMIT),
+            "--store",
+            str(store),
+            "--json",
+            "--no-progress",
+            "--data-dir",
+            str(data_or_skip()),
+            "--max-tokens",
+            "2048",
+            "--chunk-chars",
+            "200",
+            "--max-repair-rounds",
+            "1",
+            *extra,
+        ]
+    )
     assert code == 0
     return json.loads(capsys.readouterr().out.strip().splitlines()[-1])
 
@@ -82,13 +102,29 @@ def test_lkg_build_on_folio_then_a_rebuild_served_from_the_store(tmp_path, capsy
     # hybrid retrieval over the built store (MiniLM indexes built on first use), with the LLM
     # naming the query entities and pruning the hull; failures fall back and are recorded
     capsys.readouterr()
-    code = main(["retrieve", "--store", str(store_dir), "--query", problems[0].question, "--prune", "--json",
-                 "--max-nodes", "48", *openai_engine_args(vllm_server)])
+    code = main(
+        [
+            "retrieve",
+            "--store",
+            str(store_dir),
+            "--query",
+            problems[0].question,
+            "--prune",
+            "--json",
+            "--max-nodes",
+            "48",
+            *openai_engine_args(vllm_server),
+        ]
+    )
     assert code == 0
     found = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert found["entities_source"] in ("llm", "lexical-fallback")
     assert found["prune_source"] in ("llm", "fallback", "empty") and set(found["kept"]) <= set(found["hull"])
     assert found["prompt_tokens"] > 0 and (store_dir / "indexes" / "all-MiniLM-L6-v2").is_dir()
-    print("retrieve --prune:", json.dumps({k: found[k] for k in ("entities", "entities_source", "prune_source",
-                                                               "errors")}), len(found["hull"]), "->",
-          len(found["kept"]))
+    print(
+        "retrieve --prune:",
+        json.dumps({k: found[k] for k in ("entities", "entities_source", "prune_source", "errors")}),
+        len(found["hull"]),
+        "->",
+        len(found["kept"]),
+    )

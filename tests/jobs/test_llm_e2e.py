@@ -28,8 +28,16 @@ from tests.llm_server import engine_processes
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800), requires_vllm]
 
-LLM_KEYS = {"prompt_tokens", "completion_tokens", "tokens_per_second", "problems_per_second", "rounds_histogram",
-            "execution_rate", "accuracy", "wall_seconds"}
+LLM_KEYS = {
+    "prompt_tokens",
+    "completion_tokens",
+    "tokens_per_second",
+    "problems_per_second",
+    "rounds_histogram",
+    "execution_rate",
+    "accuracy",
+    "wall_seconds",
+}
 
 
 def report(path, capsys) -> dict:
@@ -48,9 +56,29 @@ N_LOGICLM = 2  # logiclm writes (and repairs) whole programs: the costliest gene
 
 
 def run(method: str, out, cache, extra=(), n: int = N) -> int:
-    return main(["solve", "--method", method, "--dataset", "prontoqa", "--limit", str(n), "--out", str(out),
-                 "--cache", str(cache), "--executor", "local", "--workers", "2", "--no-progress",
-                 "--data-dir", str(data_or_skip()), *extra])
+    return main(
+        [
+            "solve",
+            "--method",
+            method,
+            "--dataset",
+            "prontoqa",
+            "--limit",
+            str(n),
+            "--out",
+            str(out),
+            "--cache",
+            str(cache),
+            "--executor",
+            "local",
+            "--workers",
+            "2",
+            "--no-progress",
+            "--data-dir",
+            str(data_or_skip()),
+            *extra,
+        ]
+    )
 
 
 LOGICLM_BUDGET = ("--max-tokens", "256", "--max-refine-rounds", "1")
@@ -72,13 +100,15 @@ def test_logiclm_with_the_embedded_engine_then_a_free_cached_rerun(tmp_path, cac
     assert a["prefix_cache_hit_rate"] is not None  # vLLM's per-request count, through the request log
     rows = pq.read_table(first).to_pylist()
     assert all(1 <= r["rounds"] <= 2 and json.loads(r["attempts_log"]) for r in rows)
-    assert all(a["completion_tokens"] <= 256 for r in rows for a in json.loads(r["attempts_log"]) if "completion_tokens" in a)
+    assert all(
+        a["completion_tokens"] <= 256 for r in rows for a in json.loads(r["attempts_log"]) if "completion_tokens" in a
+    )
     # the same job again: every completion comes from the cache
     assert run("logiclm", second, cache_dir, LOGICLM_BUDGET, N_LOGICLM) == 0
     b = report(second, capsys)
     assert b["completion_tokens"] == 0 and b["prompt_tokens"] == 0 and b["cached_calls"] == b["llm_calls"] > 0
     assert b["prefix_cache_hit_rate"] is None  # no request reached an engine
-    answers = lambda p: sorted((r["problem_id"], r["predicted"], r["rounds"]) for r in pq.read_table(p).to_pylist())  # noqa: E731
+    answers = lambda p: sorted((r["problem_id"], r["predicted"], r["rounds"]) for r in pq.read_table(p).to_pylist())
     assert answers(first) == answers(second)
     print(f"logiclm, SmolLM2-135M, ProntoQA[:{N_LOGICLM}]:", {k: a[k] for k in sorted(LLM_KEYS)})
 

@@ -25,8 +25,26 @@ BUDGET = ("--max-tokens", "160", "--max-proofs", "3", "--max-steps", "6")
 
 def solve(out, cache, capsys, *engine: str) -> dict:
     capsys.readouterr()
-    code = main(["logicgraph", "solve", "--dataset", "logicgraph/small", "--limit", str(INSTANCES), "--out", str(out),
-                 "--cache", str(cache), "--data-dir", str(data_or_skip()), "--no-progress", "--json", *BUDGET, *engine])
+    code = main(
+        [
+            "logicgraph",
+            "solve",
+            "--dataset",
+            "logicgraph/small",
+            "--limit",
+            str(INSTANCES),
+            "--out",
+            str(out),
+            "--cache",
+            str(cache),
+            "--data-dir",
+            str(data_or_skip()),
+            "--no-progress",
+            "--json",
+            *BUDGET,
+            *engine,
+        ]
+    )
     assert code == 0
     return json.loads(capsys.readouterr().out.strip().splitlines()[-1])
 
@@ -55,7 +73,9 @@ def test_logicgraph_solve_with_the_served_model_then_a_resumed_and_a_cached_reru
     fresh = solve(tmp_path / "fresh", cache, capsys, "--engine", "replay", "--model", "smollm2-135m")
     assert fresh["this_call"]["completion_tokens"] == 0
     cached = fresh["report"]["metrics"]["overall"]
-    assert {k: v for k, v in cached.items() if k != "mean_tokens"} == {k: v for k, v in overall.items() if k != "mean_tokens"}
+    assert {k: v for k, v in cached.items() if k != "mean_tokens"} == {
+        k: v for k, v in overall.items() if k != "mean_tokens"
+    }
 
 
 def test_generate_with_llm_english_from_the_served_model(tmp_path, capsys, vllm_server):
@@ -63,8 +83,30 @@ def test_generate_with_llm_english_from_the_served_model(tmp_path, capsys, vllm_
     budget, usually an answer cut off before its JSON closes) keeps the template's English."""
     out = tmp_path / "gen.jsonl"
     capsys.readouterr()
-    assert main(["logicgraph", "generate", "--tier", "small", "--count", "1", "--seed", "3", "--out", str(out),
-                 "--text", "llm", "--max-tokens", "200", "--quiet", "--json", *openai_engine_args(vllm_server)]) == 0
+    assert (
+        main(
+            [
+                "logicgraph",
+                "generate",
+                "--tier",
+                "small",
+                "--count",
+                "1",
+                "--seed",
+                "3",
+                "--out",
+                str(out),
+                "--text",
+                "llm",
+                "--max-tokens",
+                "200",
+                "--quiet",
+                "--json",
+                *openai_engine_args(vllm_server),
+            ]
+        )
+        == 0
+    )
     summary = json.loads(capsys.readouterr().out)
     assert summary["written"] == 1 and summary["text_stats"]["model"] == "smollm2-135m"
     assert summary["text_stats"]["completion_tokens"] > 0 and summary["text_stats"]["engine_errors"] == 0

@@ -57,7 +57,9 @@ def test_an_invalid_proof_gives_no_answer_and_says_why() -> None:
 
 
 def test_a_problem_of_another_dataset_is_refused_without_asking() -> None:
-    problem = Problem(id="x1", dataset="custom", context="A.", question="A?", options=("A) True", "B) False"), answer="A")
+    problem = Problem(
+        id="x1", dataset="custom", context="A.", question="A?", options=("A) True", "B) False"), answer="A"
+    )
     asked = []
     row = _run(problem, lambda request: asked.append(request) or "{}")
     assert not asked and row.status == "parse_error" and "logicgraph/<tier>" in row.error_message

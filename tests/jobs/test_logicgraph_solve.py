@@ -110,16 +110,36 @@ def test_the_command_reports_the_papers_metrics_and_a_cached_rerun_costs_no_toke
 
     def solve(*extra: str) -> int:
         capsys.readouterr()
-        return main(["logicgraph", "solve", "--dataset", "logicgraph/small", "--limit", "3", "--data-dir", str(data),
-                     "--out", str(tmp_path / "fresh"), "--engine", "replay", "--model", "scripted",
-                     "--cache", str(cache), "--no-progress", *extra])
+        return main(
+            [
+                "logicgraph",
+                "solve",
+                "--dataset",
+                "logicgraph/small",
+                "--limit",
+                "3",
+                "--data-dir",
+                str(data),
+                "--out",
+                str(tmp_path / "fresh"),
+                "--engine",
+                "replay",
+                "--model",
+                "scripted",
+                "--cache",
+                str(cache),
+                "--no-progress",
+                *extra,
+            ]
+        )
 
     assert solve("--json") == 0
     fresh = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert fresh["this_call"]["asked"] == 3 and fresh["this_call"]["completion_tokens"] == 0
     overall = fresh["report"]["metrics"]["overall"]
-    assert {k: v for k, v in overall.items() if k != "mean_tokens"} == \
-        {k: v for k, v in expected.items() if k != "mean_tokens"}
+    assert {k: v for k, v in overall.items() if k != "mean_tokens"} == {
+        k: v for k, v in expected.items() if k != "mean_tokens"
+    }
     assert all(a["cached"] for a in _lines(tmp_path / "fresh" / "answers.jsonl"))
 
     # rerun into the same folder: nothing asked, the same report, printed beside the paper's best model
@@ -129,15 +149,32 @@ def test_the_command_reports_the_papers_metrics_and_a_cached_rerun_costs_no_toke
     assert json.loads((tmp_path / "fresh" / "report.json").read_text())["report"] == fresh["report"]
 
     # the answers file is in the format `logicgraph verify --answers` reads: the same metrics
-    assert main(["logicgraph", "verify", "--dataset", "logicgraph/small", "--limit", "3", "--data-dir", str(data),
-                 "--answers", str(tmp_path / "fresh" / "answers.jsonl"), "--json"]) == 0
+    assert (
+        main(
+            [
+                "logicgraph",
+                "verify",
+                "--dataset",
+                "logicgraph/small",
+                "--limit",
+                "3",
+                "--data-dir",
+                str(data),
+                "--answers",
+                str(tmp_path / "fresh" / "answers.jsonl"),
+                "--json",
+            ]
+        )
+        == 0
+    )
     (verified,) = json.loads(capsys.readouterr().out)["answer_sets"]
     assert verified["metrics"]["overall"] == overall
 
 
 def test_the_flags_map_onto_the_methods_and_bad_ones_are_refused_before_any_engine(tmp_path, capsys):
-    args = build_parser().parse_args(["logicgraph", "solve", "--out", str(tmp_path), "--show", "natural",
-                                      "--max-proofs", "3", "--max-steps", "5"])
+    args = build_parser().parse_args(
+        ["logicgraph", "solve", "--out", str(tmp_path), "--show", "natural", "--max-proofs", "3", "--max-steps", "5"]
+    )
     method = Multipath.from_args(args)
     assert (method.show, method.max_proofs, method.max_steps) == ("natural", 3, 5)
     defaults = Multipath.from_args(build_parser().parse_args(["logicgraph", "solve", "--out", str(tmp_path)]))
@@ -145,10 +182,12 @@ def test_the_flags_map_onto_the_methods_and_bad_ones_are_refused_before_any_engi
 
     data = str(data_or_skip())
     base = ["logicgraph", "solve", "--out", str(tmp_path / "run"), "--data-dir", data]  # default engine: vllm
-    for extra, message in ((["--max-tokens", "0"], "--max-tokens must be >= 1"),
-                           (["--max-proofs", "0"], "--max-proofs and --max-steps must be >= 1"),
-                           (["--dataset", "logiclm/folio", "--limit", "2"], "use --dataset logicgraph/<tier>"),
-                           (["--ids", "Small/test_nope"], "no instance Small/test_nope")):
+    for extra, message in (
+        (["--max-tokens", "0"], "--max-tokens must be >= 1"),
+        (["--max-proofs", "0"], "--max-proofs and --max-steps must be >= 1"),
+        (["--dataset", "logiclm/folio", "--limit", "2"], "use --dataset logicgraph/<tier>"),
+        (["--ids", "Small/test_nope"], "no instance Small/test_nope"),
+    ):
         capsys.readouterr()
         assert main([*base, *extra]) == 2
         assert message in capsys.readouterr().err

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from symbolkg.jobs.cli import main
 from symbolkg.jobs.logicgraph.verify import (
     Answer,
@@ -28,12 +29,10 @@ from symbolkg.solvers.logicgraph.proofs import (
     RULE_MISAPPLICATION,
     check_path,
 )
-
 from tests.conftest import DATA, FIXTURES
 
-TWO = (
-    FIXTURES / "logicgraph" / "small_two.jsonl"
-)  # Small/test_1 (2 proofs, 2 families), Small/test_5 (4 proofs, 3 families)
+# Small/test_1 (2 proofs, 2 families), Small/test_5 (4 proofs, 3 families)
+TWO = FIXTURES / "logicgraph" / "small_two.jsonl"
 RATES = (
     "success_rate",
     "precision",
@@ -205,7 +204,7 @@ def test_cli_originality_over_a_pool_of_two_files(
     with open(first, "w") as fh:
         fh.writelines(
             json.dumps({"id": inst.id, "solutions": [_proof(inst)], "tokens": tokens}) + "\n"
-            for inst, tokens in zip(two, (100, 300))
+            for inst, tokens in zip(two, (100, 300), strict=True)
         )
     capsys.readouterr()
     assert (

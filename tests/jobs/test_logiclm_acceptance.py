@@ -39,8 +39,24 @@ def test_recorded_programs_meet_logiclm(name, tmp_path, capsys):
     programs = data_or_skip("logiclm", "programs", f"{name}_dev_gpt-4.json")
     file_ids = {r["id"] for r in json.loads(programs.read_text())}
     out = tmp_path / f"{name}.parquet"
-    rc = main(["solve", "--programs", str(programs), "--out", str(out), "--executor", "local", "--workers", "2",
-               "--timeout-s", str(TIMEOUT_S), "--no-progress", "--data-dir", str(data_or_skip())])
+    rc = main(
+        [
+            "solve",
+            "--programs",
+            str(programs),
+            "--out",
+            str(out),
+            "--executor",
+            "local",
+            "--workers",
+            "2",
+            "--timeout-s",
+            str(TIMEOUT_S),
+            "--no-progress",
+            "--data-dir",
+            str(data_or_skip()),
+        ]
+    )
     assert rc == 0
     rows = pq.read_table(out).to_pylist()
     in_file = [r for r in rows if r["problem_id"] in file_ids]

@@ -27,8 +27,14 @@ BAD = GOOD.replace("Big($x, True) >>> Red($x, True)", "Big($x, True) >>>")
 
 
 def problem() -> Problem:
-    return Problem("p1", "logiclm/proofwriter", "Bob is big. Big things are red.", "Is Bob red?",
-                   ("A) True", "B) False", "C) Unknown"), "A")
+    return Problem(
+        "p1",
+        "logiclm/proofwriter",
+        "Bob is big. Big things are red.",
+        "Is Bob red?",
+        ("A) True", "B) False", "C) Unknown"),
+        "A",
+    )
 
 
 @pytest.fixture(scope="module")

@@ -21,7 +21,7 @@ from symbolkg.actors.engines.scripted import ScriptedEngine, prompt_word_count, 
 from symbolkg.jobs.cli import build_parser
 from symbolkg.jobs.commands.solve import schema
 from symbolkg.jobs.methods import MethodConfig, MethodContext, run_problem
-from symbolkg.jobs.methods.logiclm import LogicLM, formalize_solve_refine
+from symbolkg.jobs.methods.logiclm import LogicLM
 from symbolkg.jobs.methods.vote import NO_CLEAN_SAMPLE, SAMPLES_DISAGREE, vote
 from symbolkg.jobs.pipeline.runner import run_method_job
 from symbolkg.jobs.pipeline.store import ResultStore, read_run
@@ -34,9 +34,9 @@ from tests.jobs.test_checks_refine import RIGHT, problem
 # clean and answers A. SPLIT adds a second predicate `Sours` of another arity: it runs and answers
 # B, but the `one_name` check flags it as an error with no text-resolved correction. BAD never parses.
 WRONG = RIGHT.replace("Tumpus($x, True) >>> Sour($x, False)", "Tumpus($x, True) >>> Sour($x, True)")
-SPLIT = RIGHT.replace("Sour($x, bool) ::: Is x sour?",
-                      "Sour($x, bool) ::: Is x sour?\nSours($x, $y, bool) ::: x sours y") \
-    .replace("Facts:\n", "Facts:\nSours(Max, Max, True) ::: Max sours Max.\n")
+SPLIT = RIGHT.replace(
+    "Sour($x, bool) ::: Is x sour?", "Sour($x, bool) ::: Is x sour?\nSours($x, $y, bool) ::: x sours y"
+).replace("Facts:\n", "Facts:\nSours(Max, Max, True) ::: Max sours Max.\n")
 BAD = "Facts:\nSour(Max,"
 
 
@@ -81,14 +81,25 @@ def test_the_vote_is_a_strict_plurality_of_the_counted_samples():
 def test_the_majority_wins_and_the_row_reports_the_first_winning_samples_program_and_certificate(pool):
     row, engine, trace = solve({1: WRONG, 2: RIGHT, 3: RIGHT}, pool)
     assert (row.predicted, row.correct, row.program, row.success_round) == ("B", True, RIGHT, 1)
-    assert trace["vote"] == {"winner": "B", "counts": {"B": 2, "A": 1}, "counted": 3, "samples": 3,
-                             "agreement": 0.6667, "reason": "", "seed": 2}
-    assert [(s["seed"], s["answer"], s["counted"]) for s in trace["samples"]] == [(1, "A", True), (2, "B", True),
-                                                                                 (3, "B", True)]
+    assert trace["vote"] == {
+        "winner": "B",
+        "counts": {"B": 2, "A": 1},
+        "counted": 3,
+        "samples": 3,
+        "agreement": 0.6667,
+        "reason": "",
+        "seed": 2,
+    }
+    assert [(s["seed"], s["answer"], s["counted"]) for s in trace["samples"]] == [
+        (1, "A", True),
+        (2, "B", True),
+        (3, "B", True),
+    ]
     assert [s["program"] for s in trace["samples"]] == [WRONG, RIGHT, RIGHT]
     # the certificate is the one a single greedy run of that program gets: real, not assembled by the vote
-    single = asyncio.run(run_problem(problem(), MethodConfig("logiclm", max_refine_rounds=0),
-                                     ScriptedEngine(lambda r: RIGHT), pool))
+    single = asyncio.run(
+        run_problem(problem(), MethodConfig("logiclm", max_refine_rounds=0), ScriptedEngine(lambda r: RIGHT), pool)
+    )
     assert row.certificate is not None and json.loads(row.certificate) == json.loads(single.certificate)
     assert (row.status, row.answer, row.backend) == (single.status, single.answer, single.backend)
 
@@ -107,13 +118,22 @@ def test_a_sample_with_a_check_error_casts_no_vote(pool):
     row, engine, trace = solve({1: SPLIT, 2: SPLIT, 3: WRONG}, pool, rounds=1)
     assert row.predicted == "A" and row.program == WRONG
     flagged = trace["samples"][0]
-    assert (flagged["answer"], flagged["executed"], flagged["rank"], flagged["counted"]) == \
-        ("B", True, "flagged", False)
+    assert (flagged["answer"], flagged["executed"], flagged["rank"], flagged["counted"]) == (
+        "B",
+        True,
+        "flagged",
+        False,
+    )
     assert flagged["excluded"] == "check errors (one_name)" and flagged["rounds"] == 2
     assert [f["check"] for f in flagged["checks"] if f["severity"] == "error"] == ["one_name"]
     assert trace["vote"]["counts"] == {"A": 1} and trace["vote"]["counted"] == 1
     assert sorted((r.params.seed, r.purpose) for r in engine.requests) == [
-        (1, "formulate"), (1, "refine"), (2, "formulate"), (2, "refine"), (3, "formulate")]
+        (1, "formulate"),
+        (1, "refine"),
+        (2, "formulate"),
+        (2, "refine"),
+        (3, "formulate"),
+    ]
 
 
 def test_a_sample_that_never_executes_casts_no_vote(pool):
@@ -157,8 +177,9 @@ def test_each_sample_is_its_own_cached_completion_and_a_rerun_replays_them(tmp_p
     assert sorted(r.request_id for r in formulate) == [f"p1/formulate/1/seed{i}" for i in (1, 2, 3)]
     cache, cfg = CompletionCache(tmp_path / "cache"), MethodConfig("logiclm", max_refine_rounds=0)
     method = LogicLM(samples=3)
-    first = asyncio.run(run_problem(problem(), cfg, CachingEngine(by_seed({1: RIGHT, 2: WRONG, 3: RIGHT}), cache),
-                                    pool, method))
+    first = asyncio.run(
+        run_problem(problem(), cfg, CachingEngine(by_seed({1: RIGHT, 2: WRONG, 3: RIGHT}), cache), pool, method)
+    )
     never = ScriptedEngine(lambda r: pytest.fail("the cache should have answered"))
     again = asyncio.run(run_problem(problem(), cfg, CachingEngine(never, cache), pool, method))
     assert again.cached_calls == again.llm_calls == 3 and again.completion_tokens == 0
@@ -170,13 +191,19 @@ def test_one_sample_sends_exactly_the_requests_of_the_single_greedy_loop(pool):
     cfg = MethodConfig("logiclm", max_refine_rounds=1)
     row = asyncio.run(run_problem(problem(), cfg, engine, pool, LogicLM(samples=1, temperature=1.3)))
     assert [r.request_id for r in engine.requests] == ["p1/formulate/1", "p1/refine/2"]
-    assert all(r.params == cfg.formulate_params and r.params.temperature == 0.0 and r.params.seed is None
-               for r in engine.requests)
+    assert all(
+        r.params == cfg.formulate_params and r.params.temperature == 0.0 and r.params.seed is None
+        for r in engine.requests
+    )
     # the first request as the loop built it before samples existed: same messages, params, constraint
     p = problem()
     old = MethodContext(engine, pool, cfg).chat(
-        p, "formulate", prompts.formulation_messages("logiclm-lp", p.context, p.question, p.options, ""),
-        params=cfg.formulate_params, request_id="p1/formulate/1")
+        p,
+        "formulate",
+        prompts.formulation_messages("logiclm-lp", p.context, p.question, p.options, ""),
+        params=cfg.formulate_params,
+        request_id="p1/formulate/1",
+    )
     assert engine.requests[0] == old and engine.requests[0].cache_key("m") == old.cache_key("m")
     assert "samples" not in json.loads(row.trace) and "seed" not in json.loads(row.attempts_log)[0]
     assert row.correct and (row.rounds, row.success_round) == (2, 2)
@@ -187,14 +214,22 @@ def test_a_dead_engine_in_one_sample_stops_the_problem(pool):
         return EngineDeadError("gone") if request.params.seed == 2 else RIGHT
 
     with pytest.raises(EngineDeadError):
-        asyncio.run(run_problem(problem(), MethodConfig("logiclm", max_refine_rounds=0), ScriptedEngine(script), pool,
-                                LogicLM(samples=3)))
+        asyncio.run(
+            run_problem(
+                problem(),
+                MethodConfig("logiclm", max_refine_rounds=0),
+                ScriptedEngine(script),
+                pool,
+                LogicLM(samples=3),
+            )
+        )
 
 
 def test_the_flags_their_config_keys_and_their_checks():
     parser = build_parser()
-    method = LogicLM.from_args(parser.parse_args(["solve", "--method", "logiclm", "--logiclm-samples", "5",
-                                                  "--logiclm-temperature", "0.9"]))
+    method = LogicLM.from_args(
+        parser.parse_args(["solve", "--method", "logiclm", "--logiclm-samples", "5", "--logiclm-temperature", "0.9"])
+    )
     assert method.run_info() == {"grammar": "skeleton", "samples": 5, "temperature": 0.9}
     assert LogicLM.from_args(parser.parse_args(["solve", "--method", "logiclm"])).run_info()["samples"] == 1
     config = resolve(schema(), {}, file=Source("run.yaml", {"method": "logiclm", "logiclm": {"samples": 3}}))
@@ -216,11 +251,21 @@ def test_the_problem_page_shows_every_sample_and_the_vote(tmp_path, pool):
     out = tmp_path / "runs" / "vote.parquet"
     out.parent.mkdir()
     method = LogicLM(samples=3)
-    store = ResultStore(out, run_info={"source": "custom", "method": "logiclm", "engine": "scripted",
-                                       "logiclm": method.run_info()})
+    store = ResultStore(
+        out, run_info={"source": "custom", "method": "logiclm", "engine": "scripted", "logiclm": method.run_info()}
+    )
     engine = by_seed({1: SPLIT, 2: RIGHT, 3: RIGHT})
-    asyncio.run(run_method_job([problem()], store, MethodConfig("logiclm", max_refine_rounds=0), engine, pool,
-                               progress=False, method=method))
+    asyncio.run(
+        run_method_job(
+            [problem()],
+            store,
+            MethodConfig("logiclm", max_refine_rounds=0),
+            engine,
+            pool,
+            progress=False,
+            method=method,
+        )
+    )
     [row] = read_run(out)[0].to_pylist()
     assert row["predicted"] == "B"
     server = Server([out.parent])

@@ -32,15 +32,28 @@ from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
-pytestmark = pytest.mark.skipif(not Path("/usr/bin/swipl").exists() and not os.environ.get("SYMBOLKG_SWIPL"),
-                                reason="SWI-Prolog is not installed")
+pytestmark = pytest.mark.skipif(
+    not Path("/usr/bin/swipl").exists() and not os.environ.get("SYMBOLKG_SWIPL"), reason="SWI-Prolog is not installed"
+)
 
 REPO = Path(__file__).resolve().parents[2]
 SERVER_CMD = [sys.executable, "-m", "symbolkg.jobs.cli", "mcp", "serve"]
 TOKEN = "test-token-" + os.urandom(8).hex()
-ALL_TOOLS = {"consult_text", "run_goal", "inspect_predicate", "get_source", "replace_predicate", "list_messages",
-             "run_tests", "trace_goal", "close_session", "list_sessions", "next_answers", "add_clauses",
-             "solve_program"}
+ALL_TOOLS = {
+    "consult_text",
+    "run_goal",
+    "inspect_predicate",
+    "get_source",
+    "replace_predicate",
+    "list_messages",
+    "run_tests",
+    "trace_goal",
+    "close_session",
+    "list_sessions",
+    "next_answers",
+    "add_clauses",
+    "solve_program",
+}
 FAMILY = """parent(tom, bob).
 parent(bob, ann).
 ancestor(X, Y) :- parent(X, Y).
@@ -109,8 +122,13 @@ def http_server(*extra: str, token: str = TOKEN) -> Iterator[str]:
     port = free_port()
     env = {**os.environ, "SYMBOLKG_MCP_TOKEN": token}
     with tempfile.TemporaryFile() as errlog:
-        proc = subprocess.Popen([*SERVER_CMD, "--transport", "http", "--port", str(port), *extra], env=env,
-                                stdout=subprocess.DEVNULL, stderr=errlog, cwd=REPO)
+        proc = subprocess.Popen(
+            [*SERVER_CMD, "--transport", "http", "--port", str(port), *extra],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=errlog,
+            cwd=REPO,
+        )
         try:
             deadline = time.monotonic() + 60
             while True:
@@ -141,8 +159,9 @@ class http_tools:
         self.url, self.token = url, token
 
     async def __aenter__(self) -> Tools:
-        self._http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {self.token}"},
-                                        timeout=httpx2.Timeout(30, read=300))
+        self._http = httpx2.AsyncClient(
+            headers={"Authorization": f"Bearer {self.token}"}, timeout=httpx2.Timeout(30, read=300)
+        )
         await self._http.__aenter__()
         self._client = Client(streamable_http_client(self.url, http_client=self._http))
         await self._client.__aenter__()
@@ -181,8 +200,7 @@ async def exercise_all_tools(t: Tools) -> None:
     assert by_name["trace_goal"].input_schema["properties"]["max_nodes"]["default"] == 200
 
     # solve_program first: it starts a solver worker, the slowest call
-    solved = await t.call("solve_program", {"language": "prolog",
-                                            "program": "p(a).\nq(X) :- p(X).\n% query: q(a)\n"})
+    solved = await t.call("solve_program", {"language": "prolog", "program": "p(a).\nq(X) :- p(X).\n% query: q(a)\n"})
     assert solved["status"] == "proved" and solved["answer"] == "True", solved
     bad = await t.call("solve_program", {"language": "smtlib2", "program": "(declare-const x Int"})
     assert bad["ok"] is True and bad["status"] == "parse_error" and bad["error_kind"], bad  # a recorded outcome
@@ -211,11 +229,15 @@ async def exercise_all_tools(t: Tools) -> None:
     source = await t.call("get_source", {"load_id": lid})
     assert "ancestor" in source["source"] and "parent(tom,bob)" in source["source"].replace(" ", ""), source
 
-    patched = await t.call("replace_predicate", {"load_id": lid, "name": "parent", "arity": 2,
-                                                 "source_text": "parent(tom, bob).\nparent(bob, eve).\n"})
+    patched = await t.call(
+        "replace_predicate",
+        {"load_id": lid, "name": "parent", "arity": 2, "source_text": "parent(tom, bob).\nparent(bob, eve).\n"},
+    )
     assert patched["replaced"] is True and patched["predicate"] == "parent/2", patched
-    failed_patch = await t.call("replace_predicate", {"load_id": lid, "name": "parent", "arity": 2,
-                                                      "source_text": "parent(tom, zed).\nparent(bob\n"})
+    failed_patch = await t.call(
+        "replace_predicate",
+        {"load_id": lid, "name": "parent", "arity": 2, "source_text": "parent(tom, zed).\nparent(bob\n"},
+    )
     assert failed_patch.get("replaced") is not True, failed_patch  # atomic: the session kept eve
     eve = await t.call("run_goal", {"load_id": lid, "goal": "ancestor(tom, X)"})
     assert "eve" in answers_text(eve) and "ann" not in answers_text(eve) and "zed" not in answers_text(eve), eve
@@ -301,8 +323,12 @@ def test_in_process_client_and_argument_errors() -> None:
 
 def _post(url: str, headers: dict[str, str]) -> int:
     body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping"}).encode()
-    req = urllib.request.Request(url, data=body, method="POST", headers={
-        "content-type": "application/json", "accept": "application/json, text/event-stream", **headers})
+    req = urllib.request.Request(
+        url,
+        data=body,
+        method="POST",
+        headers={"content-type": "application/json", "accept": "application/json, text/event-stream", **headers},
+    )
     try:
         with urllib.request.urlopen(req, timeout=10) as resp:
             return resp.status
@@ -328,8 +354,15 @@ def test_http_needs_the_bearer_token(http_url: str) -> None:
 
 def test_http_refuses_to_start_on_a_public_host_without_a_token() -> None:
     env = {k: v for k, v in os.environ.items() if k != "SYMBOLKG_MCP_TOKEN"}
-    proc = subprocess.run([*SERVER_CMD, "--transport", "http", "--host", "0.0.0.0", "--port", str(free_port())],
-                          check=False, env=env, capture_output=True, text=True, timeout=60, cwd=REPO)
+    proc = subprocess.run(
+        [*SERVER_CMD, "--transport", "http", "--host", "0.0.0.0", "--port", str(free_port())],
+        check=False,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=REPO,
+    )
     assert proc.returncode == 2, proc
     assert "non-loopback" in proc.stderr and "token" in proc.stderr, proc.stderr
 
@@ -460,8 +493,9 @@ def test_long_goal_sends_progress_then_times_out_and_cancellation_stops_it(http_
             async def on_progress(progress: float, total: float | None, message: str | None) -> None:
                 seen.append(progress)
 
-            timed = await t.call("run_goal", {"load_id": lid, "goal": "spin", "time_limit": 2.0},
-                                 progress_callback=on_progress)
+            timed = await t.call(
+                "run_goal", {"load_id": lid, "goal": "spin", "time_limit": 2.0}, progress_callback=on_progress
+            )
             assert timed["outcome"] == "timeout", timed
             assert len(seen) >= 2 and seen == sorted(seen), seen  # every ~0.5 s while it ran
             assert (await t.call("run_goal", {"load_id": lid, "goal": "ok(X)"}))["outcome"] == "success"
@@ -493,8 +527,13 @@ def test_escape_attempts_are_refused_end_to_end(http_url: str, tmp_path: Path) -
             assert await refused("consult('/etc/passwd')") == "permission_error"
             # a second command smuggled after a newline, a full stop or a quoted-atom break-out is data:
             # the goal may be refused or may run alone, but the second command never runs
-            for goal in ("fact(X).\nassertz(smuggled(1))", "fact(X). assertz(smuggled(1)).",
-                         "fact(X)'), assertz(smuggled(1)), ('", "fact(X).\nhalt.", f"fact(X).\nshell('touch {target}')"):
+            for goal in (
+                "fact(X).\nassertz(smuggled(1))",
+                "fact(X). assertz(smuggled(1)).",
+                "fact(X)'), assertz(smuggled(1)), ('",
+                "fact(X).\nhalt.",
+                f"fact(X).\nshell('touch {target}')",
+            ):
                 await t.call("run_goal", {"load_id": lid, "goal": goal})
                 assert (await t.call("run_goal", {"load_id": lid, "goal": "fact(X)"}))["outcome"] == "success", goal
                 probe = await t.call("run_goal", {"load_id": lid, "goal": "smuggled(_)"})
@@ -503,8 +542,9 @@ def test_escape_attempts_are_refused_end_to_end(http_url: str, tmp_path: Path) -
             assert (await t.call("run_goal", {"load_id": lid, "goal": "assertz(smuggled(1))"}))["outcome"] == "success"
             assert (await t.call("run_goal", {"load_id": lid, "goal": "smuggled(_)"}))["outcome"] == "success"
             # the same through consulted text: the directive is refused, the clauses load
-            loaded = await t.call("consult_text", {
-                "source_text": f"good(1).\n:- shell('touch {target}').\n:- halt.\nalso_good(2).\n"})
+            loaded = await t.call(
+                "consult_text", {"source_text": f"good(1).\n:- shell('touch {target}').\n:- halt.\nalso_good(2).\n"}
+            )
             assert [m for m in loaded["messages"] if m["severity"] == "error"], loaded
             two = loaded["load_id"]
             for goal in ("good(X)", "also_good(X)"):
@@ -530,7 +570,9 @@ def test_goals_inline_and_in_worker_threads_share_one_session() -> None:
             t = Tools(client)
             lid = (await t.call("consult_text", {"source_text": source}))["load_id"]
             before = (await t.call("get_source", {"load_id": lid}))["source"]
-            caught = asyncio.create_task(t.call("run_goal", {"load_id": lid, "goal": "catch(r, _, r)", "time_limit": 1}))
+            caught = asyncio.create_task(
+                t.call("run_goal", {"load_id": lid, "goal": "catch(r, _, r)", "time_limit": 1})
+            )
             await asyncio.sleep(0.3)
             second = await t.call("run_goal", {"load_id": lid, "goal": "ok(X)"})
             first = await caught
@@ -547,8 +589,33 @@ def test_quick_argument_check_never_accepts_what_the_schema_refuses() -> None:
 
     from symbolkg.jobs.mcp_server import TOOLS, quick_check
 
-    values = [None, True, False, 0, 1, -1, 1.0, 0.5, 3600, 3601, 10_001, float("inf"), float("nan"), "", "x", "swi",
-              "info", "s_1", "Ab", "a" * 70, "1a", "ok\n", [], {}, "prolog"]
+    values = [
+        None,
+        True,
+        False,
+        0,
+        1,
+        -1,
+        1.0,
+        0.5,
+        3600,
+        3601,
+        10_001,
+        float("inf"),
+        float("nan"),
+        "",
+        "x",
+        "swi",
+        "info",
+        "s_1",
+        "Ab",
+        "a" * 70,
+        "1a",
+        "ok\n",
+        [],
+        {},
+        "prolog",
+    ]
     rng = random.Random(30)
     accepted = 0
     for tool in TOOLS:
@@ -570,15 +637,24 @@ def test_quick_argument_check_never_accepts_what_the_schema_refuses() -> None:
 
 
 def _initialize(version: str, **params: Any) -> dict[str, Any]:
-    return {"jsonrpc": "2.0", "id": 7, "method": "initialize",
-            "params": {"protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "t", "version": "0"},
-                       **params}}
+    return {
+        "jsonrpc": "2.0",
+        "id": 7,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": version,
+            "capabilities": {},
+            "clientInfo": {"name": "t", "version": "0"},
+            **params,
+        },
+    }
 
 
 def _handshake(request: dict[str, Any]) -> tuple[dict[str, Any], list[dict[str, Any]], str]:
     """Start ``symbolkg mcp serve``, send ``request``, ``initialized`` and ``tools/list``: its replies and stderr."""
-    proc = subprocess.Popen(SERVER_CMD, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            cwd=REPO, text=True)
+    proc = subprocess.Popen(
+        SERVER_CMD, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=REPO, text=True
+    )
     try:
         proc.stdin.write(json.dumps(request) + "\n")
         proc.stdin.flush()
@@ -628,8 +704,14 @@ def test_early_initialize_is_declined_where_it_could_differ_and_the_sdks_reply_i
 
     good = _initialize("2025-06-18")
     assert initialize_result(good)["protocolVersion"] == "2025-06-18"
-    declined = [_initialize("2026-07-28"), _initialize("2025-06-18", _meta={}), [good], {**good, "id": True},
-                {**good, "params": {**good["params"], "clientInfo": {"name": "t"}}}, {**good, "method": "ping"}]
+    declined = [
+        _initialize("2026-07-28"),
+        _initialize("2025-06-18", _meta={}),
+        [good],
+        {**good, "id": True},
+        {**good, "params": {**good["params"], "clientInfo": {"name": "t"}}},
+        {**good, "method": "ping"},
+    ]
     assert [initialize_result(m) for m in declined] == [None] * len(declined)
 
     read_fd, write_fd = os.pipe()
@@ -640,6 +722,7 @@ def test_early_initialize_is_declined_where_it_could_differ_and_the_sdks_reply_i
     handler.emit = records.append  # type: ignore[method-assign]
     logging.getLogger("symbolkg.jobs.mcp_server").addHandler(handler)
     try:
+
         async def main() -> None:
             writer.expect_reply(7, {"a": 1})
             await writer.write('{"jsonrpc":"2.0","method":"notifications/message","params":{}}\n')  # not it: written

@@ -11,8 +11,8 @@ import pytest
 from symbolkg.actors.engines.base import EngineDeadError, EngineError
 from symbolkg.actors.engines.scripted import ScriptedEngine
 from symbolkg.jobs.methods import MethodConfig, run_problem
-from symbolkg.jobs.pipeline.runner import run_method_job
 from symbolkg.jobs.pipeline.rows import Problem
+from symbolkg.jobs.pipeline.runner import run_method_job
 from symbolkg.jobs.pipeline.store import ResultStore, read_run
 from symbolkg.jobs.report import summarize
 from symbolkg.solvers.runtime.local_pool import LocalSolverPool
@@ -86,8 +86,10 @@ def test_fallback_is_counted_separately(pool):
     assert (row.fallback_method, row.fallback_predicted, row.fallback_correct) == ("direct", "A", True)
 
 
-@pytest.mark.parametrize("method,text,expected", [("direct", "B", "B"), ("cot", "Bob is big, so red. The answer is A.", "A"),
-                                                  ("cot", "I cannot tell.", None)])
+@pytest.mark.parametrize(
+    "method,text,expected",
+    [("direct", "B", "B"), ("cot", "Bob is big, so red. The answer is A.", "A"), ("cot", "I cannot tell.", None)],
+)
 def test_direct_and_cot(method, text, expected):
     row = asyncio.run(run_problem(problem(), MethodConfig(method), ScriptedEngine(lambda r: text), None))
     assert row.predicted == expected and row.executed == (expected is not None)
@@ -108,23 +110,35 @@ def test_many_problems_in_flight_and_resume_after_engine_death(tmp_path, pool):
     engine = ScriptedEngine(script, latency_s=0.01)
     out = tmp_path / "run.parquet"
     with pytest.raises(EngineDeadError):
-        asyncio.run(run_method_job(problems, ResultStore(out), MethodConfig("logiclm"), engine, pool,
-                                   max_in_flight=8, progress=False))
+        asyncio.run(
+            run_method_job(
+                problems, ResultStore(out), MethodConfig("logiclm"), engine, pool, max_in_flight=8, progress=False
+            )
+        )
     parts = out.with_name(out.name + ".parts")
     saved = sum(pq.read_table(p).num_rows for p in parts.glob("*.parquet"))
     assert 0 < saved <= dead_after
     # the engine saw many requests concurrently, not one at a time
     assert max(len(b) for b in engine.batches) == 1 and len(engine.requests) > dead_after
     engine2 = ScriptedEngine(lambda req: GOOD_LP)
-    summary = asyncio.run(run_method_job(problems, ResultStore(out), MethodConfig("logiclm"), engine2, pool,
-                                         max_in_flight=8, progress=False))
+    summary = asyncio.run(
+        run_method_job(
+            problems, ResultStore(out), MethodConfig("logiclm"), engine2, pool, max_in_flight=8, progress=False
+        )
+    )
     assert summary.skipped_done == saved and summary.solved == 30 - saved
     table, meta = read_run(out)
     ids = table.column("problem_id").to_pylist()
     assert sorted(ids) == sorted(p.id for p in problems)
     rep = summarize(table, meta)
     assert rep["accuracy"] == 1.0 and rep["rounds_histogram"] == {"1": 30}
-    assert {"prompt_tokens", "completion_tokens", "tokens_per_second", "problems_per_second", "rounds_histogram"} <= rep.keys()
+    assert {
+        "prompt_tokens",
+        "completion_tokens",
+        "tokens_per_second",
+        "problems_per_second",
+        "rounds_histogram",
+    } <= rep.keys()
 
 
 def test_cached_rerun_costs_zero_tokens_and_gives_the_same_answers(tmp_path, pool):
@@ -140,15 +154,20 @@ def test_cached_rerun_costs_zero_tokens_and_gives_the_same_answers(tmp_path, poo
     inner2 = ScriptedEngine(lambda req: pytest.fail("the cache should have answered"))
     asyncio.run(run_method_job(problems, ResultStore(second), cfg, CachingEngine(inner2, cache), pool, progress=False))
     third = tmp_path / "third.parquet"
-    asyncio.run(run_method_job(problems, ResultStore(third), cfg, ReplayEngine(cache, inner.model), pool, progress=False))
+    asyncio.run(
+        run_method_job(problems, ResultStore(third), cfg, ReplayEngine(cache, inner.model), pool, progress=False)
+    )
     a, b, c = (summarize(*read_run(p)) for p in (first, second, third))
     assert a["completion_tokens"] > 0 and b["completion_tokens"] == 0 == c["completion_tokens"]
     assert b["cached_calls"] == b["llm_calls"] == a["llm_calls"]
-    answers = [sorted((r["problem_id"], r["predicted"]) for r in read_run(p)[0].to_pylist()) for p in (first, second, third)]
+    answers = [
+        sorted((r["problem_id"], r["predicted"]) for r in read_run(p)[0].to_pylist()) for p in (first, second, third)
+    ]
     assert answers[0] == answers[1] == answers[2]
 
 
 def test_unsupported_dataset_for_logiclm_is_recorded(pool):
-    row = asyncio.run(run_problem(problem(dataset="multihop/hotpotqa"), MethodConfig("logiclm"),
-                                  ScriptedEngine(lambda r: "x"), pool))
+    row = asyncio.run(
+        run_problem(problem(dataset="multihop/hotpotqa"), MethodConfig("logiclm"), ScriptedEngine(lambda r: "x"), pool)
+    )
     assert row.error_kind == "unsupported" and not row.executed

@@ -11,9 +11,21 @@ from symbolkg.actors.engines.base import EngineError
 from symbolkg.actors.engines.scripted import ScriptedEngine
 from symbolkg.jobs.cli import main
 from symbolkg.jobs.datasets.registry import load_dataset
-from symbolkg.jobs.multihop import (PassageRetriever, answer_questions, build_pool, clean_prediction, entity_name,
-                           evaluate_retrieval, exact_match, f1_score, passage_graph, passage_key, recall_at,
-                           split_paragraphs, summarize)
+from symbolkg.jobs.multihop import (
+    PassageRetriever,
+    answer_questions,
+    build_pool,
+    clean_prediction,
+    entity_name,
+    evaluate_retrieval,
+    exact_match,
+    f1_score,
+    passage_graph,
+    passage_key,
+    recall_at,
+    split_paragraphs,
+    summarize,
+)
 from symbolkg.retrieval.embed import HashingEmbedder
 from symbolkg.retrieval.embed_cache import EmbeddingCache
 from symbolkg.retrieval.lkg.canonical import entity_id
@@ -47,7 +59,10 @@ def test_pool_dedupes_and_keeps_gold(pool):
 
 def test_split_paragraphs_checks_the_context():
     problem = load_dataset("multihop/hotpotqa", DATA).problems[1]
-    assert split_paragraphs(problem)[0] == ("Arthur's Magazine", problem.context.split("\n\n")[0][len("Arthur's Magazine: "):])
+    assert split_paragraphs(problem)[0] == (
+        "Arthur's Magazine",
+        problem.context.split("\n\n")[0][len("Arthur's Magazine: ") :],
+    )
     broken = type(problem)(**{**problem.__dict__, "context": "only one paragraph"})
     with pytest.raises(ValueError, match="paragraphs in the context"):
         split_paragraphs(broken)
@@ -131,9 +146,27 @@ def test_embeddings_are_cached(tmp_path, pool):
 
 def test_cli_json(capsys, tmp_path):
     out = tmp_path / "rows.jsonl"
-    code = main(["retrieval-eval", "--data-dir", str(DATA), "--dataset", "hotpotqa", "--method", "hybrid",
-                 "--embedder", "hashing", "--cache-dir", str(tmp_path / "cache"), "--no-progress", "--json",
-                 "--limit", "2", "--out", str(out)])
+    code = main(
+        [
+            "retrieval-eval",
+            "--data-dir",
+            str(DATA),
+            "--dataset",
+            "hotpotqa",
+            "--method",
+            "hybrid",
+            "--embedder",
+            "hashing",
+            "--cache-dir",
+            str(tmp_path / "cache"),
+            "--no-progress",
+            "--json",
+            "--limit",
+            "2",
+            "--out",
+            str(out),
+        ]
+    )
     assert code == 0
     report = json.loads(capsys.readouterr().out)
     assert {"questions", "recall@2", "recall@5", "p50_ms", "p95_ms"} <= set(report)
@@ -142,13 +175,16 @@ def test_cli_json(capsys, tmp_path):
     assert [r["id"] for r in rows] == ["q-bridge", "q-compare"] and len(rows[0]["ranked"]) == 5
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["--dataset", str(FIXTURES / "custom_problems.jsonl")], "not a multi-hop QA set"),  # a problem file of ours
-    (["--dataset", "nosuchset"], "unknown dataset"),
-    (["--dataset", "hotpotqa", "--limit", "0"], "--limit must be >= 1"),
-    (["--dataset", "hotpotqa", "--threads", "0"], "threads must be >= 1"),
-    (["--dataset", "hotpotqa", "--embedder", "bge-m3"], "bge-m3"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--dataset", str(FIXTURES / "custom_problems.jsonl")], "not a multi-hop QA set"),  # a problem file of ours
+        (["--dataset", "nosuchset"], "unknown dataset"),
+        (["--dataset", "hotpotqa", "--limit", "0"], "--limit must be >= 1"),
+        (["--dataset", "hotpotqa", "--threads", "0"], "threads must be >= 1"),
+        (["--dataset", "hotpotqa", "--embedder", "bge-m3"], "bge-m3"),
+    ],
+)
 def test_cli_errors(capsys, argv, message):
     code = main(["retrieval-eval", "--data-dir", str(DATA), "--no-progress", *argv])
     assert code == 2 and message in capsys.readouterr().err
@@ -182,13 +218,51 @@ def test_real_2wiki_pool_with_minilm_hybrid_beats_bm25():
 def test_cli_answer_path_records_engine_misses(capsys, tmp_path):
     """--answer through the CLI with a replay engine over an empty cache: every request misses,
     each miss is a recorded prediction, EM/F1 are reported (0), nothing crashes."""
-    code = main(["retrieval-eval", "--data-dir", str(DATA), "--dataset", "hotpotqa", "--embedder", "hashing",
-                 "--cache-dir", "", "--no-progress", "--json", "--answer", "--engine", "replay",
-                 "--model", "smollm2-135m", "--llm-cache", str(tmp_path / "empty"), "--out", str(tmp_path / "r.jsonl")])
+    code = main(
+        [
+            "retrieval-eval",
+            "--data-dir",
+            str(DATA),
+            "--dataset",
+            "hotpotqa",
+            "--embedder",
+            "hashing",
+            "--cache-dir",
+            "",
+            "--no-progress",
+            "--json",
+            "--answer",
+            "--engine",
+            "replay",
+            "--model",
+            "smollm2-135m",
+            "--llm-cache",
+            str(tmp_path / "empty"),
+            "--out",
+            str(tmp_path / "r.jsonl"),
+        ]
+    )
     assert code == 0
     report = json.loads(capsys.readouterr().out)
     assert report["answer_em"] == 0.0 and report["answer_model"] == "smollm2-135m"
     rows = [json.loads(line) for line in (tmp_path / "r.jsonl").read_text().splitlines()]
     assert all(r["prediction"].startswith("<engine error") for r in rows)
-    assert main(["retrieval-eval", "--data-dir", str(DATA), "--dataset", "hotpotqa", "--embedder", "hashing",
-                 "--no-progress", "--answer", "--engine", "replay"]) == 2  # replay needs a cache and a model
+    # replay needs a cache and a model
+    assert (
+        main(
+            [
+                "retrieval-eval",
+                "--data-dir",
+                str(DATA),
+                "--dataset",
+                "hotpotqa",
+                "--embedder",
+                "hashing",
+                "--no-progress",
+                "--answer",
+                "--engine",
+                "replay",
+            ]
+        )
+        == 2
+    )

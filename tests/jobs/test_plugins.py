@@ -12,9 +12,9 @@ import pytest
 
 from symbolkg.actors.engines.scripted import ScriptedEngine
 from symbolkg.jobs import methods
-from symbolkg.jobs.pipeline.answers import interpret
 from symbolkg.jobs.cli import main as cli_main
 from symbolkg.jobs.methods import Method, MethodConfig, MethodContext, run_problem
+from symbolkg.jobs.pipeline.answers import interpret
 from symbolkg.jobs.pipeline.rows import Problem, ResultRow
 from symbolkg.jobs.pipeline.store import read_run
 from symbolkg.solvers.outcomes import ErrorKind, Outcome, SolveRequest, Status
@@ -37,7 +37,7 @@ class RunGivenProgram(Method):
         group.add_argument("--toy-label", default="toy", help="a label written into every row's trace")
 
     @classmethod
-    def from_args(cls, args: argparse.Namespace) -> "RunGivenProgram":
+    def from_args(cls, args: argparse.Namespace) -> RunGivenProgram:
         if not args.toy_label:
             raise ValueError("--toy-label must not be empty")
         return cls(args.toy_label)
@@ -49,11 +49,18 @@ class RunGivenProgram(Method):
         if problem.program is None:
             outcome = Outcome.error(Status.PARSE_ERROR, ErrorKind.UNSUPPORTED, "no program given")
             return ctx.row(problem, outcome, predicted=None, trace={"label": self.label})
-        result = await ctx.solver.solve(SolveRequest(problem.id, problem.program.language, problem.program.text,
-                                                     ctx.config.limits))
+        result = await ctx.solver.solve(
+            SolveRequest(problem.id, problem.program.language, problem.program.text, ctx.config.limits)
+        )
         predicted = interpret(problem, result.outcome.answer) if result.outcome.executed else None
-        return ctx.row(problem, result.outcome, predicted=predicted, program=problem.program.text,
-                       language=problem.program.language, trace={"label": self.label})
+        return ctx.row(
+            problem,
+            result.outcome,
+            predicted=predicted,
+            program=problem.program.text,
+            language=problem.program.language,
+            trace={"label": self.label},
+        )
 
     def close(self) -> None:
         self.closed += 1
@@ -91,10 +98,29 @@ def test_register_refuses_a_taken_name_and_a_nameless_class(toy):
 
 def test_a_registered_toy_method_runs_through_symbolkg_solve(toy, tmp_path, capsys):
     out = tmp_path / "toy.parquet"
-    argv = ["solve", "--method", "toy-run-given", "--toy-label", "hello", "--programs",
-            str(FIXTURES / "custom_problems.jsonl"), "--skip-bad", "--out", str(out), "--executor", "local",
-            "--workers", "1", "--engine", "replay", "--cache", str(tmp_path / "cache"), "--model", "none",
-            "--no-progress"]
+    argv = [
+        "solve",
+        "--method",
+        "toy-run-given",
+        "--toy-label",
+        "hello",
+        "--programs",
+        str(FIXTURES / "custom_problems.jsonl"),
+        "--skip-bad",
+        "--out",
+        str(out),
+        "--executor",
+        "local",
+        "--workers",
+        "1",
+        "--engine",
+        "replay",
+        "--cache",
+        str(tmp_path / "cache"),
+        "--model",
+        "none",
+        "--no-progress",
+    ]
     assert cli_main(argv) == 0, capsys.readouterr().err
     table, meta = read_run(out)
     rows = table.to_pylist()
@@ -107,9 +133,23 @@ def test_a_registered_toy_method_runs_through_symbolkg_solve(toy, tmp_path, caps
 
 
 def test_method_flags_are_validated_by_the_method(toy, tmp_path, capsys):
-    argv = ["solve", "--method", "toy-run-given", "--toy-label", "", "--programs",
-            str(FIXTURES / "custom_problems.jsonl"), "--out", str(tmp_path / "t.parquet"), "--engine", "replay",
-            "--cache", str(tmp_path / "cache"), "--model", "none"]
+    argv = [
+        "solve",
+        "--method",
+        "toy-run-given",
+        "--toy-label",
+        "",
+        "--programs",
+        str(FIXTURES / "custom_problems.jsonl"),
+        "--out",
+        str(tmp_path / "t.parquet"),
+        "--engine",
+        "replay",
+        "--cache",
+        str(tmp_path / "cache"),
+        "--model",
+        "none",
+    ]
     assert cli_main(argv) == 2
     assert "--toy-label must not be empty" in capsys.readouterr().err
 
@@ -133,8 +173,13 @@ def test_no_module_imports_the_bare_folder_names():
     for folder in (*bare, "tests", "benchmarks"):
         for path in (REPO / folder).rglob("*.py"):
             for node in ast.walk(ast.parse(path.read_text(), str(path))):
-                names = ([node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level
-                         else [a.name for a in node.names] if isinstance(node, ast.Import) else [])
+                names = (
+                    [node.module or ""]
+                    if isinstance(node, ast.ImportFrom) and not node.level
+                    else [a.name for a in node.names]
+                    if isinstance(node, ast.Import)
+                    else []
+                )
                 offenders += [f"{path.relative_to(REPO)}: {n}" for n in names if n.split(".")[0] in bare]
     assert offenders == []
 

@@ -11,16 +11,21 @@ import asyncio
 import json
 
 from symbolkg.actors.engines.base import ChatRequest, Completion, Message
-from symbolkg.actors.engines.metered import MeteredEngine, RequestRecord, prefix_cache_summary, read_request_log, \
-    write_request_log
+from symbolkg.actors.engines.metered import (
+    MeteredEngine,
+    RequestRecord,
+    prefix_cache_summary,
+    read_request_log,
+    write_request_log,
+)
 from symbolkg.actors.engines.openai_engine import _cached_tokens
 from symbolkg.actors.engines.scripted import ScriptedEngine
 from symbolkg.jobs.methods import MethodConfig
-from symbolkg.jobs.pipeline.runner import group_by_context, run_method_job
-from symbolkg.jobs.profile import format_profile, profile_run
 from symbolkg.jobs.pipeline.rows import Problem
-from symbolkg.jobs.report import report
+from symbolkg.jobs.pipeline.runner import group_by_context, run_method_job
 from symbolkg.jobs.pipeline.store import ResultStore
+from symbolkg.jobs.profile import format_profile, profile_run
+from symbolkg.jobs.report import report
 from tests.actors.test_simulated_engine import cached_engine, chat
 
 
@@ -40,10 +45,22 @@ def record(prompt: int, cached: int | None, *, replayed: bool = False, error: st
 
 
 def test_prefix_cache_summary_counts_engine_served_requests_and_says_unknown_when_none_reports():
-    s = prefix_cache_summary([record(100, 80), record(100, 20), record(100, None), record(100, None, replayed=True),
-                              record(100, 100, error="boom")])
-    assert s == {"prefix_cache_hit_rate": 0.5, "prompt_tokens": 200, "cached_prompt_tokens": 100,
-                 "requests_known": 2, "requests_unknown": 1}
+    s = prefix_cache_summary(
+        [
+            record(100, 80),
+            record(100, 20),
+            record(100, None),
+            record(100, None, replayed=True),
+            record(100, 100, error="boom"),
+        ]
+    )
+    assert s == {
+        "prefix_cache_hit_rate": 0.5,
+        "prompt_tokens": 200,
+        "cached_prompt_tokens": 100,
+        "requests_known": 2,
+        "requests_unknown": 1,
+    }
     assert prefix_cache_summary([record(100, None)])["prefix_cache_hit_rate"] is None  # unknown, not 0
     assert prefix_cache_summary([])["prefix_cache_hit_rate"] is None
 
@@ -87,18 +104,21 @@ class CountingEngine(ScriptedEngine):
     async def generate(self, requests):
         out = await super().generate(requests)
         done = []
-        for r, c in zip(requests, out):
+        for r, c in zip(requests, out, strict=True):
             text = "".join(m.content for m in r.messages)
             shared = max((_common(text, s) for s in self.seen), default=0)
             self.seen.append(text)
-            done.append(Completion(c.text, prompt_tokens=len(text), completion_tokens=1, model=c.model,
-                                   cached_prompt_tokens=shared))
+            done.append(
+                Completion(
+                    c.text, prompt_tokens=len(text), completion_tokens=1, model=c.model, cached_prompt_tokens=shared
+                )
+            )
         return done
 
 
 def _common(a: str, b: str) -> int:
     n = 0
-    for x, y in zip(a, b):
+    for x, y in zip(a, b, strict=False):
         if x != y:
             break
         n += 1
@@ -108,8 +128,18 @@ def _common(a: str, b: str) -> int:
 def run_job(tmp_path, problems, *, grouped: bool):
     engine = MeteredEngine(CountingEngine())
     run = tmp_path / f"run-{grouped}.parquet"
-    asyncio.run(run_method_job(problems, ResultStore(run), MethodConfig(method="direct"), engine, None,
-                               progress=False, max_in_flight=1, group_contexts=grouped))
+    asyncio.run(
+        run_method_job(
+            problems,
+            ResultStore(run),
+            MethodConfig(method="direct"),
+            engine,
+            None,
+            progress=False,
+            max_in_flight=1,
+            group_contexts=grouped,
+        )
+    )
     write_request_log(run, engine.records)
     return run, engine
 

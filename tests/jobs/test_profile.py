@@ -17,14 +17,14 @@ from symbolkg.actors.engines.metered import MeteredEngine, RequestRecord, read_r
 from symbolkg.actors.engines.scripted import ScriptedEngine
 from symbolkg.jobs.cli import main as cli_main
 from symbolkg.jobs.methods import MethodConfig
-from symbolkg.jobs.pipeline.runner import run_method_job
-from symbolkg.jobs.profile import distribution, format_profile, in_flight_timeline, profile_run
-from symbolkg.jobs.pipeline.store import ResultStore, read_run
 from symbolkg.jobs.methods.symbolkg import SymbolKGMethod
 from symbolkg.jobs.methods.symbolkg_stages import STAGES, SymbolKG, SymbolKGConfig
+from symbolkg.jobs.pipeline.runner import run_method_job
+from symbolkg.jobs.pipeline.store import ResultStore, read_run
+from symbolkg.jobs.profile import distribution, format_profile, in_flight_timeline, profile_run
 from symbolkg.retrieval.lkg.store import LKGStore
-from symbolkg.solvers.runtime.local_pool import LocalSolverPool
 from symbolkg.solvers.outcomes import Limits
+from symbolkg.solvers.runtime.local_pool import LocalSolverPool
 from tests.jobs.test_symbolkg import EMBEDDER, MODEL, WALK, Script, problem
 
 PNG = b"\x89PNG\r\n\x1a\n"
@@ -40,7 +40,9 @@ def profiled(tmp_path_factory):
     pool = LocalSolverPool(2)
     try:
         cfg = MethodConfig(method="symbolkg", limits=Limits(timeout_s=20))
-        asyncio.run(run_method_job(problems, ResultStore(run), cfg, engine, pool, progress=False, method=SymbolKGMethod(kg)))
+        asyncio.run(
+            run_method_job(problems, ResultStore(run), cfg, engine, pool, progress=False, method=SymbolKGMethod(kg))
+        )
     finally:
         pool.close()
     write_request_log(run, engine.records)
@@ -84,9 +86,11 @@ def test_profile_cli(profiled, capsys, tmp_path):
 
 
 def test_in_flight_timeline_on_hand_made_intervals():
-    recs = [RequestRecord("a", "p", "x", 0.0, 2.0, completion_tokens=10),
-            RequestRecord("b", "p", "x", 1.0, 3.0, completion_tokens=20),
-            RequestRecord("c", "q", "x", 5.0, 6.0, completion_tokens=30)]
+    recs = [
+        RequestRecord("a", "p", "x", 0.0, 2.0, completion_tokens=10),
+        RequestRecord("b", "p", "x", 1.0, 3.0, completion_tokens=20),
+        RequestRecord("c", "q", "x", 5.0, 6.0, completion_tokens=30),
+    ]
     times, occupancy, tokens, busy = in_flight_timeline(recs, 0.0, 1.0)
     assert times == [0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0]
     assert occupancy == [1.0, 2.0, 1.0, 0.0, 0.0, 1.0, 0.0]
@@ -122,8 +126,10 @@ def test_profile_reports_stage_gate_waits_and_plots_queue_depth(profiled, tmp_pa
     assert set(gates) == {"llm", "solve"}
     assert gates["llm"]["passes"] == gates["llm"]["wait"]["count"] == len(engine.records)  # one pass per request
     assert gates["llm"]["limit"] is None and gates["llm"]["waited"] == 0  # unlimited by default: nobody waits
-    assert gates["solve"]["limit"] == 4 and gates["solve"]["passes"] == sum(e.stage == "solve" and e.event == "enter"
-                                                                            for e in events) > 0
+    assert (
+        gates["solve"]["limit"] == 4
+        and gates["solve"]["passes"] == sum(e.stage == "solve" and e.event == "enter" for e in events) > 0
+    )
     assert gates["solve"]["peak_running"] <= 4 and gates["llm"]["peak_running"] > 1
     assert (tmp_path / "prof" / "gates.png").read_bytes()[:8] == PNG and "gates.png" in p["plots"]
     assert "llm gate" in format_profile(p) and "solve: limit 4" in format_profile(p)

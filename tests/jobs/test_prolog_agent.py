@@ -16,17 +16,17 @@ import time
 
 import pyarrow.parquet as pq
 import pytest
+
 from symbolkg.actors.engines.pararule_template import PararuleTemplateEngine
 from symbolkg.actors.engines.scripted import ScriptedEngine
 from symbolkg.jobs.datasets.records import TRUE_FALSE_OPTIONS
 from symbolkg.jobs.datasets.registry import load_dataset
 from symbolkg.jobs.methods import MethodConfig
 from symbolkg.jobs.methods.prolog_agent import PrologAgent, PrologAgentConfig
-from symbolkg.jobs.pipeline.runner import run_method_job
 from symbolkg.jobs.pipeline.rows import Problem
+from symbolkg.jobs.pipeline.runner import run_method_job
 from symbolkg.jobs.pipeline.store import ResultStore
 from symbolkg.solvers.prolog import pararule as P
-
 from tests.conftest import DATA
 
 pytestmark = pytest.mark.timeout(300)
@@ -38,14 +38,24 @@ CONTEXT = "Anne is big. If someone is big then they are rough. If someone is not
 
 
 def problem(pid: str, question: str, answer: str, context: str = CONTEXT) -> Problem:
-    return Problem(id=pid, dataset="custom", context=context, question=question, options=TRUE_FALSE_OPTIONS,
-                   answer=answer, meta={"context_id": "c1"})
+    return Problem(
+        id=pid,
+        dataset="custom",
+        context=context,
+        question=question,
+        options=TRUE_FALSE_OPTIONS,
+        answer=answer,
+        meta={"context_id": "c1"},
+    )
 
 
 def run_job(problems, engine, out, config: PrologAgentConfig | None = None, in_flight: int = 16):
     method = PrologAgent(config or PrologAgentConfig())
-    summary = asyncio.run(run_method_job(problems, ResultStore(out), CFG, engine, None, max_in_flight=in_flight,
-                                         progress=False, method=method))
+    summary = asyncio.run(
+        run_method_job(
+            problems, ResultStore(out), CFG, engine, None, max_in_flight=in_flight, progress=False, method=method
+        )
+    )
     return summary, method, pq.read_table(out).to_pylist()
 
 
@@ -108,29 +118,40 @@ def test_a_slice_of_each_depth_is_all_correct_and_a_rerun_resumes(tmp_path):
 
 def test_sessions_are_closed_when_unused_and_each_attempt_can_have_its_own(tmp_path):
     problems = [problem("p1", "Anne is smart.", "A"), problem("p2", "Anne is not rough.", "B")]
-    _, method, rows = run_job(problems, PararuleTemplateEngine(), tmp_path / "a.parquet",
-                              PrologAgentConfig(idle_sessions=0, sldnf=False), in_flight=1)
+    _, method, rows = run_job(
+        problems,
+        PararuleTemplateEngine(),
+        tmp_path / "a.parquet",
+        PrologAgentConfig(idle_sessions=0, sldnf=False),
+        in_flight=1,
+    )
     tools = [c["tool"] for r in rows for c in json.loads(r["trace"])["mcp_calls"]]
     assert tools.count("consult_text") == tools.count("close_session") == 2  # one program, consulted per question
     assert all(r["correct"] for r in rows) and all(json.loads(r["trace"])["sldnf_closure"] is None for r in rows)
 
-    _, method, rows = run_job(problems, PararuleTemplateEngine(), tmp_path / "b.parquet",
-                              PrologAgentConfig(reuse_sessions=False, sldnf=False))
+    _, method, rows = run_job(
+        problems, PararuleTemplateEngine(), tmp_path / "b.parquet", PrologAgentConfig(reuse_sessions=False, sldnf=False)
+    )
     assert method.stats == {"consults": 2, "reused": 0}
     assert all(r["correct"] for r in rows)
 
 
 def test_the_sldnf_comparison_tells_different_and_loops(tmp_path):
     loop_ctx = "The bear is tired. If something is big then it is heavy. If something is heavy then it is big."
-    problems = [problem("diff", "Anne is smart.", "A"),  # plain SLDNF: rough is derived, so not smart
-                problem("same", "Anne is rough.", "A"),
-                problem("loop", "The bear is not big.", "A", loop_ctx)]
+    problems = [
+        problem("diff", "Anne is smart.", "A"),  # plain SLDNF: rough is derived, so not smart
+        problem("same", "Anne is rough.", "A"),
+        problem("loop", "The bear is not big.", "A", loop_ctx),
+    ]
     t0 = time.monotonic()
     _, _, rows = run_job(problems, PararuleTemplateEngine(), tmp_path / "s.parquet")
     by_id = {r["problem_id"]: r for r in rows}
     assert all(r["correct"] for r in rows)
     assert {k: json.loads(r["trace"])["sldnf_closure"] for k, r in by_id.items()} == {
-        "diff": "different", "same": "same", "loop": "loops"}
+        "diff": "different",
+        "same": "same",
+        "loop": "loops",
+    }
     assert time.monotonic() - t0 < 30  # the loop is cut by the inference budget, not a long time limit
 
 
@@ -141,10 +162,12 @@ def test_a_broken_program_then_a_good_one_and_the_error_reaches_the_second_promp
     broken = "<prolog>\nbig(anne.\nrough(X) :- big(X).\n</prolog>\n<goal_true>rough(anne)</goal_true>"
     bad_goal = "<prolog>\nbig(anne).\n</prolog>\n<goal_true>smart(anne</goal_true>"
     no_tags = "I think Anne is rough."
-    engine = ScriptedEngine({"p1": [broken, good_answer("Anne is rough.")],
-                             "p2": [bad_goal, no_tags, good_answer("Anne is smart.")]})
-    _, _, rows = run_job([problem("p1", "Anne is rough.", "A"), problem("p2", "Anne is smart.", "A")], engine,
-                         tmp_path / "r.parquet")
+    engine = ScriptedEngine(
+        {"p1": [broken, good_answer("Anne is rough.")], "p2": [bad_goal, no_tags, good_answer("Anne is smart.")]}
+    )
+    _, _, rows = run_job(
+        [problem("p1", "Anne is rough.", "A"), problem("p2", "Anne is smart.", "A")], engine, tmp_path / "r.parquet"
+    )
     by_id = {r["problem_id"]: r for r in rows}
     p1, p2 = by_id["p1"], by_id["p2"]
     assert p1["correct"] and p1["rounds"] == p1["success_round"] == 2 and p1["llm_calls"] == 2
@@ -181,8 +204,9 @@ def test_attempts_are_capped(tmp_path):
     assert row["status"] == "parse_error" and "syntax_error" in row["error_message"]
 
     engine = ScriptedEngine(lambda request: "no tags")
-    _, _, rows = run_job([problem("p1", "Anne is big.", "A")], engine, tmp_path / "d.parquet",
-                         PrologAgentConfig(max_attempts=2))
+    _, _, rows = run_job(
+        [problem("p1", "Anne is big.", "A")], engine, tmp_path / "d.parquet", PrologAgentConfig(max_attempts=2)
+    )
     assert len(engine.requests) == 2 and rows[0]["rounds"] == 2 and rows[0]["predicted"] is None
 
 
@@ -197,10 +221,14 @@ def test_config_is_validated():
 
 
 def test_the_stdio_transport_spawns_the_server(tmp_path):
-    problems = [problem("p1", "Anne is smart.", "A"), problem("p2", "Anne is not rough.", "B"),
-                problem("p3", "Anne is not smart.", "B")]
-    _, method, rows = run_job(problems, PararuleTemplateEngine(), tmp_path / "io.parquet",
-                              PrologAgentConfig(transport="stdio"))
+    problems = [
+        problem("p1", "Anne is smart.", "A"),
+        problem("p2", "Anne is not rough.", "B"),
+        problem("p3", "Anne is not smart.", "B"),
+    ]
+    _, method, rows = run_job(
+        problems, PararuleTemplateEngine(), tmp_path / "io.parquet", PrologAgentConfig(transport="stdio")
+    )
     assert all(r["correct"] for r in rows) and len(rows) == 3
     assert {json.loads(r["trace"])["mcp_transport"] for r in rows} == {"stdio"}
     assert method._connection is not None and not method._connection._thread.is_alive()  # closed with the job
@@ -214,9 +242,31 @@ def test_symbolkg_solve_with_the_template_engine(tmp_path, capsys):
     from symbolkg.jobs.cli import main
 
     out = tmp_path / "cli.parquet"
-    assert main(["solve", "--method", "prolog-agent", "--engine", "pararule-template", "--dataset",
-                 "pararule_plus/depth3", "--limit", "12", "--out", str(out), "--no-progress",
-                 "--prolog-agent-max-attempts", "3", "--executor", "local", "--workers", "1"]) == 0
+    assert (
+        main(
+            [
+                "solve",
+                "--method",
+                "prolog-agent",
+                "--engine",
+                "pararule-template",
+                "--dataset",
+                "pararule_plus/depth3",
+                "--limit",
+                "12",
+                "--out",
+                str(out),
+                "--no-progress",
+                "--prolog-agent-max-attempts",
+                "3",
+                "--executor",
+                "local",
+                "--workers",
+                "1",
+            ]
+        )
+        == 0
+    )
     rows = pq.read_table(out).to_pylist()
     assert len(rows) == 12 and all(r["correct"] for r in rows)
     # the CLI gives the agent a solver pool: SymBa re-derives each SWI-Prolog verdict for a certificate
@@ -235,8 +285,17 @@ def test_a_verdict_symba_cannot_read_keeps_its_answer_without_a_certificate(tmp_
     cut = "rough(X) :- big(X), !.\nbig(anne).\n"  # a cut: SWI-Prolog runs it, SymBa's language has none
     engine = ScriptedEngine(lambda request: P.render_response(cut, "rough(anne)"))
     with LocalSolverPool(1) as pool:
-        asyncio.run(run_method_job([problem("p1", "Anne is rough.", "A")], ResultStore(tmp_path / "r.parquet"), CFG,
-                                   engine, pool, progress=False, method=PrologAgent(PrologAgentConfig(sldnf=False))))
+        asyncio.run(
+            run_method_job(
+                [problem("p1", "Anne is rough.", "A")],
+                ResultStore(tmp_path / "r.parquet"),
+                CFG,
+                engine,
+                pool,
+                progress=False,
+                method=PrologAgent(PrologAgentConfig(sldnf=False)),
+            )
+        )
     [row] = pq.read_table(tmp_path / "r.parquet").to_pylist()
     rederived = json.loads(row["trace"])["rederived"]
     assert row["correct"] and row["certificate"] is None

@@ -14,21 +14,47 @@ import json
 
 import pyarrow.parquet as pq
 import pytest
-from symbolkg.jobs.cli import main
 
+from symbolkg.jobs.cli import main
 from tests.conftest import data_or_skip, openai_engine_args, requires_vllm
 
 pytestmark = [pytest.mark.slow, pytest.mark.llm, pytest.mark.timeout(1800), requires_vllm]
 
 QUESTIONS = 2
-BUDGET = ("--prolog-agent-max-attempts", "2", "--prolog-agent-max-tokens", "160", "--executor", "local", "--workers", "1")
+BUDGET = (
+    "--prolog-agent-max-attempts",
+    "2",
+    "--prolog-agent-max-tokens",
+    "160",
+    "--executor",
+    "local",
+    "--workers",
+    "1",
+)
 
 
 def solve(out, cache, *engine: str) -> int:
     data_or_skip("pararule_plus")
-    return main(["solve", "--method", "prolog-agent", "--dataset", "pararule_plus/depth2", "--limit", str(QUESTIONS),
-                 "--out", str(out), "--cache", str(cache), "--no-progress", "--data-dir", str(data_or_skip()),
-                 *BUDGET, *engine])
+    return main(
+        [
+            "solve",
+            "--method",
+            "prolog-agent",
+            "--dataset",
+            "pararule_plus/depth2",
+            "--limit",
+            str(QUESTIONS),
+            "--out",
+            str(out),
+            "--cache",
+            str(cache),
+            "--no-progress",
+            "--data-dir",
+            str(data_or_skip()),
+            *BUDGET,
+            *engine,
+        ]
+    )
 
 
 def test_prolog_agent_with_the_served_model_then_a_free_rerun(tmp_path, capsys, vllm_server):
@@ -47,8 +73,19 @@ def test_prolog_agent_with_the_served_model_then_a_free_rerun(tmp_path, capsys, 
             assert a.get("outcome") in ("success", "failure") or a.get("error", {}).get("kind")
         assert trace["sldnf_closure"] in ("same", "different", "loops")  # the translator reads every question
         assert row["predicted"] in ("A", "B", None)
-    print("prolog-agent, SmolLM2-135M:", [(r["problem_id"], r["predicted"], r["gold"], r["rounds"],
-                                          [a.get("stage") for a in json.loads(r["attempts_log"])]) for r in rows])
+    print(
+        "prolog-agent, SmolLM2-135M:",
+        [
+            (
+                r["problem_id"],
+                r["predicted"],
+                r["gold"],
+                r["rounds"],
+                [a.get("stage") for a in json.loads(r["attempts_log"])],
+            )
+            for r in rows
+        ],
+    )
 
     rerun = tmp_path / "rerun.parquet"
     capsys.readouterr()

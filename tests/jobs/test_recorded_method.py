@@ -40,7 +40,8 @@ from symbolkg.solvers.runtime.local_pool import LocalSolverPool
 from tests.conftest import data_or_skip
 
 TIMEOUT_S = 20  # per program, in both runs; see the module docstring
-UNBOUNDED: set[str] = set()  # programs that time out in every run (FOLIO_dev_120 was one until the finite-model search decided it)
+# programs that time out in every run (FOLIO_dev_120 was one until the finite-model search decided it)
+UNBOUNDED: set[str] = set()
 
 FILES = {
     "logiclm/prontoqa": "ProntoQA",
@@ -66,7 +67,9 @@ def test_a_slice_where_corrections_fire_answers_alike_on_both_paths(dataset, tmp
     fired = [p for p in problems if checks.correct_program(p.program.language, p.program.text, p).corrected]
     calm = [p for p in problems if p not in fired and p.id not in UNBOUNDED]
     chosen = fired[:4] + calm[:2]
-    run_solve(chosen, ResultStore(tmp_path / "direct.parquet"), pool, limits=Limits(timeout_s=TIMEOUT_S), progress=False)
+    run_solve(
+        chosen, ResultStore(tmp_path / "direct.parquet"), pool, limits=Limits(timeout_s=TIMEOUT_S), progress=False
+    )
     direct = {r["problem_id"]: r for r in read_run(tmp_path / "direct.parquet")[0].to_pylist()}
     engine = RecordedEngine.from_logiclm_file(path)
     cfg = MethodConfig("logiclm", limits=Limits(timeout_s=TIMEOUT_S))
@@ -82,17 +85,46 @@ def test_a_slice_where_corrections_fire_answers_alike_on_both_paths(dataset, tmp
 def test_recorded_engine_reproduces_the_solver_slice(dataset, tmp_path):
     programs = data_or_skip("logiclm", "programs", f"{FILES[dataset]}_dev_gpt-4.json")
     data = str(data_or_skip())
-    common = ["--executor", "local", "--workers", "2", "--timeout-s", str(TIMEOUT_S), "--no-progress", "--data-dir", data]
+    common = [
+        "--executor",
+        "local",
+        "--workers",
+        "2",
+        "--timeout-s",
+        str(TIMEOUT_S),
+        "--no-progress",
+        "--data-dir",
+        data,
+    ]
     slice_out, method_out = tmp_path / "slice.parquet", tmp_path / "method.parquet"
     assert main(["solve", "--programs", str(programs), "--out", str(slice_out), *common]) == 0
-    assert main(["solve", "--method", "logiclm", "--engine", "recorded", "--recorded", str(programs),
-                 "--dataset", dataset, "--out", str(method_out), *common]) == 0
+    assert (
+        main(
+            [
+                "solve",
+                "--method",
+                "logiclm",
+                "--engine",
+                "recorded",
+                "--recorded",
+                str(programs),
+                "--dataset",
+                dataset,
+                "--out",
+                str(method_out),
+                *common,
+            ]
+        )
+        == 0
+    )
     a = {r["problem_id"]: r for r in pq.read_table(slice_out).to_pylist()}
     b = {r["problem_id"]: r for r in pq.read_table(method_out).to_pylist()}
     assert a.keys() == b.keys()
     for run in (a, b):
         timed_out = {pid for pid, r in run.items() if r["status"] == "timeout"}
-        assert timed_out == UNBOUNDED & run.keys(), f"programs at the {TIMEOUT_S} s limit: {sorted(timed_out - UNBOUNDED)}"
+        assert timed_out == UNBOUNDED & run.keys(), (
+            f"programs at the {TIMEOUT_S} s limit: {sorted(timed_out - UNBOUNDED)}"
+        )
     for pid in a:
         if a[pid]["error_kind"] == "no_program":  # no recorded program: the method has nothing to run either
             assert not b[pid]["executed"] and b[pid]["predicted"] is None

@@ -52,8 +52,10 @@ def test_summary_keeps_the_order_given_and_leaves_out_paths_and_times(two_runs, 
 
 
 def test_columns_line_up_whatever_the_labels():
-    lines = [SummaryLine("logiclm: smollm2-135m", "logiclm/prontoqa", 50, 9, 6, 9),
-             SummaryLine("recorded: AR-LSAT_dev_gpt-4.json", "logiclm/ar-lsat", 231, 169, 81, 86)]
+    lines = [
+        SummaryLine("logiclm: smollm2-135m", "logiclm/prontoqa", 50, 9, 6, 9),
+        SummaryLine("recorded: AR-LSAT_dev_gpt-4.json", "logiclm/ar-lsat", 231, 169, 81, 86),
+    ]
     table = format_summary(lines).splitlines()
     header, rows = table[0], table[2:4]
     assert {len(header), *map(len, rows)} == {len(header)}  # one width: every column right-aligned under its head

@@ -39,8 +39,17 @@ def test_lkg_features_are_used_when_the_store_has_the_graph(tmp_path, capsys):
     prontoqa = next(p for k, p in stream if k == "prontoqa")
     # a (wrong) graph claiming ordering constraints: the LKG rule fires before the option rules
     a, b = Entity.create("Alex"), Entity.create("Sam")
-    graph = Graph("k", (a, b, Constraint.create("Alex < Sam", "Ordering"), Constraint.create("Sam < Kim", "Ordering"),
-                        Rule.create("r(x) -> s(x)")), (Edge(a.id, b.id, "LEFT_OF"),))
+    graph = Graph(
+        "k",
+        (
+            a,
+            b,
+            Constraint.create("Alex < Sam", "Ordering"),
+            Constraint.create("Sam < Kim", "Ordering"),
+            Rule.create("r(x) -> s(x)"),
+        ),
+        (Edge(a.id, b.id, "LEFT_OF"),),
+    )
     assert graph_counts(graph) == ({"Ordering": 2}, 1, 1)
     store = LKGStore(tmp_path / "lkg")
     store.put(ContextRecord("k", problem_ids=(prontoqa.id,)), graph)
@@ -71,8 +80,13 @@ def test_llm_votes_with_a_scripted_engine():
 
     data_or_skip("logiclm")
     stream = mixed_stream(1)
-    answers = {"prontoqa": "prolog", "proofwriter": "vampire", "folio": EngineError("busy"),
-               "logicaldeduction": "z3", "ar-lsat": "prover9"}
+    answers = {
+        "prontoqa": "prolog",
+        "proofwriter": "vampire",
+        "folio": EngineError("busy"),
+        "logicaldeduction": "z3",
+        "ar-lsat": "prover9",
+    }
     key_of = {p.id: k for k, p in stream}
     engine = ScriptedEngine(lambda r: answers[key_of[r.problem_id]])
     votes = asyncio.run(llm_votes(engine, [p for _, p in stream]))

@@ -44,31 +44,44 @@ def test_unknown_keys_name_the_key_the_closest_one_and_what_is_allowed(tmp_path,
     assert "unknown key 'max_calls' (an option of section 'symba': put it under 'symba:')" in err
 
 
-@pytest.mark.parametrize("text, message", [
-    ("workers: two\n", "bad value for 'workers' (--workers): expected an integer, got 'two' (a string)"),
-    ("workers: 1.5\n", "expected an integer, got 1.5 (a number)"),
-    ("workers: null\n", "expected an integer, got null"),
-    ("limit: yes\n", "bad value for 'limit' (--limit): expected an integer or null, got true (a boolean)"),
-    ("timeout_s: fast\n", "bad value for 'timeout_s' (--timeout-s): expected a number, got 'fast'"),
-    ("no_progress: 1\n", "bad value for 'no_progress' (--no-progress): expected true or false, got 1 (an integer)"),
-    ("model: 7\n", "expected a string (quote it) or null, got 7 (an integer)"),
-    ("engine: vlm\n", "bad value for 'engine' (--engine): 'vlm' is not one of vllm, openai, recorded, replay, gold, "
-                      "pararule-template (did you mean 'vllm'?)"),
-    ("method: symba\nsymba:\n  ask: sometimes\n",
-     "bad value for 'ask' in section 'symba' (--symba-ask): 'sometimes' is not one of unproved, missing"),
-    ("method: logic-lm\n", "'logic-lm' is not one of recorded, direct, cot, logiclm"),
-    ("no-progress: true\nno_progress: false\n", "'no_progress' (--no-progress) is given twice (as 'no_progress' too)"),
-    ("- workers\n", "run.yaml: a config maps keys to values, got a list"),
-    ("workers: [3\n", "run.yaml:2:1: not valid YAML"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("workers: two\n", "bad value for 'workers' (--workers): expected an integer, got 'two' (a string)"),
+        ("workers: 1.5\n", "expected an integer, got 1.5 (a number)"),
+        ("workers: null\n", "expected an integer, got null"),
+        ("limit: yes\n", "bad value for 'limit' (--limit): expected an integer or null, got true (a boolean)"),
+        ("timeout_s: fast\n", "bad value for 'timeout_s' (--timeout-s): expected a number, got 'fast'"),
+        ("no_progress: 1\n", "bad value for 'no_progress' (--no-progress): expected true or false, got 1 (an integer)"),
+        ("model: 7\n", "expected a string (quote it) or null, got 7 (an integer)"),
+        (
+            "engine: vlm\n",
+            "bad value for 'engine' (--engine): 'vlm' is not one of vllm, openai, recorded, replay, gold, "
+            "pararule-template (did you mean 'vllm'?)",
+        ),
+        (
+            "method: symba\nsymba:\n  ask: sometimes\n",
+            "bad value for 'ask' in section 'symba' (--symba-ask): 'sometimes' is not one of unproved, missing",
+        ),
+        ("method: logic-lm\n", "'logic-lm' is not one of recorded, direct, cot, logiclm"),
+        (
+            "no-progress: true\nno_progress: false\n",
+            "'no_progress' (--no-progress) is given twice (as 'no_progress' too)",
+        ),
+        ("- workers\n", "run.yaml: a config maps keys to values, got a list"),
+        ("workers: [3\n", "run.yaml:2:1: not valid YAML"),
+    ],
+)
 def test_bad_values_name_the_value_and_the_allowed_ones(tmp_path, capsys, text, message):
     assert message in refused(tmp_path, capsys, text)
 
 
 def test_a_section_or_flag_of_another_method_is_refused(tmp_path, capsys):
     err = refused(tmp_path, capsys, "method: logiclm\nsymba:\n  max_calls: 3\n")
-    assert err.endswith("run.yaml: section 'symba' holds options of --method symba, but this run's method is 'logiclm' "
-                        "(from run.yaml); remove it, or set method: symba")
+    assert err.endswith(
+        "run.yaml: section 'symba' holds options of --method symba, but this run's method is 'logiclm' "
+        "(from run.yaml); remove it, or set method: symba"
+    )
     err = refused(tmp_path, capsys, "symba:\n  max_calls: 3\n", "--method", "cot")
     assert "this run's method is 'cot' (from the command line)" in err
     err = refused(tmp_path, capsys, "prolog_agent:\n  max_attempts: 2\n")  # the section's name takes underscores
@@ -87,10 +100,12 @@ def test_files_that_cannot_be_read(tmp_path, capsys):
 
 
 def test_yaml_and_toml_give_the_same_config_and_flags_override_the_file(tmp_path):
-    (tmp_path / "a.yaml").write_text("method: symba\nworkers: 3\nlimit: 5\nno-progress: true\n"
-                                     "symba:\n  max-calls: 50\n  ask: missing\n")
-    (tmp_path / "a.toml").write_text('method = "symba"\nworkers = 3\nlimit = 5\nno_progress = true\n'
-                                     '[symba]\nmax_calls = 50\nask = "missing"\n')
+    (tmp_path / "a.yaml").write_text(
+        "method: symba\nworkers: 3\nlimit: 5\nno-progress: true\nsymba:\n  max-calls: 50\n  ask: missing\n"
+    )
+    (tmp_path / "a.toml").write_text(
+        'method = "symba"\nworkers = 3\nlimit = 5\nno_progress = true\n[symba]\nmax_calls = 50\nask = "missing"\n'
+    )
     options = schema()
     yaml_cfg = resolve(options, {}, file=load_file(tmp_path / "a.yaml"))
     assert yaml_cfg == resolve(options, {}, file=load_file(tmp_path / "a.toml"))
@@ -111,8 +126,9 @@ def test_yaml_and_toml_give_the_same_config_and_flags_override_the_file(tmp_path
 
 def test_a_stored_config_is_overridden_by_the_file_and_the_flags_and_never_overwrites(tmp_path):
     options = schema()
-    stored = Source("old.parquet", {"method": "symba", "workers": 3, "overwrite": True, "limit": 9,
-                                    "symba": {"max_calls": 50}})
+    stored = Source(
+        "old.parquet", {"method": "symba", "workers": 3, "overwrite": True, "limit": 9, "symba": {"max_calls": 50}}
+    )
     cfg = resolve(options, {"limit": 2}, file=Source("f.yaml", {"workers": 4}), stored=stored)
     assert (cfg.values["workers"], cfg.values["limit"], cfg.values["symba_max_calls"]) == (4, 2, 50)
     assert cfg.values["overwrite"] is False  # --rerun never discards results it was not told to
@@ -129,8 +145,11 @@ def test_schema_keys_come_from_the_parser_and_clashes_are_caught():
     p.add_argument("--b-other-depth", dest="b_depth2", type=int)
     options = Schema.from_parser(p, {"b": ["b_depth", "b_depth2"]})
     assert [(o.section, o.key, o.flag) for o in options.options] == [
-        (None, "method", "--method"), (None, "depth", "--depth"), ("b", "depth", "--b-depth"),
-        ("b", "depth2", "--b-other-depth")]
+        (None, "method", "--method"),
+        (None, "depth", "--depth"),
+        ("b", "depth", "--b-depth"),
+        ("b", "depth2", "--b-other-depth"),
+    ]
     clash = argparse.ArgumentParser()
     clash.add_argument("--b-x", type=int)
     clash.add_argument("--x", type=int)

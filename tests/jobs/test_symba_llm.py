@@ -17,8 +17,8 @@ import json
 
 import pyarrow.parquet as pq
 import pytest
-from symbolkg.jobs.cli import main
 
+from symbolkg.jobs.cli import main
 from tests.conftest import data_or_skip, openai_engine_args, requires_vllm
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800), requires_vllm]
@@ -34,9 +34,31 @@ def data():
 
 
 def solve(out, cache, server, *extra: str) -> int:
-    return main(["solve", "--method", "symba", "--dataset", SETS, "--limit", str(PER_SET), "--out", str(out),
-                 "--cache", str(cache), "--executor", "local", "--workers", "2", "--no-progress",
-                 "--data-dir", str(data()), *BUDGET, *openai_engine_args(server), *extra])
+    return main(
+        [
+            "solve",
+            "--method",
+            "symba",
+            "--dataset",
+            SETS,
+            "--limit",
+            str(PER_SET),
+            "--out",
+            str(out),
+            "--cache",
+            str(cache),
+            "--executor",
+            "local",
+            "--workers",
+            "2",
+            "--no-progress",
+            "--data-dir",
+            str(data()),
+            *BUDGET,
+            *openai_engine_args(server),
+            *extra,
+        ]
+    )
 
 
 def test_symba_on_two_sets_with_the_served_model_then_a_free_rerun(tmp_path, capsys, vllm_server):
@@ -52,14 +74,43 @@ def test_symba_on_two_sets_with_the_served_model_then_a_free_rerun(tmp_path, cap
         assert row["status"] in ("proved", "disproved", "timeout")
         for statement in trace["statements"]:  # what entered the database passed validation
             assert statement["sentence"] and statement["subgoal"] in trace["asked"]
-    print("symba, SmolLM2-135M:", [(r["problem_id"], r["predicted"], r["gold"], r["llm_calls"],
-                                    json.loads(r["trace"])["stop"]) for r in rows])
+    print(
+        "symba, SmolLM2-135M:",
+        [(r["problem_id"], r["predicted"], r["gold"], r["llm_calls"], json.loads(r["trace"])["stop"]) for r in rows],
+    )
 
     rerun = tmp_path / "rerun.parquet"
     capsys.readouterr()
-    assert main(["solve", "--method", "symba", "--dataset", SETS, "--limit", str(PER_SET), "--out", str(rerun),
-                 "--cache", str(cache), "--engine", "replay", "--model", "smollm2-135m", "--executor", "local",
-                 "--workers", "2", "--no-progress", "--data-dir", str(data()), *BUDGET]) == 0
+    assert (
+        main(
+            [
+                "solve",
+                "--method",
+                "symba",
+                "--dataset",
+                SETS,
+                "--limit",
+                str(PER_SET),
+                "--out",
+                str(rerun),
+                "--cache",
+                str(cache),
+                "--engine",
+                "replay",
+                "--model",
+                "smollm2-135m",
+                "--executor",
+                "local",
+                "--workers",
+                "2",
+                "--no-progress",
+                "--data-dir",
+                str(data()),
+                *BUDGET,
+            ]
+        )
+        == 0
+    )
     again = {r["problem_id"]: r for r in pq.read_table(rerun).to_pylist()}
     for row in rows:
         twin = again[row["problem_id"]]

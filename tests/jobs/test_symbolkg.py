@@ -25,25 +25,31 @@ from symbolkg.actors.engines.scripted import ScriptedEngine
 from symbolkg.actors.retrieval_actor import EmbedderSpec, RetrievalError, RetrievalService
 from symbolkg.jobs.cli import main as cli_main
 from symbolkg.jobs.methods import MethodConfig
-from symbolkg.jobs.pipeline.runner import run_method_job
-from symbolkg.jobs.pipeline.rows import Problem
-from symbolkg.jobs.pipeline.store import ResultStore, read_run
 from symbolkg.jobs.methods.symbolkg import SymbolKGMethod
-from symbolkg.jobs.methods.symbolkg_stages import (STAGES, SymbolKG, SymbolKGConfig, premise_sentences, subgraph,
-                                                 subgraph_hints)
+from symbolkg.jobs.methods.symbolkg_stages import (
+    STAGES,
+    SymbolKG,
+    SymbolKGConfig,
+    premise_sentences,
+    subgraph,
+    subgraph_hints,
+)
+from symbolkg.jobs.pipeline.rows import Problem
+from symbolkg.jobs.pipeline.runner import run_method_job
+from symbolkg.jobs.pipeline.store import ResultStore, read_run
 from symbolkg.retrieval.embed import make_embedder
 from symbolkg.retrieval.lkg.canonical import split_sentences
 from symbolkg.retrieval.lkg.schema import Concept, Constraint, Edge, Entity, Graph, Provenance, Rule
 from symbolkg.retrieval.lkg.store import LKGStore
 from symbolkg.retrieval.prune import PruneConfig
-from symbolkg.solvers.runtime.local_pool import LocalSolverPool
 from symbolkg.solvers.outcomes import Limits
+from symbolkg.solvers.runtime.local_pool import LocalSolverPool
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 MODEL = "scripted-symbolkg"
 
 
-def EMBEDDER():  # noqa: N802 - the real CPU default, loaded once
+def EMBEDDER():
     global _MINILM
     if _MINILM is None:
         _MINILM = make_embedder("minilm")
@@ -95,8 +101,14 @@ QUERY_ENTITIES = {"FOLIO_dev_156": ["Greeks"], "logical_deduction_256": ["Amy", 
 KEEP = {
     "FOLIO_dev_156": ["mortal", "Greek", "human"],
     "logical_deduction_256": ["Amy", "Ana", "Joe", "all_different"],
-    "ProntoQA_14": ["Fae", "jompus(x) -> zumpus", "zumpus(x) -> numpus", "numpus(x) -> yumpus",
-                    "yumpus(x) -> wumpus", "wumpus(x) -> not opaque"],
+    "ProntoQA_14": [
+        "Fae",
+        "jompus(x) -> zumpus",
+        "zumpus(x) -> numpus",
+        "numpus(x) -> yumpus",
+        "yumpus(x) -> wumpus",
+        "wumpus(x) -> not opaque",
+    ],
 }
 
 
@@ -127,8 +139,11 @@ class Script:
         if request.purpose == "query-entities":
             return json.dumps({"entities": QUERY_ENTITIES.get(request.problem_id, [])})
         if request.purpose == "prune":
-            keep = [m.group(1) for m in re.finditer(r"^(N\d+) \[\w+\] (.*)$", user, re.MULTILINE)
-                    if any(k.lower() in m.group(2).lower() for k in KEEP.get(request.problem_id, []))]
+            keep = [
+                m.group(1)
+                for m in re.finditer(r"^(N\d+) \[\w+\] (.*)$", user, re.MULTILINE)
+                if any(k.lower() in m.group(2).lower() for k in KEEP.get(request.problem_id, []))
+            ]
             return json.dumps({"keep": keep})
         if request.purpose in ("formulate", "refine"):
             n = self.formulations.get(request.problem_id, 0)
@@ -140,11 +155,22 @@ class Script:
         raise AssertionError(f"unexpected request purpose {request.purpose!r}")
 
 
-def run_job(tmp_path: Path, problems: list[Problem], script: Script, config: SymbolKGConfig | None = None,
-            out: str = "run.parquet", lkg_dir: str = "lkg", retrieval: RetrievalService | None = None) -> list[dict]:
+def run_job(
+    tmp_path: Path,
+    problems: list[Problem],
+    script: Script,
+    config: SymbolKGConfig | None = None,
+    out: str = "run.parquet",
+    lkg_dir: str = "lkg",
+    retrieval: RetrievalService | None = None,
+) -> list[dict]:
     engine = ScriptedEngine(script, model=MODEL)
-    kg = SymbolKG(LKGStore(tmp_path / lkg_dir), None if retrieval else EMBEDDER(), config or SymbolKGConfig(hops=10),
-                  retrieval=retrieval)
+    kg = SymbolKG(
+        LKGStore(tmp_path / lkg_dir),
+        None if retrieval else EMBEDDER(),
+        config or SymbolKGConfig(hops=10),
+        retrieval=retrieval,
+    )
     cfg = MethodConfig(method="symbolkg", max_refine_rounds=2, limits=Limits(timeout_s=20))
     store = ResultStore(tmp_path / out)
     pool = LocalSolverPool(2)
@@ -251,7 +277,7 @@ def test_walkthrough_solve_and_refine_answer_every_problem_with_its_solver(walke
         assert row["method"] == "symbolkg" and row["executed"] and row["correct"], row
         assert row["predicted"] == row["gold"] == ENTRIES[pid]["answer"] and row["backend"] == backends[pid]
         attempts = json.loads(row["attempts_log"])
-        assert [a["program"] for a in attempts] == PROGRAMS[pid][:len(attempts)]
+        assert [a["program"] for a in attempts] == PROGRAMS[pid][: len(attempts)]
     ld = rows["logical_deduction_256"]
     attempts = json.loads(ld["attempts_log"])
     assert ld["rounds"] == ld["success_round"] == 2 and attempts[0]["outcome"]["error_kind"] == "undeclared"
@@ -263,8 +289,11 @@ def test_walkthrough_solve_and_refine_answer_every_problem_with_its_solver(walke
     assert refine.messages[-2].role == "assistant"
     assert rows["FOLIO_dev_156"]["rounds"] == rows["ProntoQA_14"]["rounds"] == 1
     # LLM accounting: extraction + query entities + pruning + each program
-    assert {pid: rows[pid]["llm_calls"] for pid in WALK} == {"FOLIO_dev_156": 4, "logical_deduction_256": 5,
-                                                             "ProntoQA_14": 4}
+    assert {pid: rows[pid]["llm_calls"] for pid in WALK} == {
+        "FOLIO_dev_156": 4,
+        "logical_deduction_256": 5,
+        "ProntoQA_14": 4,
+    }
 
 
 def test_walkthrough_stage_seconds_cover_every_stage(walked):
@@ -328,8 +357,9 @@ def test_no_retrieval_ablation_formalizes_the_whole_context(tmp_path):
 
 def test_no_prune_ablation_keeps_the_hull(tmp_path):
     script = Script()
-    rows = run_job(tmp_path, [problem("logical_deduction_256")], script,
-                   SymbolKGConfig(prune=PruneConfig(enabled=False)))
+    rows = run_job(
+        tmp_path, [problem("logical_deduction_256")], script, SymbolKGConfig(prune=PruneConfig(enabled=False))
+    )
     r = trace(rows[0])["retrieve"]
     assert r["prune_source"] == "disabled" and r["kept"] == r["hull"] and "prune" not in {p for p, _ in script.seen}
 
@@ -368,10 +398,11 @@ def test_retrieval_in_ray_index_actors_gives_the_walkthrough_rows(walked, tmp_pa
     config = SymbolKGConfig(hops=10)
     ensure_ray()
     try:  # two index actors with the real MiniLM, each context on one of them
-        service = RetrievalService.actors(config.host_config(tmp_path / "lkg", EmbedderSpec("minilm")), 2,
-                                          num_cpus=0.5)
-        rows = {r["problem_id"]: r for r in run_job(tmp_path, [problem(p) for p in WALK], Script(), config,
-                                                    retrieval=service)}
+        service = RetrievalService.actors(config.host_config(tmp_path / "lkg", EmbedderSpec("minilm")), 2, num_cpus=0.5)
+        rows = {
+            r["problem_id"]: r
+            for r in run_job(tmp_path, [problem(p) for p in WALK], Script(), config, retrieval=service)
+        }
     finally:
         ray.shutdown()
     assert service.stats.queries == 3 and service.stats.failed == 0
@@ -403,12 +434,20 @@ def test_a_failed_search_falls_back_to_the_whole_context(tmp_path):
 def _graph() -> Graph:
     ann = Entity.create("Ann", provenance=(Provenance("k", 0),))
     teacher = Concept.create("teacher", provenance=(Provenance("k", 1),))
-    rule = Rule.create("teacher(x) -> kind(x)", "every teacher is kind", "Every teacher is kind.",
-                       provenance=(Provenance("k", 1),))
-    order = Constraint.create("left_of(Ann, Bob)", "Ordering", relation="LEFT_OF", raw_text="Ann is left of Bob.",
-                              provenance=(Provenance("k", 3),))
-    edges = (Edge(ann.id, teacher.id, "IS_A", provenance=(Provenance("k", 2),)),
-             Edge(rule.id, teacher.id, "APPLIES_TO", provenance=(Provenance("k", 1),)))
+    rule = Rule.create(
+        "teacher(x) -> kind(x)", "every teacher is kind", "Every teacher is kind.", provenance=(Provenance("k", 1),)
+    )
+    order = Constraint.create(
+        "left_of(Ann, Bob)",
+        "Ordering",
+        relation="LEFT_OF",
+        raw_text="Ann is left of Bob.",
+        provenance=(Provenance("k", 3),),
+    )
+    edges = (
+        Edge(ann.id, teacher.id, "IS_A", provenance=(Provenance("k", 2),)),
+        Edge(rule.id, teacher.id, "APPLIES_TO", provenance=(Provenance("k", 1),)),
+    )
     return Graph("k", (ann, teacher, rule, order), edges)
 
 
@@ -479,13 +518,15 @@ def test_a_comma_list_of_datasets_is_a_mixed_stream_of_limit_each():
     from symbolkg.jobs.commands.common import load_input
     from tests.conftest import data_or_skip
 
-    args = argparse.Namespace(dataset="folio,prontoqa,logicaldeduction", programs=None, data_dir=str(data_or_skip()),
-                              skip_bad=False, limit=2)
+    args = argparse.Namespace(
+        dataset="folio,prontoqa,logicaldeduction", programs=None, data_dir=str(data_or_skip()), skip_bad=False, limit=2
+    )
     loaded = load_input(args)
     assert [p.dataset for p in loaded.problems] == ["logiclm/folio", "logiclm/prontoqa", "logiclm/logicaldeduction"] * 2
     assert args.dataset == "logiclm/folio,logiclm/prontoqa,logiclm/logicaldeduction"
-    twice = argparse.Namespace(dataset="folio,logiclm/folio", programs=None, data_dir=str(data_or_skip()),
-                               skip_bad=False, limit=1)
+    twice = argparse.Namespace(
+        dataset="folio,logiclm/folio", programs=None, data_dir=str(data_or_skip()), skip_bad=False, limit=1
+    )
     assert load_input(twice) is None  # named twice: an error, printed
 
 
@@ -498,8 +539,11 @@ def test_every_walkthrough_answer_has_a_certificate_that_verify_accepts_and_expl
     with LocalSolverPool(1) as pool:
         verdicts, summary = verify_run(tmp / "run.parquet", pool, progress=False)
     assert (summary["verified"], summary["failed"], summary["unverifiable"]) == (len(WALK), 0, 0)
-    assert {v.problem_id: v.kind for v in verdicts} == {"FOLIO_dev_156": "entailment", "ProntoQA_14": "derivation",
-                                                       "logical_deduction_256": "constraint"}
+    assert {v.problem_id: v.kind for v in verdicts} == {
+        "FOLIO_dev_156": "entailment",
+        "ProntoQA_14": "derivation",
+        "logical_deduction_256": "constraint",
+    }
     for pid in WALK:
         row = rows[pid]
         selected = trace(row)["premises"]["sentences"]

@@ -35,16 +35,48 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800), requires_vllm]
 # sets run the same stages on the same routes (benchmarks/llm_methods.py --runs symbolkg runs all five)
 DATASETS = ("prontoqa", "folio", "logicaldeduction")
 REGISTRY = {"prontoqa": "logiclm/prontoqa", "folio": "logiclm/folio", "logicaldeduction": "logiclm/logicaldeduction"}
-BUDGET = ("--max-tokens", "128", "--max-refine-rounds", "1", "--lkg-max-tokens", "128", "--lkg-repair-rounds", "0",
-          "--stage-max-tokens", "32")
+BUDGET = (
+    "--max-tokens",
+    "128",
+    "--max-refine-rounds",
+    "1",
+    "--lkg-max-tokens",
+    "128",
+    "--lkg-repair-rounds",
+    "0",
+    "--stage-max-tokens",
+    "32",
+)
 PER_SET = 1  # problem of each dataset
 
 
 def solve(out, tmp, server) -> int:
-    return main(["solve", "--method", "symbolkg", "--dataset", ",".join(DATASETS), "--limit", str(PER_SET),
-                 "--out", str(out), "--lkg-store", str(tmp / "lkg"), "--cache", str(tmp / "completions"),
-                 "--executor", "local", "--workers", "2", "--no-progress", "--data-dir", str(data_or_skip()),
-                 *BUDGET, *openai_engine_args(server)])
+    return main(
+        [
+            "solve",
+            "--method",
+            "symbolkg",
+            "--dataset",
+            ",".join(DATASETS),
+            "--limit",
+            str(PER_SET),
+            "--out",
+            str(out),
+            "--lkg-store",
+            str(tmp / "lkg"),
+            "--cache",
+            str(tmp / "completions"),
+            "--executor",
+            "local",
+            "--workers",
+            "2",
+            "--no-progress",
+            "--data-dir",
+            str(data_or_skip()),
+            *BUDGET,
+            *openai_engine_args(server),
+        ]
+    )
 
 
 def report(path, capsys) -> dict:
@@ -57,7 +89,11 @@ def test_symbolkg_on_a_few_problems_of_each_set_then_a_free_rerun(tmp_path, caps
     first = tmp_path / "mixed.parquet"
     assert solve(first, tmp_path, vllm_server) == 0
     rep = report(first, capsys)
-    assert rep["problems"] == PER_SET * len(DATASETS) and rep["methods"] == ["symbolkg"] and rep["models"] == ["smollm2-135m"]
+    assert (
+        rep["problems"] == PER_SET * len(DATASETS)
+        and rep["methods"] == ["symbolkg"]
+        and rep["models"] == ["smollm2-135m"]
+    )
     assert sorted(rep["by_dataset"]) == sorted(REGISTRY.values())
     for name, ds in rep["by_dataset"].items():
         assert ds["problems"] == PER_SET and sum(ds["routes"].values()) == PER_SET, name
@@ -84,10 +120,14 @@ def test_symbolkg_on_a_few_problems_of_each_set_then_a_free_rerun(tmp_path, caps
     # the route follows the problem's kind: True/False/Unknown -> prover9, multiple choice over positions -> z3
     assert rep["by_dataset"]["logiclm/folio"]["routes"] == {"prover9": PER_SET}
     assert rep["by_dataset"]["logiclm/logicaldeduction"]["routes"] == {"z3": PER_SET}
-    summary = {name: {k: ds[k] for k in ("execution_rate", "accuracy", "routes")}
-               for name, ds in rep["by_dataset"].items()}
-    print(f"symbolkg, SmolLM2-135M, {len(DATASETS)} x {PER_SET}:", json.dumps(summary), json.dumps(
-        {k: rep[k] for k in ("rounds_histogram", "completion_tokens", "wall_seconds", "stage_seconds")}))
+    summary = {
+        name: {k: ds[k] for k in ("execution_rate", "accuracy", "routes")} for name, ds in rep["by_dataset"].items()
+    }
+    print(
+        f"symbolkg, SmolLM2-135M, {len(DATASETS)} x {PER_SET}:",
+        json.dumps(summary),
+        json.dumps({k: rep[k] for k in ("rounds_histogram", "completion_tokens", "wall_seconds", "stage_seconds")}),
+    )
 
     again = tmp_path / "again.parquet"
     assert solve(again, tmp_path, vllm_server) == 0
@@ -101,5 +141,7 @@ def test_symbolkg_on_a_few_problems_of_each_set_then_a_free_rerun(tmp_path, caps
         trace = json.loads(row["trace"])
         if json.loads(before[row["problem_id"]]["trace"])["lkg"]["source"] != "llm_error":
             assert trace["lkg"]["source"] == "store"
-        assert (row["route"], row["predicted"]) == (before[row["problem_id"]]["route"],
-                                                    before[row["problem_id"]]["predicted"])
+        assert (row["route"], row["predicted"]) == (
+            before[row["problem_id"]]["route"],
+            before[row["problem_id"]]["predicted"],
+        )

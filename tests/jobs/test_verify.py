@@ -21,8 +21,25 @@ LIMIT = {"AR-LSAT": 10}  # problems per set (default 4): AR-LSAT's first program
 
 def solve(name: str, out: Path) -> None:
     programs = data_or_skip("logiclm", "programs", f"{name}_dev_gpt-4.json")
-    assert cli(["solve", "--programs", str(programs), "--out", str(out), "--limit", str(LIMIT.get(name, 4)), "--executor", "local",
-                "--workers", "2", "--no-progress"]) == 0
+    assert (
+        cli(
+            [
+                "solve",
+                "--programs",
+                str(programs),
+                "--out",
+                str(out),
+                "--limit",
+                str(LIMIT.get(name, 4)),
+                "--executor",
+                "local",
+                "--workers",
+                "2",
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
 
 
 def verify(run: Path, capsys) -> tuple[int, dict]:
@@ -97,8 +114,9 @@ def break_a_constraint(cert: dict) -> bool:
     return True
 
 
-@pytest.mark.parametrize("name, change", [("FOLIO", drop_premise), ("ProntoQA", wrong_binding),
-                                          ("LogicalDeduction", break_a_constraint)])
+@pytest.mark.parametrize(
+    "name, change", [("FOLIO", drop_premise), ("ProntoQA", wrong_binding), ("LogicalDeduction", break_a_constraint)]
+)
 def test_a_corrupted_certificate_fails_and_the_command_says_so(runs, name, change, tmp_path, capsys):
     bad = corrupt(runs[name], tmp_path, change)
     rc, summary = verify(bad, capsys)

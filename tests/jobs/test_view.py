@@ -3,13 +3,13 @@
 The runs are made here by the real CLI and the real solvers, on small slices: Logic-LM's recorded
 GPT-4 programs of FOLIO and ProntoQA (verified), ProntoQA once more with ``--no-corrections`` (the
 two differ on 10 problems: the formalization checks correct negated queries) and once through the
-``logiclm`` method with the recorded engine (every attempt logged), the ``symbolkg`` method with the scripted LLM of tests/jobs/test_symbolkg.py (its LKG
-store and request log beside it), ``--method symba --engine gold`` and ``--method prolog-agent``
-with the template engine. A server is started on a free port over the folder; the tests read its
-pages and JSON. The browser tests (marked ``slow``: they need Debian's ``chromium``) drive
-Chromium over the DevTools protocol, assert what the rendered DOM shows, keep screenshots in
-``runs/test-artifacts/view/`` (``$SYMBOLKG_VIEW_ARTIFACTS`` overrides), and open the bundle from
-``file://``.
+``logiclm`` method with the recorded engine (every attempt logged), the ``symbolkg`` method with the
+scripted LLM of tests/jobs/test_symbolkg.py (its LKG store and request log beside it),
+``--method symba --engine gold`` and ``--method prolog-agent`` with the template engine. A server is
+started on a free port over the folder; the tests read its pages and JSON. The browser tests (marked
+``slow``: they need Debian's ``chromium``) drive Chromium over the DevTools protocol, assert what
+the rendered DOM shows, keep screenshots in ``runs/test-artifacts/view/``
+(``$SYMBOLKG_VIEW_ARTIFACTS`` overrides), and open the bundle from ``file://``.
 """
 
 from __future__ import annotations
@@ -64,8 +64,13 @@ def symbolkg_run(folder: Path) -> Path:
     kg = SymbolKG(LKGStore(lkg), make_embedder("minilm"), SymbolKGConfig(hops=10))
     method = SymbolKGMethod(kg)
     method.extra_info = {"lkg_store": str(lkg)}
-    run_info = {"source": "logiclm/folio,logiclm/logicaldeduction,logiclm/prontoqa", "method": "symbolkg",
-                "engine": "scripted", "model": MODEL, "symbolkg": method.run_info()}
+    run_info = {
+        "source": "logiclm/folio,logiclm/logicaldeduction,logiclm/prontoqa",
+        "method": "symbolkg",
+        "engine": "scripted",
+        "model": MODEL,
+        "symbolkg": method.run_info(),
+    }
     store = ResultStore(out, run_info=run_info)
     engine = MeteredEngine(ScriptedEngine(Script(), model=MODEL))  # the request log `profile` and the viewer read
     cfg = MethodConfig(method="symbolkg", max_refine_rounds=2, limits=Limits(timeout_s=20))
@@ -84,19 +89,73 @@ def runs(tmp_path_factory) -> Path:
     data_or_skip("logiclm", "programs", "FOLIO_dev_gpt-4.json")
     folder = tmp_path_factory.mktemp("view") / "runs"
     folder.mkdir()
-    solve("--programs", str(PROGRAMS / "FOLIO_dev_gpt-4.json"), "--out", str(folder / "folio-gpt4.parquet"), "--limit", "8")
-    solve("--programs", str(PROGRAMS / "ProntoQA_dev_gpt-4.json"), "--out", str(folder / "pq-gpt4.parquet"), "--limit", "30")
-    solve("--programs", str(PROGRAMS / "ProntoQA_dev_gpt-4.json"), "--out", str(folder / "pq-asis.parquet"), "--limit", "30",
-          "--no-corrections")
+    solve(
+        "--programs",
+        str(PROGRAMS / "FOLIO_dev_gpt-4.json"),
+        "--out",
+        str(folder / "folio-gpt4.parquet"),
+        "--limit",
+        "8",
+    )
+    solve(
+        "--programs",
+        str(PROGRAMS / "ProntoQA_dev_gpt-4.json"),
+        "--out",
+        str(folder / "pq-gpt4.parquet"),
+        "--limit",
+        "30",
+    )
+    solve(
+        "--programs",
+        str(PROGRAMS / "ProntoQA_dev_gpt-4.json"),
+        "--out",
+        str(folder / "pq-asis.parquet"),
+        "--limit",
+        "30",
+        "--no-corrections",
+    )
     for name in ("folio-gpt4", "pq-gpt4"):
         assert cli(["verify", str(folder / f"{name}.parquet"), "--executor", "local", "--no-progress"]) == 0
-    solve("--method", "logiclm", "--engine", "recorded", "--recorded", str(PROGRAMS / "ProntoQA_dev_gpt-4.json"),
-          "--dataset", "logiclm/prontoqa", "--limit", "30", "--max-refine-rounds", "1",
-          "--out", str(folder / "pq-logiclm.parquet"))
-    solve("--method", "symba", "--engine", "gold", "--dataset", "symba/clutrr", "--limit", "4",
-          "--out", str(folder / "symba-gold.parquet"))
-    solve("--method", "prolog-agent", "--engine", "pararule-template", "--dataset", "pararule_plus/depth2",
-          "--limit", "4", "--out", str(folder / "agent.parquet"))
+    solve(
+        "--method",
+        "logiclm",
+        "--engine",
+        "recorded",
+        "--recorded",
+        str(PROGRAMS / "ProntoQA_dev_gpt-4.json"),
+        "--dataset",
+        "logiclm/prontoqa",
+        "--limit",
+        "30",
+        "--max-refine-rounds",
+        "1",
+        "--out",
+        str(folder / "pq-logiclm.parquet"),
+    )
+    solve(
+        "--method",
+        "symba",
+        "--engine",
+        "gold",
+        "--dataset",
+        "symba/clutrr",
+        "--limit",
+        "4",
+        "--out",
+        str(folder / "symba-gold.parquet"),
+    )
+    solve(
+        "--method",
+        "prolog-agent",
+        "--engine",
+        "pararule-template",
+        "--dataset",
+        "pararule_plus/depth2",
+        "--limit",
+        "4",
+        "--out",
+        str(folder / "agent.parquet"),
+    )
     symbolkg_run(folder)
     return folder
 
@@ -163,12 +222,22 @@ def test_runs_page_lists_every_run_with_the_report_numbers(server, runs, capsys)
     status, html = server.get("/")
     assert status == 200
     listed = server.json("/api/runs")
-    assert {r["id"] for r in listed} == {"folio-gpt4", "pq-gpt4", "pq-asis", "pq-logiclm", "symba-gold", "agent",
-                                         "skg-walk"}
+    assert {r["id"] for r in listed} == {
+        "folio-gpt4",
+        "pq-gpt4",
+        "pq-asis",
+        "pq-logiclm",
+        "symba-gold",
+        "agent",
+        "skg-walk",
+    }
     for r in listed:
         rep = report_json(runs / f"{r['id']}.parquet", capsys)
-        assert (r["problems"], r["accuracy"], r["execution_rate"]) == (rep["problems"], rep["accuracy"],
-                                                                      rep["execution_rate"])
+        assert (r["problems"], r["accuracy"], r["execution_rate"]) == (
+            rep["problems"],
+            rep["accuracy"],
+            rep["execution_rate"],
+        )
         assert r["tokens"] == rep["prompt_tokens"] + rep["completion_tokens"] and r["status"] == "finished"
         assert f'data-run="{r["id"]}"' in html
     by = {r["id"]: r for r in listed}
@@ -223,12 +292,18 @@ def test_problem_table_filters_sorts_searches_and_pages(server, runs):
     entity = re.search(r"\b([A-Z][a-z]+)\b", one["program"].split("Query:")[1]).group(1)
     hits = server.json(f"/api/run/pq-gpt4/problems?q={entity.lower()}&page_size=100")["rows"]
     assert one["problem_id"] in {h["problem_id"] for h in hits}
-    assert all(entity.lower() in (h["question"] + next(r["program"] for r in rows if r["problem_id"] == h["problem_id"])).lower()
-               for h in hits)
+    assert all(
+        entity.lower()
+        in (h["question"] + next(r["program"] for r in rows if r["problem_id"] == h["problem_id"])).lower()
+        for h in hits
+    )
     assert server.json("/api/run/pq-gpt4/problems?q=zzqqxx")["matched"] == 0
     combined = server.json("/api/run/pq-asis/problems?outcome=wrong&rounds=1&backend=forward-chainer")
-    want = [r for r in pq.read_table(runs / "pq-asis.parquet").to_pylist()
-            if not r["correct"] and r["predicted"] is not None and r["rounds"] == 1 and r["backend"] == "forward-chainer"]
+    want = [
+        r
+        for r in pq.read_table(runs / "pq-asis.parquet").to_pylist()
+        if not r["correct"] and r["predicted"] is not None and r["rounds"] == 1 and r["backend"] == "forward-chainer"
+    ]
     assert combined["matched"] == len(want) > 0
 
 
@@ -280,8 +355,11 @@ def tree_size(cert: dict) -> int:
 def test_symbolkg_problem_page_draws_the_retrieved_subgraph(server, runs):
     html = server.get("/run/skg-walk/problem/ProntoQA_14")[1]
     lkg = html.split('id="lkg"')[1].split("<h2>")[0]
-    trace = json.loads(next(r for r in pq.read_table(runs / "skg-walk.parquet").to_pylist()
-                            if r["problem_id"] == "ProntoQA_14")["trace"])
+    trace = json.loads(
+        next(r for r in pq.read_table(runs / "skg-walk.parquet").to_pylist() if r["problem_id"] == "ProntoQA_14")[
+            "trace"
+        ]
+    )
     assert "<svg" in lkg and "Entity: Fae" in lkg
     assert f"{len(trace['retrieve']['hull'])} node(s) in the hull" in text_of(lkg)
     assert text_of(lkg).count("anchor") >= 1 and "kept" in lkg
@@ -373,9 +451,19 @@ def test_read_only_token_rule_and_a_broken_run_never_take_the_server_down(runs, 
 class Chromium:
     """Headless Chromium driven over the DevTools protocol (``websockets``), one tab."""
 
-    FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-             "--disable-background-networking", "--disable-component-update", "--disable-sync",
-             "--hide-scrollbars", "--remote-debugging-port=0", "--window-size=1400,1000"]
+    FLAGS = [
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--hide-scrollbars",
+        "--remote-debugging-port=0",
+        "--window-size=1400,1000",
+    ]
 
     def __init__(self, profile: Path) -> None:
         from websockets.sync.client import connect
@@ -383,8 +471,11 @@ class Chromium:
         exe = shutil.which("chromium")
         if exe is None:
             pytest.skip("Debian's chromium is not installed (cluster/setup_node.sh installs it)")
-        self.proc = subprocess.Popen([exe, *self.FLAGS, f"--user-data-dir={profile}", "about:blank"],
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.proc = subprocess.Popen(
+            [exe, *self.FLAGS, f"--user-data-dir={profile}", "about:blank"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         port_file = profile / "DevToolsActivePort"
         deadline = time.monotonic() + 30
         while not port_file.exists() or not port_file.read_text().strip():
@@ -413,8 +504,10 @@ class Chromium:
         """Load ``url`` and wait until the page is loaded and the JS condition ``ready`` holds."""
         self.call("Page.navigate", url=url)
         deadline = time.monotonic() + timeout_s
-        while not self.eval(f"document.readyState === 'complete' && location.href.startsWith({json.dumps(url.split('#')[0])}) "
-                            f"&& !!({ready})"):
+        while not self.eval(
+            f"document.readyState === 'complete' && location.href.startsWith({json.dumps(url.split('#')[0])}) "
+            f"&& !!({ready})"
+        ):
             assert time.monotonic() < deadline, f"{url}: not ready ({ready})"
             time.sleep(0.1)
 
@@ -423,7 +516,9 @@ class Chromium:
 
     def screenshot(self, path: Path) -> None:
         height = self.eval("Math.min(document.documentElement.scrollHeight, 6000)")
-        self.call("Emulation.setDeviceMetricsOverride", width=1400, height=int(height), deviceScaleFactor=1, mobile=False)
+        self.call(
+            "Emulation.setDeviceMetricsOverride", width=1400, height=int(height), deviceScaleFactor=1, mobile=False
+        )
         import base64
 
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -465,8 +560,10 @@ def test_browser_renders_runs_run_table_filters_and_problem_pages(server, runs, 
     assert browser.eval("document.querySelectorAll('#charts svg').length") >= 2
     assert "30 of 30 problems match" in browser.text("#table-status")
     # choose "wrong" in the outcome filter as a user would: the table re-queries the server
-    browser.eval("(() => { const s = document.querySelector('select[name=outcome]'); s.value = 'wrong';"
-                 " s.dispatchEvent(new Event('input', {bubbles: true})); })()")
+    browser.eval(
+        "(() => { const s = document.querySelector('select[name=outcome]'); s.value = 'wrong';"
+        " s.dispatchEvent(new Event('input', {bubbles: true})); })()"
+    )
     browser.open(browser.eval("location.href"), TABLE_READY + " && location.hash.includes('outcome=wrong')")
     wrong = [r["problem_id"] for r in rows if not r["correct"] and r["predicted"] is not None]
     deadline = time.monotonic() + 20
@@ -481,7 +578,9 @@ def test_browser_renders_runs_run_table_filters_and_problem_pages(server, runs, 
 
     browser.open(server.url + "/run/skg-walk/problem/logical_deduction_256", "document.querySelector('#lkg svg')")
     seen = browser.text("body")
-    assert "LKG subgraph retrieved" in seen and "Amy finished below Ana" in seen and "Premises the answer rests on" in seen
+    assert (
+        "LKG subgraph retrieved" in seen and "Amy finished below Ana" in seen and "Premises the answer rests on" in seen
+    )
     assert browser.eval("document.querySelectorAll('table.program tr.error').length") >= 1
     browser.screenshot(ARTIFACTS / "problem-symbolkg.png")
     browser.open(server.url + "/run/folio-gpt4/problem/FOLIO_dev_3", "document.querySelector('#certificate')")
@@ -493,9 +592,15 @@ def test_browser_renders_runs_run_table_filters_and_problem_pages(server, runs, 
 def test_bundle_opens_from_disk_and_filters_without_a_server(runs, browser, tmp_path):
     out = tmp_path / "bundle"
     summary = write_bundle([str(runs / "pq-asis.parquet"), str(runs / "pq-gpt4.parquet")], out, max_problem_pages=12)
-    assert summary == {"runs": 2, "problem_pages": 24, "compare_pages": 1,
-                       "notes": [f"{r}: problem pages for the first 12 of 30 rows (--bundle-max-problems); the table lists all"
-                                 for r in ("pq-asis", "pq-gpt4")]}
+    assert summary == {
+        "runs": 2,
+        "problem_pages": 24,
+        "compare_pages": 1,
+        "notes": [
+            f"{r}: problem pages for the first 12 of 30 rows (--bundle-max-problems); the table lists all"
+            for r in ("pq-asis", "pq-gpt4")
+        ],
+    }
     browser.open((out / "index.html").as_uri(), "document.querySelector('#runs')")
     assert "pq-asis" in browser.text("#runs") and "static bundle" in browser.text("header")
     rows = pq.read_table(runs / "pq-asis.parquet").to_pylist()

@@ -44,8 +44,11 @@ def server(runs):
 
 def table(html: str, table_id: str) -> list[list[str]]:
     body = html.split(f'id="{table_id}"')[1].split("</table>")[0]
-    return [[text_of(c) for c in re.findall(r"<td[^>]*>(.*?)</td>", tr, re.S)]
-            for tr in re.findall(r"<tr[^>]*>(.*?)</tr>", body, re.S) if "<td" in tr]
+    return [
+        [text_of(c) for c in re.findall(r"<td[^>]*>(.*?)</td>", tr, re.S)]
+        for tr in re.findall(r"<tr[^>]*>(.*?)</tr>", body, re.S)
+        if "<td" in tr
+    ]
 
 
 def test_run_page_lists_every_stored_setting_and_the_provenance(server, runs):

@@ -10,12 +10,12 @@ import pytest
 from symbolkg.retrieval.bm25 import BM25Config, BM25Index, tokenize
 
 CORPUS = [
-    "Ann is a teacher.",                              # 0
-    "Bob owns a red car and a red bike.",             # 1
-    "Every teacher is kind.",                         # 2
-    "No birds are cold.",                             # 3
-    "All birds fly, and every bird has feathers.",    # 4
-    "The cat sits on the mat.",                       # 5
+    "Ann is a teacher.",  # 0
+    "Bob owns a red car and a red bike.",  # 1
+    "Every teacher is kind.",  # 2
+    "No birds are cold.",  # 3
+    "All birds fly, and every bird has feathers.",  # 4
+    "The cat sits on the mat.",  # 5
 ]
 
 

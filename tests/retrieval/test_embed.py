@@ -158,10 +158,18 @@ def test_minilm_loads_in_a_fresh_environment(tmp_path):
     import subprocess
     import sys
 
-    env = {"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path), "HF_HOME": str(tmp_path / "hf"),
-           "XDG_CACHE_HOME": str(tmp_path / "cache"), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
-    code = ("from symbolkg.retrieval.embed import make_embedder; e = make_embedder('minilm'); "
-            "v = e.embed(['a cat sits on the mat']); print(v.shape, round(float((v * v).sum()), 3))")
+    env = {
+        "PATH": os.environ.get("PATH", ""),
+        "HOME": str(tmp_path),
+        "HF_HOME": str(tmp_path / "hf"),
+        "XDG_CACHE_HOME": str(tmp_path / "cache"),
+        "HF_HUB_OFFLINE": "1",
+        "TRANSFORMERS_OFFLINE": "1",
+    }
+    code = (
+        "from symbolkg.retrieval.embed import make_embedder; e = make_embedder('minilm'); "
+        "v = e.embed(['a cat sits on the mat']); print(v.shape, round(float((v * v).sum()), 3))"
+    )
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip().endswith("(1, 384) 1.0")

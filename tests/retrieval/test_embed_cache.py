@@ -59,8 +59,10 @@ def test_a_part_of_another_width_is_refused(tmp_path):
     folder = tmp_path / emb.name
     folder.mkdir()
     flat = pa.array(np.zeros(8, dtype=np.float32))
-    pq.write_table(pa.table({"text_sha256": [text_key("x")], "vector": pa.FixedSizeListArray.from_arrays(flat, 8)}),
-                   folder / "part-00000.parquet")
+    pq.write_table(
+        pa.table({"text_sha256": [text_key("x")], "vector": pa.FixedSizeListArray.from_arrays(flat, 8)}),
+        folder / "part-00000.parquet",
+    )
     with pytest.raises(ValueError, match="width 8"):
         EmbeddingCache(tmp_path, emb)
 

@@ -33,15 +33,18 @@ def test_a_named_entity_reaches_the_rule_about_its_class():
 
 
 def test_hull_depth_and_given_entities():
-    retriever = HybridRetriever.from_graphs([G1, G2], HashingEmbedder(), anchor_config=STRICT,
-                                            hull_config=HullConfig(k=1))
+    retriever = HybridRetriever.from_graphs(
+        [G1, G2], HashingEmbedder(), anchor_config=STRICT, hull_config=HullConfig(k=1)
+    )
     result = retriever.retrieve("Is this person tall?", entities=["Bob"])
     assert result.entities == ("Bob",)
     assert set(result.hull.distances) == {BOB.id, TALL.id, ANN.id}  # one hop: the rule and the friend
 
 
 def test_dense_anchors_find_rules_by_their_words():
-    retriever = HybridRetriever.from_graphs([G1, G2], HashingEmbedder(), anchor_config=AnchorConfig(dense_threshold=0.5))
+    retriever = HybridRetriever.from_graphs(
+        [G1, G2], HashingEmbedder(), anchor_config=AnchorConfig(dense_threshold=0.5)
+    )
     result = retriever.retrieve("are wumpuses red", entities=[])
     assert [(a.node_id, a.source) for a in result.anchors][:1] == [(ISOLATED.id, "dense")]
 
@@ -68,7 +71,8 @@ def test_from_store_builds_saves_and_reuses_indexes_and_embeddings(tmp_path):
     store = _store(tmp_path / "store")
     first = HybridRetriever.from_store(store, HashingEmbedder(), anchor_config=STRICT)
     assert (tmp_path / "store" / "indexes" / "hashing-384-0" / "Rule" / "meta.json").is_file()
-    assert len(store_embedding_cache(tmp_path / "store", HashingEmbedder())) == 5  # every indexed node text (2 entities, 3 rules), once
+    # every indexed node text (2 entities, 3 rules), once
+    assert len(store_embedding_cache(tmp_path / "store", HashingEmbedder())) == 5
     second = HybridRetriever.from_store(store, HashingEmbedder(), anchor_config=STRICT)  # loads, embeds nothing
     assert {t: len(i) for t, i in second.indexes.items()} == {t: len(i) for t, i in first.indexes.items()}
     q = "Is Ann kind?"
@@ -98,14 +102,42 @@ def test_retrieve_cli(tmp_path, capsys):
     from symbolkg.jobs.cli import main
 
     _store(tmp_path / "store")
-    code = main(["retrieve", "--store", str(tmp_path / "store"), "--query", "Is Ann kind?", "--embedder", "hashing",
-                 "--dense-threshold", "0.99", "--json"])
+    code = main(
+        [
+            "retrieve",
+            "--store",
+            str(tmp_path / "store"),
+            "--query",
+            "Is Ann kind?",
+            "--embedder",
+            "hashing",
+            "--dense-threshold",
+            "0.99",
+            "--json",
+        ]
+    )
     assert code == 0
     out = json.loads(capsys.readouterr().out)
     assert out["entities"] == ["Ann"] and out["anchors"] == [ANN.id]
     assert {n["id"]: n["hop"] for n in out["nodes"]}[KIND.id] == 2 and out["kept"] == out["hull"]
-    assert main(["retrieve", "--store", str(tmp_path / "store"), "--query", "Is Ann kind?",
-                 "--embedder", "hashing", "--dense-threshold", "0.99", "--hops", "1"]) == 0
+    assert (
+        main(
+            [
+                "retrieve",
+                "--store",
+                str(tmp_path / "store"),
+                "--query",
+                "Is Ann kind?",
+                "--embedder",
+                "hashing",
+                "--dense-threshold",
+                "0.99",
+                "--hops",
+                "1",
+            ]
+        )
+        == 0
+    )
     text = capsys.readouterr().out
     assert "hop 0  Entity     Ann  <- exact 1.00 (Ann)" in text and KIND.expression not in text
     assert main(["retrieve", "--store", str(tmp_path / "none"), "--query", "q"]) == 2

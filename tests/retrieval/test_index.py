@@ -65,7 +65,7 @@ def hnsw(data) -> VectorIndex:
 
 
 def recall_at(reference: np.ndarray, approx: np.ndarray) -> float:
-    return float(np.mean([len(set(a) & set(b)) / len(a) for a, b in zip(reference, approx)]))
+    return float(np.mean([len(set(a) & set(b)) / len(a) for a, b in zip(reference, approx, strict=True)]))
 
 
 def test_kind_follows_the_size_threshold(exact, hnsw):
@@ -181,8 +181,12 @@ def lkg() -> tuple[Graph, Graph]:
 def test_node_text():
     first, second = lkg()
     texts = {n.node_type: node_text(n) for n in first.nodes}
-    assert texts == {"Entity": "Ann Smith", "Concept": "teacher",
-                     "Rule": "teacher(x) -> kind(x). Every teacher is kind.", "Constraint": "age(Bob) > 20"}
+    assert texts == {
+        "Entity": "Ann Smith",
+        "Concept": "teacher",
+        "Rule": "teacher(x) -> kind(x). Every teacher is kind.",
+        "Constraint": "age(Bob) > 20",
+    }
 
 
 @pytest.mark.parametrize("from_store", [False, True])

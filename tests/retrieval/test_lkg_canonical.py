@@ -69,15 +69,27 @@ def test_empty_text_has_no_id():
 def test_split_sentences():
     text = "Mr. Smith is tall.  He owns 2 cats!\nAnn is happy\n\nIs Bob big? Yes. A came before B. C won."
     assert split_sentences(text) == [
-        "Mr. Smith is tall.", "He owns 2 cats!", "Ann is happy", "Is Bob big?", "Yes.", "A came before B.", "C won.",
+        "Mr. Smith is tall.",
+        "He owns 2 cats!",
+        "Ann is happy",
+        "Is Bob big?",
+        "Yes.",
+        "A came before B.",
+        "C won.",
     ]
     assert split_sentences("The price is 3.5 dollars. Done.") == ["The price is 3.5 dollars.", "Done."]
     assert split_sentences("   \n\n ") == []
 
 
 @settings(max_examples=150, deadline=None)
-@given(st.lists(st.sampled_from(["Bob", "is", "big.", "Mr.", "A.", "e.g.", "3.5", "cats!", "\n", "Yes?", "“Hi.”",
-                                 "(B)", "x", "  "]), max_size=30))
+@given(
+    st.lists(
+        st.sampled_from(
+            ["Bob", "is", "big.", "Mr.", "A.", "e.g.", "3.5", "cats!", "\n", "Yes?", "“Hi.”", "(B)", "x", "  "]
+        ),
+        max_size=30,
+    )
+)
 def test_split_is_idempotent_on_its_own_output(words):
     sentences = split_sentences(" ".join(words))
     assert split_sentences("\n".join(sentences)) == sentences

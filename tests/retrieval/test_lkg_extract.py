@@ -113,9 +113,11 @@ def test_text_schema_constrains_names_ids_and_edge_endpoints():
     assert parse_extraction(json.dumps(gap), EXAMPLE_CONTEXT, "k").errors[0].kind == "bad_endpoint"
     # the shapes still admit every legal edge type
     ok = copy.deepcopy(EXAMPLE_OUTPUT)
-    ok["edges"] += [{"source": "e1", "target": "c3", "type": "HAS", "raw_text": sentences[0]},
-                    {"source": "r1", "target": "k1", "type": "RELATED_TO", "raw_text": sentences[2]},
-                    {"source": "c1", "target": "e3", "type": "FATHER_OF", "raw_text": sentences[0]}]
+    ok["edges"] += [
+        {"source": "e1", "target": "c3", "type": "HAS", "raw_text": sentences[0]},
+        {"source": "r1", "target": "k1", "type": "RELATED_TO", "raw_text": sentences[2]},
+        {"source": "c1", "target": "e3", "type": "FATHER_OF", "raw_text": sentences[0]},
+    ]
     jsonschema.validate(ok, schema)
 
 
@@ -147,26 +149,35 @@ def test_parse_extraction_validates_the_example_completion():
     assert result.graph.counts() == {"Entity": 3, "Concept": 3, "Rule": 1, "Constraint": 3, "edges": 11}
 
 
-@pytest.mark.parametrize("wrap", [
-    "{}", "```json\n{}\n```", "```\n{}\n```\nThat is all.", "Here is the graph:\n{}\nHope it helps! {not json}",
-    "```json\n{}",  # fence never closed (max_tokens hit after the object)
-    "{}\n```",  # a stray fence after the object
-])
+@pytest.mark.parametrize(
+    "wrap",
+    [
+        "{}",
+        "```json\n{}\n```",
+        "```\n{}\n```\nThat is all.",
+        "Here is the graph:\n{}\nHope it helps! {not json}",
+        "```json\n{}",  # fence never closed (max_tokens hit after the object)
+        "{}\n```",  # a stray fence after the object
+    ],
+)
 def test_parse_tolerates_fences_and_prose(wrap):
     completion = wrap.replace("{}", json.dumps(EXAMPLE_OUTPUT))
     assert parse_extraction(completion, EXAMPLE_CONTEXT, "example").ok
 
 
-@pytest.mark.parametrize("text, kind", [
-    ("I cannot do that.", "invalid_json"),
-    ('{"entities": [', "invalid_json"),  # cut off
-    ("{'entities': []}", "invalid_json"),  # Python, not JSON
-    ("[" * 100_000, "invalid_json"),  # no object at all
-    ("{\"a\":" * 100_000 + "1" + "}" * 100_000, "too_long"),
-    ("x" * (MAX_OUTPUT_CHARS + 1), "too_long"),
-    ('{"a":' * 20_000 + "1" + "}" * 20_000, "invalid_json"),  # nests too deeply for the decoder
-    ("[1, 2]", "invalid_json"),
-])
+@pytest.mark.parametrize(
+    "text, kind",
+    [
+        ("I cannot do that.", "invalid_json"),
+        ('{"entities": [', "invalid_json"),  # cut off
+        ("{'entities': []}", "invalid_json"),  # Python, not JSON
+        ("[" * 100_000, "invalid_json"),  # no object at all
+        ('{"a":' * 100_000 + "1" + "}" * 100_000, "too_long"),
+        ("x" * (MAX_OUTPUT_CHARS + 1), "too_long"),
+        ('{"a":' * 20_000 + "1" + "}" * 20_000, "invalid_json"),  # nests too deeply for the decoder
+        ("[1, 2]", "invalid_json"),
+    ],
+)
 def test_parse_turns_bad_output_into_one_issue(text, kind):
     result = parse_extraction(text, EXAMPLE_CONTEXT, "example")
     assert [e.kind for e in result.errors] == [kind]
@@ -243,8 +254,10 @@ def test_chunked_extraction_merges_to_the_whole_context_graph():
         return {"entities": entities, "concepts": concepts, "edges": edges}
 
     whole = validate_extraction(output_for(text), text, "ctx")
-    parts = [validate_extraction(output_for(c.text), c.text, "ctx", sentence_offset=c.first_sentence)
-             for c in chunk_context(text, 40)]
+    parts = [
+        validate_extraction(output_for(c.text), c.text, "ctx", sentence_offset=c.first_sentence)
+        for c in chunk_context(text, 40)
+    ]
     assert whole.ok and all(p.ok for p in parts)
     merged = merge_graphs([p.graph for p in parts], "ctx")
     assert {n.id: n.provenance for n in merged.nodes} == {n.id: n.provenance for n in whole.graph.nodes}

@@ -27,7 +27,7 @@ from symbolkg.retrieval.lkg.store import CONTEXT_SCHEMA, LKGStore, cache_key
 
 def rich_graph(key: str) -> Graph:
     """Every node type, unicode, empty and non-empty properties and labels, multi-sentence provenance."""
-    p = lambda *s: tuple(Provenance(key, i) for i in s)  # noqa: E731
+    p = lambda *s: tuple(Provenance(key, i) for i in s)
     zoe = Entity.create("Zoë Ñúñez", "person", {"città": "Zürich", "年龄": "三十", "": "empty key"}, p(0, 3))
     box = Entity.create("box", "", {}, ())
     concept = Concept.create("Ünicode concept 😀", ["tag", "étiquette"], p(1))
@@ -45,8 +45,9 @@ def rich_graph(key: str) -> Graph:
 
 
 def simple_graph(key: str, n: int) -> Graph:
-    nodes = tuple(Entity.create(f"item {key} {i}", properties={"i": str(i)}, provenance=[Provenance(key, i)])
-                  for i in range(n))
+    nodes = tuple(
+        Entity.create(f"item {key} {i}", properties={"i": str(i)}, provenance=[Provenance(key, i)]) for i in range(n)
+    )
     edges = tuple(Edge(nodes[i].id, nodes[i + 1].id, "NEXT_TO", f"{i}") for i in range(n - 1))
     return Graph(key, nodes, edges)
 
@@ -63,8 +64,10 @@ def all_rows(store: LKGStore, which: str = "nodes") -> list[dict]:
 def test_cache_key_is_sha256_of_all_three_parts():
     k = cache_key("text", "model", "v1")
     assert len(k) == 64 and k == cache_key("text", "model", "v1")
-    assert len({k, cache_key("text ", "model", "v1"), cache_key("text", "model2", "v1"),
-                cache_key("text", "model", "v2")}) == 4
+    assert (
+        len({k, cache_key("text ", "model", "v1"), cache_key("text", "model2", "v1"), cache_key("text", "model", "v2")})
+        == 4
+    )
     assert cache_key("a", "bc", "d") != cache_key("ab", "c", "d")  # no ambiguous concatenation
     with pytest.raises(ValueError):
         cache_key("text", None, "v1")  # type: ignore[arg-type]

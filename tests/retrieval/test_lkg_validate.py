@@ -18,15 +18,28 @@ CONTEXT = "Bob is a cat. Bob sits left of Ann.\nAll cats are soft. The blue book
 
 def base() -> dict:
     return {
-        "entities": [{"id": "e1", "name": "Bob", "entity_type": "animal", "properties": []},
-                     {"id": "e2", "name": "Ann", "entity_type": "person", "properties": []}],
+        "entities": [
+            {"id": "e1", "name": "Bob", "entity_type": "animal", "properties": []},
+            {"id": "e2", "name": "Ann", "entity_type": "person", "properties": []},
+        ],
         "concepts": [{"id": "c1", "name": "cat", "labels": []}],
         "rules": [{"id": "r1", "expression": "cat(x) -> soft(x)", "description": "", "raw_text": "All cats are soft."}],
-        "constraints": [{"id": "k1", "raw_expression": "left_of(Bob, Ann)", "constraint_type": "Ordering",
-                         "relation": "LEFT_OF", "operation": "", "value": "", "raw_text": "Bob sits left of Ann."}],
-        "edges": [{"source": "e1", "target": "c1", "type": "IS_A", "raw_text": "Bob is a cat."},
-                  {"source": "e1", "target": "e2", "type": "LEFT_OF", "raw_text": "Bob sits left of Ann."},
-                  {"source": "r1", "target": "c1", "type": "APPLIES_TO", "raw_text": "All cats are soft."}],
+        "constraints": [
+            {
+                "id": "k1",
+                "raw_expression": "left_of(Bob, Ann)",
+                "constraint_type": "Ordering",
+                "relation": "LEFT_OF",
+                "operation": "",
+                "value": "",
+                "raw_text": "Bob sits left of Ann.",
+            }
+        ],
+        "edges": [
+            {"source": "e1", "target": "c1", "type": "IS_A", "raw_text": "Bob is a cat."},
+            {"source": "e1", "target": "e2", "type": "LEFT_OF", "raw_text": "Bob sits left of Ann."},
+            {"source": "r1", "target": "c1", "type": "APPLIES_TO", "raw_text": "All cats are soft."},
+        ],
     }
 
 
@@ -92,9 +105,14 @@ def test_wrong_types():
     raw["edges"].append("e1->e2")
     result = validate_extraction(raw, CONTEXT, "ctx")
     paths = {(e.path, e.kind) for e in result.errors}
-    assert {("$.entities[0].name", "wrong_type"), ("$.entities[1].properties", "wrong_type"),
-            ("$.concepts[0].labels", "wrong_type"), ("$.rules[0].description", "wrong_type"),
-            ("$.constraints", "wrong_type"), ("$.edges[3]", "wrong_type")} <= paths
+    assert {
+        ("$.entities[0].name", "wrong_type"),
+        ("$.entities[1].properties", "wrong_type"),
+        ("$.concepts[0].labels", "wrong_type"),
+        ("$.rules[0].description", "wrong_type"),
+        ("$.constraints", "wrong_type"),
+        ("$.edges[3]", "wrong_type"),
+    } <= paths
     # Bad optional fields cost only themselves: Ann, the concept and the rule stay.
     assert {n.node_type for n in result.graph.nodes} == {"Entity", "Concept", "Rule"}
     messages = {e.path: e.message for e in result.errors}
@@ -103,9 +121,16 @@ def test_wrong_types():
 
 
 def test_properties_as_list_or_object_and_bad_pairs():
-    raw = {"entities": [{"id": "e1", "name": "Bob", "properties": [{"key": "age", "value": "3"}, {"key": "x"},
-                                                                   {"key": "age", "value": "4"}, "oops"]},
-                        {"id": "e2", "name": "Ann", "properties": {"hair": "red", "age": 7}}]}
+    raw = {
+        "entities": [
+            {
+                "id": "e1",
+                "name": "Bob",
+                "properties": [{"key": "age", "value": "3"}, {"key": "x"}, {"key": "age", "value": "4"}, "oops"],
+            },
+            {"id": "e2", "name": "Ann", "properties": {"hair": "red", "age": 7}},
+        ]
+    }
     result = validate_extraction(raw, CONTEXT, "ctx")
     assert sorted(kinds(result)) == ["conflict", "missing_field", "wrong_type", "wrong_type"]
     bob, ann = result.graph.nodes
@@ -124,14 +149,26 @@ def test_unknown_fields_are_reported_but_the_item_is_kept():
 def test_illegal_constraint_type_and_missing_relation():
     raw = base()
     raw["constraints"][0]["constraint_type"] = "Temporal"
-    raw["constraints"].append({"id": "k2", "raw_expression": "b < a", "constraint_type": "Ordering", "relation": "",
-                               "operation": "", "value": "", "raw_text": "Bob sits left of Ann."})
-    raw["constraints"].append({"id": "k3", "raw_expression": "n > 1", "constraint_type": "Arithmetic",
-                               "raw_text": "Bob sits left of Ann."})
+    raw["constraints"].append(
+        {
+            "id": "k2",
+            "raw_expression": "b < a",
+            "constraint_type": "Ordering",
+            "relation": "",
+            "operation": "",
+            "value": "",
+            "raw_text": "Bob sits left of Ann.",
+        }
+    )
+    raw["constraints"].append(
+        {"id": "k3", "raw_expression": "n > 1", "constraint_type": "Arithmetic", "raw_text": "Bob sits left of Ann."}
+    )
     result = validate_extraction(raw, CONTEXT, "ctx")
     assert [(e.path, e.kind) for e in result.errors] == [
-        ("$.constraints[0].constraint_type", "illegal_value"), ("$.constraints[1].relation", "empty_value"),
-        ("$.constraints[2].operation", "missing_field")]
+        ("$.constraints[0].constraint_type", "illegal_value"),
+        ("$.constraints[1].relation", "empty_value"),
+        ("$.constraints[2].operation", "missing_field"),
+    ]
     assert result.graph.nodes_of_type("Constraint") == []
 
 
@@ -145,8 +182,11 @@ def test_dangling_and_illegal_edges():
     ]
     result = validate_extraction(raw, CONTEXT, "ctx")
     assert [(e.path, e.kind) for e in result.errors] == [
-        ("$.edges[3].target", "dangling_edge"), ("$.edges[4].type", "unknown_edge_type"),
-        ("$.edges[5]", "bad_endpoint"), ("$.edges[6]", "bad_endpoint")]
+        ("$.edges[3].target", "dangling_edge"),
+        ("$.edges[4].type", "unknown_edge_type"),
+        ("$.edges[5]", "bad_endpoint"),
+        ("$.edges[6]", "bad_endpoint"),
+    ]
     assert len(result.graph.edges) == 3
 
 
@@ -174,8 +214,12 @@ def test_repeated_item_and_canonical_duplicates_merge_silently():
 
 
 def test_canonical_duplicates_with_clashing_values_report_a_conflict():
-    raw = {"entities": [{"id": "e1", "name": "Bob", "entity_type": "cat"},
-                        {"id": "e2", "name": "bob", "entity_type": "dog"}]}
+    raw = {
+        "entities": [
+            {"id": "e1", "name": "Bob", "entity_type": "cat"},
+            {"id": "e2", "name": "bob", "entity_type": "dog"},
+        ]
+    }
     result = validate_extraction(raw, CONTEXT, "ctx")
     assert kinds(result) == ["conflict"] and result.graph.nodes[0].entity_type == "cat"
 
@@ -196,8 +240,10 @@ def test_huge_strings_are_rejected_not_truncated():
 
 def test_too_many_items_and_issues_are_capped():
     limits = ValidationLimits(max_nodes_per_list=10, max_issues=5)
-    raw = {"concepts": [{"id": f"c{i}", "name": f"thing {i}"} for i in range(10_000)],
-           "edges": [{"source": "c1", "target": "zz", "type": "RELATED_TO", "raw_text": "Bob"}] * 300}
+    raw = {
+        "concepts": [{"id": f"c{i}", "name": f"thing {i}"} for i in range(10_000)],
+        "edges": [{"source": "c1", "target": "zz", "type": "RELATED_TO", "raw_text": "Bob"}] * 300,
+    }
     result = validate_extraction(raw, CONTEXT, "ctx", limits=limits)
     assert len(result.graph.nodes) == 10
     assert len(result.errors) == 5
@@ -206,8 +252,13 @@ def test_too_many_items_and_issues_are_capped():
 
 
 def test_entities_must_be_named_in_the_context():
-    raw = {"entities": [{"id": "e1", "name": "Bob"}, {"id": "e2", "name": "Mia"},  # Mia: invented
-                        {"id": "e3", "name": "Bob's cat"}]}  # words of one sentence, any order: fine
+    raw = {
+        "entities": [
+            {"id": "e1", "name": "Bob"},
+            {"id": "e2", "name": "Mia"},  # Mia: invented
+            {"id": "e3", "name": "Bob's cat"},  # words of one sentence, any order: fine
+        ]
+    }
     result = validate_extraction(raw, "Bob is a cat. Bob sits left of Ann.", "ctx")
     assert [(e.path, e.kind) for e in result.errors] == [("$.entities[1].name", "name_not_in_context")]
     assert sorted(n.name for n in result.graph.nodes) == ["Bob", "Bob's cat"]
@@ -223,15 +274,20 @@ def test_raw_text_must_come_from_the_context():
     raw["edges"][2]["type"] = "RELATED_TO"
     result = validate_extraction(raw, CONTEXT, "ctx")
     assert [(e.path, e.kind) for e in result.errors] == [
-        ("$.rules[0].raw_text", "raw_text_not_in_context"), ("$.edges[1].raw_text", "empty_value")]
+        ("$.rules[0].raw_text", "raw_text_not_in_context"),
+        ("$.edges[1].raw_text", "empty_value"),
+    ]
     assert result.graph.nodes_of_type("Rule") == []
     spanning = result.graph.edges[1]
     assert [p.sentence for p in spanning.provenance] == [1, 2]
 
 
 def test_raw_text_is_case_sensitive_and_uses_global_sentence_indices():
-    raw = {"entities": [{"id": "e1", "name": "Bob"}], "concepts": [{"id": "c1", "name": "cat"}],
-           "edges": [{"source": "e1", "target": "c1", "type": "IS_A", "raw_text": "bob is a cat."}]}
+    raw = {
+        "entities": [{"id": "e1", "name": "Bob"}],
+        "concepts": [{"id": "c1", "name": "cat"}],
+        "edges": [{"source": "e1", "target": "c1", "type": "IS_A", "raw_text": "bob is a cat."}],
+    }
     assert kinds(validate_extraction(raw, CONTEXT, "ctx")) == ["raw_text_not_in_context"]
     raw["edges"][0]["raw_text"] = "Bob is a cat."
     result = validate_extraction(raw, CONTEXT, "ctx", sentence_offset=10)
@@ -260,13 +316,37 @@ json_values = st.recursive(
     lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=10), children, max_size=4),
     max_leaves=25,
 )
-field_names = st.sampled_from(["id", "name", "entity_type", "properties", "labels", "expression", "description",
-                               "raw_text", "raw_expression", "constraint_type", "relation", "operation", "value",
-                               "source", "target", "type", "key"])
-items = st.dictionaries(field_names, json_values | st.sampled_from(["e1", "c1", "Bob", "IS_A", "Ordering",
-                                                                     "Bob is a cat.", "LEFT_OF"]), max_size=8)
-outputs = st.dictionaries(st.sampled_from(["entities", "concepts", "rules", "constraints", "edges", "other"]),
-                          st.lists(items | json_values, max_size=5), max_size=6)
+field_names = st.sampled_from(
+    [
+        "id",
+        "name",
+        "entity_type",
+        "properties",
+        "labels",
+        "expression",
+        "description",
+        "raw_text",
+        "raw_expression",
+        "constraint_type",
+        "relation",
+        "operation",
+        "value",
+        "source",
+        "target",
+        "type",
+        "key",
+    ]
+)
+items = st.dictionaries(
+    field_names,
+    json_values | st.sampled_from(["e1", "c1", "Bob", "IS_A", "Ordering", "Bob is a cat.", "LEFT_OF"]),
+    max_size=8,
+)
+outputs = st.dictionaries(
+    st.sampled_from(["entities", "concepts", "rules", "constraints", "edges", "other"]),
+    st.lists(items | json_values, max_size=5),
+    max_size=6,
+)
 
 
 @settings(max_examples=150, deadline=None)

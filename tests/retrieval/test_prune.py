@@ -9,9 +9,13 @@ import pytest
 from symbolkg.retrieval.lkg.schema import Constraint, Entity, Rule
 from symbolkg.retrieval.prune import PruneConfig, PrunePrompt, parse_pruned, unpruned
 
-NODES = [Entity.create("Ann"), Rule.create("teacher(x) -> kind(x)", "every teacher is kind"),
-         Constraint.create("Ann left_of Bob", "Ordering", relation="left_of"), Entity.create("Bob"),
-         Rule.create("x" * 500)]
+NODES = [
+    Entity.create("Ann"),
+    Rule.create("teacher(x) -> kind(x)", "every teacher is kind"),
+    Constraint.create("Ann left_of Bob", "Ordering", relation="left_of"),
+    Entity.create("Bob"),
+    Rule.create("x" * 500),
+]
 
 
 def test_prompt_shows_nodes_under_handles_in_hull_order():
@@ -45,10 +49,16 @@ def test_parse_enforces_the_cap():
     assert result.over_cap and result.kept == (NODES[2].id, NODES[3].id)  # the first two listed, in prompt order
 
 
-@pytest.mark.parametrize("text, error", [
-    ("N1, N2", "not JSON"), ('{"nodes": ["N1"]}', "expected an object"), ('{"keep": []}', "keeps no known node"),
-    ('{"keep": ["N9"]}', "keeps no known node"), (None, "not JSON"),
-])
+@pytest.mark.parametrize(
+    "text, error",
+    [
+        ("N1, N2", "not JSON"),
+        ('{"nodes": ["N1"]}', "expected an object"),
+        ('{"keep": []}', "keeps no known node"),
+        ('{"keep": ["N9"]}', "keeps no known node"),
+        (None, "not JSON"),
+    ],
+)
 def test_unusable_answers_are_errors(text, error):
     result = parse_pruned(text, PrunePrompt.build("q", NODES[:2]))
     assert not result.ok and error in result.error and result.kept == ()
@@ -79,7 +89,10 @@ def test_structured_output_schemas_use_no_key_vllm_rejects():
     from symbolkg.retrieval.anchors import QUERY_ENTITY_SCHEMA
     from symbolkg.retrieval.lkg.extract import chunk_schema
 
-    schemas = [PrunePrompt.build("q", NODES, PruneConfig()).schema, QUERY_ENTITY_SCHEMA,
-               chunk_schema(["Ann is kind.", "Bob is tall."])]
+    schemas = [
+        PrunePrompt.build("q", NODES, PruneConfig()).schema,
+        QUERY_ENTITY_SCHEMA,
+        chunk_schema(["Ann is kind.", "Bob is tall."]),
+    ]
     for schema in schemas:
         assert "uniqueItems" not in _keys(schema)

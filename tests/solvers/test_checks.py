@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from symbolkg.jobs.pipeline.answers import interpret
 from symbolkg.jobs.pipeline.rows import Problem
+from symbolkg.solvers.checks import Finding, check_program, correct_program, refine_message
 from symbolkg.solvers.csp import engine as csp
 from symbolkg.solvers.fol import engine as fol_engine
 from symbolkg.solvers.fol import syntax as fol
 from symbolkg.solvers.lp import engine as lp
-from symbolkg.solvers.checks import Finding, check_program, correct_program, refine_message
 from symbolkg.solvers.outcomes import Limits
 
 TF = ("A) True", "B) False")
@@ -20,10 +20,16 @@ def pq(statement: str, gold: str = "A", options: tuple[str, ...] = TF) -> Proble
     return Problem("p", "test", "", f"Is the following statement true or false? {statement}", options, gold)
 
 
-def lp_program(query: str, facts: str = "Tumpus(Max, True)", rules: str = "Tumpus($x, True) >>> Sour($x, False)",
-               extra_decl: str = "") -> str:
-    return (f"Predicates:\nTumpus($x, bool)\nSour($x, bool){extra_decl}\n\nFacts:\n{facts}\n\n"
-            f"Rules:\n{rules}\n\nQuery:\n{query}")
+def lp_program(
+    query: str,
+    facts: str = "Tumpus(Max, True)",
+    rules: str = "Tumpus($x, True) >>> Sour($x, False)",
+    extra_decl: str = "",
+) -> str:
+    return (
+        f"Predicates:\nTumpus($x, bool)\nSour($x, bool){extra_decl}\n\nFacts:\n{facts}\n\n"
+        f"Rules:\n{rules}\n\nQuery:\n{query}"
+    )
 
 
 def checks_named(findings: list[Finding], name: str) -> list[Finding]:
@@ -36,12 +42,16 @@ def answer(text: str, problem: Problem) -> str | None:
 
 # --------------------------------------------------------------------------- query_polarity
 
+
 def test_negated_query_for_a_positive_statement_is_flipped_and_then_answers_right():
     problem = pq("Max is sour.", gold="B")  # Max is a tumpus, tumpuses are not sour
     text = lp_program("Sour(Max, False) ::: Max is not sour.")
     assert answer(text, problem) == "A"  # the wrong answer the negated query gives
     [finding] = checks_named(check_program("logiclm-lp", text, problem), "query_polarity")
-    assert finding.severity == "error" and finding.line == text.splitlines().index("Sour(Max, False) ::: Max is not sour.") + 1
+    assert (
+        finding.severity == "error"
+        and finding.line == text.splitlines().index("Sour(Max, False) ::: Max is not sour.") + 1
+    )
     assert "Sour(Max, True)" in finding.message and "Max is sour." in finding.message
     assert finding.correction is not None and lp.parse(finding.correction).query.value is True
     assert answer(finding.correction, problem) == "B"
@@ -60,24 +70,31 @@ def test_negative_statement_with_a_positive_query_is_flipped():
 
 
 def test_binary_atom_with_a_contracted_negation():
-    text = ("Predicates:\nEats($x, $y, bool)\nFacts:\nEats(bear, cow, False)\nQuery:\nEats(bear, cow, True)")
+    text = "Predicates:\nEats($x, $y, bool)\nFacts:\nEats(bear, cow, False)\nQuery:\nEats(bear, cow, True)"
     problem = pq("The bear doesn't eat the cow.", options=TFU)
     [finding] = check_program("logiclm-lp", text, problem)
     assert finding.check == "query_polarity" and lp.parse(finding.correction).query.value is False
 
 
 def test_inline_query_header_and_bang_negation_are_rewritten_in_place():
-    text = lp_program("x", ).replace("Query:\nx", "Query: !Sour(Max, True)")
+    text = lp_program(
+        "x",
+    ).replace("Query:\nx", "Query: !Sour(Max, True)")
     [finding] = checks_named(check_program("logiclm-lp", text, pq("Max is sour.")), "query_polarity")
     assert finding.correction.splitlines()[-1] == "Query: Sour(Max, True)"
 
 
 def test_no_correction_when_the_sentence_names_another_constant_or_is_not_atomic():
     text = lp_program("Sour(Max, False)", facts="Tumpus(Max, True)\nTumpus(Rex, True)")
-    assert check_program("logiclm-lp", text, pq("Rex is sour.")) == [] or \
-        all(f.check != "query_polarity" for f in check_program("logiclm-lp", text, pq("Rex is sour.")))
-    for sentence in ("Max is sour and Max is a tumpus.", "Every tumpus is sour.", "Max is not not sour.",
-                     "Max is kind."):
+    assert check_program("logiclm-lp", text, pq("Rex is sour.")) == [] or all(
+        f.check != "query_polarity" for f in check_program("logiclm-lp", text, pq("Rex is sour."))
+    )
+    for sentence in (
+        "Max is sour and Max is a tumpus.",
+        "Every tumpus is sour.",
+        "Max is not not sour.",
+        "Max is kind.",
+    ):
         found = check_program("logiclm-lp", text, pq(sentence))
         assert checks_named(found, "query_polarity") == [], sentence
 
@@ -89,10 +106,18 @@ def test_a_predicate_whose_name_carries_the_negation_absorbs_the_sentences():
 
 
 def test_fol_conclusion_polarity():
-    text = ("Predicates:\nPerform(x) ::: x performs.\nPremises:\nPerform(bonnie) ::: Bonnie performs.\n"
-            "Conclusion:\n¬Perform(bonnie) ::: Bonnie performs.")
-    problem = Problem("f", "test", "", "Is the following statement true, false, or uncertain? Bonnie performs.",
-                      ("A) True", "B) False", "C) Uncertain"), "A")
+    text = (
+        "Predicates:\nPerform(x) ::: x performs.\nPremises:\nPerform(bonnie) ::: Bonnie performs.\n"
+        "Conclusion:\n¬Perform(bonnie) ::: Bonnie performs."
+    )
+    problem = Problem(
+        "f",
+        "test",
+        "",
+        "Is the following statement true, false, or uncertain? Bonnie performs.",
+        ("A) True", "B) False", "C) Uncertain"),
+        "A",
+    )
     [finding] = checks_named(check_program("logiclm-fol", text, problem), "query_polarity")
     conclusion = fol.parse(finding.correction).conclusion
     assert conclusion.formula == fol.Atom("Perform", (fol.Const("bonnie"),))
@@ -137,8 +162,13 @@ def test_one_name_keeps_the_first_written_when_both_are_declared_and_the_answer_
     assert [d.name for d in program.predicates].count("Impuses") == 1 and "Impus(" not in finding.correction
     other = both.replace("Impuses", "TMP").replace("Impus(", "Impuses(").replace("TMP", "Impus")
     assert answer(finding.correction, pq("Alex is hot.")) == "A"
-    assert answer(checks_named(check_program("logiclm-lp", other, pq("Alex is hot.")), "one_name")[0].correction,
-                  pq("Alex is hot.")) == "A"
+    assert (
+        answer(
+            checks_named(check_program("logiclm-lp", other, pq("Alex is hot.")), "one_name")[0].correction,
+            pq("Alex is hot."),
+        )
+        == "A"
+    )
 
 
 def test_case_variants_are_one_name_too():
@@ -157,6 +187,7 @@ def test_corrections_compose():
 
 
 # --------------------------------------------------------------------------- the others
+
 
 def test_free_variable_in_a_rule_conclusion_is_a_warning():
     text = lp_program("Sour(Max, False)", rules="Tumpus($x, True) >>> Sour($y, False)")
@@ -233,8 +264,14 @@ def test_refine_message_lists_only_errors_with_their_lines():
 
 def test_fol_positive_conclusion_for_a_negative_statement_gets_the_negation():
     text = "Premises:\nPerform(bonnie)\nConclusion:\nPerform(bonnie) ::: Bonnie does not perform."
-    problem = Problem("f", "test", "", "Is the following statement true, false, or uncertain? Bonnie does not perform.",
-                      ("A) True", "B) False", "C) Uncertain"), "B")
+    problem = Problem(
+        "f",
+        "test",
+        "",
+        "Is the following statement true, false, or uncertain? Bonnie does not perform.",
+        ("A) True", "B) False", "C) Uncertain"),
+        "B",
+    )
     [finding] = checks_named(check_program("logiclm-fol", text, problem), "query_polarity")
     assert fol.parse(finding.correction).conclusion.formula == fol.Not(fol.Atom("Perform", (fol.Const("bonnie"),)))
     assert fol_engine.solve(finding.correction, Limits()).answer == "False"
@@ -276,13 +313,15 @@ def test_could_be_question_checked_with_is_valid_is_rewritten_to_is_sat():
 def test_modality_left_alone_when_it_matches_or_the_clause_is_unclear():
     from symbolkg.solvers.smt import lsat_engine as lsat
 
-    for question, check in [("Which one of the following could be the order?", "is_sat"),
-                            ("Which one of the following must be true?", "is_valid"),
-                            ("Which one of the following CANNOT be true?", "is_unsat"),
-                            ("Which one of the following CANNOT be true?", "is_exception(is_sat"),  # same meaning
-                            ("Which one of the following, if true, must be the order?", "is_sat"),  # own 'if'
-                            ("Which one of the following could be true or must be false?", "is_valid"),  # two
-                            ("Ann goes first if which one of the following is true?", "is_valid")]:  # none
+    for question, check in [
+        ("Which one of the following could be the order?", "is_sat"),
+        ("Which one of the following must be true?", "is_valid"),
+        ("Which one of the following CANNOT be true?", "is_unsat"),
+        ("Which one of the following CANNOT be true?", "is_exception(is_sat"),  # same meaning
+        ("Which one of the following, if true, must be the order?", "is_sat"),  # own 'if'
+        ("Which one of the following could be true or must be false?", "is_valid"),  # two
+        ("Ann goes first if which one of the following is true?", "is_valid"),  # none
+    ]:
         text = SMT.format(question=question, check=check)
         if check.startswith("is_exception"):
             text = text.replace(")) ::: (", "))) ::: (")

@@ -18,8 +18,8 @@ import time
 import pytest
 
 from symbolkg.solvers import registry
-from symbolkg.solvers.runtime.local_pool import LocalSolverPool
 from symbolkg.solvers.outcomes import Limits, ProgramError, SolveRequest, Status
+from symbolkg.solvers.runtime.local_pool import LocalSolverPool
 
 SEEDS = {
     "logiclm-lp": """Predicates:
@@ -90,9 +90,44 @@ end_of_list.
 """,
 }
 
-GARBAGE = ["", " ", "\n", "\x00", "(((", ")))", "∀∀∀", "→", ">>>", ":::", "[IN]", "'", '"', "\\", "%", "#",
-           "::=", "$x", "¬¬¬", "🙂", "\ufeff", "\r\n", "\t", ";;", "end_of_list.", "Query:", "Rules:", "Facts:",
-           "is_valid(", "ForAll([", "(assert", "formulas(goals).", ":-", "1e999", "-0", "9" * 40]
+GARBAGE = [
+    "",
+    " ",
+    "\n",
+    "\x00",
+    "(((",
+    ")))",
+    "∀∀∀",
+    "→",
+    ">>>",
+    ":::",
+    "[IN]",
+    "'",
+    '"',
+    "\\",
+    "%",
+    "#",
+    "::=",
+    "$x",
+    "¬¬¬",
+    "🙂",
+    "\ufeff",
+    "\r\n",
+    "\t",
+    ";;",
+    "end_of_list.",
+    "Query:",
+    "Rules:",
+    "Facts:",
+    "is_valid(",
+    "ForAll([",
+    "(assert",
+    "formulas(goals).",
+    ":-",
+    "1e999",
+    "-0",
+    "9" * 40,
+]
 
 
 def mutate(text: str, rng: random.Random) -> str:
@@ -130,7 +165,9 @@ def mutate(text: str, rng: random.Random) -> str:
         i = rng.randrange(len(text) + 1)
         return text[:i] + text[i + rng.randrange(1, 30) :]
     if kind == 10:  # replace identifiers with odd ones
-        return text.replace(rng.choice(["x", "Bob", "a", "people", "human"]), rng.choice(["", "_", "X1", "1x", "é", "x y"]))
+        return text.replace(
+            rng.choice(["x", "Bob", "a", "people", "human"]), rng.choice(["", "_", "X1", "1x", "é", "x y"])
+        )
     return rng.choice(GARBAGE) * rng.randrange(1, 100)  # pure garbage
 
 
@@ -176,9 +213,9 @@ def test_backends_give_every_mutant_one_outcome():
     """~100 mutants per language through real workers; the pool survives all of them."""
     # Every mutant ends by itself far inside this limit (measured idle, one at a time: all 700 do;
     # the slowest is smtlib2 #90, 20,001 check-sats in 11 s; logiclm-smt #37, a 1.3 MB program, took
-    # 5.4 s before texts over 100,000 characters were refused at once; together 28 s then). So how far each mutant gets into the solvers, and which bugs
-    # it can reach, does not depend on machine load; the limit only ends a mutant that hangs, and
-    # that fails the test below.
+    # 5.4 s before texts over 100,000 characters were refused at once; together 28 s then). So how
+    # far each mutant gets into the solvers, and which bugs it can reach, does not depend on machine
+    # load; the limit only ends a mutant that hangs, and that fails the test below.
     requests = [
         SolveRequest(f"{lang}-{i}", lang, text, Limits(timeout_s=120.0, kill_grace_s=10.0, memory_mb=1024))
         for lang in sorted(SEEDS)
@@ -192,7 +229,12 @@ def test_backends_give_every_mutant_one_outcome():
     assert len(ids) == len(requests) == len(set(ids))
     assert all(isinstance(r.outcome.status, Status) for r in results)
     internal = [r for r in results if r.outcome.error_kind == "internal"]
-    assert not internal, f"{len(internal)} mutants hit a bug of ours, e.g. {internal[0].request.language}: {internal[0].outcome.error_message[:500]}"
+    assert not internal, (
+        f"{len(internal)} mutants hit a bug of ours, e.g. {internal[0].request.language}: "
+        f"{internal[0].outcome.error_message[:500]}"
+    )
     hung = [r.request.problem_id for r in results if r.outcome.status is Status.TIMEOUT]
     assert not hung, f"mutants that never finished: {hung}"
-    assert all(r.outcome.executed for r in after), [(r.request.language, r.outcome) for r in after if not r.outcome.executed]
+    assert all(r.outcome.executed for r in after), [
+        (r.request.language, r.outcome) for r in after if not r.outcome.executed
+    ]

@@ -27,8 +27,9 @@ def test_char_class_merges_ranges_and_escapes():
 
 def test_word_except_refuses_exactly_the_excluded_words_in_any_case():
     letters = string.ascii_letters
-    grammar = gbnf.render({"root": "w", **gbnf.word_except("w", ("bool", "boolean"), first=letters, rest=letters,
-                                                               max_len=8)})
+    grammar = gbnf.render(
+        {"root": "w", **gbnf.word_except("w", ("bool", "boolean"), first=letters, rest=letters, max_len=8)}
+    )
     for word in ("bool", "Bool", "BOOL", "boolean", "BooLean"):
         assert not accepts(grammar, word), word
     for word in ("b", "boo", "boole", "booleans", "bools", "x", "abcdefgh"):
@@ -38,8 +39,9 @@ def test_word_except_refuses_exactly_the_excluded_words_in_any_case():
 
 def test_word_except_refuses_every_word_with_an_excluded_prefix():
     letters = string.ascii_letters + "_"
-    grammar = gbnf.render({"root": "w", **gbnf.word_except("w", ("true",), first=letters, rest=letters, max_len=9,
-                                                               prefixes=("bool",))})
+    grammar = gbnf.render(
+        {"root": "w", **gbnf.word_except("w", ("true",), first=letters, rest=letters, max_len=9, prefixes=("bool",))}
+    )
     for word in ("bool", "Bool_x", "boolean", "true", "TRUE"):
         assert not accepts(grammar, word), word
     for word in ("b", "boo", "boo_l", "bolo", "truer", "x"):
@@ -57,10 +59,18 @@ def test_text_rules_bound_words_not_characters():
 
 
 def test_expression_rules_bound_the_nesting():
-    rules = gbnf.expression_rules("e", depth=2, operands=4, arguments=2, operators=("==",), tight=("+",),
-                                  words=("and",), unary=("not ",), binders=True)
-    grammar = gbnf.render({"root": "e_0", "name": "[a-z]+", "number": "[0-9]+", "string": '"\'" [a-z]* "\'"',
-                           **rules})
+    rules = gbnf.expression_rules(
+        "e",
+        depth=2,
+        operands=4,
+        arguments=2,
+        operators=("==",),
+        tight=("+",),
+        words=("and",),
+        unary=("not ",),
+        binders=True,
+    )
+    grammar = gbnf.render({"root": "e_0", "name": "[a-z]+", "number": "[0-9]+", "string": '"\'" [a-z]* "\'"', **rules})
     assert accepts(grammar, "f([x:s], g(x) == 1+2 and not x)")
     assert not accepts(grammar, "f(g(h(x)))")  # three levels of brackets
     assert not accepts(grammar, "a == b == c == d == e")  # five operands

@@ -21,8 +21,13 @@ from tests.conftest import FIXTURES, data_or_skip
 xgr = pytest.importorskip("xgrammar")
 
 LANGUAGES = ("logiclm-lp", "logiclm-fol", "logiclm-csp", "logiclm-smt")
-SETS = {"ProntoQA": "logiclm-lp", "ProofWriter": "logiclm-lp", "FOLIO": "logiclm-fol",
-        "LogicalDeduction": "logiclm-csp", "AR-LSAT": "logiclm-smt"}
+SETS = {
+    "ProntoQA": "logiclm-lp",
+    "ProofWriter": "logiclm-lp",
+    "FOLIO": "logiclm-fol",
+    "LogicalDeduction": "logiclm-csp",
+    "AR-LSAT": "logiclm-smt",
+}
 MODELS = ("gpt-4", "gpt-3.5-turbo", "text-davinci-003")
 FIXTURE = json.loads((FIXTURES / "grammars" / "programs.json").read_text())
 
@@ -30,7 +35,8 @@ FIXTURE = json.loads((FIXTURES / "grammars" / "programs.json").read_text())
 @functools.cache
 def compiled(language: str):
     return xgr.GrammarCompiler(xgr.TokenizerInfo([]), cache_enabled=False).compile_grammar(
-        prompts.program_grammar(language))
+        prompts.program_grammar(language)
+    )
 
 
 def admits(language: str, text: str, *, whole: bool = True) -> bool:
@@ -96,8 +102,12 @@ def test_a_program_cut_off_is_a_beginning_but_not_a_program(language):
     """Cut inside an argument list or right after the last header: what a token budget leaves."""
     text = next(iter(FIXTURE[language].values()))
     opens = [i + 1 for i, ch in enumerate(text) if ch == "("]
-    last_header = {"logiclm-lp": "Query:\n", "logiclm-fol": "Conclusion:\n", "logiclm-csp": "Query:\n",
-                   "logiclm-smt": "# Options\n"}[language]
+    last_header = {
+        "logiclm-lp": "Query:\n",
+        "logiclm-fol": "Conclusion:\n",
+        "logiclm-csp": "Query:\n",
+        "logiclm-smt": "# Options\n",
+    }[language]
     for cut in (opens[0], opens[len(opens) // 2], opens[-1], text.index(last_header) + len(last_header)):
         assert admits(language, text[:cut], whole=False)
         assert not admits(language, text[:cut]), text[:cut]
@@ -111,7 +121,7 @@ def _surplus_paren_repair_admits(language: str, text: str) -> bool:
     """
     if language != "logiclm-fol" or text.count(")") <= text.count("("):
         return False
-    return any(admits(language, text[:i] + text[i + 1:]) for i, ch in enumerate(text) if ch == ")")
+    return any(admits(language, text[:i] + text[i + 1 :]) for i, ch in enumerate(text) if ch == ")")
 
 
 @pytest.mark.parametrize("dataset, model", [(d, m) for d in SETS for m in MODELS])
@@ -129,8 +139,10 @@ def test_every_recorded_program_the_parser_accepts_is_admitted(dataset, model):
         else:
             assert _surplus_paren_repair_admits(language, text), record["id"]
             repaired += 1
-    print(f"{dataset}_dev_{model}: {len(records)} programs, parser accepts {accepted}, grammar admits {admitted}"
-          + (f" (+{repaired} after the parser's surplus-')' repair)" if repaired else ""))
+    print(
+        f"{dataset}_dev_{model}: {len(records)} programs, parser accepts {accepted}, grammar admits {admitted}"
+        + (f" (+{repaired} after the parser's surplus-')' repair)" if repaired else "")
+    )
     assert accepted > 0.3 * len(records)
 
 
@@ -143,38 +155,41 @@ SMT = FIXTURE["logiclm-smt"]["canonical"]
 LP_RULE = "Cold($x, True) && Likes($x, Anne, False) >>> Cold(Anne, True)"
 
 
-@pytest.mark.parametrize("language, text", [
-    # a repetition past its bound: nine conjuncts, and the loop a 1.5B model fell into (cut off by its budget)
-    ("logiclm-lp", LP.replace(LP_RULE, " && ".join(["Cold($x, True)"] * 9) + " >>> Cold(Anne, True)")),
-    ("logiclm-lp", LP.replace(LP_RULE, "Bright($x, True) && " * 60)),
-    # a line in the wrong section
-    ("logiclm-lp", LP.replace("Predicates:\n", f"Predicates:\n{LP_RULE}\n")),
-    ("logiclm-lp", LP + "\nCold(Bob, True)"),  # a second query
-    ("logiclm-fol", FOL.replace("Predicates:\n", "Predicates:\n∀x (Dog(x) → Animal(x))\n")),
-    ("logiclm-fol", FOL + "\nDog(rex)"),  # a second conclusion
-    ("logiclm-csp", CSP.replace("Variables:\n", "Variables:\nred_book < blue_book\n")),
-    ("logiclm-smt", SMT.replace("# Constraints\n", "# Constraints\nweeks = EnumSort([1, 2])\n")),
-    ("logiclm-smt", SMT.replace("# Options\n", "# Options\nDistinct([k:kids], visits(k))\n")),
-    # what the parser refuses
-    ("logiclm-lp", LP.replace("Query:\nCold(Anne, True)", "Query:\nCold($x, True)")),  # a variable in the query
-    ("logiclm-lp", LP.replace("Cold(Bob, True)", "Cold(Bob, bool)")),
-    ("logiclm-lp", LP.replace("Cold(Bob, True)", "Cold(Bob, bool_bool)")),  # what a 135M model wrote next
-    ("logiclm-lp", LP.replace("Cold(Bob, True)", "Cold(Bob, bool_x bool_x)")),  # and then
-    ("logiclm-lp", LP.replace("Cold(Bob, True)", "Cold(True)")),
-    ("logiclm-lp", LP.replace("Cold(Bob, True)", "Bob is cold.")),
-    ("logiclm-fol", FOL.replace("∀x (Dog(x) → Animal(x))", "∀x (Dog(x) → Animal(x)))")),
-    ("logiclm-fol", FOL.replace("Animal(rex) :::", "(" * 12 + "Animal(rex)" + ")" * 12 + " :::")),  # too deep
-    ("logiclm-csp", CSP.replace("C) white_book == 1", "white_book == 1")),  # an option without its letter
-    ("logiclm-csp", CSP.replace("C) white_book == 1", "H) white_book == 1")),
-    ("logiclm-smt", SMT.replace(" ::: (B)", "")),  # an option without its label
-    # what a constrained model must not add around the program
-    ("logiclm-lp", "Here is the program:\n" + LP),
-    ("logiclm-fol", f"```\n{FOL}\n```"),
-    ("logiclm-csp", CSP + "\n\nSo the answer is A."),
-    # spellings the parser reads but the grammar leaves out, to keep a model to one
-    ("logiclm-lp", LP.replace(" >>> ", " => ")),
-    ("logiclm-fol", FOL.replace("→", "->")),
-    ("logiclm-csp", CSP.replace("Query:", "**Query:**")),
-])
+@pytest.mark.parametrize(
+    "language, text",
+    [
+        # a repetition past its bound: nine conjuncts, and the loop a 1.5B model fell into (cut off by its budget)
+        ("logiclm-lp", LP.replace(LP_RULE, " && ".join(["Cold($x, True)"] * 9) + " >>> Cold(Anne, True)")),
+        ("logiclm-lp", LP.replace(LP_RULE, "Bright($x, True) && " * 60)),
+        # a line in the wrong section
+        ("logiclm-lp", LP.replace("Predicates:\n", f"Predicates:\n{LP_RULE}\n")),
+        ("logiclm-lp", LP + "\nCold(Bob, True)"),  # a second query
+        ("logiclm-fol", FOL.replace("Predicates:\n", "Predicates:\n∀x (Dog(x) → Animal(x))\n")),
+        ("logiclm-fol", FOL + "\nDog(rex)"),  # a second conclusion
+        ("logiclm-csp", CSP.replace("Variables:\n", "Variables:\nred_book < blue_book\n")),
+        ("logiclm-smt", SMT.replace("# Constraints\n", "# Constraints\nweeks = EnumSort([1, 2])\n")),
+        ("logiclm-smt", SMT.replace("# Options\n", "# Options\nDistinct([k:kids], visits(k))\n")),
+        # what the parser refuses
+        ("logiclm-lp", LP.replace("Query:\nCold(Anne, True)", "Query:\nCold($x, True)")),  # a variable in the query
+        ("logiclm-lp", LP.replace("Cold(Bob, True)", "Cold(Bob, bool)")),
+        ("logiclm-lp", LP.replace("Cold(Bob, True)", "Cold(Bob, bool_bool)")),  # what a 135M model wrote next
+        ("logiclm-lp", LP.replace("Cold(Bob, True)", "Cold(Bob, bool_x bool_x)")),  # and then
+        ("logiclm-lp", LP.replace("Cold(Bob, True)", "Cold(True)")),
+        ("logiclm-lp", LP.replace("Cold(Bob, True)", "Bob is cold.")),
+        ("logiclm-fol", FOL.replace("∀x (Dog(x) → Animal(x))", "∀x (Dog(x) → Animal(x)))")),
+        ("logiclm-fol", FOL.replace("Animal(rex) :::", "(" * 12 + "Animal(rex)" + ")" * 12 + " :::")),  # too deep
+        ("logiclm-csp", CSP.replace("C) white_book == 1", "white_book == 1")),  # an option without its letter
+        ("logiclm-csp", CSP.replace("C) white_book == 1", "H) white_book == 1")),
+        ("logiclm-smt", SMT.replace(" ::: (B)", "")),  # an option without its label
+        # what a constrained model must not add around the program
+        ("logiclm-lp", "Here is the program:\n" + LP),
+        ("logiclm-fol", f"```\n{FOL}\n```"),
+        ("logiclm-csp", CSP + "\n\nSo the answer is A."),
+        # spellings the parser reads but the grammar leaves out, to keep a model to one
+        ("logiclm-lp", LP.replace(" >>> ", " => ")),
+        ("logiclm-fol", FOL.replace("→", "->")),
+        ("logiclm-csp", CSP.replace("Query:", "**Query:**")),
+    ],
+)
 def test_the_grammar_refuses(language, text):
     assert not admits(language, text)

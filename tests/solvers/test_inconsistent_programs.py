@@ -22,7 +22,8 @@ LIMITS = Limits(timeout_s=10)
 
 # Each program: premises that entail both answers, and the 1-based lines of the premises in conflict.
 PROGRAMS = {
-    "logiclm-lp": ("""\
+    "logiclm-lp": (
+        """\
         Predicates:
         Striker($x, bool)
         Player($x, bool)
@@ -32,8 +33,11 @@ PROGRAMS = {
         Rules:
         Striker($x, True) >>> Player($x, True)
         Query:
-        Player(Robert, True)""", {5, 6, 8, 10}),
-    "logiclm-fol": ("""\
+        Player(Robert, True)""",
+        {5, 6, 8, 10},
+    ),
+    "logiclm-fol": (
+        """\
         Predicates:
         Striker(x) ::: x is a striker.
         Player(x) ::: x is a soccer player.
@@ -45,9 +49,12 @@ PROGRAMS = {
         ∀x ∀y (Left(x, y) → ¬Player(x)) ::: Whoever left a team is no soccer player.
         Big(robert) ::: Robert is big.
         Conclusion:
-        Player(robert) ::: Robert is a soccer player.""", {6, 7, 8, 9}),
+        Player(robert) ::: Robert is a soccer player.""",
+        {6, 7, 8, 9},
+    ),
     "logiclm-fol-z3": None,  # the same program, decided by Z3
-    "logiclm-csp": ("""\
+    "logiclm-csp": (
+        """\
         Domain:
         1: first
         3: third
@@ -59,8 +66,11 @@ PROGRAMS = {
         b > a ::: b comes after a
         Query:
         A) a == 1
-        B) a == 2""", {8, 9}),
-    "logiclm-smt": ("""\
+        B) a == 2""",
+        {8, 9},
+    ),
+    "logiclm-smt": (
+        """\
         # Declarations
         people = EnumSort([Ann, Bob])
         rooms = EnumSort([red, blue])
@@ -73,8 +83,11 @@ PROGRAMS = {
 
         # Options
         is_valid(in_room(Ann) == red) ::: (A)
-        is_valid(in_room(Ann) == blue) ::: (B)""", {7, 8}),
-    "prover9": ("""\
+        is_valid(in_room(Ann) == blue) ::: (B)""",
+        {7, 8},
+    ),
+    "prover9": (
+        """\
         formulas(assumptions).
         striker(robert).
         all x (striker(x) -> player(x)).
@@ -83,7 +96,9 @@ PROGRAMS = {
         end_of_list.
         formulas(goals).
         player(robert).
-        end_of_list.""", {2, 3, 4, 5}),
+        end_of_list.""",
+        {2, 3, 4, 5},
+    ),
 }
 PROGRAMS["logiclm-fol-z3"] = PROGRAMS["logiclm-fol"]
 
@@ -98,7 +113,8 @@ def test_inconsistent_premises_give_no_answer_and_name_a_conflicting_line(langua
     if language not in ("logiclm-fol-z3", "logiclm-lp"):  # Z3 has no proof to cite; LP names the query's atom
         assert first.error_line in conflict, first.error_line
     assert {(o.status, o.answer, o.error_kind, o.error_line) for o in outcomes} == {
-        (first.status, first.answer, first.error_kind, first.error_line)}
+        (first.status, first.answer, first.error_kind, first.error_line)
+    }
 
 
 def test_folio_dev_55_of_text_davinci_003_is_inconsistent_on_every_run():
@@ -106,7 +122,8 @@ def test_folio_dev_55_of_text_davinci_003_is_inconsistent_on_every_run():
     program = next(r for r in records if r["id"] == "FOLIO_dev_55")["raw_logic_programs"][0]
     outcomes = [registry.run(SolveRequest("FOLIO_dev_55", "logiclm-fol", program, LIMITS)) for _ in range(5)]
     assert {(o.status, o.answer, o.error_kind, o.error_line) for o in outcomes} == {
-        (Status.UNSAT, None, "inconsistent", 6)}
+        (Status.UNSAT, None, "inconsistent", 6)
+    }
     # every premise of the conflict is named, and the proofs of both answers are kept
     assert all(f"line {n}:" in outcomes[0].error_message for n in (6, 7, 8, 9))
     assert "% --- and ---" in outcomes[0].proof

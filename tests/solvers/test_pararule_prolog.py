@@ -10,10 +10,10 @@ from __future__ import annotations
 import json
 
 import pytest
-from symbolkg.solvers.prolog import pararule as P
-from symbolkg.solvers.prolog import language as prolog
-from symbolkg.solvers.outcomes import Limits
 
+from symbolkg.solvers.outcomes import Limits
+from symbolkg.solvers.prolog import language as prolog
+from symbolkg.solvers.prolog import pararule as P
 from tests.conftest import DATA
 
 LIMITS = Limits(timeout_s=10, max_depth=100_000_000, max_answers=1)
@@ -36,13 +36,17 @@ def ask(context: str, question: str, *, sldnf: bool = False) -> str:
 
 # -- every template ---------------------------------------------------------------------------------
 
-PEOPLE = ("Alan is big. Alan is kind. Bob is thin. All big people are strong. Kind people are nice. "
-          "If someone is thin then they are short. If someone is strong and nice then they are wealthy. "
-          "If someone is big and not quiet then they are bad. If someone is not rough then they are dull.")
-ANIMALS = ("The bald eagle is heavy. The wolf sees the mouse. The mouse is small. All heavy animals are big. "
-           "Small animals are cute. If something sees the mouse then it is fierce. "
-           "If something is not kind then it attacks the dog. If something is fierce then it chases the rabbit. "
-           "If something is cute and small then it is lovely. If something is big and not lovely then it is awful.")
+PEOPLE = (
+    "Alan is big. Alan is kind. Bob is thin. All big people are strong. Kind people are nice. "
+    "If someone is thin then they are short. If someone is strong and nice then they are wealthy. "
+    "If someone is big and not quiet then they are bad. If someone is not rough then they are dull."
+)
+ANIMALS = (
+    "The bald eagle is heavy. The wolf sees the mouse. The mouse is small. All heavy animals are big. "
+    "Small animals are cute. If something sees the mouse then it is fierce. "
+    "If something is not kind then it attacks the dog. If something is fierce then it chases the rabbit. "
+    "If something is cute and small then it is lovely. If something is big and not lovely then it is awful."
+)
 
 
 def test_every_fact_and_rule_template_is_read():
@@ -57,13 +61,17 @@ def test_every_fact_and_rule_template_is_read():
     assert rules["Kind people are nice"].head == P.Atom("nice", (X,))
     assert rules["Small animals are cute"].body == (P.Literal(P.Atom("small", (X,))),)
     assert rules["If someone is big and not quiet then they are bad"].body == (
-        P.Literal(P.Atom("big", (X,))), P.Literal(P.Atom("quiet", (X,)), negated=True))
+        P.Literal(P.Atom("big", (X,))),
+        P.Literal(P.Atom("quiet", (X,)), negated=True),
+    )
     assert rules["If someone is not rough then they are dull"].body == (P.Literal(P.Atom("rough", (X,)), True),)
     assert rules["If something sees the mouse then it is fierce"].body == (P.Literal(P.Atom("sees", (X, "mouse"))),)
     assert rules["If something is not kind then it attacks the dog"].head == P.Atom("attacks", (X, "dog"))
     assert rules["If something is fierce then it chases the rabbit"].head == P.Atom("chases", (X, "rabbit"))
     assert rules["If something is cute and small then it is lovely"].body == (
-        P.Literal(P.Atom("cute", (X,))), P.Literal(P.Atom("small", (X,))))
+        P.Literal(P.Atom("cute", (X,))),
+        P.Literal(P.Atom("small", (X,))),
+    )
     assert theory.entities[:3] == ("alan", "bob", "bald_eagle")
     assert {"mouse", "dog", "rabbit"} <= set(theory.entities)  # objects of relations are individuals too
 
@@ -72,12 +80,21 @@ def test_questions_positive_negative_and_relations():
     assert P.parse_question("The bald eagle is not heavy.") == P.Literal(P.Atom("heavy", ("bald_eagle",)), True)
     assert P.parse_question("Anne is kind.") == P.Literal(P.Atom("kind", ("anne",)))
     assert P.parse_question("The wolf sees the mouse.") == P.Literal(P.Atom("sees", ("wolf", "mouse")))
-    assert P.parse_question("The wolf does not chase the mouse.") == P.Literal(P.Atom("chases", ("wolf", "mouse")), True)
+    assert P.parse_question("The wolf does not chase the mouse.") == P.Literal(
+        P.Atom("chases", ("wolf", "mouse")), True
+    )
     assert P.goal_text(P.parse_question("The wolf is not big.")) == "\\+ big(wolf)"
 
 
-@pytest.mark.parametrize("text", ["Anne might be kind.", "Every kind person is nice.",
-                                  "If someone is kind or big then they are nice.", "Anne is kind"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Anne might be kind.",
+        "Every kind person is nice.",
+        "If someone is kind or big then they are nice.",
+        "Anne is kind",
+    ],
+)
 def test_an_unreadable_sentence_is_a_clear_error(text):
     with pytest.raises(P.TranslationError) as info:
         P.parse_context("Bob is big. " + text)
@@ -102,8 +119,10 @@ def test_rule_body_negation_reads_the_initial_facts_and_the_question_the_closure
 
 
 def test_relations_and_negated_relations_run():
-    ctx = ("The wolf sees the mouse. The mouse is small. If something sees the mouse then it is fierce. "
-           "If something is not small then it chases the mouse. If something chases the mouse then it is big.")
+    ctx = (
+        "The wolf sees the mouse. The mouse is small. If something sees the mouse then it is fierce. "
+        "If something is not small then it chases the mouse. If something chases the mouse then it is big."
+    )
     assert ask(ctx, "The wolf is fierce.") == "true"
     assert ask(ctx, "The wolf chases the mouse.") == "true"
     assert ask(ctx, "The mouse does not chase the mouse.") == "true"
@@ -157,13 +176,16 @@ def test_parse_response_reads_the_tags():
     assert P.parse_response(P.render_response(t.program, t.goal)) == P.Formalization(t.program, t.goal)
 
 
-@pytest.mark.parametrize("text, why", [
-    ("kind(anne).", "no <prolog>"),
-    ("<prolog>a.</prolog>", "no <goal_true>"),
-    ("<prolog></prolog><goal_true>a</goal_true>", "empty"),
-    ("<prolog>a.</prolog><prolog>b.</prolog><goal_true>a</goal_true>", "2 <prolog> tags"),
-    ("<prolog>a.</prolog><goal_true>a. halt</goal_true>", "more than one clause"),
-])
+@pytest.mark.parametrize(
+    "text, why",
+    [
+        ("kind(anne).", "no <prolog>"),
+        ("<prolog>a.</prolog>", "no <goal_true>"),
+        ("<prolog></prolog><goal_true>a</goal_true>", "empty"),
+        ("<prolog>a.</prolog><prolog>b.</prolog><goal_true>a</goal_true>", "2 <prolog> tags"),
+        ("<prolog>a.</prolog><goal_true>a. halt</goal_true>", "more than one clause"),
+    ],
+)
 def test_parse_response_refuses_malformed_answers(text, why):
     with pytest.raises(P.FormatError, match=why):
         P.parse_response(text)
@@ -174,8 +196,14 @@ def test_a_quoted_period_is_not_a_second_clause():
 
 
 def test_repair_message_carries_the_structured_error():
-    text = P.repair_message("goal", {"kind": "existence_error", "message": "unknown procedure nice/1",
-                                     "prolog_term": "error(existence_error(procedure,nice/1),nice/1)"})
+    text = P.repair_message(
+        "goal",
+        {
+            "kind": "existence_error",
+            "message": "unknown procedure nice/1",
+            "prolog_term": "error(existence_error(procedure,nice/1),nice/1)",
+        },
+    )
     assert "existence_error" in text and "nice/1" in text and "<prolog>" in text
 
 

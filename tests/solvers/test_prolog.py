@@ -7,14 +7,14 @@ import shutil
 import stat
 import textwrap
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 
 from symbolkg.solvers.lp import swipl as lp
-from symbolkg.solvers.prolog import language as prolog
 from symbolkg.solvers.outcomes import ErrorKind, Limits, ProgramError, Status
+from symbolkg.solvers.prolog import language as prolog
 
 pytestmark = pytest.mark.skipif(
     shutil.which(os.environ.get("SYMBOLKG_SWIPL") or "swipl") is None, reason="SWI-Prolog not installed"
@@ -228,7 +228,9 @@ def test_solutions_found_before_a_timeout_still_prove_the_goal(session: prolog.S
 
 def test_stack_exhaustion_is_memory(session: prolog.SwiplSession) -> None:
     # The 64 MB stack overflows after 2 ms (measured), far inside the 5 s limit: MEMORY on any machine.
-    out = prolog.solve("p(L) :- length(L, 200000000).\n% query: p(_)\n", Limits(timeout_s=5, memory_mb=64), session=session)
+    out = prolog.solve(
+        "p(L) :- length(L, 200000000).\n% query: p(_)\n", Limits(timeout_s=5, memory_mb=64), session=session
+    )
     assert (out.status, out.error_kind) == (Status.MEMORY, "memory")
     assert prolog.solve("p(1).\n% query: p(1)\n", LIMITS, session=session).answer == "True"
 
@@ -249,7 +251,9 @@ def test_unanswered_request_kills_and_restarts_the_process(tmp_path: Path) -> No
         result = prolog.run_query("p.", "p", Limits(timeout_s=0.3, kill_grace_s=0.2), session=hung)
         assert result.status == "killed" and time.monotonic() - t0 < 5.0  # idle: 0.41 s; 10x that
         assert hung.pid is None  # killed
-        out = prolog.to_outcome(result, prolog.parse("p.\n% query: p\n"), Limits(timeout_s=0.3, kill_grace_s=0.2), result.seconds)
+        out = prolog.to_outcome(
+            result, prolog.parse("p.\n% query: p\n"), Limits(timeout_s=0.3, kill_grace_s=0.2), result.seconds
+        )
         assert out.status is Status.TIMEOUT
         prolog.run_query("p.", "p", Limits(timeout_s=0.3, kill_grace_s=0.2), session=hung)
         assert hung.starts == 2  # a fresh process for the next call
@@ -295,7 +299,7 @@ def test_shell_is_refused_and_nothing_runs(session: prolog.SwiplSession, tmp_pat
         "p(F) :- open(F, write, S), write(S, x), close(S).\n% query: p('/tmp/symbolkg-x')\n",
         "p(X) :- G = shell(X), call(G).\n% query: p(ls)\n",
         "% query: read(X)\n",
-        "% query: format(user_output, \"x\", [])\n",
+        '% query: format(user_output, "x", [])\n',
         "% query: set_prolog_flag(unknown, fail)\n",
         "user:p(a).\n% query: true\n",
         ":- foo.\n% query: true\n",

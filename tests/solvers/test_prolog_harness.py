@@ -1,4 +1,7 @@
-"""The SWI-Prolog harnesses are real Prolog files: shipped as package data, loaded from their installed path, lint-clean."""
+"""The SWI-Prolog harnesses are real Prolog files.
+
+They ship as package data, load from their installed path, and are lint-clean.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
+
 from symbolkg.solvers.prolog import process
 
 SWIPL = shutil.which(os.environ.get("SYMBOLKG_SWIPL") or "swipl")
@@ -20,9 +24,22 @@ def test_harness_loads_without_a_warning_and_passes_check(harness: str) -> None:
     path = process.harness_path(harness)
     assert Path(path).parent == process.HARNESS_DIR
     done = subprocess.run(
-        [SWIPL, "-f", "none", "--no-packs", "-q", "-g", f"load_files('{path}', []), check, writeln(lint_done), halt",
-         "-t", "halt(1)"],
-        stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120, check=False,
+        [
+            SWIPL,
+            "-f",
+            "none",
+            "--no-packs",
+            "-q",
+            "-g",
+            f"load_files('{path}', []), check, writeln(lint_done), halt",
+            "-t",
+            "halt(1)",
+        ],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
     )
     output = done.stdout + done.stderr
     assert done.returncode == 0 and "lint_done" in done.stdout, output
@@ -34,8 +51,15 @@ def test_every_harness_file_is_package_data() -> None:
     pyproject = (Path(__file__).resolve().parents[2] / "pyproject.toml").read_text()
     assert '"symbolkg.solvers.prolog" = ["*.pl"]' in pyproject
     names = {p.name for p in process.HARNESS_DIR.glob("*.pl")}
-    assert {"policy.pl", "query_harness.pl", "session_harness.pl", "session_guard.pl", "session_load.pl",
-            "session_goals.pl", "session_tools.pl"} <= names
+    assert {
+        "policy.pl",
+        "query_harness.pl",
+        "session_harness.pl",
+        "session_guard.pl",
+        "session_load.pl",
+        "session_goals.pl",
+        "session_tools.pl",
+    } <= names
 
 
 def test_a_missing_harness_is_reported_as_unavailable() -> None:

@@ -16,6 +16,7 @@ import time
 from collections.abc import Iterator
 
 import pytest
+
 from symbolkg.solvers.prolog.session import PrologSession, PrologToolError
 
 pytestmark = pytest.mark.skipif(
@@ -63,7 +64,7 @@ CATCH_PATTERNS = [
     "catch(findall(X, between(1, inf, X), _), _, r)",
     "c",
     "call_with_depth_limit(catch(r, _, r), 1000000000, _)",
-    "format(\"~@\", [catch(r, _, r)])",
+    'format("~@", [catch(r, _, r)])',
     "with_output_to(string(_), catch(r, _, r))",
 ]
 
@@ -108,7 +109,10 @@ def test_the_cleanup_of_a_cut_is_bounded_by_inferences(session: PrologSession) -
 
 def test_a_nested_depth_limit_cannot_lift_the_requests(session: PrologSession) -> None:
     source = session.get_source()["source_text"]
-    for goal in ("call_with_depth_limit(deep(0), 1000000000, _)", "catch(call_with_depth_limit(deep(0), 100000, R), _, true)"):
+    for goal in (
+        "call_with_depth_limit(deep(0), 1000000000, _)",
+        "catch(call_with_depth_limit(deep(0), 100000, R), _, true)",
+    ):
         t0 = time.monotonic()
         r = session.run_goal(goal, time_limit=LIMIT_S, max_depth=1000)
         assert r["outcome"] == "depth_exceeded" and r["depth_limited"], (goal, r)
@@ -146,11 +150,19 @@ def test_catch_and_cleanup_keep_their_meaning(session: PrologSession) -> None:
         "catch(throw(foo(1)), foo(Y), true)": [{"Y": 1}],
         "catch(catch(throw(a), b, true), a, Y = outer)": [{"Y": "outer"}],
         "catch(call_with_time_limit(0.05, r), time_limit_exceeded, Y = timed)": [{"Y": "timed"}],
-        "retractall(log(_)), setup_call_cleanup(true, true, assertz(log(exit))), findall(L, log(L), Y)": [{"Y": ["exit"]}],
-        "retractall(log(_)), (setup_call_cleanup(true, fail, assertz(log(fail))) ; true), findall(L, log(L), Y)": [{"Y": ["fail"]}],
-        "retractall(log(_)), once(setup_call_cleanup(true, member(_, [1,2]), assertz(log(cut)))), findall(L, log(L), Y)": [{"Y": ["cut"]}],
-        "retractall(log(_)), catch(setup_call_cleanup(true, throw(e), assertz(log(exc))), e, findall(L, log(L), Y))": [{"Y": ["exc"]}],
-        "retractall(log(_)), catch(setup_call_catcher_cleanup(true, throw(e), exception(E), assertz(log(E))), _, true), findall(L, log(L), Y)": [{"Y": ["e"]}],
+        "retractall(log(_)), setup_call_cleanup(true, true, assertz(log(exit))), findall(L, log(L), Y)": [
+            {"Y": ["exit"]}
+        ],
+        "retractall(log(_)), (setup_call_cleanup(true, fail, assertz(log(fail))) ; true), findall(L, log(L), Y)": [
+            {"Y": ["fail"]}
+        ],
+        "retractall(log(_)), once(setup_call_cleanup(true, member(_, [1,2]), assertz(log(cut)))), "
+        "findall(L, log(L), Y)": [{"Y": ["cut"]}],
+        "retractall(log(_)), catch(setup_call_cleanup(true, throw(e), assertz(log(exc))), e, findall(L, log(L), Y))": [
+            {"Y": ["exc"]}
+        ],
+        "retractall(log(_)), catch(setup_call_catcher_cleanup(true, throw(e), exception(E), assertz(log(E))), "
+        "_, true), findall(L, log(L), Y)": [{"Y": ["e"]}],
         "findall(X-D, call_with_depth_limit(member(X, [a]), 10, D), Y)": [{"Y": [{"functor": "-", "args": ["a", 2]}]}],
     }
     for goal, answers in cases.items():

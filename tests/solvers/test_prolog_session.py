@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
 from symbolkg.solvers.prolog.session import PrologSession, PrologToolError, SessionLimits
 from symbolkg.solvers.prolog.session_registry import SessionRegistry
 
@@ -120,7 +121,10 @@ def test_thousand_facts_tables_and_library_names(session: PrologSession) -> None
     assert r["clause_count"] == 1000 and r["messages"] == []
     assert session.run_goal("fact(500, X, Y)")["answers"] == [{"X": "item_500", "Y": "Name 500"}]
     assert session.run_goal("aggregate_all(count, fact(_, _, _), N)")["answers"] == [{"N": 1000}]
-    graph = ":- table path/2.\nedge(a, b). edge(b, c). edge(c, a).\npath(X, Y) :- edge(X, Y).\npath(X, Y) :- path(X, Z), edge(Z, Y).\n"
+    graph = (
+        ":- table path/2.\nedge(a, b). edge(b, c). edge(c, a).\npath(X, Y) :- edge(X, Y).\n"
+        "path(X, Y) :- path(X, Z), edge(Z, Y).\n"
+    )
     for _ in range(2):  # reconsulting a tabled (left-recursive) program works
         r = session.consult_text(graph)
         assert r["messages"] == [] and r["clause_count"] == 5
@@ -133,7 +137,8 @@ def test_thousand_facts_tables_and_library_names(session: PrologSession) -> None
 
 def test_typed_answers(shared: PrologSession) -> None:
     r = shared.run_goal(
-        'A = 42, B = 2.5, C = hello, D = "text", E = [1, [x]], F = point(1, "s"), G = f(V, V, _W), H = [], I is 2**70, J = inf'
+        'A = 42, B = 2.5, C = hello, D = "text", E = [1, [x]], F = point(1, "s"), G = f(V, V, _W), H = [], '
+        "I is 2**70, J = inf"
     )
     (a,) = r["answers"]
     assert a["A"] == 42 and a["B"] == 2.5 and a["C"] == "hello"

@@ -12,6 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from symbolkg.solvers import prompts, registry
+from symbolkg.solvers.outcomes import ErrorKind, Limits, ProgramError
 from symbolkg.solvers.prompts import (
     EXAMPLES,
     LANGUAGE_FOR_DATASET,
@@ -24,7 +25,6 @@ from symbolkg.solvers.prompts import (
     program_structured_output,
     refine_messages,
 )
-from symbolkg.solvers.outcomes import ErrorKind, Limits, ProgramError
 from tests.conftest import data_or_skip
 
 LANGUAGES = sorted(EXAMPLES)
@@ -142,8 +142,16 @@ def test_refine_prompt_continues_the_formulation_conversation_with_the_reply_and
 
 
 def test_refine_prompt_for_no_answer_and_missing_line():
-    messages = refine_messages("logiclm-csp", CONTEXT, QUESTION, TF, "Variables:\na [IN] [1, 2]", "no_answer",
-                               "options A and B are both entailed", None)
+    messages = refine_messages(
+        "logiclm-csp",
+        CONTEXT,
+        QUESTION,
+        TF,
+        "Variables:\na [IN] [1, 2]",
+        "no_answer",
+        "options A and B are both entailed",
+        None,
+    )
     body = messages[-1][1]
     assert "does not give exactly one answer" in body
     assert "Error (no_answer): options A and B are both entailed" in body
@@ -157,7 +165,10 @@ def test_refine_prompt_for_no_answer_and_missing_line():
 
 # --------------------------------------------------------------------------- extract_program
 
-LP = "Predicates:\nBlue($x, bool)\nFacts:\nBlue(cow, True)\nRules:\nBlue($x, True) >>> Big($x, True)\nQuery:\nBig(cow, True)"
+LP = (
+    "Predicates:\nBlue($x, bool)\nFacts:\nBlue(cow, True)\nRules:\nBlue($x, True) >>> Big($x, True)\nQuery:\n"
+    "Big(cow, True)"
+)
 
 
 @pytest.mark.parametrize(
@@ -178,7 +189,10 @@ def test_extract_program_strips_fences_and_prose(completion):
 
 
 def test_extract_program_normalises_markdown_headers_and_line_numbers():
-    text = "**Predicates:**\nBlue($x, bool)\n## Facts:\nBlue(cow, True)\n### Rules\n**Rules:**\nBlue($x, True) >>> Big($x, True)\n**Query:** Big(cow, True)"
+    text = (
+        "**Predicates:**\nBlue($x, bool)\n## Facts:\nBlue(cow, True)\n### Rules\n**Rules:**\n"
+        "Blue($x, True) >>> Big($x, True)\n**Query:** Big(cow, True)"
+    )
     out = extract_program("logiclm-lp", text)
     assert out.splitlines()[0] == "Predicates:" and out.endswith("Query:\nBig(cow, True)")
     assert registry.parse("logiclm-lp", out).query.predicate == "Big"
@@ -192,7 +206,10 @@ def test_extract_program_normalises_markdown_headers_and_line_numbers():
 
 
 def test_extract_program_other_languages():
-    fol = "Predicates:\nDog(x) ::: x is a dog.\nPremises:\nDog(rex) ::: Rex is a dog.\nConclusion:\nDog(rex) ::: Rex is a dog."
+    fol = (
+        "Predicates:\nDog(x) ::: x is a dog.\nPremises:\nDog(rex) ::: Rex is a dog.\nConclusion:\n"
+        "Dog(rex) ::: Rex is a dog."
+    )
     assert extract_program("logiclm-fol", f"**Premises** first:\n```\n{fol}\n```\nNote: trivially true.") == fol
     assert extract_program("logiclm-fol", f"{fol}\n\nThis conclusion follows.") == fol
     csp = "Domain:\n1: left\nVariables:\na [IN] [1, 2]\nConstraints:\na == 1\nQuery:\nA) a == 1\nB) a == 2"
@@ -299,8 +316,9 @@ def sample_regex(regex: str, rng: random.Random) -> str:
     from re import _parser
 
     def member(items, ch: str) -> bool:
-        found = any((op is c.LITERAL and arg == ord(ch)) or (op is c.RANGE and arg[0] <= ord(ch) <= arg[1])
-                    for op, arg in items)
+        found = any(
+            (op is c.LITERAL and arg == ord(ch)) or (op is c.RANGE and arg[0] <= ord(ch) <= arg[1]) for op, arg in items
+        )
         return found != (items[0][0] is c.NEGATE)
 
     def gen(tokens) -> str:
@@ -374,7 +392,10 @@ def test_regexes_compile_in_xgrammar_as_in_python():
         grammar = xgrammar.Grammar.from_regex(regex)
         own = [sample_regex(regex, rng) for _ in range(10)]
         for sample in samples + own + [s.replace("\n", "\u2028", 1) for s in own]:
-            assert testing._is_grammar_accept_string(grammar, sample) == bool(re.fullmatch(regex, sample)), (regex, sample)
+            assert testing._is_grammar_accept_string(grammar, sample) == bool(re.fullmatch(regex, sample)), (
+                regex,
+                sample,
+            )
 
 
 # --------------------------------------------------------------------------- direct / CoT
@@ -404,7 +425,13 @@ def test_answer_structured_output():
     assert answer_structured_output([], cot=True) is None
 
 
-FIVE = ["A) The fig is first.", "B) The plum is first.", "C) The pear is first.", "D) The kiwi is first.", "E) The lime is first."]
+FIVE = [
+    "A) The fig is first.",
+    "B) The plum is first.",
+    "C) The pear is first.",
+    "D) The kiwi is first.",
+    "E) The lime is first.",
+]
 
 
 @pytest.mark.parametrize(

@@ -7,37 +7,51 @@ import pytest
 from symbolkg.solvers.router import RouteFeatures, options_kind, route, text_features
 
 
-@pytest.mark.parametrize("options, kind", [
-    (("A) True", "B) False"), "true_false"),
-    (("A) True", "B) False", "C) Unknown"), "true_false_unknown"),
-    (("A) True", "B) False", "C) Uncertain."), "true_false_unknown"),
-    (("A) The owl is second from the left.", "B) The owl is last."), "choices"),
-    (("A) True", "B) 7"), "choices"),
-    ((), "none"),
-])
+@pytest.mark.parametrize(
+    "options, kind",
+    [
+        (("A) True", "B) False"), "true_false"),
+        (("A) True", "B) False", "C) Unknown"), "true_false_unknown"),
+        (("A) True", "B) False", "C) Uncertain."), "true_false_unknown"),
+        (("A) The owl is second from the left.", "B) The owl is last."), "choices"),
+        (("A) True", "B) 7"), "choices"),
+        ((), "none"),
+    ],
+)
 def test_options_kind(options, kind):
     assert options_kind(options) == kind
 
 
 def features(**kw) -> RouteFeatures:
-    base = dict(options_kind="true_false", n_options=2, ordering_words=0, assignment_question=False, numbers=0,
-                quantifiers=0, disjunctive_sentences=0, sentences=4)
+    base = dict(
+        options_kind="true_false",
+        n_options=2,
+        ordering_words=0,
+        assignment_question=False,
+        numbers=0,
+        quantifiers=0,
+        disjunctive_sentences=0,
+        sentences=4,
+    )
     return RouteFeatures(**{**base, **kw})
 
 
-@pytest.mark.parametrize("kw, solver, rule", [
-    (dict(graph_constraints={"Ordering": 2, "Generic": 5}), "z3", "lkg_constraints"),
-    (dict(graph_constraints={"Ordering": 1, "Generic": 5}, quantifiers=3), "prolog", "closed_world_horn"),
-    (dict(options_kind="choices", n_options=5, assignment_question=True), "z3", "choice_assignment"),
-    (dict(options_kind="choices", n_options=5, ordering_words=3), "z3", "choice_assignment"),
-    (dict(options_kind="true_false_unknown", n_options=3, quantifiers=9), "prover9", "open_world"),
-    (dict(options_kind="none", n_options=0, ordering_words=5), "z3", "ordering"),
-    (dict(disjunctive_sentences=1, quantifiers=2), "prover9", "disjunctive"),
-    (dict(quantifiers=2), "prolog", "closed_world_horn"),
-    (dict(graph_rules=3), "prolog", "closed_world_horn"),
-    (dict(options_kind="choices", n_options=4, numbers=6), "z3", "arithmetic"),
-    (dict(options_kind="choices", n_options=4), "prover9", "default"),
-])
+@pytest.mark.parametrize(
+    "kw, solver, rule",
+    [
+        (dict(graph_constraints={"Ordering": 2, "Generic": 5}), "z3", "lkg_constraints"),
+        (dict(graph_constraints={"Ordering": 1, "Generic": 5}, quantifiers=3), "prolog", "closed_world_horn"),
+        (dict(options_kind="choices", n_options=5, assignment_question=True), "z3", "choice_assignment"),
+        (dict(options_kind="choices", n_options=5, ordering_words=3), "z3", "choice_assignment"),
+        (dict(options_kind="true_false_unknown", n_options=3, quantifiers=9), "prover9", "open_world"),
+        (dict(options_kind="none", n_options=0, ordering_words=5), "z3", "ordering"),
+        (dict(disjunctive_sentences=1, quantifiers=2), "prover9", "disjunctive"),
+        (dict(quantifiers=2), "prolog", "closed_world_horn"),
+        (dict(graph_rules=3), "prolog", "closed_world_horn"),
+        (dict(options_kind="choices", n_options=4, numbers=6), "z3", "arithmetic"),
+        (dict(options_kind="choices", n_options=4), "prover9", "default"),
+    ],
+)
 def test_decision_list(kw, solver, rule):
     r = route(features(**kw))
     assert (r.solver, r.rule) == (solver, rule) and r.reasons and r.reasons[0]
@@ -51,8 +65,10 @@ def test_forced_route_and_bad_solver():
 
 
 def test_text_features_and_the_option_ablation():
-    context = ("Either Ann or Bob is first. Some cats are black. Carl finished before Dana. "
-               "If someone is kind then they are nice. There are 3 slots.")
+    context = (
+        "Either Ann or Bob is first. Some cats are black. Carl finished before Dana. "
+        "If someone is kind then they are nice. There are 3 slots."
+    )
     f = text_features(context, "Which one of the following could be true?", ("A) Ann is first", "B) Bob is last"))
     assert f.options_kind == "choices" and f.n_options == 2 and f.assignment_question
     assert f.sentences == 5 and f.disjunctive_sentences == 2  # "either/or" and "some", not "someone"
@@ -85,9 +101,12 @@ def test_target_for_maps_each_route_to_a_prompt_language_and_a_runner():
     assert (prolog.language, prolog.run_as) == ("logiclm-lp", "logiclm-lp-swipl")
     assert target_for("prover9", "True, false, or uncertain?").run_as == "logiclm-fol"
     assert target_for("z3", "Which of the following is true?").language == "logiclm-csp"
-    for question in ("Which one of the following could be the order?", "Which one of the following CANNOT be true?",
-                     "What is the maximum number of members on the committee?",
-                     "If Karl sits across from Harriet, then which one of the following must be true?"):
+    for question in (
+        "Which one of the following could be the order?",
+        "Which one of the following CANNOT be true?",
+        "What is the maximum number of members on the committee?",
+        "If Karl sits across from Harriet, then which one of the following must be true?",
+    ):
         smt = target_for("z3", question)
         assert smt.language == smt.run_as == "logiclm-smt" and smt.reason, question
     for solver in ("z3", "prover9", "prolog"):
@@ -97,11 +116,13 @@ def test_target_for_maps_each_route_to_a_prompt_language_and_a_runner():
 
 
 def test_the_prolog_route_runs_lp_programs_in_swi_prolog():
-    from symbolkg.solvers.registry import run
     from symbolkg.solvers.outcomes import Limits, SolveRequest
+    from symbolkg.solvers.registry import run
 
-    program = ("Predicates:\nCat($x, bool)\nPet($x, bool)\nFacts:\nCat(Tom, True)\nRules:\n"
-               "Cat($x, True) >>> Pet($x, True)\nQuery:\nPet(Tom, True)")
+    program = (
+        "Predicates:\nCat($x, bool)\nPet($x, bool)\nFacts:\nCat(Tom, True)\nRules:\n"
+        "Cat($x, True) >>> Pet($x, True)\nQuery:\nPet(Tom, True)"
+    )
     outcome = run(SolveRequest("p", "logiclm-lp-swipl", program, Limits(timeout_s=20)))
     assert (outcome.status.value, outcome.answer, outcome.backend) == ("proved", "True", "swipl")
     bad = run(SolveRequest("p", "logiclm-lp-swipl", "Query:\nPet(Tom, bool)", Limits(timeout_s=20)))

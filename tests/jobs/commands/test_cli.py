@@ -11,8 +11,24 @@ import pytest
 
 from symbolkg.jobs import cli, commands
 
-NAMES = ("datasets", "solve", "config", "lkg", "retrieve", "retrieval-eval", "router-eval", "report", "profile", "bench",
-         "check", "mcp", "logicgraph", "verify", "explain", "view")
+NAMES = (
+    "datasets",
+    "solve",
+    "config",
+    "lkg",
+    "retrieve",
+    "retrieval-eval",
+    "router-eval",
+    "report",
+    "profile",
+    "bench",
+    "check",
+    "mcp",
+    "logicgraph",
+    "verify",
+    "explain",
+    "view",
+)
 
 
 def _subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
@@ -27,7 +43,9 @@ def test_the_registry_builds_every_subcommand_in_help_order():
 def test_every_command_module_is_registered_and_has_add_parser_and_run():
     folder = Path(commands.__file__).parent
     modules = {p.stem for p in folder.glob("*.py")} - {"__init__", "common"}
-    registered = {m.__name__.rpartition(".")[2]: m for m in cli.COMMANDS if m.__name__.startswith(commands.__name__ + ".")}
+    registered = {
+        m.__name__.rpartition(".")[2]: m for m in cli.COMMANDS if m.__name__.startswith(commands.__name__ + ".")
+    }
     assert modules == set(registered)
     for module in cli.COMMANDS:
         assert callable(module.add_parser), module.__name__
@@ -46,15 +64,19 @@ def _leaf_parsers(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()):
 
 def test_every_leaf_command_dispatches_to_a_function():
     leaves = list(_leaf_parsers(cli.build_parser()))
-    assert ("lkg", "build") in dict(leaves) and ("mcp", "serve") in dict(leaves) and ("bench", "pipeline") in dict(leaves)
+    assert (
+        ("lkg", "build") in dict(leaves) and ("mcp", "serve") in dict(leaves) and ("bench", "pipeline") in dict(leaves)
+    )
     for path, parser in leaves:
         assert callable(parser.get_default("func")), path
 
 
 def test_building_the_parser_imports_neither_ray_nor_the_mcp_sdk():
     """`symbolkg --help` (and every command's parser) stays light: Ray and MCP load only when a command runs."""
-    code = ("import sys; from symbolkg.jobs.cli import build_parser; build_parser(); "
-            "print(sorted(m for m in ('ray', 'mcp', 'vllm', 'torch') if m in sys.modules))")
+    code = (
+        "import sys; from symbolkg.jobs.cli import build_parser; build_parser(); "
+        "print(sorted(m for m in ('ray', 'mcp', 'vllm', 'torch') if m in sys.modules))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
 

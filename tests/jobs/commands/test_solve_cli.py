@@ -16,8 +16,15 @@ import pytest
 from symbolkg.jobs.cli import main
 from tests.conftest import FIXTURES, lp_problem, write_jsonl
 
-REPORT_KEYS = {"problems", "executed", "execution_rate", "accuracy", "accuracy_on_executed", "errors_by_kind",
-               "wall_seconds"}
+REPORT_KEYS = {
+    "problems",
+    "executed",
+    "execution_rate",
+    "accuracy",
+    "accuracy_on_executed",
+    "errors_by_kind",
+    "wall_seconds",
+}
 
 
 def report_json(run: Path, capsys) -> dict:
@@ -28,8 +35,20 @@ def report_json(run: Path, capsys) -> dict:
 
 def test_generic_jsonl_with_programs_in_several_languages(tmp_path, capsys):
     out = tmp_path / "custom.parquet"
-    rc = main(["solve", "--programs", str(FIXTURES / "custom_problems.jsonl"), "--out", str(out),
-               "--executor", "local", "--workers", "1", "--no-progress"])
+    rc = main(
+        [
+            "solve",
+            "--programs",
+            str(FIXTURES / "custom_problems.jsonl"),
+            "--out",
+            str(out),
+            "--executor",
+            "local",
+            "--workers",
+            "1",
+            "--no-progress",
+        ]
+    )
     assert rc == 0
     rows = {r["problem_id"]: r for r in pq.read_table(out).to_pylist()}
     assert set(rows) == {"lp-cat", "fol-socrates", "prolog-grandparent", "smt-three", "no-program"}
@@ -47,8 +66,10 @@ def test_bad_line_is_named_and_skip_bad_solves_the_rest(tmp_path, capsys):
     assert main(["solve", "--programs", str(bad), "--out", str(out), "--executor", "local", "--no-progress"]) == 2
     err = capsys.readouterr().err
     assert "custom_bad.jsonl:2" in err and "question" in err
-    assert main(["solve", "--programs", str(bad), "--out", str(out), "--executor", "local", "--no-progress",
-                 "--skip-bad"]) == 0
+    assert (
+        main(["solve", "--programs", str(bad), "--out", str(out), "--executor", "local", "--no-progress", "--skip-bad"])
+        == 0
+    )
     err = capsys.readouterr().err
     assert "skipped bad row" in err and ":2" in err
     assert pq.read_table(out).num_rows == sum(1 for line in bad.read_text().splitlines() if line.strip()) - 1
@@ -76,8 +97,21 @@ def test_killing_the_job_and_rerunning_completes_without_duplicates(tmp_path):
     src = write_jsonl(tmp_path / "big.jsonl", [lp_problem(i, chain=60) for i in range(n)])
     out = tmp_path / "big.parquet"
     parts = out.with_name(out.name + ".parts")
-    cmd = [sys.executable, "-m", "symbolkg.jobs", "solve", "--programs", str(src), "--out", str(out), "--executor", "local",
-           "--workers", "2", "--no-progress"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "symbolkg.jobs",
+        "solve",
+        "--programs",
+        str(src),
+        "--out",
+        str(out),
+        "--executor",
+        "local",
+        "--workers",
+        "2",
+        "--no-progress",
+    ]
     env = dict(os.environ)
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
     # Measured idle: the second part appears 1.7-2.4 s in and the job ends 1.4-1.6 s later, so polling
@@ -117,16 +151,45 @@ def test_ray_executor_end_to_end(tmp_path, capsys, generated_jsonl):
     assert {r.split("/")[0] for r in pq.read_table(out).column("worker").to_pylist()} == {"solver-0.1", "solver-1.2"}
 
 
-@pytest.mark.parametrize("extra, message", [
-    (["--max-tokens", "0"], "--max-tokens must be >= 1"),
-    (["--llm-actor"], "--llm-actor hosts a vLLM engine in a Ray actor"),
-])
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        (["--max-tokens", "0"], "--max-tokens must be >= 1"),
+        (["--llm-actor"], "--llm-actor hosts a vLLM engine in a Ray actor"),
+    ],
+)
 def test_llm_flags_are_checked_before_anything_starts(tmp_path, capsys, extra, message):
     programs = tmp_path / "p.jsonl"
-    programs.write_text(json.dumps({"id": "p1", "context": "Bob is big.", "question": "Is Bob big?",
-                                    "options": ["A) True", "B) False"], "answer": "A"}) + "\n")
+    programs.write_text(
+        json.dumps(
+            {
+                "id": "p1",
+                "context": "Bob is big.",
+                "question": "Is Bob big?",
+                "options": ["A) True", "B) False"],
+                "answer": "A",
+            }
+        )
+        + "\n"
+    )
     out = tmp_path / "run.parquet"
-    code = main(["solve", "--method", "cot", "--engine", "replay", "--cache", str(tmp_path / "c"), "--model", "m",
-                 "--programs", str(programs), "--out", str(out), *extra])
+    code = main(
+        [
+            "solve",
+            "--method",
+            "cot",
+            "--engine",
+            "replay",
+            "--cache",
+            str(tmp_path / "c"),
+            "--model",
+            "m",
+            "--programs",
+            str(programs),
+            "--out",
+            str(out),
+            *extra,
+        ]
+    )
     assert code == 2 and message in capsys.readouterr().err
     assert not out.exists()

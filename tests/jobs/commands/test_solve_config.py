@@ -61,8 +61,9 @@ def same_metadata(a: dict, b: dict, *, except_config: tuple[str, ...] = ()) -> N
     ca, cb = ({k: v for k, v in m["config"].items() if k not in except_config} for m in (a, b))
     assert ca == cb
     assert a["provenance"] == b["provenance"]
-    assert {k: a[k] for k in a if k not in ("config", "sessions", "wall_seconds")} == \
-        {k: b[k] for k in b if k not in ("config", "sessions", "wall_seconds")}
+    assert {k: a[k] for k in a if k not in ("config", "sessions", "wall_seconds")} == {
+        k: b[k] for k in b if k not in ("config", "sessions", "wall_seconds")
+    }
 
 
 # --------------------------------------------------------------------------- recorded programs
@@ -76,13 +77,25 @@ def programs(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def flags_run(tmp_path_factory, programs) -> Path:
     """The recorded-programs job from flags: FOLDER/run.parquet."""
-    return solve_in(tmp_path_factory.mktemp("flags"), "--programs", str(programs), "--out", "run.parquet",
-                    "--timeout-s", "20", *WORKERS) / "run.parquet"
+    return (
+        solve_in(
+            tmp_path_factory.mktemp("flags"),
+            "--programs",
+            str(programs),
+            "--out",
+            "run.parquet",
+            "--timeout-s",
+            "20",
+            *WORKERS,
+        )
+        / "run.parquet"
+    )
 
 
 def test_config_file_and_the_same_flags_give_identical_results(tmp_path, programs, flags_run):
-    (tmp_path / "run.yaml").write_text(f"programs: {programs}\nout: run.parquet\ntimeout-s: 20\nexecutor: local\n"
-                                       "workers: 1\nno_progress: true\n")
+    (tmp_path / "run.yaml").write_text(
+        f"programs: {programs}\nout: run.parquet\ntimeout-s: 20\nexecutor: local\nworkers: 1\nno_progress: true\n"
+    )
     run = solve_in(tmp_path, "--config", "run.yaml") / "run.parquet"
     assert rows(run) == rows(flags_run)
     same_metadata(read_run_meta(run), read_run_meta(flags_run))
@@ -121,8 +134,9 @@ def test_programs_run_metadata(flags_run, programs):
     assert config["method"] == "recorded" and config["programs"] == str(programs) and config["max_refine_rounds"] == 3
     assert {"symbolkg_version", "git_commit", "git_dirty", "python", "input"} <= prov.keys()
     assert prov["symbolkg_version"] not in ("", None) and prov["git_commit"]  # a checkout here: the commit
-    assert prov["input"]["files"] == [{"path": str(programs.resolve()), "bytes": programs.stat().st_size,
-                                       "sha256": file_sha256(programs)}]
+    assert prov["input"]["files"] == [
+        {"path": str(programs.resolve()), "bytes": programs.stat().st_size, "sha256": file_sha256(programs)}
+    ]
     assert len(prov["input"]["fingerprint"]) == 64
 
 
@@ -134,26 +148,59 @@ def logiclm(tmp_path_factory) -> dict[str, Path]:
     """A logiclm job with the recorded engine from flags and from a file (each writing its cache), and its replays."""
     recorded = data_or_skip("logiclm", "programs", "ProntoQA_dev_gpt-4.json")
     root = tmp_path_factory.mktemp("logiclm")
-    flags = ["--method", "logiclm", "--engine", "recorded", "--recorded", str(recorded), "--dataset",
-             "logiclm/prontoqa", "--data-dir", str(DATA), "--limit", "3", "--max-refine-rounds", "0", "--cache",
-             "cache", "--out", "run.parquet", *WORKERS]
+    flags = [
+        "--method",
+        "logiclm",
+        "--engine",
+        "recorded",
+        "--recorded",
+        str(recorded),
+        "--dataset",
+        "logiclm/prontoqa",
+        "--data-dir",
+        str(DATA),
+        "--limit",
+        "3",
+        "--max-refine-rounds",
+        "0",
+        "--cache",
+        "cache",
+        "--out",
+        "run.parquet",
+        *WORKERS,
+    ]
     made = {"flags": solve_in(root / "flags", *flags) / "run.parquet"}
     cfg = root / "config" / "run.toml"
     cfg.parent.mkdir()
-    cfg.write_text(f'method = "logiclm"\nengine = "recorded"\nrecorded = "{recorded}"\ndataset = "logiclm/prontoqa"\n'
-                   f'data_dir = "{DATA}"\nlimit = 3\nmax_refine_rounds = 0\ncache = "cache"\nout = "run.parquet"\n'
-                   'executor = "local"\nworkers = 1\nno_progress = true\n')
+    cfg.write_text(
+        f'method = "logiclm"\nengine = "recorded"\nrecorded = "{recorded}"\ndataset = "logiclm/prontoqa"\n'
+        f'data_dir = "{DATA}"\nlimit = 3\nmax_refine_rounds = 0\ncache = "cache"\nout = "run.parquet"\n'
+        'executor = "local"\nworkers = 1\nno_progress = true\n'
+    )
     made["config"] = solve_in(cfg.parent, "--config", "run.toml") / "run.parquet"
     # replays of the flags run: one by --rerun, then one from flags and one from a file, each on a copy of the cache
-    made["rerun"] = solve_in(root / "flags", "--rerun", str(made["flags"]), "--out", "replayed.parquet",
-                             "--engine", "replay", "--cache", "cache") / "replayed.parquet"
+    made["rerun"] = (
+        solve_in(
+            root / "flags",
+            "--rerun",
+            str(made["flags"]),
+            "--out",
+            "replayed.parquet",
+            "--engine",
+            "replay",
+            "--cache",
+            "cache",
+        )
+        / "replayed.parquet"
+    )
     replay = ["--engine", "replay", "--model", "recorded:ProntoQA_dev_gpt-4"]
     for name in ("replay-flags", "replay-config"):
         shutil.copytree(root / "flags" / "cache", root / name / "cache")
     made["replay-flags"] = solve_in(root / "replay-flags", *flags, *replay) / "run.parquet"
     (root / "replay-config" / "run.yaml").write_text(
         cfg.read_text().replace(" = ", ": ").replace('"recorded"', '"replay"')
-        + "model: 'recorded:ProntoQA_dev_gpt-4'\n")
+        + "model: 'recorded:ProntoQA_dev_gpt-4'\n"
+    )
     made["replay-config"] = solve_in(root / "replay-config", "--config", "run.yaml") / "run.parquet"
     return made
 
@@ -185,8 +232,13 @@ def test_logiclm_metadata_names_the_model_its_files_prompts_sampling_and_input(l
     assert prov["model"]["files_sha256"] == file_sha256(recorded) and prov["model"]["engine"] == "recorded"
     assert {"logiclm/formulate/logiclm-lp", "logiclm/refine/logiclm-fol"} <= prov["prompts"].keys()
     assert all(len(v) == 16 for v in prov["prompts"].values())
-    assert prov["sampling"]["formulate"] == {"max_tokens": 1024, "temperature": 0.0, "top_p": 1.0, "stop": [],
-                                             "seed": None}
+    assert prov["sampling"]["formulate"] == {
+        "max_tokens": 1024,
+        "temperature": 0.0,
+        "top_p": 1.0,
+        "stop": [],
+        "seed": None,
+    }
     assert prov["seed"] == {"requests": None, "engine": None}
     assert {Path(f["path"]).name for f in prov["input"]["files"]} == {"dev.json", "ProntoQA_dev_gpt-4.json"}
     assert prov["input"]["limit"] == 3 and prov["input"]["datasets"] == ["logiclm/prontoqa"]
@@ -210,12 +262,19 @@ def test_a_vllm_run_records_the_model_name_and_its_files_hash(tmp_path, monkeypa
 
     if not models.is_prepared(models.DEFAULT_MODEL):
         pytest.skip("the embedded model is not converted (python -m symbolkg.actors.engines.models prepare)")
-    problems = write_jsonl(tmp_path / "p.jsonl", [{k: v for k, v in lp_problem(i).items() if k != "program"}
-                                                  for i in range(2)])
+    problems = write_jsonl(
+        tmp_path / "p.jsonl", [{k: v for k, v in lp_problem(i).items() if k != "program"} for i in range(2)]
+    )
     args = ["--method", "direct", "--engine", "vllm", "--programs", str(problems), "--cache", "cache", *WORKERS]
     real = common.make_engine
-    fill = lambda opts: CachingEngine(ScriptedEngine(lambda r: "A", model=models.DEFAULT_MODEL,  # noqa: E731
-                                                     supports_structured=True), CompletionCache(Path("cache")))
+    fill = lambda opts: CachingEngine(
+        ScriptedEngine(
+            lambda r: "A",
+            model=models.DEFAULT_MODEL,
+            supports_structured=True,
+        ),
+        CompletionCache(Path("cache")),
+    )
     monkeypatch.setattr(common, "make_engine", fill)
     solve_in(tmp_path, *args, "--out", "filled.parquet")
     monkeypatch.setattr(common, "make_engine", real)

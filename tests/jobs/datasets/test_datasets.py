@@ -62,7 +62,13 @@ def write_jsonl(path: Path, rows: list[object]) -> Path:
 
 
 def row(**overrides: object) -> dict[str, object]:
-    base: dict[str, object] = {"id": "p1", "context": "c", "question": "q?", "options": ["A) True", "B) False"], "answer": "A"}
+    base: dict[str, object] = {
+        "id": "p1",
+        "context": "c",
+        "question": "q?",
+        "options": ["A) True", "B) False"],
+        "answer": "A",
+    }
     base.update(overrides)
     return base
 
@@ -74,8 +80,13 @@ def row(**overrides: object) -> dict[str, object]:
 def test_names_and_languages() -> None:
     assert dataset_names(DATA) == sorted(EXPECTED_COUNTS)
     # the language of each Logic-LM set is told by its recorded programs' sections
-    for name, language in (("prontoqa", "logiclm-lp"), ("proofwriter", "logiclm-lp"), ("folio", "logiclm-fol"),
-                           ("logicaldeduction", "logiclm-csp"), ("ar-lsat", "logiclm-smt")):
+    for name, language in (
+        ("prontoqa", "logiclm-lp"),
+        ("proofwriter", "logiclm-lp"),
+        ("folio", "logiclm-fol"),
+        ("logicaldeduction", "logiclm-csp"),
+        ("ar-lsat", "logiclm-smt"),
+    ):
         assert load_dataset(f"logiclm/{name}", DATA, limit=1).problems[0].meta["language"] == language
     assert "language" not in load_dataset("symba/clutrr", DATA, limit=1).problems[0].meta
 
@@ -301,7 +312,9 @@ def test_pararule_bad_question_and_no_trailing_newline(tmp_path: Path) -> None:
         ("AR-LSAT", "logiclm/ar-lsat", "logiclm-smt", "ar_lsat_201306_2-G_4_19"),
     ],
 )
-def test_program_files_attach_programs_and_keep_missing(stem: str, name: str, language: str, missing: str | None) -> None:
+def test_program_files_attach_programs_and_keep_missing(
+    stem: str, name: str, language: str, missing: str | None
+) -> None:
     path = DATA / "logiclm/programs" / f"{stem}_dev_gpt-4.json"
     result = load_logiclm_programs(path, data_dir=DATA)
     dev = load_dataset(name, DATA).problems
@@ -351,7 +364,10 @@ def test_program_file_ids_without_prefix(tmp_path: Path) -> None:
         load_logiclm_programs(path, data_dir=tmp_path)
     result = load_logiclm_programs(path, dataset="logiclm/prontoqa", data_dir=tmp_path)
     assert result.problems[0].program == Program("logiclm-lp", "Predicates:\nQuery:\n")
-    mixed = records + [{**row(id="FOLIO_dev_0"), "raw_logic_programs": ["x"]}, {**row(id="ProntoQA_1"), "raw_logic_programs": ["y"]}]
+    mixed = records + [
+        {**row(id="FOLIO_dev_0"), "raw_logic_programs": ["x"]},
+        {**row(id="ProntoQA_1"), "raw_logic_programs": ["y"]},
+    ]
     path.write_text(json.dumps(mixed), encoding="utf-8")
     with pytest.raises(InputError, match="several datasets"):
         load_logiclm_programs(path, data_dir=tmp_path)
@@ -420,10 +436,18 @@ def test_generic_invalid_json_line_is_a_bad_row(tmp_path: Path) -> None:
     ("record", "field", "message"),
     [
         (row(questoin="typo"), "questoin", "unknown field(s) 'questoin'"),
-        (row(program={"language": "python", "text": "print(1)"}), "program.language", "unknown program language 'python'"),
+        (
+            row(program={"language": "python", "text": "print(1)"}),
+            "program.language",
+            "unknown program language 'python'",
+        ),
         (row(program_language="cobol", program_text="x"), "program_language", "known: logiclm-csp"),
         (row(program={"language": "prolog", "text": "a.", "query": "a"}), "program.query", "unknown field(s) 'query'"),
-        (row(program={"language": "prolog", "text": "a."}, program_language="prolog", program_text="a."), "program", "not both"),
+        (
+            row(program={"language": "prolog", "text": "a."}, program_language="prolog", program_text="a."),
+            "program",
+            "not both",
+        ),
         (row(program_language="prolog"), "program_text", "required when"),
         (row(program={"language": "prolog", "text": " "}), "program.text", "must not be empty"),
         (row(answer="C"), "answer", "expected one of the option letters A, B"),

@@ -32,19 +32,50 @@ Cat($x, True) >>> Animal($x, True) ::: All cats are animals.
 Query:
 Animal({who}, True) ::: {who} is an animal."""
 
-WORLD = [{"id": 0, "name": "fair_trial_rules", "statements": [
-    {"id": 0, "statement": "fair_trial :- public_hearing, reasonable_time.",
-     "description": "A trial is fair when the hearing is public and the time reasonable."},
-    {"id": 0, "statement": "reasonable_time :- no_delays."}]}]  # no description: SymBa's own files have such
+WORLD = [
+    {
+        "id": 0,
+        "name": "fair_trial_rules",
+        "statements": [
+            {
+                "id": 0,
+                "statement": "fair_trial :- public_hearing, reasonable_time.",
+                "description": "A trial is fair when the hearing is public and the time reasonable.",
+            },
+            {"id": 0, "statement": "reasonable_time :- no_delays."},  # no description: SymBa's own files have such
+        ],
+    }
+]
 
 SYMBA = [
-    {"id": "001-187689", "body_text": "The hearing was public. There were no delays.", "world_model": ["fair_trial_rules"],
-     "goal": "fair_trial", "label": True,
-     "program": [{"statement": "public_hearing."}, {"statement": "no_delays.", "description": "There were no delays."}]},
-    {"id": "001-189425", "body_text": "The hearing was secret.", "world_model": ["fair_trial_rules"],
-     "goal": "fair_trial", "label": False, "program": []},
-    {"id": 3, "body_text": "Ann has 2 apples and buys half an apple.", "world_model": [], "goal": "answer(X)",
-     "label": True, "goal_solved": "answer(2.5)", "program": [{"statement": "answer(X) :- X is 2 + 0.5."}]},
+    {
+        "id": "001-187689",
+        "body_text": "The hearing was public. There were no delays.",
+        "world_model": ["fair_trial_rules"],
+        "goal": "fair_trial",
+        "label": True,
+        "program": [
+            {"statement": "public_hearing."},
+            {"statement": "no_delays.", "description": "There were no delays."},
+        ],
+    },
+    {
+        "id": "001-189425",
+        "body_text": "The hearing was secret.",
+        "world_model": ["fair_trial_rules"],
+        "goal": "fair_trial",
+        "label": False,
+        "program": [],
+    },
+    {
+        "id": 3,
+        "body_text": "Ann has 2 apples and buys half an apple.",
+        "world_model": [],
+        "goal": "answer(X)",
+        "label": True,
+        "goal_solved": "answer(2.5)",
+        "program": [{"statement": "answer(X) :- X is 2 + 0.5."}],
+    },
 ]
 
 
@@ -56,34 +87,72 @@ def write(path: Path, text: str) -> Path:
 
 def pararule_record(cid: str, depth: int) -> dict:
     q = {"id": f"{cid}1", "text": "The cat is big.", "label": "true", "meta": {"QDep": str(depth), "QCat": "0"}}
-    return {"id": cid, "context": "The cat is big.", "questions": [q, {**q, "id": f"{cid}2", "text": "The cat is not big.",
-                                                                        "label": "false"}]}
+    return {
+        "id": cid,
+        "context": "The cat is big.",
+        "questions": [q, {**q, "id": f"{cid}2", "text": "The cat is not big.", "label": "false"}],
+    }
 
 
 @pytest.fixture
 def data(tmp_path: Path) -> Path:
     root = tmp_path / "data"
-    write(root / "pararule_plus/Depth7/PARARULE_Plus_Depth7_shuffled_test.jsonl",
-          "\n".join(json.dumps(pararule_record(f"C-D7-{i}", 7)) for i in range(3)))  # no trailing newline, as the source
+    # no trailing newline, as the source
+    write(
+        root / "pararule_plus/Depth7/PARARULE_Plus_Depth7_shuffled_test.jsonl",
+        "\n".join(json.dumps(pararule_record(f"C-D7-{i}", 7)) for i in range(3)),
+    )
     write(root / "symba/fair_trials/test_data.json", json.dumps(SYMBA))
-    write(root / "symba/fair_trials/world_data.json", "\n" + json.dumps(WORLD))  # SymBa's own files start with a newline
-    puzzles = [{"id": f"cats_{i}", "context": "Tom is a cat. All cats are animals.",
-                "question": f"Is the following statement true or false? {who} is an animal.",
-                "options": ["A) True", "B) False"], "answer": "A" if who == "Tom" else "B"}
-               for i, who in enumerate(("Tom", "Rex"))]
+    # SymBa's own files start with a newline
+    write(root / "symba/fair_trials/world_data.json", "\n" + json.dumps(WORLD))
+    puzzles = [
+        {
+            "id": f"cats_{i}",
+            "context": "Tom is a cat. All cats are animals.",
+            "question": f"Is the following statement true or false? {who} is an animal.",
+            "options": ["A) True", "B) False"],
+            "answer": "A" if who == "Tom" else "B",
+        }
+        for i, who in enumerate(("Tom", "Rex"))
+    ]
     write(root / "logiclm/CatPuzzles/dev.json", json.dumps(puzzles))
-    write(root / "logiclm/programs/CatPuzzles_dev_gpt-4.json", json.dumps(
-        [{**p, "raw_logic_programs": [PW_LP.format(who=who)]} for p, who in zip(puzzles, ("Tom", "Rex"))]))
+    write(
+        root / "logiclm/programs/CatPuzzles_dev_gpt-4.json",
+        json.dumps(
+            [
+                {**p, "raw_logic_programs": [PW_LP.format(who=who)]}
+                for p, who in zip(puzzles, ("Tom", "Rex"), strict=True)
+            ]
+        ),
+    )
     write(root / "logiclm/Typed/dev.json", json.dumps([{**puzzles[0], "id": "typed_0", "language": "logiclm-fol"}]))
-    write(root / "custom/mine.jsonl", "\n".join(json.dumps(r) for r in (
-        {"id": "m1", "context": "Tom is a cat.", "question": "Is Tom a cat?"},
-        {"id": "m2", "context": "Tom is a cat.", "question": "Is Tom a dog?", "options": ["A) Yes", "B) No"],
-         "answer": "B"})) + "\n")
+    write(
+        root / "custom/mine.jsonl",
+        "\n".join(
+            json.dumps(r)
+            for r in (
+                {"id": "m1", "context": "Tom is a cat.", "question": "Is Tom a cat?"},
+                {
+                    "id": "m2",
+                    "context": "Tom is a cat.",
+                    "question": "Is Tom a dog?",
+                    "options": ["A) Yes", "B) No"],
+                    "answer": "B",
+                },
+            )
+        )
+        + "\n",
+    )
     return root
 
 
-NAMES = {"pararule_plus/depth7": 6, "symba/fair_trials": 3, "logiclm/catpuzzles": 2, "logiclm/typed": 1,
-         "custom/mine": 2}
+NAMES = {
+    "pararule_plus/depth7": 6,
+    "symba/fair_trials": 3,
+    "logiclm/catpuzzles": 2,
+    "logiclm/typed": 1,
+    "custom/mine": 2,
+}
 
 
 def test_the_datasets_command_lists_every_file_of_a_known_family(data: Path, capsys) -> None:
@@ -105,15 +174,19 @@ def test_a_depth7_pararule_file_loads_as_depths_2_to_4_do(data: Path) -> None:
     text = (data / "pararule_plus/Depth7/PARARULE_Plus_Depth7_shuffled_test.jsonl").read_text()
     write(data / "pararule_plus/Depth7/PARARULE_Plus_Depth7_shuffled_train.jsonl", text)
     assert [n for n in dataset_names(data) if n.startswith("pararule")] == [
-        "pararule_plus/depth7_shuffled_test", "pararule_plus/depth7_shuffled_train"]
+        "pararule_plus/depth7_shuffled_test",
+        "pararule_plus/depth7_shuffled_train",
+    ]
 
 
 def test_a_symba_folder_with_string_ids_no_descriptions_and_a_world_rule_set(data: Path) -> None:
     a, b, c = load_dataset("symba/fair_trials", data).problems
     assert [p.id for p in (a, b, c)] == ["fair_trials_001-187689", "fair_trials_001-189425", "fair_trials_3"]
     assert a.meta["source_id"] == "001-187689" and c.meta["source_id"] == "3"
-    assert a.meta["program"] == [{"statement": "public_hearing.", "description": ""},
-                                 {"statement": "no_delays.", "description": "There were no delays."}]
+    assert a.meta["program"] == [
+        {"statement": "public_hearing.", "description": ""},
+        {"statement": "no_delays.", "description": "There were no delays."},
+    ]
     assert a.meta["world_rules"] == ["fair_trial :- public_hearing, reasonable_time.", "reasonable_time :- no_delays."]
     assert (a.options, a.answer, b.answer) == (("A) True", "B) False"), "A", "B")
     # a goal with a variable and a solved goal asks for a value, whatever the folder is called
@@ -144,17 +217,37 @@ def test_a_users_jsonl_file_by_path_or_in_the_custom_folder(data: Path, tmp_path
     assert [p.id for p in by_path] == ["m1", "m2"] and {p.dataset for p in by_path} == {"custom/batch"}
 
 
-@pytest.mark.parametrize(("relpath", "edit", "where", "field"), [
-    ("pararule_plus/Depth7/PARARULE_Plus_Depth7_shuffled_test.jsonl",
-     lambda recs: recs[1]["questions"][0].update(label="yes"), ":2 (id 'C-D7-1')", "questions[0].label"),
-    ("symba/fair_trials/test_data.json", lambda recs: recs[1].update(id=None), ": record 2", "id"),
-    ("symba/fair_trials/test_data.json", lambda recs: recs[0]["program"][0].update(statement=7),
-     ": record 1 (id 'fair_trials_001-187689')", "program[0].statement"),
-    ("symba/fair_trials/test_data.json", lambda recs: recs[2].update(goal_solved="answer(X, 2)"),
-     ": record 3 (id 'fair_trials_3')", "goal_solved"),
-    ("logiclm/CatPuzzles/dev.json", lambda recs: recs[1].update(options="A) True"), ": record 2 (id 'cats_1')", "options"),
-    ("custom/mine.jsonl", lambda recs: recs[1].pop("question"), ":2 (id 'm2')", "question"),
-])
+@pytest.mark.parametrize(
+    ("relpath", "edit", "where", "field"),
+    [
+        (
+            "pararule_plus/Depth7/PARARULE_Plus_Depth7_shuffled_test.jsonl",
+            lambda recs: recs[1]["questions"][0].update(label="yes"),
+            ":2 (id 'C-D7-1')",
+            "questions[0].label",
+        ),
+        ("symba/fair_trials/test_data.json", lambda recs: recs[1].update(id=None), ": record 2", "id"),
+        (
+            "symba/fair_trials/test_data.json",
+            lambda recs: recs[0]["program"][0].update(statement=7),
+            ": record 1 (id 'fair_trials_001-187689')",
+            "program[0].statement",
+        ),
+        (
+            "symba/fair_trials/test_data.json",
+            lambda recs: recs[2].update(goal_solved="answer(X, 2)"),
+            ": record 3 (id 'fair_trials_3')",
+            "goal_solved",
+        ),
+        (
+            "logiclm/CatPuzzles/dev.json",
+            lambda recs: recs[1].update(options="A) True"),
+            ": record 2 (id 'cats_1')",
+            "options",
+        ),
+        ("custom/mine.jsonl", lambda recs: recs[1].pop("question"), ":2 (id 'm2')", "question"),
+    ],
+)
 def test_a_wrong_record_gets_one_line_naming_file_record_and_field(data: Path, relpath, edit, where, field) -> None:
     path = data / relpath
     text = path.read_text(encoding="utf-8")
@@ -175,23 +268,62 @@ def test_the_solve_command_reports_a_wrong_record_in_one_line(data: Path, tmp_pa
     records = json.loads((data / "symba/fair_trials/test_data.json").read_text())
     records[0]["label"] = "yes"
     write(data / "symba/fair_trials/test_data.json", json.dumps(records))
-    rc = main(["solve", "--method", "direct", "--engine", "gold", "--dataset", "fair_trials", "--data-dir", str(data),
-               "--out", str(tmp_path / "r.parquet"), "--no-progress"])
+    rc = main(
+        [
+            "solve",
+            "--method",
+            "direct",
+            "--engine",
+            "gold",
+            "--dataset",
+            "fair_trials",
+            "--data-dir",
+            str(data),
+            "--out",
+            str(tmp_path / "r.parquet"),
+            "--no-progress",
+        ]
+    )
     err = capsys.readouterr().err
     assert rc == 2
-    assert (f"symbolkg solve: bad input: {data / 'symba/fair_trials/test_data.json'}: record 1 "
-            "(id 'fair_trials_001-187689'): field 'label': expected true or false, got string") in err.splitlines()
+    assert (
+        f"symbolkg solve: bad input: {data / 'symba/fair_trials/test_data.json'}: record 1 "
+        "(id 'fair_trials_001-187689'): field 'label': expected true or false, got string"
+    ) in err.splitlines()
 
 
 def test_the_logiclm_method_answers_a_new_logiclm_folder_from_its_recorded_programs(data: Path, tmp_path: Path) -> None:
     out = tmp_path / "cats.parquet"
-    assert main(["solve", "--method", "logiclm", "--engine", "recorded", "--recorded",
-                 str(data / "logiclm/programs/CatPuzzles_dev_gpt-4.json"), "--dataset", "catpuzzles",
-                 "--data-dir", str(data), "--out", str(out), "--no-progress", "--executor", "local",
-                 "--workers", "1"]) == 0
+    assert (
+        main(
+            [
+                "solve",
+                "--method",
+                "logiclm",
+                "--engine",
+                "recorded",
+                "--recorded",
+                str(data / "logiclm/programs/CatPuzzles_dev_gpt-4.json"),
+                "--dataset",
+                "catpuzzles",
+                "--data-dir",
+                str(data),
+                "--out",
+                str(out),
+                "--no-progress",
+                "--executor",
+                "local",
+                "--workers",
+                "1",
+            ]
+        )
+        == 0
+    )
     rows = pq.read_table(out).to_pylist()
     assert [(r["problem_id"], r["language"], r["predicted"], r["correct"]) for r in rows] == [
-        ("cats_0", "logiclm-lp", "A", True), ("cats_1", "logiclm-lp", "B", True)]
+        ("cats_0", "logiclm-lp", "A", True),
+        ("cats_1", "logiclm-lp", "B", True),
+    ]
 
 
 @pytest.mark.skipif(not (DATA / "pararule_plus").is_dir(), reason="shared data not found")
@@ -201,8 +333,34 @@ def test_the_template_engine_answers_a_depth7_file_of_real_records(tmp_path: Pat
     lines = source.read_text(encoding="utf-8").splitlines()[:2]
     write(tmp_path / "d/pararule_plus/PARARULE_Plus_Depth7_mine.jsonl", "\n".join(lines))
     out = tmp_path / "agent.parquet"
-    assert main(["solve", "--method", "prolog-agent", "--engine", "pararule-template", "--dataset",
-                 "pararule_plus/depth7", "--data-dir", str(tmp_path / "d"), "--limit", "6", "--out", str(out),
-                 "--no-progress", "--prolog-agent-max-attempts", "3", "--executor", "local", "--workers", "1"]) == 0
+    assert (
+        main(
+            [
+                "solve",
+                "--method",
+                "prolog-agent",
+                "--engine",
+                "pararule-template",
+                "--dataset",
+                "pararule_plus/depth7",
+                "--data-dir",
+                str(tmp_path / "d"),
+                "--limit",
+                "6",
+                "--out",
+                str(out),
+                "--no-progress",
+                "--prolog-agent-max-attempts",
+                "3",
+                "--executor",
+                "local",
+                "--workers",
+                "1",
+            ]
+        )
+        == 0
+    )
     rows = pq.read_table(out).to_pylist()
-    assert len(rows) == 6 and all(r["correct"] for r in rows) and {r["dataset"] for r in rows} == {"pararule_plus/depth7"}
+    assert (
+        len(rows) == 6 and all(r["correct"] for r in rows) and {r["dataset"] for r in rows} == {"pararule_plus/depth7"}
+    )

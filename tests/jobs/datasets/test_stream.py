@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import json
 import tracemalloc
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -33,8 +34,14 @@ needs_data = pytest.mark.skipif(not (DATA / "logiclm").is_dir(), reason=f"shared
 
 
 def record(i: int, **overrides: Any) -> dict[str, Any]:
-    return {"id": f"p{i:06d}", "context": "Tom is a cat.", "question": f"Is cat {i} an animal?",
-            "options": ["A) True", "B) False"], "answer": "A", **overrides}
+    return {
+        "id": f"p{i:06d}",
+        "context": "Tom is a cat.",
+        "question": f"Is cat {i} an animal?",
+        "options": ["A) True", "B) False"],
+        "answer": "A",
+        **overrides,
+    }
 
 
 def write_lines(path: Path, lines: list[str]) -> Path:
@@ -98,8 +105,25 @@ def test_the_solve_command_with_limit_never_reads_the_bad_line(tmp_path: Path, c
     lines = lp_lines(9_999) + ["{not json"]
     path = write_lines(tmp_path / "big.jsonl", lines)
     out = tmp_path / "run.parquet"
-    assert main(["solve", "--programs", str(path), "--limit", "10", "--out", str(out), "--executor", "local",
-                 "--workers", "1", "--no-progress"]) == 0
+    assert (
+        main(
+            [
+                "solve",
+                "--programs",
+                str(path),
+                "--limit",
+                "10",
+                "--out",
+                str(out),
+                "--executor",
+                "local",
+                "--workers",
+                "1",
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
     assert pq.read_table(out).num_rows == 10
     assert "bad input" not in capsys.readouterr().err
 
@@ -118,7 +142,10 @@ def test_skip_bad_lists_bad_lines_from_the_middle_as_the_stream_reaches_them(tmp
     rest = list(problems)
     assert 600 + len(rest) == 2_000 - 3
     assert [(e.path, e.line, e.field) for e in stream.errors] == [
-        (str(path), 5, None), (str(path), 500, "question"), (str(path), 1_500, "id")]
+        (str(path), 5, None),
+        (str(path), 500, "question"),
+        (str(path), 1_500, "id"),
+    ]
     assert str(stream.errors[2]).endswith("field 'id': duplicate id 'p000003' (first at line 3)")
 
 
@@ -130,20 +157,38 @@ def test_the_solve_command_lists_skipped_rows_after_the_job(tmp_path: Path, caps
     lines[21] = "{not json"
     path = write_lines(tmp_path / "p.jsonl", lines)
     out = tmp_path / "run.parquet"
-    assert main(["solve", "--programs", str(path), "--skip-bad", "--out", str(out), "--executor", "local",
-                 "--workers", "1", "--no-progress"]) == 0
+    assert (
+        main(
+            [
+                "solve",
+                "--programs",
+                str(path),
+                "--skip-bad",
+                "--out",
+                str(out),
+                "--executor",
+                "local",
+                "--workers",
+                "1",
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
     err = capsys.readouterr().err.splitlines()
     skipped = [line for line in err if line.startswith("skipped bad row: ")]
-    assert skipped == [f"skipped bad row: {path}:12 (id 'q12'): field 'question': expected a string, got int",
-                       f"skipped bad row: {path}:22: invalid JSON: Expecting property name enclosed in double "
-                       "quotes at column 2"]
+    assert skipped == [
+        f"skipped bad row: {path}:12 (id 'q12'): field 'question': expected a string, got int",
+        f"skipped bad row: {path}:22: invalid JSON: Expecting property name enclosed in double quotes at column 2",
+    ]
     assert pq.read_table(out).num_rows == 28
 
 
 def lp_lines(n: int) -> list[str]:
     """``n`` JSON lines of the fixture's LP problem (with its program), ids q1..qn."""
-    good = json.loads((Path(__file__).resolve().parents[2] / "fixtures" / "custom_problems.jsonl").read_text()
-                      .splitlines()[0])
+    good = json.loads(
+        (Path(__file__).resolve().parents[2] / "fixtures" / "custom_problems.jsonl").read_text().splitlines()[0]
+    )
     return [json.dumps({**good, "id": f"q{i}"}) for i in range(1, n + 1)]
 
 
@@ -154,8 +199,18 @@ def test_a_bad_line_met_by_the_job_stops_it_keeping_what_ran_and_a_rerun_resumes
     lines[19] = json.dumps({**json.loads(lines[19]), "question": 20})
     path = write_lines(tmp_path / "p.jsonl", lines)
     out = tmp_path / "run.parquet"
-    args = ["solve", "--programs", str(path), "--out", str(out), "--executor", "local", "--workers", "1",
-            "--no-progress"]
+    args = [
+        "solve",
+        "--programs",
+        str(path),
+        "--out",
+        str(out),
+        "--executor",
+        "local",
+        "--workers",
+        "1",
+        "--no-progress",
+    ]
     assert main(args) == 2
     err = capsys.readouterr().err
     assert f"symbolkg solve: bad input: {path}:20 (id 'q20'): field 'question'" in err
@@ -178,8 +233,10 @@ def test_the_recorded_path_asks_a_dataset_for_programs_up_to_its_first(tmp_path:
     common = ["--data-dir", str(data), "--executor", "local", "--workers", "1", "--no-progress"]
     assert main(["solve", "--dataset", "custom/bare", "--out", str(tmp_path / "a.parquet"), *common]) == 2
     assert "dataset custom/bare has no programs" in capsys.readouterr().err
-    assert main(["solve", "--dataset", "custom/later", "--limit", "2", "--out", str(tmp_path / "b.parquet"),
-                 *common]) == 2  # the first 2 have none
+    # the first 2 have none
+    assert (
+        main(["solve", "--dataset", "custom/later", "--limit", "2", "--out", str(tmp_path / "b.parquet"), *common]) == 2
+    )
     assert main(["solve", "--dataset", "custom/later", "--out", str(tmp_path / "c.parquet"), *common]) == 0
     rows = {r["problem_id"]: r for r in pq.read_table(tmp_path / "c.parquet").to_pylist()}
     assert [rows[f"q{i}"]["error_kind"] == "no_program" for i in range(1, 6)] == [True, True, False, False, False]
@@ -218,8 +275,9 @@ def test_the_limit_counts_the_files_problems_before_the_split(tmp_path: Path) ->
     first = [p.id for p in load_generic(path, limit=30).problems]
     for i in range(3):
         shard = Shard(i, 3)
-        assert [p.id for p in open_generic(path, options=ReadOptions(limit=30, shard=shard))] == \
-            [pid for pid in first if shard.takes(pid)]
+        assert [p.id for p in open_generic(path, options=ReadOptions(limit=30, shard=shard))] == [
+            pid for pid in first if shard.takes(pid)
+        ]
 
 
 def test_a_pararule_line_is_passed_over_when_none_of_its_questions_is_the_shards(tmp_path: Path) -> None:
@@ -227,8 +285,10 @@ def test_a_pararule_line_is_passed_over_when_none_of_its_questions_is_the_shards
     path = root / "pararule_plus" / "PARARULE_Plus_Depth2_mine.jsonl"
     path.parent.mkdir(parents=True)
     q = {"text": "X is big.", "label": "true", "meta": {"QDep": "2", "QCat": "c"}}
-    lines = [json.dumps({"id": f"C-{c}", "context": "X is big.",
-                         "questions": [{**q, "id": f"C-{c}-{j}"} for j in range(3)]}) for c in range(60)]
+    lines = [
+        json.dumps({"id": f"C-{c}", "context": "X is big.", "questions": [{**q, "id": f"C-{c}-{j}"} for j in range(3)]})
+        for c in range(60)
+    ]
     broken = json.loads(lines[7])
     broken["context"] = 5  # a bad record: converting it fails
     lines[7] = json.dumps(broken)
@@ -282,12 +342,14 @@ def test_a_repeat_in_a_parquet_file_is_reread_from_its_row_group(tmp_path: Path)
     problems = [Problem(f"p{i}", "custom", "c", "q?", ("A) True", "B) False"), "A") for i in range(3_000)]
     problems.append(Problem("p1234", "custom", "other", "q?", ("A) True", "B) False"), "B"))
     path = tmp_path / "p.parquet"
-    pq.write_table(pa.Table.from_pylist([p.to_row() for p in problems], schema=PROBLEM_SCHEMA), path,
-                   row_group_size=500)
+    pq.write_table(
+        pa.Table.from_pylist([p.to_row() for p in problems], schema=PROBLEM_SCHEMA), path, row_group_size=500
+    )
     result = load_generic(path, skip_bad=True)
     assert len(result.problems) == 3_000
     assert [str(e) for e in result.errors] == [
-        f"{path}: row 3001 (id 'p1234'): field 'id': duplicate id 'p1234' (first at row 1235)"]
+        f"{path}: row 3001 (id 'p1234'): field 'id': duplicate id 'p1234' (first at row 1235)"
+    ]
 
 
 def test_a_repeat_inside_one_pararule_line_is_found(tmp_path: Path) -> None:
@@ -304,12 +366,25 @@ def test_a_repeat_inside_one_pararule_line_is_found(tmp_path: Path) -> None:
 # ----------------------------------------------------------------------------- pieces
 
 
-@pytest.mark.parametrize("raw", [
-    b'{"id": "p1", "q": 1}', b'  {  "id"  :  "p\\"x"  }', b'{"id": "a\\u00e9\\ud83d\\ude00"}',
-    b'{"id": "p1", "meta": {"id": "inner"}}', b'{"id": "p1", "id": "p2"}', b'{"id": "p1", "\\u0069d": "p2"}',
-    b'{"id": "p1", "text": "id"}', b'{"q": 1, "id": "p1"}', b'{"id": 7}', b'{"id": "p1"', b'["id", "x"]',
-    b'{"id": "bad\\x"}', b'{"id": "\xff"}', b'{"id": ""}',
-])
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b'{"id": "p1", "q": 1}',
+        b'  {  "id"  :  "p\\"x"  }',
+        b'{"id": "a\\u00e9\\ud83d\\ude00"}',
+        b'{"id": "p1", "meta": {"id": "inner"}}',
+        b'{"id": "p1", "id": "p2"}',
+        b'{"id": "p1", "\\u0069d": "p2"}',
+        b'{"id": "p1", "text": "id"}',
+        b'{"q": 1, "id": "p1"}',
+        b'{"id": 7}',
+        b'{"id": "p1"',
+        b'["id", "x"]',
+        b'{"id": "bad\\x"}',
+        b'{"id": "\xff"}',
+        b'{"id": ""}',
+    ],
+)
 def test_peek_id_says_what_the_parser_would_or_nothing(raw: bytes) -> None:
     peeked = peek_id(raw)
     if peeked is not None:
@@ -323,8 +398,10 @@ def test_peek_id_reads_the_usual_lines() -> None:
 
 
 def test_a_jsonl_source_rereads_any_line_it_has_read(tmp_path: Path) -> None:
-    path = write_lines(tmp_path / "p.jsonl", ["\ufeff" + json.dumps(record(1))]
-                       + [json.dumps(record(i)) if i % 7 else "" for i in range(2, 300)])
+    path = write_lines(
+        tmp_path / "p.jsonl",
+        ["\ufeff" + json.dumps(record(1))] + [json.dumps(record(i)) if i % 7 else "" for i in range(2, 300)],
+    )
     source = JsonLines(path)
     seen = {where.line: rec for where, rec in source.records()}
     for line in (1, 2, 64, 65, 66, 128, 129, 299):
@@ -386,4 +463,6 @@ def test_a_parquet_file_is_read_a_batch_at_a_time_and_only_up_to_the_limit(tmp_p
     assert [p.id for p in load_generic(path, limit=6).problems] == [f"p{i}" for i in range(6)]
     assert pulled == [4, 4]  # never the bad row's batch
     result = load_generic(path, skip_bad=True)
-    assert len(result.problems) == 99 and [(e.unit, e.line, e.field) for e in result.errors] == [("row", 58, "question")]
+    assert len(result.problems) == 99 and [(e.unit, e.line, e.field) for e in result.errors] == [
+        ("row", 58, "question")
+    ]

@@ -37,25 +37,55 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
 TIMEOUT_S = 30  # per program: the sleeper's hold on one worker (see the module docstring)
 REAPED_WITHIN_S = 10  # "a few seconds": the reaper polls every 0.25 s and kills in rounds of 0.05 s
-SLEEPER = {"id": "sleeper", "dataset": "custom/kill", "context": "A program that never answers.",
-           "question": "Does it answer?", "options": ["A) True", "B) False"], "answer": "B",
-           "program": {"language": "prolog", "text": "go :- sleep(3600).\n% query: go"}}
+SLEEPER = {
+    "id": "sleeper",
+    "dataset": "custom/kill",
+    "context": "A program that never answers.",
+    "question": "Does it answer?",
+    "options": ["A) True", "B) False"],
+    "answer": "B",
+    "program": {"language": "prolog", "text": "go :- sleep(3600).\n% query: go"},
+}
 
 
 def write_input(path: Path, data: Path) -> int:
     """The sleeper, then FOLIO's recorded programs, as a JSON Lines problem file; the number of problems."""
     folio = load_problems(str(data / "logiclm" / "programs" / "FOLIO_dev_gpt-4.json"), str(data)).problems
-    records = [SLEEPER] + [{"id": p.id, "dataset": p.dataset, "context": p.context, "question": p.question,
-                            "options": list(p.options), "answer": p.answer,
-                            "program": {"language": p.program.language, "text": p.program.text}}
-                           for p in folio if p.program is not None]
+    records = [SLEEPER] + [
+        {
+            "id": p.id,
+            "dataset": p.dataset,
+            "context": p.context,
+            "question": p.question,
+            "options": list(p.options),
+            "answer": p.answer,
+            "program": {"language": p.program.language, "text": p.program.text},
+        }
+        for p in folio
+        if p.program is not None
+    ]
     path.write_text("".join(json.dumps(r) + "\n" for r in records))
     return len(records)
 
 
 def command(problems: Path, out: Path, data: Path) -> list[str]:
-    return [sys.executable, "-m", "symbolkg.jobs", "solve", "--programs", str(problems), "--out", str(out),
-            "--workers", "2", "--timeout-s", str(TIMEOUT_S), "--no-progress", "--data-dir", str(data)]
+    return [
+        sys.executable,
+        "-m",
+        "symbolkg.jobs",
+        "solve",
+        "--programs",
+        str(problems),
+        "--out",
+        str(out),
+        "--workers",
+        "2",
+        "--timeout-s",
+        str(TIMEOUT_S),
+        "--no-progress",
+        "--data-dir",
+        str(data),
+    ]
 
 
 def answers(path: Path) -> dict[str, tuple]:
@@ -91,8 +121,13 @@ def test_a_killed_driver_leaves_no_process_and_the_rerun_completes_the_job(tmp_p
 
     out = tmp_path / "killed.parquet"
     parts = out.with_name(out.name + ".parts")
-    driver = subprocess.Popen(command(problems, out, data), env=env, stdout=subprocess.DEVNULL,
-                              stderr=subprocess.DEVNULL, start_new_session=True)
+    driver = subprocess.Popen(
+        command(problems, out, data),
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     try:
         deadline = time.monotonic() + 300  # generous: Ray starts in ~10-20 s, the first part comes seconds later
         while time.monotonic() < deadline and not (parts.is_dir() and list(parts.glob("part-*.parquet"))):

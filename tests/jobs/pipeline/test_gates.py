@@ -1,5 +1,6 @@
-"""Per-stage gates (jobs/pipeline/gates.py): the gate alone, and method jobs whose ``llm`` / ``solve`` stages are bounded.
+"""Per-stage gates (jobs/pipeline/gates.py).
 
+The gate alone, and method jobs whose ``llm`` / ``solve`` stages are bounded.
 The job tests measure concurrency inside the backends (a counting wrapper around the scripted
 engine and around real solver workers), so a gate that let too many calls through would show.
 The wrappers hold calls until a condition on the job holds (enough calls inside, every problem in
@@ -12,19 +13,26 @@ from __future__ import annotations
 import asyncio
 import random
 import time
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import pytest
 
 from symbolkg.actors.engines.base import ChatRequest, Completion, Message
 from symbolkg.actors.engines.scripted import ScriptedEngine
-from symbolkg.jobs.pipeline.gates import (GatedEngine, GateLog, StageGate, StageLimits, gate_log_dir, read_gate_log,
-                        write_gate_log)
 from symbolkg.jobs.methods import MethodConfig
+from symbolkg.jobs.pipeline.gates import (
+    GatedEngine,
+    GateLog,
+    StageGate,
+    StageLimits,
+    gate_log_dir,
+    read_gate_log,
+    write_gate_log,
+)
 from symbolkg.jobs.pipeline.runner import run_method_job
 from symbolkg.jobs.pipeline.store import ResultStore, read_run
-from symbolkg.solvers.runtime.local_pool import LocalSolverPool, PoolResult
 from symbolkg.solvers.outcomes import SolveRequest
+from symbolkg.solvers.runtime.local_pool import LocalSolverPool, PoolResult
 from tests.jobs.test_methods import GOOD_LP, problem
 
 
@@ -207,8 +215,14 @@ def test_stage_limits_parse_and_resolve():
     assert StageLimits.parse(" solve = none ") == StageLimits(llm=None, solve=None)
     assert StageLimits.parse("llm=8") == StageLimits(llm=8, solve="auto")
     assert StageLimits.parse("") == StageLimits()
-    for bad, match in [("llm", "look like"), ("gpu=2", "look like"), ("llm=1,llm=2", "twice"), ("solve=x", "int >= 1"),
-                       ("llm=0", "stage limit llm"), ("llm=auto", "stage limit llm")]:
+    for bad, match in [
+        ("llm", "look like"),
+        ("gpu=2", "look like"),
+        ("llm=1,llm=2", "twice"),
+        ("solve=x", "int >= 1"),
+        ("llm=0", "stage limit llm"),
+        ("llm=auto", "stage limit llm"),
+    ]:
         with pytest.raises(ValueError, match=match):
             StageLimits.parse(bad)
 
@@ -341,9 +355,15 @@ def workers():
 MAX_IN_FLIGHT = 8
 
 
-def _run(tmp_path, workers, limits: StageLimits | None, *, n: int = 16,
-         engine_hold: Callable[[CountingEngine, CountingPool], bool] | None = None,
-         pool_hold: Callable[[CountingEngine, CountingPool], bool] | None = None):
+def _run(
+    tmp_path,
+    workers,
+    limits: StageLimits | None,
+    *,
+    n: int = 16,
+    engine_hold: Callable[[CountingEngine, CountingPool], bool] | None = None,
+    pool_hold: Callable[[CountingEngine, CountingPool], bool] | None = None,
+):
     problems = [problem(f"p{i}") for i in range(n)]
     engine = CountingEngine(ScriptedEngine(lambda r: GOOD_LP))
     pool = CountingPool(workers)
@@ -353,8 +373,18 @@ def _run(tmp_path, workers, limits: StageLimits | None, *, n: int = 16,
     if pool_hold is not None:
         pool.hold = lambda: pool_hold(engine, pool)
     out = tmp_path / "run.parquet"
-    summary = asyncio.run(run_method_job(problems, ResultStore(out), MethodConfig("logiclm"), engine, pool,
-                                         max_in_flight=MAX_IN_FLIGHT, progress=False, stage_limits=limits))
+    summary = asyncio.run(
+        run_method_job(
+            problems,
+            ResultStore(out),
+            MethodConfig("logiclm"),
+            engine,
+            pool,
+            max_in_flight=MAX_IN_FLIGHT,
+            progress=False,
+            stage_limits=limits,
+        )
+    )
     table, _ = read_run(out)
     ids = table.column("problem_id").to_pylist()
     assert sorted(ids) == sorted(p.id for p in problems) and len(ids) == n  # every problem: exactly one row
@@ -365,8 +395,9 @@ def _run(tmp_path, workers, limits: StageLimits | None, *, n: int = 16,
 def test_solve_limit_bounds_the_solver_calls_of_a_job(tmp_path, workers):
     # The calls inside the gate are held until every problem in flight has its program, so the
     # others are waiting at the gate meanwhile: the gate is contended on any machine.
-    summary, engine, pool, events = _run(tmp_path, workers, StageLimits(solve=2),
-                                         pool_hold=lambda engine, pool: engine.answered >= MAX_IN_FLIGHT)
+    summary, engine, pool, events = _run(
+        tmp_path, workers, StageLimits(solve=2), pool_hold=lambda engine, pool: engine.answered >= MAX_IN_FLIGHT
+    )
     assert pool.peak == 2 and pool.calls == 16  # never more than two solver calls at once, and it was contended
     stats = {s.stage: s for s in summary.gates}
     solve = stats["solve"]
@@ -385,7 +416,9 @@ def test_without_a_solve_limit_the_same_job_overlaps_more_solver_calls(tmp_path,
     """The control of the test above: the measurement can see more than two calls."""
     # Calls are held until three are inside at once: without a limit that happens at once; a gate
     # that still let only two through would show a peak of 2 after the hold's patience ran out.
-    summary, _, pool, _ = _run(tmp_path, workers, StageLimits(solve=None), pool_hold=lambda engine, pool: pool.peak >= 3)
+    summary, _, pool, _ = _run(
+        tmp_path, workers, StageLimits(solve=None), pool_hold=lambda engine, pool: pool.peak >= 3
+    )
     assert pool.peak > 2
     assert {s.stage: s for s in summary.gates}["solve"].peak_waiting == 0
 
@@ -393,8 +426,9 @@ def test_without_a_solve_limit_the_same_job_overlaps_more_solver_calls(tmp_path,
 def test_llm_limit_bounds_the_requests_in_the_engine(tmp_path, workers):
     # Requests are held until three are in the engine (so the peak is reached on any machine), and
     # ten loop turns more, in which the other problems in flight reach the gate and queue there.
-    summary, engine, pool, events = _run(tmp_path, workers, StageLimits(llm=3, solve=None),
-                                         engine_hold=lambda engine, pool: engine.peak >= 3)
+    summary, engine, pool, events = _run(
+        tmp_path, workers, StageLimits(llm=3, solve=None), engine_hold=lambda engine, pool: engine.peak >= 3
+    )
     assert engine.peak == 3
     llm = {s.stage: s for s in summary.gates}["llm"]
     assert (llm.limit, llm.passes, llm.peak_running) == (3, 16, 3) and 0 < llm.peak_waiting <= MAX_IN_FLIGHT - 3
@@ -405,14 +439,30 @@ def test_llm_limit_bounds_the_requests_in_the_engine(tmp_path, workers):
 def test_default_limits_and_no_log(tmp_path, workers):
     problems = [problem(f"d{i}") for i in range(4)]
     out = tmp_path / "run.parquet"
-    summary = asyncio.run(run_method_job(problems, ResultStore(out), MethodConfig("logiclm"),
-                                         ScriptedEngine(lambda r: GOOD_LP), CountingPool(workers),
-                                         progress=False, gate_log=False))
+    summary = asyncio.run(
+        run_method_job(
+            problems,
+            ResultStore(out),
+            MethodConfig("logiclm"),
+            ScriptedEngine(lambda r: GOOD_LP),
+            CountingPool(workers),
+            progress=False,
+            gate_log=False,
+        )
+    )
     stats = {s.stage: s for s in summary.gates}
     assert stats["llm"].limit is None and stats["solve"].limit == 2 * workers.workers
     assert not gate_log_dir(out).exists() and summary.solved == 4
-    cot = asyncio.run(run_method_job([problem("c")], ResultStore(tmp_path / "cot.parquet"), MethodConfig("cot"),
-                                     ScriptedEngine(lambda r: "The answer is A."), None, progress=False))
+    cot = asyncio.run(
+        run_method_job(
+            [problem("c")],
+            ResultStore(tmp_path / "cot.parquet"),
+            MethodConfig("cot"),
+            ScriptedEngine(lambda r: "The answer is A."),
+            None,
+            progress=False,
+        )
+    )
     assert [s.stage for s in cot.gates] == ["llm"]  # no solver pool: no solve gate
 
 

@@ -36,10 +36,32 @@ def test_done_ids_are_exact_even_when_hashes_collide(monkeypatch):
 def test_a_store_tells_a_hash_collision_from_a_duplicate(monkeypatch, tmp_path):
     monkeypatch.setattr(ids_module, "id_hash", lambda pid: 7)  # every id collides
     store = ResultStore(tmp_path / "r.parquet", flush_rows=2)
-    rows = [ResultRow(problem_id=f"p{i}", dataset="d", method="m", language=None, program=None, status="proved",
-                      executed=True, answer="A", predicted="A", gold="A", correct=True, error_kind=None,
-                      error_message=None, error_line=None, proof=None, backend="b", solve_seconds=0.0,
-                      latency_seconds=0.0, worker="w", attempts=1, finished_at=0.0) for i in range(5)]
+    rows = [
+        ResultRow(
+            problem_id=f"p{i}",
+            dataset="d",
+            method="m",
+            language=None,
+            program=None,
+            status="proved",
+            executed=True,
+            answer="A",
+            predicted="A",
+            gold="A",
+            correct=True,
+            error_kind=None,
+            error_message=None,
+            error_line=None,
+            proof=None,
+            backend="b",
+            solve_seconds=0.0,
+            latency_seconds=0.0,
+            worker="w",
+            attempts=1,
+            finished_at=0.0,
+        )
+        for i in range(5)
+    ]
     store.extend(rows)  # distinct ids: no error, though each hash is "there"
     assert store.recorded("p0") and store.recorded("p4") and not store.recorded("p5")
     with pytest.raises(ValueError, match="duplicate"):
@@ -58,8 +80,16 @@ def test_shards_split_every_id_once_the_same_way_in_every_process():
     assert int(other.stdout) == id_hash("FOLIO_dev_7")  # not Python's salted hash()
 
 
-@pytest.mark.parametrize("text, message", [("4/4", "0 <= i < n"), ("1/0", "0 <= i < n"), ("1", "looks like 0/4"),
-                                           ("a/b", "looks like 0/4"), ("-1/4", "looks like 0/4")])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("4/4", "0 <= i < n"),
+        ("1/0", "0 <= i < n"),
+        ("1", "looks like 0/4"),
+        ("a/b", "looks like 0/4"),
+        ("-1/4", "looks like 0/4"),
+    ],
+)
 def test_bad_shards_are_refused(text, message):
     with pytest.raises(ValueError, match=message):
         Shard.parse(text)

@@ -76,24 +76,32 @@ def test_prompt_ids_are_stable_and_change_with_the_template(monkeypatch):
     monkeypatch.setattr(prompts, "_DIRECT_SYSTEM", "Answer with a letter.")
     after = provenance.prompt_ids("logiclm", fallback="direct")
     assert after["direct/direct"] != before["direct/direct"]
-    assert {k: v for k, v in after.items() if k != "direct/direct"} == {k: v for k, v in before.items()
-                                                                      if k != "direct/direct"}
+    assert {k: v for k, v in after.items() if k != "direct/direct"} == {
+        k: v for k, v in before.items() if k != "direct/direct"
+    }
     assert provenance.prompt_ids("plug-in", own=lambda: {"ask": [("user", "<Q>")]}) == {
-        "plug-in/ask": provenance.content_id([("user", "<Q>")])}
+        "plug-in/ask": provenance.content_id([("user", "<Q>")])
+    }
 
 
 def test_the_input_fingerprint_follows_the_bytes_and_the_selection_not_the_path(tmp_path):
     a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
     a.write_text('{"id": "p1"}\n')
     b.write_text('{"id": "p1"}\n')
-    fp = [provenance.input_fingerprint(programs=str(p), dataset=None, data_dir=None, selection={"limit": 5})
-          for p in (a, b)]
+    fp = [
+        provenance.input_fingerprint(programs=str(p), dataset=None, data_dir=None, selection={"limit": 5})
+        for p in (a, b)
+    ]
     assert fp[0]["fingerprint"] == fp[1]["fingerprint"] and fp[0]["files"][0]["path"] == str(a.resolve())
     other = provenance.input_fingerprint(programs=str(a), dataset=None, data_dir=None, selection={"limit": 6})
     assert other["fingerprint"] != fp[0]["fingerprint"]
     b.write_text('{"id": "p2"}\n')
-    assert provenance.input_fingerprint(programs=str(b), dataset=None, data_dir=None,
-                                        selection={"limit": 5})["fingerprint"] != fp[0]["fingerprint"]
+    assert (
+        provenance.input_fingerprint(programs=str(b), dataset=None, data_dir=None, selection={"limit": 5})[
+            "fingerprint"
+        ]
+        != fp[0]["fingerprint"]
+    )
     gone = provenance.input_fingerprint(programs=None, dataset="no/such", data_dir=str(tmp_path), selection={})
     assert gone["files"] == [] and "no/such" in gone["error"]  # recorded, not raised
 

@@ -14,8 +14,15 @@ from tests.solvers.smt.test_lsat_recovery import courses
 
 def solved_row(tmp_path, constraint: str) -> dict:
     """The result row of one AR-LSAT program with ``constraint`` among its constraints, solved by the job."""
-    problem = Problem("p1", "custom", "", "Which one must be true?", ("A) Taj takes chem", "B) Vu takes chem"), "A",
-                      Program("logiclm-smt", courses(constraint)))
+    problem = Problem(
+        "p1",
+        "custom",
+        "",
+        "Which one must be true?",
+        ("A) Taj takes chem", "B) Vu takes chem"),
+        "A",
+        Program("logiclm-smt", courses(constraint)),
+    )
     with LocalSolverPool(1) as pool:
         run_solve([problem], ResultStore(tmp_path / "run.parquet"), pool, progress=False)
     return read_run(tmp_path / "run.parquet")[0].to_pylist()[0]

@@ -18,7 +18,8 @@ DRIVER = textwrap.dedent("""
     import subprocess, sys, time
     from symbolkg.jobs.pipeline import reaper
     r = reaper.start_reaper()
-    sleeper = [sys.executable, "-c", "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(600)"]
+    ignores_term = "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(600)"
+    sleeper = [sys.executable, "-c", ignores_term]
     kids = [subprocess.Popen(sleeper, start_new_session=True)]
     orphaner = subprocess.Popen([sys.executable, "-c",
         "import subprocess, sys; p = subprocess.Popen(sys.argv[1:], start_new_session=True); print(p.pid, flush=True)",

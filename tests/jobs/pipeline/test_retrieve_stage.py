@@ -19,8 +19,11 @@ from symbolkg.retrieval.prune import PruneConfig
 ANN, BOB, TEACHER = Entity.create("Ann"), Entity.create("Bob"), Concept.create("teacher")
 KIND = Rule.create("teacher(x) -> kind(x)", "every teacher is kind")
 TALL = Rule.create("tall(Bob)", "Bob is tall")
-GRAPH = Graph("ctx", (ANN, BOB, TEACHER, KIND, TALL),
-              (Edge(ANN.id, TEACHER.id, "IS_A"), Edge(KIND.id, TEACHER.id, "APPLIES_TO"), Edge(TALL.id, BOB.id, "MENTIONS")))
+GRAPH = Graph(
+    "ctx",
+    (ANN, BOB, TEACHER, KIND, TALL),
+    (Edge(ANN.id, TEACHER.id, "IS_A"), Edge(KIND.id, TEACHER.id, "APPLIES_TO"), Edge(TALL.id, BOB.id, "MENTIONS")),
+)
 QUESTION = "Is the teacher Ann kind?"
 
 
@@ -31,9 +34,11 @@ def retriever() -> HybridRetriever:
 
 def script(entities: object, keep: object):
     """Answers by purpose; an exception instance is raised by the engine."""
+
     def answer(request):
         value = entities if request.purpose == "query-entities" else keep
         return value if isinstance(value, (str, BaseException)) else json.dumps(value)
+
     return answer
 
 
@@ -67,9 +72,14 @@ def test_structured_schemas_are_sent_when_the_engine_enforces_them(retriever):
     assert [schema for _, schema in seen] == [None, None]
 
 
-@pytest.mark.parametrize("entities, error", [
-    (EngineError("overloaded"), "engine error"), ("Ann and Bob", "unusable output"), ({"entities": []}, None),
-])
+@pytest.mark.parametrize(
+    "entities, error",
+    [
+        (EngineError("overloaded"), "engine error"),
+        ("Ann and Bob", "unusable output"),
+        ({"entities": []}, None),
+    ],
+)
 def test_entity_failures_fall_back_to_lexical(retriever, entities, error):
     out = run(ScriptedEngine(script(entities, {"keep": ["N1"]})), retriever)
     assert out.entities_source == "lexical-fallback" and out.entities == ("Ann",)
@@ -77,9 +87,14 @@ def test_entity_failures_fall_back_to_lexical(retriever, entities, error):
     assert out.prune_source == "llm"
 
 
-@pytest.mark.parametrize("keep, error", [
-    (EngineError("timeout"), "engine error"), ("N1 N2", "not JSON"), ({"keep": ["N99"]}, "keeps no known node"),
-])
+@pytest.mark.parametrize(
+    "keep, error",
+    [
+        (EngineError("timeout"), "engine error"),
+        ("N1 N2", "not JSON"),
+        ({"keep": ["N99"]}, "keeps no known node"),
+    ],
+)
 def test_prune_failures_fall_back_to_the_hull(retriever, keep, error):
     out = run(ScriptedEngine(script({"entities": ["Ann"]}, keep)), retriever)
     assert out.prune_source == "fallback" and out.pruned == out.hull

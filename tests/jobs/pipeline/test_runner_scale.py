@@ -22,18 +22,25 @@ from symbolkg.actors.engines.scripted import ScriptedEngine
 from symbolkg.actors.engines.simulated import LLAMA_3_3_70B_4XH100, NO_PREFIX_CACHE
 from symbolkg.jobs.bench import BenchConfig, run_pipeline
 from symbolkg.jobs.methods import MethodConfig
+from symbolkg.jobs.pipeline import store as store_module
 from symbolkg.jobs.pipeline.gates import GateLog, StageGate, gate_log_dir, read_gate_log
 from symbolkg.jobs.pipeline.ids import Shard
 from symbolkg.jobs.pipeline.rows import Problem
 from symbolkg.jobs.pipeline.runner import run_method_job
-from symbolkg.jobs.pipeline import store as store_module
 from symbolkg.jobs.pipeline.store import ResultStore, read_run
 
 # No prefix cache: the simulated engines' cache (the GPUs' state, bounded by its capacity) would still
 # be filling at these sizes.
-SMALL = BenchConfig(problems=1200, engines=2, latency=replace(LLAMA_3_3_70B_4XH100, max_batch=8), max_in_flight=32,
-                    time_scale=0.0005, sequential_problems=0, completion_tokens=(100, 200),
-                    prefix_cache=NO_PREFIX_CACHE)
+SMALL = BenchConfig(
+    problems=1200,
+    engines=2,
+    latency=replace(LLAMA_3_3_70B_4XH100, max_batch=8),
+    max_in_flight=32,
+    time_scale=0.0005,
+    sequential_problems=0,
+    completion_tokens=(100, 200),
+    prefix_cache=NO_PREFIX_CACHE,
+)
 
 
 def traced_peak_mb(tmp_path, problems: int) -> float:
@@ -64,8 +71,9 @@ def problem(pid: str) -> Problem:
 
 def run_direct(store: ResultStore, problems, **kw):
     engine = ScriptedEngine(lambda r: "A")
-    return asyncio.run(run_method_job(problems, store, MethodConfig(method="direct"), engine, None, progress=False,
-                                      **kw))
+    return asyncio.run(
+        run_method_job(problems, store, MethodConfig(method="direct"), engine, None, progress=False, **kw)
+    )
 
 
 def test_a_generator_input_and_two_shards_make_the_whole_run(tmp_path):
@@ -92,8 +100,17 @@ def test_a_duplicate_id_in_a_lazy_input_is_refused_when_it_comes_up(tmp_path):
 def test_the_request_and_gate_logs_stream_to_files(tmp_path):
     out = tmp_path / "run.parquet"
     engine = MeteredEngine(ScriptedEngine(lambda r: "A"), log_to=out, flush_records=4)
-    asyncio.run(run_method_job([problem(f"q{i}") for i in range(10)], ResultStore(out), MethodConfig(method="direct"),
-                               engine, None, progress=False, max_in_flight=2))
+    asyncio.run(
+        run_method_job(
+            [problem(f"q{i}") for i in range(10)],
+            ResultStore(out),
+            MethodConfig(method="direct"),
+            engine,
+            None,
+            progress=False,
+            max_in_flight=2,
+        )
+    )
     assert len(engine.records) == 2 and engine.logged == 8  # 10 requests: two files of 4 written, 2 held
     engine.flush_log()
     files = sorted(request_log_dir(out).glob("*.parquet"))

@@ -8,16 +8,34 @@ import pyarrow.parquet as pq
 import pytest
 
 from symbolkg.jobs.pipeline.rows import ResultRow
-from symbolkg.jobs.pipeline.tables import RESULT_SCHEMA
 from symbolkg.jobs.pipeline.store import ResultStore, read_run
+from symbolkg.jobs.pipeline.tables import RESULT_SCHEMA
 
 
 def row(pid: str, correct: bool = True) -> ResultRow:
-    return ResultRow(problem_id=pid, dataset="d", method="recorded", language="logiclm-lp", program="p",
-                     status="proved", executed=True, answer="True", predicted="A", gold="A" if correct else "B",
-                     correct=correct, error_kind=None, error_message=None, error_line=None, proof=None,
-                     backend="forward-chainer", solve_seconds=0.01, latency_seconds=0.02, worker="w/1", attempts=1,
-                     finished_at=0.0)
+    return ResultRow(
+        problem_id=pid,
+        dataset="d",
+        method="recorded",
+        language="logiclm-lp",
+        program="p",
+        status="proved",
+        executed=True,
+        answer="True",
+        predicted="A",
+        gold="A" if correct else "B",
+        correct=correct,
+        error_kind=None,
+        error_message=None,
+        error_line=None,
+        proof=None,
+        backend="forward-chainer",
+        solve_seconds=0.01,
+        latency_seconds=0.02,
+        worker="w/1",
+        attempts=1,
+        finished_at=0.0,
+    )
 
 
 def test_flushes_parts_atomically_and_finalizes(tmp_path):
@@ -99,7 +117,11 @@ def test_a_run_written_before_the_symbolkg_columns_reads_and_resumes(tmp_path):
     old = table.drop(["route", "trace", "stage_seconds", "certificate"])  # the schema of earlier versions
     pq.write_table(old.replace_schema_metadata(table.schema.metadata), out)
     read, _ = read_run(out)
-    assert read.schema == RESULT_SCHEMA and read.to_pylist()[0]["trace"] == "{}" and read.column("route")[0].as_py() is None
+    assert (
+        read.schema == RESULT_SCHEMA
+        and read.to_pylist()[0]["trace"] == "{}"
+        and read.column("route")[0].as_py() is None
+    )
     resumed = ResultStore(out)
     assert resumed.done_ids() == {"p0"}
     resumed.append(row("p1"))
@@ -156,9 +178,10 @@ def test_shards_write_their_own_files_and_the_run_reads_the_union(tmp_path):
     stores[1].flush()  # shard 1 is still running (parts only); shard 2 was killed with rows buffered
     table, meta = read_run(out)
     third = [pid for pid in ids if shards[2].takes(pid)]
-    flushed = third[:5 * (len(third) // 5)]  # the rest was in shard 2's buffer
+    flushed = third[: 5 * (len(third) // 5)]  # the rest was in shard 2's buffer
     assert sorted(table.column("problem_id").to_pylist()) == sorted(
-        [pid for pid in ids if not shards[2].takes(pid)] + flushed)
+        [pid for pid in ids if not shards[2].takes(pid)] + flushed
+    )
     assert not meta["finished"] and meta["shards"] == [f"run.shard-{i}-of-3.parquet" for i in range(3)]
     # A resumed shard skips what the run holds, of its own shard only.
     assert ResultStore(out, shard=shards[1]).done_ids() == {pid for pid in ids if shards[1].takes(pid)}

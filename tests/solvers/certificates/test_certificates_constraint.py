@@ -11,11 +11,12 @@ import json
 import textwrap
 
 import pytest
-from symbolkg.solvers.csp import engine as csp
-from symbolkg.solvers.smt import lsat_engine as lsat
+
 from symbolkg.solvers.certificates import check
 from symbolkg.solvers.certificates import constraint as cc
+from symbolkg.solvers.csp import engine as csp
 from symbolkg.solvers.outcomes import Limits, Status
+from symbolkg.solvers.smt import lsat_engine as lsat
 
 LIMITS = Limits(timeout_s=10)
 
@@ -100,23 +101,44 @@ ORDER = program("""
 
 LSAT_PROGRAMS = {
     # Bob red -> Ann blue; Cid is free.
-    "is_valid": ROOMS_DECLARED + "in_room(Cid) == in_room(Ann) ::: Cid is with Ann\n\n# Options\n" + (
+    "is_valid": ROOMS_DECLARED
+    + "in_room(Cid) == in_room(Ann) ::: Cid is with Ann\n\n# Options\n"
+    + (
         "is_valid(in_room(Ann) == red) ::: (A)\nis_valid(in_room(Ann) == blue) ::: (B)\n"
-        "is_valid(in_room(Cid) == red) ::: (C)\n"),
-    "is_sat": ROOMS + ("is_sat(in_room(Ann) == red) ::: (A)\nis_sat(in_room(Cid) == red) ::: (B)\n"
-                       "is_sat(in_room(Ann) == in_room(Bob)) ::: (C)\n"),
-    "is_unsat": ROOMS + ("is_unsat(in_room(Ann) == blue) ::: (A)\nis_unsat(in_room(Cid) == red) ::: (B)\n"
-                         "is_unsat(in_room(Ann) == red) ::: (C)\n"),
-    "is_exception": ROOMS + ("is_exception(is_sat(in_room(Cid) == red)) ::: (A)\n"
-                             "is_exception(is_sat(in_room(Ann) == red)) ::: (B)\n"
-                             "is_exception(is_sat(in_room(Cid) == blue)) ::: (C)\n"),
-    "is_accurate_list": ROOMS + ("is_accurate_list([in_room(Cid) == red, in_room(Cid) == blue]) ::: (A)\n"
-                                 "is_accurate_list([in_room(Ann) == red, in_room(Ann) == blue]) ::: (B)\n"
-                                 "is_accurate_list([in_room(Cid) == red]) ::: (C)\n"),
+        "is_valid(in_room(Cid) == red) ::: (C)\n"
+    ),
+    "is_sat": ROOMS
+    + (
+        "is_sat(in_room(Ann) == red) ::: (A)\nis_sat(in_room(Cid) == red) ::: (B)\n"
+        "is_sat(in_room(Ann) == in_room(Bob)) ::: (C)\n"
+    ),
+    "is_unsat": ROOMS
+    + (
+        "is_unsat(in_room(Ann) == blue) ::: (A)\nis_unsat(in_room(Cid) == red) ::: (B)\n"
+        "is_unsat(in_room(Ann) == red) ::: (C)\n"
+    ),
+    "is_exception": ROOMS
+    + (
+        "is_exception(is_sat(in_room(Cid) == red)) ::: (A)\n"
+        "is_exception(is_sat(in_room(Ann) == red)) ::: (B)\n"
+        "is_exception(is_sat(in_room(Cid) == blue)) ::: (C)\n"
+    ),
+    "is_accurate_list": ROOMS
+    + (
+        "is_accurate_list([in_room(Cid) == red, in_room(Cid) == blue]) ::: (A)\n"
+        "is_accurate_list([in_room(Ann) == red, in_room(Ann) == blue]) ::: (B)\n"
+        "is_accurate_list([in_room(Cid) == red]) ::: (C)\n"
+    ),
     "int-bounds-and-outside": ORDER,
 }
-LSAT_ANSWERS = {"is_valid": "B", "is_sat": "B", "is_unsat": "C", "is_exception": "B", "is_accurate_list": "A",
-                "int-bounds-and-outside": "A"}
+LSAT_ANSWERS = {
+    "is_valid": "B",
+    "is_sat": "B",
+    "is_unsat": "C",
+    "is_exception": "B",
+    "is_accurate_list": "A",
+    "int-bounds-and-outside": "A",
+}
 
 
 def csp_cert(text: str) -> tuple[str, dict]:
@@ -218,15 +240,18 @@ def drop_constraint(cert: dict) -> None:
     cert["constraints"].pop()
 
 
-@pytest.mark.parametrize("corrupt, message", [
-    (corrupt_model_csp, "breaks constraint line 6"),
-    (drop_needed_core_line_csp, "is satisfiable"),
-    (alter_text_csp, "cited constraint line 6 reads 'a >= b'"),
-    (extra_core_line_csp, "not minimal"),
-    (counter_model_that_satisfies_option, "breaks constraint line 7"),
-    (claim_rejected_passes, "claimed to pass"),
-    (drop_constraint, "leaves out the program's constraints on lines [8]"),
-])
+@pytest.mark.parametrize(
+    "corrupt, message",
+    [
+        (corrupt_model_csp, "breaks constraint line 6"),
+        (drop_needed_core_line_csp, "is satisfiable"),
+        (alter_text_csp, "cited constraint line 6 reads 'a >= b'"),
+        (extra_core_line_csp, "not minimal"),
+        (counter_model_that_satisfies_option, "breaks constraint line 7"),
+        (claim_rejected_passes, "claimed to pass"),
+        (drop_constraint, "leaves out the program's constraints on lines [8]"),
+    ],
+)
 def test_corrupted_csp_certificate_fails(corrupt, message):
     answer, cert = csp_cert(CSP_TWO)
     bad = copy.deepcopy(cert)
@@ -269,12 +294,15 @@ def lsat_model_outside_sort(cert: dict) -> None:
     option(cert, "B")["facts"][0]["model"]["in_room"] = ["red", "green", "red"]
 
 
-@pytest.mark.parametrize("corrupt, message", [
-    (lsat_model_breaks_constraint, "breaks constraint line 7"),
-    (lsat_core_missing_line, "is satisfiable"),
-    (lsat_alter_text, "cited constraint line 8 reads 'in_room(Bob) == blue'"),
-    (lsat_model_outside_sort, "not a value of sort rooms"),
-])
+@pytest.mark.parametrize(
+    "corrupt, message",
+    [
+        (lsat_model_breaks_constraint, "breaks constraint line 7"),
+        (lsat_core_missing_line, "is satisfiable"),
+        (lsat_alter_text, "cited constraint line 8 reads 'in_room(Bob) == blue'"),
+        (lsat_model_outside_sort, "not a value of sort rooms"),
+    ],
+)
 def test_corrupted_lsat_certificate_fails(corrupt, message):
     text = LSAT_PROGRAMS["is_sat"]
     answer, cert = lsat_cert(text)
@@ -314,9 +342,17 @@ def test_lsat_missing_outside_value_fails():
 def test_search_past_the_time_limit_is_unverifiable():
     # Pigeonhole: g must be 7 because a..f take 1..6; the negation's core makes the search try every injection.
     names = "abcdefg"
-    text = "\n".join(["Variables:"] + [f"{n} [IN] [1, 2, 3, 4, 5, 6, 7]" for n in names] + ["Constraints:"]
-                     + [f"AllDifferentConstraint([{', '.join(names)}])"] + [f"{n} <= 6" for n in names[:-1]]
-                     + ["Query:", "A) g == 7", "B) a == 1"]) + "\n"
+    text = (
+        "\n".join(
+            ["Variables:"]
+            + [f"{n} [IN] [1, 2, 3, 4, 5, 6, 7]" for n in names]
+            + ["Constraints:"]
+            + [f"AllDifferentConstraint([{', '.join(names)}])"]
+            + [f"{n} <= 6" for n in names[:-1]]
+            + ["Query:", "A) g == 7", "B) a == 1"]
+        )
+        + "\n"
+    )
     answer, cert = csp_cert(text)
     assert answer == "A"
     v = verdict(cert, "logiclm-csp", text, answer, Limits(timeout_s=0.01))
@@ -326,13 +362,21 @@ def test_search_past_the_time_limit_is_unverifiable():
 # ----------------------------------------------------------------- explain
 
 
-@pytest.mark.parametrize("language, text", [("logiclm-csp", BOOKS), ("logiclm-csp", CSP_TWO),
-                                            ("logiclm-smt", LSAT_PROGRAMS["is_sat"]), ("logiclm-smt", ORDER)])
+@pytest.mark.parametrize(
+    "language, text",
+    [
+        ("logiclm-csp", BOOKS),
+        ("logiclm-csp", CSP_TWO),
+        ("logiclm-smt", LSAT_PROGRAMS["is_sat"]),
+        ("logiclm-smt", ORDER),
+    ],
+)
 def test_explain_lists_exactly_the_certificates_constraints(language, text):
     answer, cert = (csp_cert if language == "logiclm-csp" else lsat_cert)(text)
     lines = cc.explain_lines(cert)
-    cited = {cid for o in cert["options"] for f in o["facts"] if not f["sat"]
-             for cid in f["core"] + f.get("bounds", [])}
+    cited = {
+        cid for o in cert["options"] for f in o["facts"] if not f["sat"] for cid in f["core"] + f.get("bounds", [])
+    }
     assert cc.constraint_ids_in_explanation(lines) == cited
     texts = {c["id"]: c["text"] for c in cert["constraints"]}
     for cid in cited:

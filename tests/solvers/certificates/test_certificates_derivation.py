@@ -11,9 +11,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from symbolkg.solvers.certificates import check, derivation
 from symbolkg.solvers.lp import engine as lp
 from symbolkg.solvers.lp import swipl
-from symbolkg.solvers.certificates import check, derivation
 from symbolkg.solvers.outcomes import Limits, Status
 
 DATA = Path(os.environ.get("SYMBOLKG_DATA", "/work/shared/data"))
@@ -106,11 +107,21 @@ def test_a_proof_cites_program_lines_texts_and_bindings() -> None:
     text = WORLD.replace("{query}", "Round(Bob, True)")
     cert, _ = solved(text)
     steps = {s["atom"]: s for s in cert["steps"]}
-    assert steps["Cold(Bob, True)"] == {"id": steps["Cold(Bob, True)"]["id"], "atom": "Cold(Bob, True)", "rule": None,
-                                        "line": 9, "rule_text": "Cold(Bob, True)", "binding": {}, "body": []}
+    assert steps["Cold(Bob, True)"] == {
+        "id": steps["Cold(Bob, True)"]["id"],
+        "atom": "Cold(Bob, True)",
+        "rule": None,
+        "line": 9,
+        "rule_text": "Cold(Bob, True)",
+        "binding": {},
+        "body": [],
+    }
     smart = steps["Smart(Bob, True)"]
     assert (smart["rule"], smart["rule_text"], smart["binding"]) == (
-        14, "Quiet($x, True) && Cold($x, True) >>> Smart($x, True)", {"$x": "Bob"})
+        14,
+        "Quiet($x, True) && Cold($x, True) >>> Smart($x, True)",
+        {"$x": "Bob"},
+    )
     assert smart["body"] == [steps["Quiet(Bob, True)"]["id"], steps["Cold(Bob, True)"]["id"]]
     assert cert["query"] == {"atom": "Round(Bob, True)", "line": 19}
     assert "Red(Anne, True)" not in steps  # only what the proof uses
@@ -123,8 +134,13 @@ def test_unknown_carries_the_closure_that_verifies() -> None:
     closure = cert["closure"]
     assert closure["method"] == "negation_as_failure" and closure["count"] == 6
     assert derivation.decode_atoms(closure["atoms"]) == {
-        ("Cold", ("Bob",), True), ("Quiet", ("Bob",), True), ("Red", ("Anne",), True),
-        ("Smart", ("Bob",), True), ("Round", ("Bob",), True), ("Smart", ("Anne",), False)}
+        ("Cold", ("Bob",), True),
+        ("Quiet", ("Bob",), True),
+        ("Red", ("Anne",), True),
+        ("Smart", ("Bob",), True),
+        ("Round", ("Bob",), True),
+        ("Smart", ("Anne",), False),
+    }
     v = verdict(cert, text, "Unknown")
     assert v.status == "verified" and v.reason == "", v
 
@@ -145,7 +161,8 @@ def test_the_checker_does_not_run_the_forward_chainer(monkeypatch: pytest.Monkey
 
 def test_an_inconsistent_program_gets_a_certificate_of_both_atoms() -> None:
     text = WORLD.replace("{query}", "Smart(Anne, True)").replace(
-        "Red(Anne, True) ::: Anne is red.", "Red(Anne, True)\nQuiet(Anne, True)\nCold(Anne, True)")
+        "Red(Anne, True) ::: Anne is red.", "Red(Anne, True)\nQuiet(Anne, True)\nCold(Anne, True)"
+    )
     out = lp.solve(text, LIMITS)
     assert out.status == Status.UNSAT and out.answer is None
     atoms = [s["atom"] for s in out.certificate["steps"]]
@@ -328,13 +345,18 @@ def test_a_big_closure_stores_the_count_and_the_checker_recomputes(monkeypatch: 
     true_cert = copy.deepcopy(cert)
     true_cert["closure"]["count"] = 6
     true_cert["query"]["atom"] = "Round(Bob, True)"
-    assert verdict(true_cert, TRUE_TEXT, "Unknown").reason.endswith("is derivable (it is in the closure), so the answer is not Unknown")
+    assert verdict(true_cert, TRUE_TEXT, "Unknown").reason.endswith(
+        "is derivable (it is in the closure), so the answer is not Unknown"
+    )
 
 
 def test_the_check_is_bounded_by_the_time_limit() -> None:
     names = [f"c{i}" for i in range(40)]  # 40 facts and 1,600 rule instances: thousands of checker steps
-    text = "Facts:\n" + "\n".join(f"P({n}, True)" for n in names) + (
-        "\nRules:\nP($x, True) && P($y, True) >>> R($x, $y, True)\nQuery:\nQ(c1, True)\n")
+    text = (
+        "Facts:\n"
+        + "\n".join(f"P({n}, True)" for n in names)
+        + ("\nRules:\nP($x, True) && P($y, True) >>> R($x, $y, True)\nQuery:\nQ(c1, True)\n")
+    )
     cert, answer = solved(text)
     assert answer == "Unknown"
     v = verdict(cert, text, answer, Limits(timeout_s=1e-6))
@@ -363,7 +385,7 @@ def test_explain_lists_exactly_the_proof_steps_and_their_premises() -> None:
     assert lines[0].startswith("True: query Round(Bob, True)")
     by_id = {s["id"]: s for s in cert["steps"]}
     assert len(lines) == 1 + len(cert["steps"])
-    for line, step in zip(lines[1:], cert["steps"]):
+    for line, step in zip(lines[1:], cert["steps"], strict=True):
         atom, _, why = line.partition("  <- ")
         assert atom == f"[{step['id']}] {step['atom']}"
         if step["rule"] is None:
@@ -452,23 +474,34 @@ def test_swipl_certificate_of_a_cyclic_program_ends_and_verifies() -> None:
     out = swipl.solve(text, LIMITS)
     assert out.answer == "True"
     assert [s["atom"] for s in out.certificate["steps"]] == [
-        "Red(Bob, True)", "Rough(Bob, True)", "Cold(Bob, True)", "Big(Bob, True)"]
+        "Red(Bob, True)",
+        "Rough(Bob, True)",
+        "Cold(Bob, True)",
+        "Big(Bob, True)",
+    ]
     assert check(out.certificate, language="logiclm-lp-swipl", program=text, answer="True").status == "verified"
 
 
 @needs_swipl
 def test_swipl_inconsistency_and_a_cut_off_closure_are_certified() -> None:
     text = WORLD.replace("{query}", "Smart(Anne, True)").replace(
-        "Red(Anne, True) ::: Anne is red.", "Red(Anne, True)\nQuiet(Anne, True)\nCold(Anne, True)")
+        "Red(Anne, True) ::: Anne is red.", "Red(Anne, True)\nQuiet(Anne, True)\nCold(Anne, True)"
+    )
     out = swipl.solve(text, LIMITS)
     assert out.status == Status.UNSAT
     assert check(out.certificate, language="logiclm-lp-swipl", program=text, answer=None).status == "verified"
     # 1,640 atoms: more than the harness's 10,000 characters of output, so only the count is kept.
     names = [f"c{i}" for i in range(40)]
-    big = "Facts:\n" + "\n".join(f"P({n}, True)" for n in names) + (
-        "\nRules:\nP($x, True) && P($y, True) >>> R($x, $y, True)\nQuery:\nQ(c1, True)\n")
+    big = (
+        "Facts:\n"
+        + "\n".join(f"P({n}, True)" for n in names)
+        + ("\nRules:\nP($x, True) && P($y, True) >>> R($x, $y, True)\nQuery:\nQ(c1, True)\n")
+    )
     out = swipl.solve(big, LIMITS)
     assert out.answer == "Unknown" and out.certificate["closure"] == {
-        "method": "negation_as_failure", "count": 1640, "atoms": None}
+        "method": "negation_as_failure",
+        "count": 1640,
+        "atoms": None,
+    }
     v = check(out.certificate, language="logiclm-lp-swipl", program=big, answer="Unknown", limits=LIMITS)
     assert v.status == "verified" and "recomputed" in v.reason, v

@@ -7,10 +7,10 @@ import json
 
 import pytest
 
-from symbolkg.solvers.fol import engine, prover9, z3_engine, z3_eval
-from symbolkg.solvers.fol import syntax as fol
 from symbolkg.solvers.certificates import check
 from symbolkg.solvers.certificates.entailment import MAX_CERTIFICATE_BYTES
+from symbolkg.solvers.fol import engine, prover9, z3_engine, z3_eval
+from symbolkg.solvers.fol import syntax as fol
 from symbolkg.solvers.outcomes import Limits, Status
 
 
@@ -92,8 +92,13 @@ def test_inconsistent_premises_get_no_answer_and_an_old_inconsistent_claim_still
     assert (outcome.answer, outcome.error_kind, outcome.certificate) == (None, "inconsistent", None)
     # results written before inconsistent premises were refused carry such certificates
     cite = entailment_certificate.Cited
-    cert = entailment_certificate.proved("True", cite(6, "R(c)", "R(c)"), [cite(2, "P(a)", "P(a)"), cite(3, "¬P(a)", "-(P(a))")],
-                                         inconsistent=True, producer="prover9")
+    cert = entailment_certificate.proved(
+        "True",
+        cite(6, "R(c)", "R(c)"),
+        [cite(2, "P(a)", "P(a)"), cite(3, "¬P(a)", "-(P(a))")],
+        inconsistent=True,
+        producer="prover9",
+    )
     assert cert["claim"] == "inconsistent"
     assert verdict(cert, program, "True").status == "verified"
 
@@ -111,16 +116,19 @@ def test_certificates_are_small():
 # --------------------------------------------------------------------------- checker: honest certificates
 
 
-@pytest.mark.parametrize(("program", "answer", "checker"),
-                         [(TRUE, "True", "z3"), (FALSE, "False", "z3"), (UNKNOWN, "Unknown", "evaluator")])
+@pytest.mark.parametrize(
+    ("program", "answer", "checker"), [(TRUE, "True", "z3"), (FALSE, "False", "z3"), (UNKNOWN, "Unknown", "evaluator")]
+)
 def test_honest_certificates_verify(program, answer, checker):
     v = verdict(solved(program, answer), program, answer)
     assert (v.status, v.checker) == ("verified", checker), v
 
 
 def test_prover9_language_certificate_verifies_with_its_own_reader():
-    program = ("formulas(assumptions).\nall x (man(x) -> mortal(x)).\nman(socrates).\nhappy(plato).\nend_of_list.\n"
-               "formulas(goals).\nmortal(socrates).\nend_of_list.\n")
+    program = (
+        "formulas(assumptions).\nall x (man(x) -> mortal(x)).\nman(socrates).\nhappy(plato).\nend_of_list.\n"
+        "formulas(goals).\nmortal(socrates).\nend_of_list.\n"
+    )
     outcome = prover9.solve(program, FAST)
     assert outcome.answer == "True"
     assert [p["line"] for p in outcome.certificate["premises"]] == [2, 3]
@@ -131,8 +139,10 @@ def test_prover9_language_certificate_verifies_with_its_own_reader():
 
 
 def test_prover9_language_unknown_carries_countermodels_that_verify():
-    program = ("formulas(assumptions).\nall x (dog(x) -> animal(x)).\ndog(rex).\nend_of_list.\n"
-               "formulas(goals).\ncat(rex).\nend_of_list.\n")
+    program = (
+        "formulas(assumptions).\nall x (dog(x) -> animal(x)).\ndog(rex).\nend_of_list.\n"
+        "formulas(goals).\ncat(rex).\nend_of_list.\n"
+    )
     outcome = prover9.solve(program, FAST)
     models = outcome.certificate["countermodels"]
     assert outcome.answer == "Unknown" and models["goal_false"] and models["goal_true"]
@@ -181,7 +191,9 @@ def test_a_countermodel_with_one_tuple_flipped_fails():
     v = verdict(flipped, UNKNOWN, "Unknown")
     assert v.status == "failed" and "goal_false" in v.reason
     broken = copy.deepcopy(cert)
-    broken["countermodels"]["goal_true"]["predicates"]["Painter"].remove([broken["countermodels"]["goal_true"]["constants"]["ben"]])
+    broken["countermodels"]["goal_true"]["predicates"]["Painter"].remove(
+        [broken["countermodels"]["goal_true"]["constants"]["ben"]]
+    )
     v = verdict(broken, UNKNOWN, "Unknown")
     assert v.status == "failed" and "line 10" in v.reason  # Painter(ben) is now false
 
@@ -204,8 +216,10 @@ def test_an_unknown_without_countermodels_is_unverifiable_with_the_reason():
 # --------------------------------------------------------------------------- the Z3 prover (cross-check)
 
 
-@pytest.mark.parametrize(("program", "answer", "status"),
-                         [(TRUE, "True", Status.PROVED), (FALSE, "False", Status.DISPROVED), (UNKNOWN, "Unknown", Status.UNKNOWN)])
+@pytest.mark.parametrize(
+    ("program", "answer", "status"),
+    [(TRUE, "True", Status.PROVED), (FALSE, "False", Status.DISPROVED), (UNKNOWN, "Unknown", Status.UNKNOWN)],
+)
 def test_z3_language_answers_like_prover9(program, answer, status):
     outcome = z3_engine.solve(program, FAST)
     assert (outcome.status, outcome.answer, outcome.backend) == (status, answer, "z3")

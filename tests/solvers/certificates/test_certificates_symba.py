@@ -10,10 +10,10 @@ import textwrap
 from typing import Any
 
 import pytest
-from symbolkg.solvers.symba import engine as symba
+
 from symbolkg.solvers.certificates import Verdict, check, derivation, symba_tree
 from symbolkg.solvers.outcomes import Limits, Status
-
+from symbolkg.solvers.symba import engine as symba
 from tests.solvers.symba.test_symba_solver import GOLD_SETS, SYMBA, gold_program
 
 LIMITS = Limits(timeout_s=10)
@@ -84,7 +84,9 @@ def test_rule_chain_proof_is_verified_and_explained():
     assert cert["kind"] == "derivation" and cert["format"] == "tree" and cert["version"] == 1
     assert cert["producer"] == "symba-chainer" and cert["query"] == {"goal": "eats(bear, mouse)", "line": 6}
     tree = cert["tree"]
-    assert tree["goal"] == "eats(bear, mouse)" and tree["clause"] == "eats(X, mouse) :- is(X, red)." and tree["line"] == 2
+    assert (
+        tree["goal"] == "eats(bear, mouse)" and tree["clause"] == "eats(X, mouse) :- is(X, red)." and tree["line"] == 2
+    )
     assert tree["binding"] == {"X": "bear"}
     assert len(nodes(tree)) == 8 and {n["line"] for n in nodes(tree)} == {1, 2, 3, 4, 5}
     v = verdict(cert, CHAIN, "True")
@@ -105,7 +107,9 @@ def test_proof_with_a_negation_leaf_is_verified():
     assert leaf == {"goal": "not penguin(tweety)", "naf": True, "atom": "penguin(tweety)"}
     v = verdict(cert, text, "True")
     assert v.status == "verified" and "1 negation leaf" in v.reason, v
-    assert "  not penguin(tweety)  (negation as failure: penguin(tweety) has no proof)" in derivation.explain_lines(cert)
+    assert "  not penguin(tweety)  (negation as failure: penguin(tweety) has no proof)" in derivation.explain_lines(
+        cert
+    )
 
 
 def test_closed_world_false_is_verified():
@@ -119,20 +123,27 @@ def test_closed_world_false_is_verified():
     assert "found no proof" in derivation.explain_lines(cert)[1]
 
 
-@pytest.mark.parametrize(("text", "answer"), [
-    ("p(a).\n?- not p(b).\n", "True"),            # a negated query: one negation leaf
-    ("p(a).\n?- not p(a).\n", "False"),           # ... whose atom has a proof
-    ("r(X) :- s(X), not t(X, _).\ns(a). s(b). t(b, c).\n?- r(a).\n", "True"),  # a local variable under not
-    ("r(X) :- s(X), not t(X, _).\ns(a). s(b). t(b, c).\n?- r(b).\n", "False"),
-    ("is(a, big) :- not is(a, red).\nis(a, red) :- is(b, red).\n?- is(a, big).\n", "True"),  # stratified by atom only
-    ("p(X).\nq(Y) :- p(Y).\n?- q(Z).\n", "True"),  # a non-ground proof
-    ("p(X) :- not q(X).\nq(a).\n?- p(b).\n", "True"),  # a variable bound by no positive literal
-    ("p(a, b). p(c, c).\n?- p(X, X).\n", "True"),
-    ("p(a, b).\n?- p(X, X).\n", "False"),
-    ("p(a; b).\nq(X) :- p(X), not r(X).\nr(a).\n?- q(b).\n", "True"),  # pooling: two clauses on line 1
-    ("-fly(X) :- penguin(X).\npenguin(pingu). bird(tweety).\nfly(X) :- bird(X), not -fly(X).\n?- fly(tweety).\n", "True"),
-    (ARITH, "True"),
-])
+@pytest.mark.parametrize(
+    ("text", "answer"),
+    [
+        ("p(a).\n?- not p(b).\n", "True"),  # a negated query: one negation leaf
+        ("p(a).\n?- not p(a).\n", "False"),  # ... whose atom has a proof
+        ("r(X) :- s(X), not t(X, _).\ns(a). s(b). t(b, c).\n?- r(a).\n", "True"),  # a local variable under not
+        ("r(X) :- s(X), not t(X, _).\ns(a). s(b). t(b, c).\n?- r(b).\n", "False"),
+        # stratified by atom only
+        ("is(a, big) :- not is(a, red).\nis(a, red) :- is(b, red).\n?- is(a, big).\n", "True"),
+        ("p(X).\nq(Y) :- p(Y).\n?- q(Z).\n", "True"),  # a non-ground proof
+        ("p(X) :- not q(X).\nq(a).\n?- p(b).\n", "True"),  # a variable bound by no positive literal
+        ("p(a, b). p(c, c).\n?- p(X, X).\n", "True"),
+        ("p(a, b).\n?- p(X, X).\n", "False"),
+        ("p(a; b).\nq(X) :- p(X), not r(X).\nr(a).\n?- q(b).\n", "True"),  # pooling: two clauses on line 1
+        (
+            "-fly(X) :- penguin(X).\npenguin(pingu). bird(tweety).\nfly(X) :- bird(X), not -fly(X).\n?- fly(tweety).\n",
+            "True",
+        ),
+        (ARITH, "True"),
+    ],
+)
 def test_more_answers_are_verified(text, answer):
     cert, got = solved(text)
     assert got == answer
@@ -160,7 +171,9 @@ def test_wrong_binding_fails():
     cert, _ = solved(CHAIN)
     bad = copy.deepcopy(cert)
     bad["tree"]["binding"] = {"X": "mouse"}
-    _failed(bad, CHAIN, "True", "the binding gives the head `eats(mouse, mouse)`, not the node's goal `eats(bear, mouse)`")
+    _failed(
+        bad, CHAIN, "True", "the binding gives the head `eats(mouse, mouse)`, not the node's goal `eats(bear, mouse)`"
+    )
     missing = copy.deepcopy(cert)
     missing["tree"]["binding"] = {}
     _failed(missing, CHAIN, "True", "missing: ['X']")
@@ -198,7 +211,9 @@ def test_false_claimed_for_a_derivable_goal_fails():
     forged = symba_tree.certificate(symba.parse(text), _no_proof(), "False")
     _failed(forged, text, "False", "`flies(tweety)` is derivable")
     negated = "p(a).\n?- not p(b).\n"  # False for `not g` claims a proof of g
-    _failed(symba_tree.certificate(symba.parse(negated), _no_proof(), "False"), negated, "False", "`p(b)` is not derivable")
+    _failed(
+        symba_tree.certificate(symba.parse(negated), _no_proof(), "False"), negated, "False", "`p(b)` is not derivable"
+    )
 
 
 def test_builtin_leaf_that_does_not_hold_fails():
@@ -270,8 +285,10 @@ def _random_program(rng: random.Random) -> str:
 
     def atom(variables: bool) -> str:
         pred = rng.choice(list(arity))
-        args = [rng.choice(["X", "Y", "Z"] if variables and rng.random() < 0.6 else ["a", "b", "c", "1", "2"])
-                for _ in range(arity[pred])]
+        args = [
+            rng.choice(["X", "Y", "Z"] if variables and rng.random() < 0.6 else ["a", "b", "c", "1", "2"])
+            for _ in range(arity[pred])
+        ]
         return f"{pred}({', '.join(args)})" if args else pred
 
     def clause() -> str:
@@ -285,7 +302,9 @@ def _random_program(rng: random.Random) -> str:
             elif x < 0.85:
                 body.append("not " + atom(True))
             else:
-                body.append(f"{rng.choice('XYZ')} {rng.choice(['!=', '=', '<'])} {rng.choice(['a', '1', '2', 'X', 'Y'])}")
+                body.append(
+                    f"{rng.choice('XYZ')} {rng.choice(['!=', '=', '<'])} {rng.choice(['a', '1', '2', 'X', 'Y'])}"
+                )
         return f"{atom(True)} :- {', '.join(body)}."
 
     query = ("not " if rng.random() < 0.2 else "") + atom(True)
@@ -313,8 +332,14 @@ def test_random_programs_answers_verify():
 
 def test_gold_program_answers_all_verify():
     """All 1,000 gold records (502 True, 498 False under the closed world): every certificate verifies."""
-    world = {w["name"]: [s["statement"] for s in w["statements"]]
-             for w in json.loads((SYMBA / "clutrr" / "world_data.json").read_text())} if (SYMBA / "clutrr").exists() else {}
+    world = (
+        {
+            w["name"]: [s["statement"] for s in w["statements"]]
+            for w in json.loads((SYMBA / "clutrr" / "world_data.json").read_text())
+        }
+        if (SYMBA / "clutrr").exists()
+        else {}
+    )
     counts: collections.Counter[str] = collections.Counter()
     reasons: collections.Counter[str] = collections.Counter()
     for name in GOLD_SETS:

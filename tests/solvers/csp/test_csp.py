@@ -1,4 +1,7 @@
-"""Tests of the Logic-LM CSP language (symbolkg.solvers.csp.syntax and .engine): parsing, entailment answers, errors, limits."""
+"""Tests of the Logic-LM CSP language (symbolkg.solvers.csp.syntax and .engine).
+
+Parsing, entailment answers, errors, limits.
+"""
 
 from __future__ import annotations
 
@@ -81,7 +84,9 @@ def test_parse_gives_typed_sections() -> None:
     parsed = csp.parse(BOOKS)
     assert [n.text for n in parsed.notes] == ["1: leftmost", "5: rightmost"]
     assert parsed.variables[0] == syntax.Variable("green_book", (1, 2, 3, 4, 5), syntax.Type.INT, 5)
-    assert parsed.constraints[0].expr == syntax.Compare((">",), (syntax.VarRef("blue_book"), syntax.VarRef("yellow_book")))
+    assert parsed.constraints[0].expr == syntax.Compare(
+        (">",), (syntax.VarRef("blue_book"), syntax.VarRef("yellow_book"))
+    )
     assert parsed.constraints[0].comment == "The blue book is to the right of the yellow book."
     assert parsed.constraints[0].line == 11
     assert isinstance(parsed.constraints[4].expr, syntax.AllDifferent)
@@ -174,8 +179,10 @@ def test_range_domain_with_step() -> None:
 
 
 def test_comments_blank_lines_and_lowercase_headers() -> None:
-    text = "# a puzzle\n\ndomain:\n1: first\n\nvariables:\na [IN] [1, 2]\n\nconstraints:\na != 1 ::: not first\n" \
-           "\nquery:\nA) a == 2 ::: second\n"
+    text = (
+        "# a puzzle\n\ndomain:\n1: first\n\nvariables:\na [IN] [1, 2]\n\nconstraints:\na != 1 ::: not first\n"
+        "\nquery:\nA) a == 2 ::: second\n"
+    )
     assert csp.solve(text, LIMITS).answer == "A"
 
 
@@ -333,8 +340,9 @@ def test_answers_are_sound_for_a_hidden_arrangement(perm: list[int], facts: list
         if holds and left != right:
             constraints.append(f"{left} {op} {right}")
     options = [f"{chr(65 + k)}) {names[asked]} == {k + 1}" for k in range(5)]
-    text = "\n".join(["Variables:", *(f"{n} [IN] [1, 2, 3, 4, 5]" for n in names), "Constraints:", *constraints,
-                      "Query:", *options])
+    text = "\n".join(
+        ["Variables:", *(f"{n} [IN] [1, 2, 3, 4, 5]" for n in names), "Constraints:", *constraints, "Query:", *options]
+    )
     out = csp.solve(text, LIMITS)
     assert out.status in (Status.PROVED, Status.UNKNOWN)
     if out.status is Status.PROVED:
@@ -352,7 +360,7 @@ def test_recorded_gpt4_programs_match_logiclm() -> None:
     records = json.loads(PROGRAMS.read_text())
     outcomes = [csp.solve(r["raw_logic_programs"][0], LIMITS) for r in records]
     assert all(o.executed for o in outcomes)
-    correct = sum(o.answer == r["answer"] for o, r in zip(outcomes, records))
+    correct = sum(o.answer == r["answer"] for o, r in zip(outcomes, records, strict=True))
     assert correct >= 262
     # A wrong answer is always a selected option or an explained non-answer, never a crash.
     assert {o.status for o in outcomes} <= {Status.PROVED, Status.UNKNOWN, Status.UNSAT}

@@ -1,4 +1,6 @@
-"""Robustness corpus for the Logic-LM CSP parser: GPT-4's LogicalDeduction programs rewritten the way other models write.
+"""Robustness corpus for the Logic-LM CSP parser.
+
+GPT-4's LogicalDeduction programs, rewritten the way other models write.
 
 Each mutation below rewrites a recorded GPT-4 program into a variant that has exactly one reading
 (see "Spellings other models write" in :mod:`symbolkg.solvers.csp.syntax`): the solver must give the
@@ -25,9 +27,9 @@ from pathlib import Path
 
 import pytest
 
+from symbolkg.solvers.certificates import check
 from symbolkg.solvers.csp import engine as csp
 from symbolkg.solvers.csp import syntax
-from symbolkg.solvers.certificates import check
 from symbolkg.solvers.outcomes import Limits, Status
 
 DATA = Path(os.environ.get("SYMBOLKG_DATA", "/work/shared/data"))
@@ -160,8 +162,12 @@ def map_code(items: list[Item], fn: Callable[[Item], str]) -> list[Item]:
     return [replace(item, code=fn(item)) for item in items]
 
 
-def comparisons(items: list[Item], rng: random.Random, rewrite: Callable[[str, str, str], str],
-                pairwise: Callable[[list[str]], str] | None = None) -> list[Item]:
+def comparisons(
+    items: list[Item],
+    rng: random.Random,
+    rewrite: Callable[[str, str, str], str],
+    pairwise: Callable[[list[str]], str] | None = None,
+) -> list[Item]:
     """Rewrite every ``x op y`` (constraints and options) and, if asked, every AllDifferentConstraint."""
 
     def fn(item: Item) -> str:
@@ -182,11 +188,13 @@ def unicode_comparisons(items: list[Item], rng: random.Random) -> list[Item]:
     """``≠``, ``<>``, ``≤``, ``≥`` in equivalent conditions; AllDifferent as pairwise ``≠``/``<>``."""
 
     def rewrite(x: str, op: str, y: str) -> str:
-        return rng.choice({
-            "==": [f"{x} ≤ {y} and {x} ≥ {y}", f"not ({x} <> {y})", f"not {x} ≠ {y}"],
-            "<": [f"{x} ≤ {y} - 1", f"not {x} ≥ {y}", f"{y} ≥ {x} + 1"],
-            ">": [f"{x} ≥ {y} + 1", f"not {x} ≤ {y}", f"{y} ≤ {x} - 1"],
-        }[op])
+        return rng.choice(
+            {
+                "==": [f"{x} ≤ {y} and {x} ≥ {y}", f"not ({x} <> {y})", f"not {x} ≠ {y}"],
+                "<": [f"{x} ≤ {y} - 1", f"not {x} ≥ {y}", f"{y} ≥ {x} + 1"],
+                ">": [f"{x} ≥ {y} + 1", f"not {x} ≤ {y}", f"{y} ≤ {x} - 1"],
+            }[op]
+        )
 
     def pairwise(names: list[str]) -> str:
         return " and ".join(f"{a} {rng.choice(['≠', '<>', '!='])} {b}" for a, b in itertools.combinations(names, 2))
@@ -199,12 +207,18 @@ def negations(items: list[Item], rng: random.Random) -> list[Item]:
 
     def rewrite(x: str, op: str, y: str) -> str:
         bang = rng.choice(["!", "¬"])
-        return rng.choice({
-            "==": [f"{bang}({x} != {y})", f"{bang}({x} < {y} or {x} > {y})", f"!!({x} == {y})",
-                   f"{bang}({x} != {y}) and {bang}({x} < {y})"],
-            "<": [f"{bang}({x} >= {y})", f"{bang}({x} > {y}) and {bang}({x} == {y})", f"!{bang}({x} < {y})"],
-            ">": [f"{bang}({x} <= {y})", f"({bang}({x} < {y}) and {x} != {y})", f"{bang}({x} == {y} or {x} < {y})"],
-        }[op])
+        return rng.choice(
+            {
+                "==": [
+                    f"{bang}({x} != {y})",
+                    f"{bang}({x} < {y} or {x} > {y})",
+                    f"!!({x} == {y})",
+                    f"{bang}({x} != {y}) and {bang}({x} < {y})",
+                ],
+                "<": [f"{bang}({x} >= {y})", f"{bang}({x} > {y}) and {bang}({x} == {y})", f"!{bang}({x} < {y})"],
+                ">": [f"{bang}({x} <= {y})", f"({bang}({x} < {y}) and {x} != {y})", f"{bang}({x} == {y} or {x} < {y})"],
+            }[op]
+        )
 
     return comparisons(items, rng, rewrite)
 
@@ -214,11 +228,22 @@ def c_operators(items: list[Item], rng: random.Random) -> list[Item]:
 
     def rewrite(x: str, op: str, y: str) -> str:
         eq = rng.choice(["=", " = ", "==", "="])
-        return rng.choice({
-            "==": [f"{x}{eq}{y}", f"{x} = {y} && {y} = {x}", f"{x} = {y} || {x} = {y}", f"!({x} < {y} || {x} > {y})"],
-            "<": [f"{x} < {y} && {x} != {y}", f"!({x} > {y} || {x} = {y})", f"{x} < {y} || ({x} = {y} && {x} != {y})"],
-            ">": [f"{x} > {y} && !({x} = {y})", f"{y} < {x} || {y} < {x}", f"({x} >= {y}) && ({x} != {y})"],
-        }[op])
+        return rng.choice(
+            {
+                "==": [
+                    f"{x}{eq}{y}",
+                    f"{x} = {y} && {y} = {x}",
+                    f"{x} = {y} || {x} = {y}",
+                    f"!({x} < {y} || {x} > {y})",
+                ],
+                "<": [
+                    f"{x} < {y} && {x} != {y}",
+                    f"!({x} > {y} || {x} = {y})",
+                    f"{x} < {y} || ({x} = {y} && {x} != {y})",
+                ],
+                ">": [f"{x} > {y} && !({x} = {y})", f"{y} < {x} || {y} < {x}", f"({x} >= {y}) && ({x} != {y})"],
+            }[op]
+        )
 
     def pairwise(names: list[str]) -> str:
         return " && ".join(f"!({a} = {b})" for a, b in itertools.combinations(names, 2))
@@ -238,11 +263,21 @@ def declarations(items: list[Item], rng: random.Random) -> list[Item]:
             return item.code
         n = len(values)
         listed = ", ".join(map(str, values))
-        return rng.choice([
-            f"{name} IN [{listed.replace(', ', ',')}]", f"{name} in [{listed}]", f"{name} ∈ {{{listed}}}",
-            f"{name}: [1..{n}]", f"{name}: [1, ..., {n}]", f"{name} [IN] range(1, {n + 1})", f"{name} in 1..{n}",
-            f"{name} IN [1...{n}]", f"{name}: [1, 2, ..., {n}]", f"{name} ∈ {{1..{n}}}", f"{name} [IN] [{n}..1]",
-        ])
+        return rng.choice(
+            [
+                f"{name} IN [{listed.replace(', ', ',')}]",
+                f"{name} in [{listed}]",
+                f"{name} ∈ {{{listed}}}",
+                f"{name}: [1..{n}]",
+                f"{name}: [1, ..., {n}]",
+                f"{name} [IN] range(1, {n + 1})",
+                f"{name} in 1..{n}",
+                f"{name} IN [1...{n}]",
+                f"{name}: [1, 2, ..., {n}]",
+                f"{name} ∈ {{1..{n}}}",
+                f"{name} [IN] [{n}..1]",
+            ]
+        )
 
     return map_code(items, fn)
 
@@ -254,16 +289,33 @@ def all_different_spellings(items: list[Item], rng: random.Random) -> list[Item]
         m = ALL_DIFFERENT_RE.match(item.code) if item.section == "Constraints" else None
         if not m:
             return item.code
-        name = rng.choice(["AllDifferent", "Distinct", "alldifferent", "all_different", "AllDistinct", "all_diff",
-                           "ALLDIFFERENT", "allDifferent"])
+        name = rng.choice(
+            [
+                "AllDifferent",
+                "Distinct",
+                "alldifferent",
+                "all_different",
+                "AllDistinct",
+                "all_diff",
+                "ALLDIFFERENT",
+                "allDifferent",
+            ]
+        )
         return rng.choice([f"{name}([{m.group(1)}])", f"{name}({m.group(1)})"])
 
     return map_code(items, fn)
 
 
-OPTION_STYLES = ("{letter}) {expr}", "({letter}) {expr}", "{letter}. {expr}", "{letter}: {expr}",
-                 "Option {letter}: {expr}", "Option {letter}) {expr}", "Option ({letter}): {expr}",
-                 "({letter}): {expr}")
+OPTION_STYLES = (
+    "{letter}) {expr}",
+    "({letter}) {expr}",
+    "{letter}. {expr}",
+    "{letter}: {expr}",
+    "Option {letter}: {expr}",
+    "Option {letter}) {expr}",
+    "Option ({letter}): {expr}",
+    "({letter}): {expr}",
+)
 
 
 def option_labels(text: str, rng: random.Random) -> str:
@@ -306,16 +358,25 @@ def everything(text: str, rng: random.Random) -> str:
     items = items_of(text)
     for fn in (declarations, all_different_spellings, rng.choice([unicode_comparisons, negations, c_operators])):
         items = fn(items, rng)
-    layout = replace(random_markdown(rng), option=rng.choice(OPTION_STYLES), comment="mixed", crlf=rng.random() < 0.5,
-                     trailing=True)
+    layout = replace(
+        random_markdown(rng), option=rng.choice(OPTION_STYLES), comment="mixed", crlf=rng.random() < 0.5, trailing=True
+    )
     return render(items, layout, rng)
 
 
 ONE_READING: dict[str, Callable[[str, random.Random], str]] = {
     f.__name__: f
-    for f in (item_mutation(unicode_comparisons), item_mutation(negations), item_mutation(c_operators),
-              item_mutation(declarations),
-              item_mutation(all_different_spellings), option_labels, markdown_layout, comments_and_spacing, everything)
+    for f in (
+        item_mutation(unicode_comparisons),
+        item_mutation(negations),
+        item_mutation(c_operators),
+        item_mutation(declarations),
+        item_mutation(all_different_spellings),
+        option_labels,
+        markdown_layout,
+        comments_and_spacing,
+        everything,
+    )
 }
 
 
@@ -352,27 +413,47 @@ def test_mutants_certificates_are_verified_against_the_mutant() -> None:
         if out.status is not Status.PROVED:
             continue
         assert out.certificate is not None, row["id"]
-        verdict = check(json.loads(json.dumps(out.certificate)), language="logiclm-csp", program=mutant,
-                        answer=out.answer, limits=LIMITS)
+        verdict = check(
+            json.loads(json.dumps(out.certificate)),
+            language="logiclm-csp",
+            program=mutant,
+            answer=out.answer,
+            limits=LIMITS,
+        )
         assert verdict.status == "verified", (row["id"], verdict.reason)
 
 
 @pytest.mark.parametrize(
     ("written", "gpt4"),
     [
-        ("a ≠ b", "a != b"), ("a <> b", "a != b"), ("a ≤ b", "a <= b"), ("a ≥ b", "a >= b"),
-        ("!(a == b)", "not (a == b)"), ("¬(a == b) or a < b", "not (a == b) or a < b"),
-        ("!!(a == 1)", "not not (a == 1)"), ("c == '≠'", "c == '≠'"), ("c != '!'", "c != '!'"),
-        ("a = 1", "a == 1"), ("a=1 && b=2 || c='!'", "a == 1 and b == 2 or c == '!'"), ("a = b = 1", "a == b == 1"),
-        ("!(a = 1) && b <= 2", "not (a == 1) and b <= 2"), ("c = '='", "c == '='"), ("a in [b = 1]", "a in [b == 1]"),
-        ("Distinct(a, b)", "AllDifferentConstraint([a, b])"), ("all_different([a, b])", "AllDifferentConstraint([a, b])"),
-        ("alldiff(a, b)", "AllDifferentConstraint([a, b])"), ("a > b  # a comment", "a > b"),
+        ("a ≠ b", "a != b"),
+        ("a <> b", "a != b"),
+        ("a ≤ b", "a <= b"),
+        ("a ≥ b", "a >= b"),
+        ("!(a == b)", "not (a == b)"),
+        ("¬(a == b) or a < b", "not (a == b) or a < b"),
+        ("!!(a == 1)", "not not (a == 1)"),
+        ("c == '≠'", "c == '≠'"),
+        ("c != '!'", "c != '!'"),
+        ("a = 1", "a == 1"),
+        ("a=1 && b=2 || c='!'", "a == 1 and b == 2 or c == '!'"),
+        ("a = b = 1", "a == b == 1"),
+        ("!(a = 1) && b <= 2", "not (a == 1) and b <= 2"),
+        ("c = '='", "c == '='"),
+        ("a in [b = 1]", "a in [b == 1]"),
+        ("Distinct(a, b)", "AllDifferentConstraint([a, b])"),
+        ("all_different([a, b])", "AllDifferentConstraint([a, b])"),
+        ("alldiff(a, b)", "AllDifferentConstraint([a, b])"),
+        ("a > b  # a comment", "a > b"),
         ("`a > b`", "a > b"),
     ],
 )
 def test_each_spelling_reads_as_the_gpt4_spelling(written: str, gpt4: str) -> None:
     def tree(constraint: str) -> syntax.Expr:
-        text = f"Variables:\na [IN] [1, 2, 3]\nb [IN] [1, 2, 3]\nc [IN] ['!', '≠']\nConstraints:\n{constraint}\nQuery:\nA) a == 1"
+        text = (
+            f"Variables:\na [IN] [1, 2, 3]\nb [IN] [1, 2, 3]\nc [IN] ['!', '≠']\nConstraints:\n{constraint}\nQuery:\n"
+            "A) a == 1"
+        )
         return csp.parse(text).constraints[0].expr
 
     assert tree(written) == tree(gpt4)
@@ -380,18 +461,33 @@ def test_each_spelling_reads_as_the_gpt4_spelling(written: str, gpt4: str) -> No
 
 def test_layout_items_keep_their_comments_and_lines() -> None:
     lines = [
-        "```python", "### Domain", "- 1: leftmost", "**Variables:**", "- a in [1, 2, 3]", "- b: [1..3]  # second",
-        "# Constraints", "Constraints:", "- a > b  # a is right of b", "- `b == 2` ::: b is second", "## Query",
-        "1. (A) a == 3  # a is rightmost", "2. Option B: a == 1", "```",
+        "```python",
+        "### Domain",
+        "- 1: leftmost",
+        "**Variables:**",
+        "- a in [1, 2, 3]",
+        "- b: [1..3]  # second",
+        "# Constraints",
+        "Constraints:",
+        "- a > b  # a is right of b",
+        "- `b == 2` ::: b is second",
+        "## Query",
+        "1. (A) a == 3  # a is rightmost",
+        "2. Option B: a == 1",
+        "```",
     ]
     text = "\r\n".join(lines)  # CRLF line ends
     program = csp.parse(text)
     assert [n.text for n in program.notes] == ["1: leftmost"]
     assert [(v.name, v.line) for v in program.variables] == [("a", 5), ("b", 6)]
     assert [(c.text, c.comment, c.line) for c in program.constraints] == [
-        ("a > b", "a is right of b", 9), ("b == 2", "b is second", 10)]
+        ("a > b", "a is right of b", 9),
+        ("b == 2", "b is second", 10),
+    ]
     assert [(o.letter, o.text, o.comment, o.line) for o in program.options] == [
-        ("A", "a == 3", "a is rightmost", 12), ("B", "a == 1", "", 13)]
+        ("A", "a == 3", "a is rightmost", 12),
+        ("B", "a == 1", "", 13),
+    ]
     assert csp.solve(text, LIMITS).answer == "A"
 
 
@@ -408,9 +504,16 @@ def test_dots_inside_string_values_are_not_ranges() -> None:
 
 @pytest.mark.parametrize(
     ("constraint", "fragment"),
-    [("!(a > b) == (b == 1)", "two readings"), ("¬a == 1", "two readings"), ("!a", "two readings"),
-     ("!(a == 1) + 1 == 1", "two readings"), ("a == 1 & b == 2", "'&' is not supported"),
-     ("abs(a = 1) == 1", "plain positional arguments"), ("a := 1", "invalid constraint"), ("a => 1", "invalid constraint")],
+    [
+        ("!(a > b) == (b == 1)", "two readings"),
+        ("¬a == 1", "two readings"),
+        ("!a", "two readings"),
+        ("!(a == 1) + 1 == 1", "two readings"),
+        ("a == 1 & b == 2", "'&' is not supported"),
+        ("abs(a = 1) == 1", "plain positional arguments"),
+        ("a := 1", "invalid constraint"),
+        ("a => 1", "invalid constraint"),
+    ],
 )
 def test_negation_and_bitwise_with_two_readings_are_refused(constraint: str, fragment: str) -> None:
     text = f"Variables:\na [IN] [1, 2, 3]\nb [IN] [1, 2, 3]\nConstraints:\n{constraint}\nQuery:\nA) a == 1"
@@ -421,9 +524,18 @@ def test_negation_and_bitwise_with_two_readings_are_refused(constraint: str, fra
 
 @pytest.mark.parametrize(
     ("domain", "values"),
-    [("[1..5]", range(1, 6)), ("1..5", range(1, 6)), ("{1...5}", range(1, 6)), ("[1, ..., 5]", range(1, 6)),
-     ("[1, 3, ..., 9]", range(1, 10, 2)), ("[5..1]", range(1, 6)), ("[-2..2]", range(-2, 3)), ("[4..4]", range(4, 5)),
-     ("{1, 2, 3}", (1, 2, 3)), ("range(1, 6)", range(1, 6))],
+    [
+        ("[1..5]", range(1, 6)),
+        ("1..5", range(1, 6)),
+        ("{1...5}", range(1, 6)),
+        ("[1, ..., 5]", range(1, 6)),
+        ("[1, 3, ..., 9]", range(1, 10, 2)),
+        ("[5..1]", range(1, 6)),
+        ("[-2..2]", range(-2, 3)),
+        ("[4..4]", range(4, 5)),
+        ("{1, 2, 3}", (1, 2, 3)),
+        ("range(1, 6)", range(1, 6)),
+    ],
 )
 def test_range_domains_have_both_ends(domain: str, values: object) -> None:
     for declaration in (f"x [IN] {domain}", f"x in {domain}", f"x: {domain}", f"x ∈ {domain}", f"x IN {domain}"):
@@ -516,9 +628,14 @@ def range_off_its_step(text: str) -> tuple[int, str]:
 NO_READING: dict[str, tuple[Callable[[str], tuple[int, str]], str]] = {
     f.__name__: (f, kind)
     for f, kind in (
-        (sentence, "syntax"), (option_without_letter, "syntax"), (undeclared_variable, "undeclared"),
-        (c_negation, "syntax"), (dash_on_one_constraint, "syntax"), (bitwise_and, "unsupported"),
-        (open_interval, "syntax"), (range_off_its_step, "syntax"),
+        (sentence, "syntax"),
+        (option_without_letter, "syntax"),
+        (undeclared_variable, "undeclared"),
+        (c_negation, "syntax"),
+        (dash_on_one_constraint, "syntax"),
+        (bitwise_and, "unsupported"),
+        (open_interval, "syntax"),
+        (range_off_its_step, "syntax"),
     )
 }
 
@@ -530,4 +647,6 @@ def test_variants_without_one_reading_are_refused_at_their_line(mutation: str) -
         line, mutant = fn(row["raw_logic_programs"][0])
         out = csp.solve(mutant, LIMITS)
         assert (out.status, out.error_kind, out.error_line) == (Status.PARSE_ERROR, kind, line), (
-            row["id"], out.error_message)
+            row["id"],
+            out.error_message,
+        )

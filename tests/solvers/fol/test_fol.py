@@ -114,13 +114,26 @@ def _formulas(bound: tuple[str, ...] = ()) -> st.SearchStrategy[fol.Formula]:
     formulas = st.recursive(atoms, extend, max_leaves=6)
     if len(bound) < 2:
         var = "xyz"[len(bound)]
-        quantified = st.builds(fol.Quantified, st.sampled_from(list(fol.Quantifier)), st.just(var), st.deferred(lambda: _formulas((*bound, var))))
-        formulas = st.one_of(formulas, quantified, st.builds(fol.Binary, st.sampled_from(list(fol.Connective)), quantified, formulas))
+        quantified = st.builds(
+            fol.Quantified,
+            st.sampled_from(list(fol.Quantifier)),
+            st.just(var),
+            st.deferred(lambda: _formulas((*bound, var))),
+        )
+        formulas = st.one_of(
+            formulas, quantified, st.builds(fol.Binary, st.sampled_from(list(fol.Connective)), quantified, formulas)
+        )
     return formulas
 
 
 # The documented grammar: binding strength and which connectives group to the right.
-PRECEDENCE = {fol.Connective.IFF: 1, fol.Connective.IMPLIES: 2, fol.Connective.XOR: 3, fol.Connective.OR: 4, fol.Connective.AND: 5}
+PRECEDENCE = {
+    fol.Connective.IFF: 1,
+    fol.Connective.IMPLIES: 2,
+    fol.Connective.XOR: 3,
+    fol.Connective.OR: 4,
+    fol.Connective.AND: 5,
+}
 RIGHT_ASSOC = {fol.Connective.IMPLIES}
 
 
@@ -145,7 +158,11 @@ def _minimal(formula: fol.Formula) -> str:
         left_scope = formula.left
         while isinstance(left_scope, fol.Not):
             left_scope = left_scope.body
-        if _strength(formula.left) < bp or (_strength(formula.left) == bp and formula.op in RIGHT_ASSOC) or isinstance(left_scope, fol.Quantified):
+        if (
+            _strength(formula.left) < bp
+            or (_strength(formula.left) == bp and formula.op in RIGHT_ASSOC)
+            or isinstance(left_scope, fol.Quantified)
+        ):
             left = f"({left})"
         if _strength(formula.right) < bp or (_strength(formula.right) == bp and formula.op not in RIGHT_ASSOC):
             right = f"({right})"
@@ -192,16 +209,20 @@ def test_bound_names_are_variables_and_free_names_constants():
     assert formula == fol.Quantified(
         fol.Quantifier.FORALL,
         "x",
-        fol.Binary(fol.Connective.IMPLIES, fol.Atom("Dog", (fol.Var("x"),)), fol.Atom("Likes", (fol.Var("x"), fol.Const("bone")))),
+        fol.Binary(
+            fol.Connective.IMPLIES,
+            fol.Atom("Dog", (fol.Var("x"),)),
+            fol.Atom("Likes", (fol.Var("x"), fol.Const("bone"))),
+        ),
     )
 
 
 def test_a_quoted_name_is_a_constant_of_its_own():
     """``"The Secret Dude Society"`` names one individual (curly quotes and inner spacing alike),
     distinct from any unquoted name; answers follow as for any constant."""
-    f = fol.parse_formula('WorkingTitle(“The  Secret Dude Society”, badults)')
+    f = fol.parse_formula("WorkingTitle(“The  Secret Dude Society”, badults)")
     assert f == fol.Atom("WorkingTitle", (fol.Const('"The Secret Dude Society"'), fol.Const("badults")))
-    assert answer(['Show("Badults")', '∀x (Show(x) → Aired(x))'], 'Aired("Badults")') == "True"
+    assert answer(['Show("Badults")', "∀x (Show(x) → Aired(x))"], 'Aired("Badults")') == "True"
     assert answer(['Show("Badults")'], "Show(badults)") == "Unknown"
 
 
@@ -209,7 +230,8 @@ def test_one_surplus_closing_parenthesis_is_dropped_only_when_it_changes_nothing
     one = fol.parse_formula("∀x (Enjoy(x) → (Spend(x, eating) ∧ Spend(x, friends))))")
     assert one == fol.parse_formula("∀x (Enjoy(x) → (Spend(x, eating) ∧ Spend(x, friends)))")
     assert fol.parse_formula("Move(tom) ↔ (Allowed(tom) ∧ ¬More(rent, deposit)))") == fol.parse_formula(
-        "Move(tom) ↔ (Allowed(tom) ∧ ¬More(rent, deposit))")
+        "Move(tom) ↔ (Allowed(tom) ∧ ¬More(rent, deposit))"
+    )
     with pytest.raises(ProgramError, match="unbalanced"):
         fol.parse_formula("Rich(a) ∨ Poor(a) → Happy(a))")  # (R ∨ P) → H, or R ∨ (P → H)
 
@@ -319,7 +341,9 @@ def test_header_with_formula_on_the_same_line():
 
 
 def test_translation_renames_symbols_prover9_would_misread():
-    parsed = fol.parse(program(["Big(yale) ∧ Test(GRE) ∧ Rent(olive, 2000)", "∀a (Big(a) → Old(a))", "Wet"], "Big(zurich)"))
+    parsed = fol.parse(
+        program(["Big(yale) ∧ Test(GRE) ∧ Rent(olive, 2000)", "∀a (Big(a) → Old(a))", "Wet"], "Big(zurich)")
+    )
     tr = prover9_syntax.to_prover9(parsed)
     # yale / zurich start with y/z (Prover9 variables), GRE and 2000 with no lower-case a-t letter.
     assert tr.assumptions[0] == "((Big(c_yale) & Test(c_GRE)) & Rent(olive, c_2000))"
@@ -365,7 +389,9 @@ class TestAnswers:
         # Not an inclusive or: with both true, A ⊕ B is false.
         assert answer(["Perform(bo) ∧ Inactive(bo)"], "Perform(bo) ⊕ Inactive(bo)") == "False"
         # FOLIO's "either both or neither": (A ∧ S) ⊕ ¬(A ∨ S) with A true forces S.
-        assert answer(["(Attend(bo) ∧ Student(bo)) ⊕ ¬(Attend(bo) ∨ Student(bo))", "Attend(bo)"], "Student(bo)") == "True"
+        assert (
+            answer(["(Attend(bo) ∧ Student(bo)) ⊕ ¬(Attend(bo) ∨ Student(bo))", "Attend(bo)"], "Student(bo)") == "True"
+        )
 
     def test_precedence_changes_answers_where_logic_lm_reads_left_to_right(self):
         # A → B ∧ C is A → (B ∧ C); with ¬A it says nothing about C. (Logic-LM's flat
@@ -429,7 +455,9 @@ class TestAnswers:
         assert answer(["Test(GRE)"], "Test(TOEFL)") == "Unknown"
 
     def test_number_like_constants(self):
-        assert answer(["∀x (Rent(x, 2000) → Expensive(x))", "Rent(oliveGarden, 2000)"], "Expensive(oliveGarden)") == "True"
+        assert (
+            answer(["∀x (Rent(x, 2000) → Expensive(x))", "Rent(oliveGarden, 2000)"], "Expensive(oliveGarden)") == "True"
+        )
         assert answer(["Endowment(yale, 42.3billion)"], "Endowment(yale, 42.3billion)") == "True"
 
     def test_single_letter_constants_a_to_t(self):
@@ -459,8 +487,13 @@ class TestAnswers:
     # (The FOLIO_dev_120-style transitive closure used before is finite: Prover9 saturates it and
     # answers Unknown in 0.7 s on an idle machine, and it has a 1-individual model.)
     RUNAWAY = program(
-        ["∀x ∀y ((Num(x) ∧ Num(y)) → ∃z (Num(z) ∧ Sum(x, y, z)))", "Num(one)",
-         "∀x ∀y ∀z (Sum(x, y, z) → Less(x, z))", "∀x ¬Less(x, x)", "∀x ∀y ∀z ((Less(x, y) ∧ Less(y, z)) → Less(x, z))"],
+        [
+            "∀x ∀y ((Num(x) ∧ Num(y)) → ∃z (Num(z) ∧ Sum(x, y, z)))",
+            "Num(one)",
+            "∀x ∀y ∀z (Sum(x, y, z) → Less(x, z))",
+            "∀x ¬Less(x, x)",
+            "∀x ∀y ∀z ((Less(x, y) ∧ Less(y, z)) → Less(x, z))",
+        ],
         "Big(one)",
     )
 

@@ -95,19 +95,24 @@ def test_free_variable_in_the_conclusion_parses_as_forall_and_keeps_the_exists_r
         (["Koala(kim)"], "Sleep(x)", "Unknown"),
     ],
 )
-def test_free_variable_in_the_conclusion_is_answered_when_both_readings_agree(premises, conclusion, expected,
-                                                                               needs_prover9):
+def test_free_variable_in_the_conclusion_is_answered_when_both_readings_agree(
+    premises, conclusion, expected, needs_prover9
+):
     outcome = engine.solve(program(premises, conclusion), LIMITS)
     assert outcome.answer == expected
     assert "read as ∀ and as ∃, both give " + expected in (outcome.proof or "")
 
 
-@pytest.mark.parametrize("conclusion, forall, exists", [("Koala(x)", "Unknown", "True"),
-                                                        ("Visit(kim, y) ∧ Koala(y)", "Unknown", "True")])
+@pytest.mark.parametrize(
+    "conclusion, forall, exists", [("Koala(x)", "Unknown", "True"), ("Visit(kim, y) ∧ Koala(y)", "Unknown", "True")]
+)
 def test_free_variable_in_the_conclusion_is_refused_when_the_readings_differ(conclusion, forall, exists, needs_prover9):
     outcome = engine.solve(program(["Koala(kim)", "Visit(kim, kim)"], conclusion), LIMITS)
     assert (outcome.status, outcome.error_kind, outcome.error_line) == (Status.PARSE_ERROR, "undeclared", 6)
-    assert f"it is {forall}, with ∃" in outcome.error_message and f"it is {exists}; add the quantifier" in outcome.error_message
+    assert (
+        f"it is {forall}, with ∃" in outcome.error_message
+        and f"it is {exists}; add the quantifier" in outcome.error_message
+    )
 
 
 def test_the_z3_prover_reads_free_conclusions_the_same_way():
@@ -147,7 +152,11 @@ def test_membership_in_an_individual_is_a_binary_relation():
 @pytest.mark.parametrize(
     "premises, conclusion, expected",
     [
-        (["∀x ∀y ((Family(x) ∧ y ∈ x) → Related(y, x))", "Family(romance)", "french ∈ romance"], "Related(french, romance)", "True"),
+        (
+            ["∀x ∀y ((Family(x) ∧ y ∈ x) → Related(y, x))", "Family(romance)", "french ∈ romance"],
+            "Related(french, romance)",
+            "True",
+        ),
         (["∀x ∀y ((Family(x) ∧ y ∈ x) → Related(y, x))", "Family(romance)"], "Related(french, romance)", "Unknown"),
         (["rex ∈ Dog", "∀x (Dog(x) → Animal(x))"], "rex ∉ Animal", "False"),
     ],
@@ -170,8 +179,10 @@ def test_subset_is_still_refused_with_its_line():
 # --------------------------------------------------------------------------- ellipses
 
 
-YALE = ["University(yale) ∧ Moved(yale, newHaven)",
-        "College(yale, franklin) ∧ College(yale, berkeley) ∧ ... ∧ College(yale, trumbull)"]
+YALE = [
+    "University(yale) ∧ Moved(yale, newHaven)",
+    "College(yale, franklin) ∧ College(yale, berkeley) ∧ ... ∧ College(yale, trumbull)",
+]
 
 
 def test_an_elided_conjunct_is_dropped_from_a_top_level_conjunction():
@@ -180,9 +191,14 @@ def test_an_elided_conjunct_is_dropped_from_a_top_level_conjunction():
     assert fol.format_formula(parsed.premises[1].formula).count("College(") == 3
 
 
-@pytest.mark.parametrize("conclusion, expected", [("College(yale, trumbull)", "True"),
-                                                  ("∃x (University(x) ∧ Moved(x, newHaven))", "True"),
-                                                  ("¬College(yale, franklin)", "False")])
+@pytest.mark.parametrize(
+    "conclusion, expected",
+    [
+        ("College(yale, trumbull)", "True"),
+        ("∃x (University(x) ∧ Moved(x, newHaven))", "True"),
+        ("¬College(yale, franklin)", "False"),
+    ],
+)
 def test_true_and_false_from_the_written_conjuncts_stand(conclusion, expected, needs_prover9):
     assert answer(YALE, conclusion) == expected
 
@@ -193,9 +209,14 @@ def test_uncertain_with_an_ellipsis_is_refused(needs_prover9):
     assert "elides conjuncts that might decide it" in outcome.error_message
 
 
-@pytest.mark.parametrize("premise", ["College(yale, a) ∨ ... ∨ College(yale, b)",  # a disjunction would be stronger
-                                     "Big(a) ∧ (Small(b) ∨ ...)",  # not a conjunct at the top
-                                     "... ∧ Big(a)"])  # nothing left to conjoin
+@pytest.mark.parametrize(
+    "premise",
+    [
+        "College(yale, a) ∨ ... ∨ College(yale, b)",  # a disjunction would be stronger
+        "Big(a) ∧ (Small(b) ∨ ...)",  # not a conjunct at the top
+        "... ∧ Big(a)",  # nothing left to conjoin
+    ],
+)
 def test_other_ellipses_are_still_refused(premise):
     with pytest.raises(ProgramError) as info:
         fol.parse(program([premise], "Big(a)"))

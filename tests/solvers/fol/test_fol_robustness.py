@@ -8,9 +8,11 @@ program whose original is refused must still be refused, for the same kind of re
 writes what has no single reading; those must be refused at the mutated line.
 
 Deterministic: the programs are a seeded sample of ``SAMPLE`` (FOLIO_dev_120, on which Prover9 never ends, left
-out: it timed out whatever its spelling before the finite-model search answered it, and the sample keeps its draw) and every mutation draws its choices from a ``random.Random`` seeded by the program id.
-Formulas are compared for every mutant; Prover9 runs for every mutant of ``everything`` (all mutations at once)
-and for the first ``SOLVED`` programs of each single mutation, as an answer follows from the formulas.
+out: it timed out whatever its spelling before the finite-model search answered it, and the sample
+keeps its draw) and every mutation draws its choices from a ``random.Random`` seeded by the program
+id. Formulas are compared for every mutant; Prover9 runs for every mutant of ``everything`` (all
+mutations at once) and for the first ``SOLVED`` programs of each single mutation, as an answer
+follows from the formulas.
 """
 
 from __future__ import annotations
@@ -34,7 +36,8 @@ DATA = Path(os.environ.get("SYMBOLKG_DATA", "/work/shared/data"))
 PROGRAMS = DATA / "logiclm" / "programs" / "FOLIO_dev_gpt-4.json"
 SAMPLE = 60
 SOLVED = 12  # programs per single mutation run through Prover9 (all SAMPLE for `everything`)
-TIMES_OUT = "FOLIO_dev_120"  # Prover9 never ends on it (test_fol.py::test_recorded_programs_beat_logic_lm); left out of the draw
+# Prover9 never ends on it (test_fol.py::test_recorded_programs_beat_logic_lm); left out of the draw
+TIMES_OUT = "FOLIO_dev_120"
 # Every sampled program but one is answered in under 0.25 s (FOLIO_dev_119: 1.1-1.8 s); 10 s is a backstop.
 LIMITS = Limits(timeout_s=10)
 SECTION_RE = re.compile(r"^(Predicates|Premises|Conclusion):\s*$")
@@ -106,7 +109,11 @@ def ascii_connectives(text: str, rng: random.Random) -> str:
 def operator_spellings(text: str, rng: random.Random) -> str:
     """Each connective in another spelling, drawn per occurrence: ``/\\ \\/ => <=> ! xor ⊻ ⇒ ⇔``."""
     spellings = {
-        "∧": ["/\\"], "∨": ["\\/"], "→": ["=>", "⇒"], "↔": ["<=>", "⇔"], "¬": ["!"],
+        "∧": ["/\\"],
+        "∨": ["\\/"],
+        "→": ["=>", "⇒"],
+        "↔": ["<=>", "⇔"],
+        "¬": ["!"],
         "⊕": [" xor ", " XOR ", " Xor ", "⊻"],
     }
     return map_formulas(text, lambda code: re.sub("[∧∨→↔¬⊕]", lambda m: rng.choice(spellings[m.group()]), code))
@@ -117,7 +124,10 @@ STACKED_RE = re.compile(r"([∀∃])([u-z]\d*)\s*\1([u-z]\d*)\b(?!\s*,)")
 
 
 def quantifier_words(text: str, rng: random.Random) -> str:
-    """``∀x`` as ``forall x``, ``ForAll x``, ``all x.``, ``∀x:``, ``∀ x`` ...; ``∀x ∀y`` sometimes as NLTK's ``all x y.``."""
+    """``∀x`` as ``forall x``, ``ForAll x``, ``all x.``, ``∀x:``, ``∀ x`` ...
+
+    ``∀x ∀y`` sometimes as NLTK's ``all x y.``.
+    """
     words = {
         "∀": ["forall {} ", "ForAll {} ", "FORALL {}: ", "all {}.", "All {}. ", "∀{}.", "∀{}:", "∀ {} "],
         "∃": ["exists {} ", "Exists {}.", "exists {}. ", "EXISTS {}:", "∃{}.", "∃{}:", "∃ {} "],
@@ -174,7 +184,10 @@ def parentheses(text: str, rng: random.Random) -> str:
 
 
 def layout(text: str, rng: random.Random) -> str:
-    """Markdown headers, list markers, ``//`` and whole-line ``#`` comments, blank lines, trailing blanks, fences, CRLF."""
+    """Layout noise: Markdown headers, list markers, ``//`` and whole-line ``#`` comments.
+
+    Also blank lines, trailing blanks, fences and CRLF.
+    """
     header = rng.choice(["### {}", "## {}:", "**{}:**", "**{}**:", "**{}**", "__{}__", "# {}", "{}:"])
     singular = rng.random() < 0.5
     marker = rng.choice(["{}. ", "{}) ", "({}) ", "- ", "* ", "• ", ""])
@@ -254,9 +267,36 @@ def test_variants_with_one_reading_get_the_original_answer(mutation: str, needs_
 def test_the_mutations_use_every_new_spelling() -> None:
     # The corpus is only as strong as its coverage: every spelling the parser added occurs in some mutant.
     texts = "\n".join(m for mutation in ONE_READING for _, _, m in mutants(mutation))
-    for spelling in ("/\\", "\\/", "=>", "!", " xor ", "⊻", "forall x", "ForAll ", "exists ", "all x.", "∀x:",
-                     "∃x.", "∀ x", " y.", "### Premise", "**Premises:**", "__Conclusion__", "1. ", "(2) ", "- ", "• ",
-                     "\n# a comment", "\n// a comment", " // ", "```", "\r\n", "((", "\t"):
+    for spelling in (
+        "/\\",
+        "\\/",
+        "=>",
+        "!",
+        " xor ",
+        "⊻",
+        "forall x",
+        "ForAll ",
+        "exists ",
+        "all x.",
+        "∀x:",
+        "∃x.",
+        "∀ x",
+        " y.",
+        "### Premise",
+        "**Premises:**",
+        "__Conclusion__",
+        "1. ",
+        "(2) ",
+        "- ",
+        "• ",
+        "\n# a comment",
+        "\n// a comment",
+        " // ",
+        "```",
+        "\r\n",
+        "((",
+        "\t",
+    ):
         assert spelling in texts, spelling
     assert "<=>" in texts or "⇔" in texts or "↔" not in "".join(text for _, text in sample())
 
@@ -342,7 +382,11 @@ def test_variants_without_one_reading_are_refused_at_their_line(mutation: str) -
         line, formula, comment = first_premise(original)
         mutant = replace_line(original, line, rewrite(formula, comment) + (f" ::: {comment}" if comment else ""))
         out = engine.solve(mutant, LIMITS)  # refused while parsing: Prover9 never runs
-        assert (out.status, out.error_kind, out.error_line) == (Status.PARSE_ERROR, kind.value, line), (pid, mutant, out.error_message)
+        assert (out.status, out.error_kind, out.error_line) == (Status.PARSE_ERROR, kind.value, line), (
+            pid,
+            mutant,
+            out.error_message,
+        )
         checked += 1
     assert checked >= 18
 
@@ -377,12 +421,26 @@ def test_each_spelling_reads_as_documented(written: str, reads: str) -> None:
 
 
 def test_layout_variants_of_one_program() -> None:
-    lines = ["```fol", "### Predicates", "1. Dog(x) // x is a dog", "2) Animal(x) ::: x is an animal", "",
-             "# a comment line", "**Premise:**", "(1) ∀x. Dog(x) → Animal(x)", "(2) Dog(rex)  ",
-             "__Conclusion__", "* Animal(rex) ::: Rex is an animal.", "```"]
+    lines = [
+        "```fol",
+        "### Predicates",
+        "1. Dog(x) // x is a dog",
+        "2) Animal(x) ::: x is an animal",
+        "",
+        "# a comment line",
+        "**Premise:**",
+        "(1) ∀x. Dog(x) → Animal(x)",
+        "(2) Dog(rex)  ",
+        "__Conclusion__",
+        "* Animal(rex) ::: Rex is an animal.",
+        "```",
+    ]
     program = "\n".join(lines)
     parsed = fol.parse(program)
-    assert [(d.name, d.arity, d.description) for d in parsed.predicates] == [("Dog", 1, "x is a dog"), ("Animal", 1, "x is an animal")]
+    assert [(d.name, d.arity, d.description) for d in parsed.predicates] == [
+        ("Dog", 1, "x is a dog"),
+        ("Animal", 1, "x is an animal"),
+    ]
     assert [fol.format_formula(p.formula) for p in parsed.premises] == ["∀x (Dog(x) → Animal(x))", "Dog(rex)"]
     assert (parsed.conclusion.line, parsed.conclusion.text) == (11, "Animal(rex)")
 

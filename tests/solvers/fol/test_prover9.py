@@ -131,9 +131,9 @@ def test_prover_starts_under_its_limits_in_the_callers_process_group(tmp_path, m
     # a stand-in "prover" reports what it got on a Prover9 error line, which the result carries back.
     # It stays in our process group (the solver worker's watchdog kills the group, provers included).
     fake = tmp_path / "reporting-prover"
-    fake.write_text("#!/bin/sh\n"
-                    "echo \"%%ERROR: as=$(ulimit -v) cpu=$(ulimit -t) pgid=$(awk '{print $5}' /proc/$$/stat)\"\n"
-                    "exit 1\n")
+    fake.write_text(
+        "#!/bin/sh\necho \"%%ERROR: as=$(ulimit -v) cpu=$(ulimit -t) pgid=$(awk '{print $5}' /proc/$$/stat)\"\nexit 1\n"
+    )
     fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
     monkeypatch.setenv(prover9.PROVER9_ENV, str(fake))
     try:
@@ -217,11 +217,16 @@ def test_entail_contradictory_assumptions_give_no_answer():
 def test_entail_premises_that_entail_the_goal_and_its_negation_are_inconsistent_not_a_race():
     # both sides have a proof that uses the goal (FOLIO_dev_55 of text-davinci-003, in Prover9's notation);
     # before, the answer was whichever proof finished first
-    premises = ["Striker(robert)", "all x (Striker(x) -> SoccerPlayer(x))", "Left(robert, bayern)",
-                "all x all y (Left(x, y) -> -SoccerPlayer(x))"]
+    premises = [
+        "Striker(robert)",
+        "all x (Striker(x) -> SoccerPlayer(x))",
+        "Left(robert, bayern)",
+        "all x all y (Left(x, y) -> -SoccerPlayer(x))",
+    ]
     outcomes = [entail(premises, "SoccerPlayer(robert)", FAST, source_lines=[6, 7, 8, 9, 11]) for _ in range(5)]
     assert {(o.status, o.answer, o.error_kind, o.error_line) for o in outcomes} == {
-        (Status.UNSAT, None, "inconsistent", 6)}
+        (Status.UNSAT, None, "inconsistent", 6)
+    }
     assert "% --- and ---" in outcomes[0].proof
 
 
@@ -335,7 +340,12 @@ def test_native_prover9_syntax_error_reports_line():
     "text, line, kind, fragment",
     [
         ("formulas(assumptions).\np(a).\nend_of_list.\n", None, ErrorKind.NO_ANSWER, "no goal"),
-        ("formulas(assumptions).\np(a).\nend_of_list.\nformulas(goals).\nend_of_list.\n", 4, ErrorKind.NO_ANSWER, "no goal"),
+        (
+            "formulas(assumptions).\np(a).\nend_of_list.\nformulas(goals).\nend_of_list.\n",
+            4,
+            ErrorKind.NO_ANSWER,
+            "no goal",
+        ),
         ("formulas(goals).\np(a).\nq(a).\nend_of_list.\n", 3, ErrorKind.NO_ANSWER, "2 goals"),
         ("formulas(assumptions).\np(a).\n", 1, ErrorKind.SYNTAX, "not closed"),
         ("p(a).\nformulas(goals).\np(a).\nend_of_list.\n", 1, ErrorKind.SYNTAX, "outside a list"),

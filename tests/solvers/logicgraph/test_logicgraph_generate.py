@@ -7,9 +7,10 @@ import random
 from dataclasses import replace
 
 import pytest
+
 from symbolkg.jobs.cli import main
 from symbolkg.jobs.datasets.registry import load_dataset
-from symbolkg.solvers.logicgraph.instances import DERIVED, Instance, load_instances
+from symbolkg.solvers.logicgraph.elimination import minimal_supports
 from symbolkg.solvers.logicgraph.generate import (
     TIERS,
     GenerationError,
@@ -24,8 +25,8 @@ from symbolkg.solvers.logicgraph.generate import (
     skeleton_proofs,
     tier_statistics,
 )
+from symbolkg.solvers.logicgraph.instances import DERIVED, Instance, load_instances
 from symbolkg.solvers.logicgraph.proofs import families, matching_rules
-from symbolkg.solvers.logicgraph.elimination import minimal_supports
 from symbolkg.solvers.logicgraph.propositional import Atom, Implies, Not, atoms, parse, satisfiable
 
 SEED = 11
@@ -114,7 +115,8 @@ def test_every_instance_passes_the_filters_and_its_reference_is_the_enumerators(
         # the families written are the ones families() finds on the written proofs
         regrouped = families(instance.proofs)
         assert [(p.id, p.family_id, p.path_type, p.branch_from) for f in regrouped for p in f.proofs] == sorted(
-            ((p.id, p.family_id, p.path_type, p.branch_from) for p in instance.proofs), key=lambda t: (t[1], t[2] != "core", t[0])
+            ((p.id, p.family_id, p.path_type, p.branch_from) for p in instance.proofs),
+            key=lambda t: (t[1], t[2] != "core", t[0]),
         )
 
 
@@ -134,7 +136,9 @@ def test_tier_statistics_are_in_the_tier(generated):
     assert 5 <= stats["medium"]["solutions"]["min"] and stats["medium"]["solutions"]["max"] <= 7
     assert stats["large"]["solutions"]["min"] >= 8
     assert stats["small"]["premises"]["mean"] < stats["medium"]["premises"]["mean"] < stats["large"]["premises"]["mean"]
-    assert stats["medium"]["core"] + stats["medium"]["branch"] == sum(len(g.instance.proofs) for g in generated["medium"])
+    assert stats["medium"]["core"] + stats["medium"]["branch"] == sum(
+        len(g.instance.proofs) for g in generated["medium"]
+    )
 
 
 # ----------------------------------------------------------------------------- broken instances are caught
@@ -174,7 +178,12 @@ def test_a_citation_of_a_wrong_formula_is_a_stepwise_failure(generated):
     premises = _premises(instance)
     proof = instance.proofs[0]
     step = proof.steps[0]
-    wrong = replace(step, premises=tuple(replace(c, formula=Implies(Atom("Q"), Atom("R"))) if c.id != DERIVED else c for c in step.premises))
+    wrong = replace(
+        step,
+        premises=tuple(
+            replace(c, formula=Implies(Atom("Q"), Atom("R"))) if c.id != DERIVED else c for c in step.premises
+        ),
+    )
     report = check_filters(premises, instance.goal, [replace(proof, steps=(wrong, *proof.steps[1:]))])
     assert not report.stepwise
     # a valid step under the wrong form's name is not an application of that form
@@ -253,7 +262,9 @@ def test_a_generated_file_is_a_dataset(generated, tmp_path):
     folder = tmp_path / "logicgraph"
     folder.mkdir()
     records = [g.record for g in generated["medium"]]
-    (folder / "mytier.jsonl").write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), encoding="utf-8")
+    (folder / "mytier.jsonl").write_text(
+        "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), encoding="utf-8"
+    )
     loaded = load_dataset("logicgraph/mytier", tmp_path)
     assert [p.id for p in loaded.problems] == [r["id"] for r in records]
     assert all(p.answer == "A" and p.dataset == "logicgraph/mytier" for p in loaded.problems)
@@ -266,7 +277,22 @@ def test_a_generated_file_is_a_dataset(generated, tmp_path):
 
 def test_cli_writes_the_file_and_prints_statistics(tmp_path, capsys):
     out = tmp_path / "gen" / "small.jsonl"
-    rc = main(["logicgraph", "generate", "--tier", "small", "--count", "3", "--seed", "2", "--out", str(out), "--json", "--quiet"])
+    rc = main(
+        [
+            "logicgraph",
+            "generate",
+            "--tier",
+            "small",
+            "--count",
+            "3",
+            "--seed",
+            "2",
+            "--out",
+            str(out),
+            "--json",
+            "--quiet",
+        ]
+    )
     assert rc == 0
     lines = out.read_text(encoding="utf-8").splitlines()
     assert [json.loads(line)["id"] for line in lines] == [f"Small/gen_s2_{k}" for k in (1, 2, 3)]
@@ -305,8 +331,10 @@ def test_llm_readings_are_checked_and_reword_keeps_the_logic():
     new = worded[0]
     # the logic, the proofs and the first-order atoms are untouched; only English changed
     assert new.instance.premises.keys() == first.instance.premises.keys()
-    assert all(new.instance.premises[i].formula == p.formula and new.instance.premises[i].expression == p.expression
-               for i, p in first.instance.premises.items())
+    assert all(
+        new.instance.premises[i].formula == p.formula and new.instance.premises[i].expression == p.expression
+        for i, p in first.instance.premises.items()
+    )
     assert [p.premise_ids() for p in new.instance.proofs] == [p.premise_ids() for p in first.instance.proofs]
     assert any("unit" in p.natural.lower() for p in new.instance.premises.values())
     assert new.record["metadata"]["generator"]["text"].startswith("llm:")
@@ -321,6 +349,8 @@ def test_llm_readings_are_checked_and_reword_keeps_the_logic():
 
 def test_cli_llm_text_refuses_bad_engine_options_without_writing(tmp_path, capsys):
     out = tmp_path / "x.jsonl"
-    assert main(["logicgraph", "generate", "--count", "1", "--out", str(out), "--text", "llm", "--engine", "openai"]) == 2
+    assert (
+        main(["logicgraph", "generate", "--count", "1", "--out", str(out), "--text", "llm", "--engine", "openai"]) == 2
+    )
     assert "--engine openai needs" in capsys.readouterr().err
     assert not out.exists()

@@ -13,14 +13,22 @@ from symbolkg.solvers.logicgraph.prompts import PROMPT_VERSION, answer_schema, m
 #: a hand-made instance: G by MP from Rule1 and Fact1, or by DS from Rule2 and Fact2
 RECORD = {
     "id": "Tiny/test_1",
-    "question": {"context": {"rules": ["Rule1: If it rains, the match is off", "Rule2: The match is on or the pitch is dry"],
-                             "facts": ["Fact1: It rains", "Fact2: The pitch is not dry"]},
-                 "question": "The match is off"},
+    "question": {
+        "context": {
+            "rules": ["Rule1: If it rains, the match is off", "Rule2: The match is on or the pitch is dry"],
+            "facts": ["Fact1: It rains", "Fact2: The pitch is not dry"],
+        },
+        "question": "The match is off",
+    },
     "knowledge_base": {
-        "rules": [{"id": "Rule1", "formal": "(A1 → G)", "natural": "If it rains, the match is off"},
-                  {"id": "Rule2", "formal": "(G ∨ A12)", "natural": "The match is off or the pitch is dry"}],
-        "facts": [{"id": "Fact1", "formal": "A1", "natural": "It rains"},
-                  {"id": "Fact2", "formal": "¬A12", "natural": "The pitch is not dry"}],
+        "rules": [
+            {"id": "Rule1", "formal": "(A1 → G)", "natural": "If it rains, the match is off"},
+            {"id": "Rule2", "formal": "(G ∨ A12)", "natural": "The match is off or the pitch is dry"},
+        ],
+        "facts": [
+            {"id": "Fact1", "formal": "A1", "natural": "It rains"},
+            {"id": "Fact2", "formal": "¬A12", "natural": "The pitch is not dry"},
+        ],
     },
     "target": {"formal": "G", "natural": "The match is off"},
     "solutions": {"solutions": []},
@@ -60,24 +68,40 @@ def test_schema_pins_rules_ids_and_atoms(inst):
 
 
 def test_parse_resolves_ids_and_step_references_to_the_dataset_format(inst):
-    text = json.dumps({"proofs": [
-        {"steps": [{"rule": "MP", "premises": ["Rule1", "Fact1"], "conclusion": "G"}]},
-        {"steps": [{"rule": "DS", "premises": ["Rule2", "Fact2"], "conclusion": "G"},
-                   {"rule": "MP", "premises": ["S1", "S2", "Rule9"], "conclusion": "G"}]},
-    ]})
+    text = json.dumps(
+        {
+            "proofs": [
+                {"steps": [{"rule": "MP", "premises": ["Rule1", "Fact1"], "conclusion": "G"}]},
+                {
+                    "steps": [
+                        {"rule": "DS", "premises": ["Rule2", "Fact2"], "conclusion": "G"},
+                        {"rule": "MP", "premises": ["S1", "S2", "Rule9"], "conclusion": "G"},
+                    ]
+                },
+            ]
+        }
+    )
     parsed = parse_answer(text, inst)
     assert parsed.errors == [] and not parsed.truncated and len(parsed.solutions) == 2
     first = parsed.solutions[0]["steps"][0]
-    assert first == {"step_number": 1, "rule_applied": "MP", "conclusion": "G",
-                     "premises_used": [{"id": "Rule1", "prover9": "(A1 -> G)"}, {"id": "Fact1", "prover9": "A1"}]}
+    assert first == {
+        "step_number": 1,
+        "rule_applied": "MP",
+        "conclusion": "G",
+        "premises_used": [{"id": "Rule1", "prover9": "(A1 -> G)"}, {"id": "Fact1", "prover9": "A1"}],
+    }
     cited = parsed.solutions[1]["steps"][1]["premises_used"]
     # S1 is an earlier step; S2 is the step itself and Rule9 does not exist: kept for the verifier to label
     assert cited == [{"id": "Derived", "prover9": "G"}, {"id": "S2", "prover9": ""}, {"id": "Rule9", "prover9": ""}]
 
 
 def test_a_cut_off_answer_keeps_its_complete_proofs(inst):
-    whole = {"proofs": [{"steps": [{"rule": "MP", "premises": ["Rule1", "Fact1"], "conclusion": "G"}]},
-                        {"steps": [{"rule": "DS", "premises": ["Rule2", "Fact2"], "conclusion": "G"}]}]}
+    whole = {
+        "proofs": [
+            {"steps": [{"rule": "MP", "premises": ["Rule1", "Fact1"], "conclusion": "G"}]},
+            {"steps": [{"rule": "DS", "premises": ["Rule2", "Fact2"], "conclusion": "G"}]},
+        ]
+    }
     text = json.dumps(whole)
     cut = text[: text.index('"DS"') + 8]  # in the middle of the second proof
     parsed = parse_answer(cut, inst)
@@ -86,12 +110,15 @@ def test_a_cut_off_answer_keeps_its_complete_proofs(inst):
     assert parse_answer("```json\n" + text + "\n```", inst).solutions == parse_answer(text, inst).solutions
 
 
-@pytest.mark.parametrize("text, error", [
-    ("", "not JSON"),
-    ("I think the goal follows.", "not JSON"),
-    ('{"answer": "G"}', "no 'proofs' list"),
-    ('{"proofs": [{"steps": []}, 3]}', "proof 1: no steps"),
-])
+@pytest.mark.parametrize(
+    "text, error",
+    [
+        ("", "not JSON"),
+        ("I think the goal follows.", "not JSON"),
+        ('{"answer": "G"}', "no 'proofs' list"),
+        ('{"proofs": [{"steps": []}, 3]}', "proof 1: no steps"),
+    ],
+)
 def test_unreadable_answers_are_recorded_not_raised(inst, text, error):
     parsed = parse_answer(text, inst)
     assert parsed.solutions == [] and any(error in e for e in parsed.errors), parsed.errors

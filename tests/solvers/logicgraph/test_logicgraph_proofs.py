@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from symbolkg.solvers.logicgraph.instances import DERIVED, Instance, Proof, Step, StepPremise, load_instances
 from symbolkg.solvers.logicgraph.proofs import (
     CONTRAPOSITION,
@@ -17,7 +18,6 @@ from symbolkg.solvers.logicgraph.proofs import (
     same,
 )
 from symbolkg.solvers.logicgraph.propositional import parse, to_prover9
-
 from tests.conftest import DATA, FIXTURES
 
 TWO = FIXTURES / "logicgraph" / "small_two.jsonl"  # Small/test_1 and Small/test_5, copied from the data

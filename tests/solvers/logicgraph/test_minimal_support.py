@@ -9,6 +9,7 @@ import json
 import random
 
 import pytest
+
 from symbolkg.solvers.logicgraph.dualize import reference_supports
 from symbolkg.solvers.logicgraph.elimination import minimal_supports
 from symbolkg.solvers.logicgraph.elimination_check import check_certificate
@@ -103,8 +104,17 @@ def test_valid_goal_has_the_empty_support_and_unentailed_goal_none() -> None:
 def test_matches_brute_force_and_the_reference_on_random_theories(seed: int) -> None:
     rng = random.Random(seed)
     names = ["A", "B", "C", "D", "G"]
-    shapes = ["{x}", "-{x}", "({x} | {y})", "({x} -> {y})", "(-{x} -> {y})", "(-({x} -> {y}) -> {z})", "({x} -> -{y})",
-              "({x} <-> {y})", "({x} & -{y})"]
+    shapes = [
+        "{x}",
+        "-{x}",
+        "({x} | {y})",
+        "({x} -> {y})",
+        "(-{x} -> {y})",
+        "(-({x} -> {y}) -> {z})",
+        "({x} -> -{y})",
+        "({x} <-> {y})",
+        "({x} & -{y})",
+    ]
     for trial in range(12):
         premises = {}
         for i in range(rng.randint(4, 8)):
@@ -149,11 +159,17 @@ def test_certificate_checker_catches_a_missing_witness_and_a_missing_step() -> N
     # no added clause and no witness for a step's pairs: its resolvents are unaccounted for
     k = next(i for i, s in enumerate(cert.steps) if s.added)
     gutted = dataclasses.replace(cert.steps[k], added=(), dropped=(), witnesses=())
-    steps = (*cert.steps[:k], gutted, *cert.steps[k + 1:])
+    steps = (*cert.steps[:k], gutted, *cert.steps[k + 1 :])
     with pytest.raises(CertificateError, match="not subsumed|still has literals|leaves"):
-        check_certificate(premises, parse("G"), dataclasses.replace(result, certificate=dataclasses.replace(cert, steps=steps)))
+        check_certificate(
+            premises, parse("G"), dataclasses.replace(result, certificate=dataclasses.replace(cert, steps=steps))
+        )
     with pytest.raises(CertificateError, match="still has literals"):
-        check_certificate(premises, parse("G"), dataclasses.replace(result, certificate=dataclasses.replace(cert, steps=cert.steps[:-1])))
+        check_certificate(
+            premises,
+            parse("G"),
+            dataclasses.replace(result, certificate=dataclasses.replace(cert, steps=cert.steps[:-1])),
+        )
 
 
 def test_certificate_checker_catches_a_forged_clause_and_a_forged_input() -> None:
@@ -163,17 +179,25 @@ def test_certificate_checker_catches_a_forged_clause_and_a_forged_input() -> Non
     # a resolvent whose label leaves out a parent's premise (it would make a smaller "support")
     k = next(i for i in range(cert.initial, len(cert.clauses)) if len(cert.clauses[i].label) > 1)
     forged = dataclasses.replace(cert.clauses[k], label=cert.clauses[k].label[1:])
-    table = (*cert.clauses[:k], forged, *cert.clauses[k + 1:])
+    table = (*cert.clauses[:k], forged, *cert.clauses[k + 1 :])
     with pytest.raises(CertificateError, match="not the labelled resolvent"):
-        check_certificate(premises, parse("G"), dataclasses.replace(result, certificate=dataclasses.replace(cert, clauses=table)))
+        check_certificate(
+            premises, parse("G"), dataclasses.replace(result, certificate=dataclasses.replace(cert, clauses=table))
+        )
     # an input clause that is no clause of its premise
     bogus = LabelledClause((("G", True),), ("f1",), None, "f1")
     table = (bogus, *cert.clauses[1:])
     with pytest.raises(CertificateError, match="input clause 0"):
-        check_certificate(premises, parse("G"), dataclasses.replace(result, certificate=dataclasses.replace(cert, clauses=table)))
+        check_certificate(
+            premises, parse("G"), dataclasses.replace(result, certificate=dataclasses.replace(cert, clauses=table))
+        )
     step = EliminationStep("Nope", (), (), ())
     with pytest.raises(CertificateError, match="no atom"):
-        check_certificate(premises, parse("G"), dataclasses.replace(result, certificate=dataclasses.replace(cert, steps=(step, *cert.steps))))
+        check_certificate(
+            premises,
+            parse("G"),
+            dataclasses.replace(result, certificate=dataclasses.replace(cert, steps=(step, *cert.steps))),
+        )
 
 
 def test_the_checker_does_not_import_the_producer() -> None:
@@ -184,8 +208,11 @@ def test_the_checker_does_not_import_the_producer() -> None:
 
     tree = ast.parse(Path(checker.__file__).read_text(encoding="utf-8"))
     imported = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)} | {
-        a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
-    assert not {m for m in imported if m and ("elimination" in m.split(".")[-1] and m != checker.__name__ or "dualize" in m)}
+        a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names
+    }
+    assert not {
+        m for m in imported if m and ("elimination" in m.split(".")[-1] and m != checker.__name__ or "dualize" in m)
+    }
     assert imported & {"symbolkg.solvers.logicgraph.supports_syntax", "symbolkg.solvers.logicgraph.propositional"}
 
 

@@ -18,8 +18,8 @@ import random
 import re
 import shutil
 import zlib
-from pathlib import Path
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
@@ -124,7 +124,9 @@ def not_wrappers(text: str, rng: random.Random) -> str:
         if m.group("value") == "True" or m.group("neg"):
             return m.group(0)
         inner = f"{m.group('name')}({m.group('args')}, True)"
-        return rng.choice([f"Not({inner})", f"Not({inner}, True)", f"not {inner}", f"NOT({m.group('name')}({m.group('args')}))"])
+        return rng.choice(
+            [f"Not({inner})", f"Not({inner}, True)", f"not {inner}", f"NOT({m.group('name')}({m.group('args')}))"]
+        )
 
     return map_atoms(text, fn)
 
@@ -198,7 +200,17 @@ def everything(text: str, rng: random.Random) -> str:
 
 ONE_READING = {
     f.__name__: f
-    for f in (multi_word_constants, multi_word_spellings, omit_true, not_wrappers, omit_true_and_not, comments_and_spacing, connectives, markdown_layout, everything)
+    for f in (
+        multi_word_constants,
+        multi_word_spellings,
+        omit_true,
+        not_wrappers,
+        omit_true_and_not,
+        comments_and_spacing,
+        connectives,
+        markdown_layout,
+        everything,
+    )
 }
 
 
@@ -276,4 +288,7 @@ def test_variants_without_one_reading_are_refused_at_their_line(dataset: str, mu
         original = row["raw_logic_programs"][0]
         line, atom = first_fact(original)
         out = lp.solve(NO_READING[mutation](original, line, atom), LIMITS)
-        assert (out.status, out.error_kind, out.error_line) == (Status.PARSE_ERROR, "syntax", line), (row["id"], out.error_message)
+        assert (out.status, out.error_kind, out.error_line) == (Status.PARSE_ERROR, "syntax", line), (
+            row["id"],
+            out.error_message,
+        )

@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 import signal
 
-from symbolkg.solvers.runtime.local_pool import LocalSolverPool
 from symbolkg.solvers.outcomes import SolveRequest, Status
+from symbolkg.solvers.runtime.local_pool import LocalSolverPool
 from tests.conftest import lp_problem
 
 

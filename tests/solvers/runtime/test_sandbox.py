@@ -13,8 +13,10 @@ import pytest
 from symbolkg.solvers.runtime import sandbox
 from symbolkg.solvers.runtime.sandbox import ChildLimits
 
-_SHOW_LIMITS = ("import resource as r; print(*[r.getrlimit(k) for k in "
-                "(r.RLIMIT_AS, r.RLIMIT_CPU, r.RLIMIT_FSIZE, r.RLIMIT_CORE)], sep=';')")
+_SHOW_LIMITS = (
+    "import resource as r; print(*[r.getrlimit(k) for k in "
+    "(r.RLIMIT_AS, r.RLIMIT_CPU, r.RLIMIT_FSIZE, r.RLIMIT_CORE)], sep=';')"
+)
 
 
 def _limits_of_child(limits: ChildLimits) -> list[tuple[int, int]]:
@@ -40,9 +42,11 @@ def test_unset_limits_are_inherited():
 
 def test_limits_are_only_lowered():
     """A child of a limited process gets at most the parent's hard limit, never more."""
-    inner = (f"import sys; sys.path[:0] = {sys.path!r}; "
-             "from symbolkg.solvers.runtime import sandbox; "
-             "print(sandbox.limited_argv(['/bin/true'], sandbox.ChildLimits(memory_mb=4096)))")
+    inner = (
+        f"import sys; sys.path[:0] = {sys.path!r}; "
+        "from symbolkg.solvers.runtime import sandbox; "
+        "print(sandbox.limited_argv(['/bin/true'], sandbox.ChildLimits(memory_mb=4096)))"
+    )
     proc = sandbox.spawn([sys.executable, "-c", inner], ChildLimits(memory_mb=1024), stdout=subprocess.PIPE, text=True)
     out, _ = proc.communicate(timeout=60)
     assert f"--as={1024 * 1024 * 1024}" in out
@@ -50,8 +54,7 @@ def test_limits_are_only_lowered():
 
 def test_memory_limit_stops_an_allocation():
     code = "x = bytearray(600 * 1024 * 1024)"
-    proc = sandbox.spawn([sys.executable, "-c", code], ChildLimits(memory_mb=300),
-                         stderr=subprocess.PIPE, text=True)
+    proc = sandbox.spawn([sys.executable, "-c", code], ChildLimits(memory_mb=300), stderr=subprocess.PIPE, text=True)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode != 0 and "MemoryError" in err
 
@@ -71,8 +74,12 @@ def test_cpu_limit_stops_a_busy_loop():
 
 
 def test_own_session_and_no_inherited_descriptors():
-    proc = sandbox.spawn([sys.executable, "-c", "import os; print(os.getsid(0) == os.getpid(), sorted(os.listdir('/proc/self/fd')))"],
-                         ChildLimits(), stdout=subprocess.PIPE, text=True)
+    proc = sandbox.spawn(
+        [sys.executable, "-c", "import os; print(os.getsid(0) == os.getpid(), sorted(os.listdir('/proc/self/fd')))"],
+        ChildLimits(),
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     out, _ = proc.communicate(timeout=60)
     assert out.startswith("True")
     assert out.split(" ", 1)[1].strip() == "['0', '1', '2', '3']"  # 3: the listdir handle itself

@@ -1,4 +1,6 @@
-"""Tests of the Logic-LM AR-LSAT option DSL ("logiclm-smt", solvers/smt/lsat_syntax.py, lsat_formula_syntax.py, lsat_engine.py).
+"""Tests of the Logic-LM AR-LSAT option DSL.
+
+The language is "logiclm-smt": solvers/smt/lsat_syntax.py, lsat_formula_syntax.py, lsat_engine.py.
 
 Every small program below has its expected option worked out by hand in a comment.
 """
@@ -16,10 +18,10 @@ import z3
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from symbolkg.solvers.smt import lsat_engine as lsat
-from symbolkg.solvers.smt import lsat_formula_syntax, lsat_syntax
 from symbolkg.solvers.outcomes import ErrorKind, Limits, Outcome, ProgramError, SolveRequest, Status
 from symbolkg.solvers.registry import run as registry_run
+from symbolkg.solvers.smt import lsat_engine as lsat
+from symbolkg.solvers.smt import lsat_formula_syntax, lsat_syntax
 
 DATA = Path(os.environ.get("SYMBOLKG_DATA", "/work/shared/data"))
 PROGRAMS = DATA / "logiclm" / "programs" / "AR-LSAT_dev_gpt-4.json"
@@ -54,7 +56,9 @@ ROOMS = """\
 
 def test_is_valid_selects_the_option_true_in_every_model():
     # Bob red -> Ann blue; Cid follows Ann -> Cid blue. Only (B) holds in every model.
-    out = solve(ROOMS + """\
+    out = solve(
+        ROOMS
+        + """\
     in_room(Cid) == in_room(Ann)
 
     # Options
@@ -62,7 +66,8 @@ def test_is_valid_selects_the_option_true_in_every_model():
     is_valid(in_room(Cid) == red) ::: (A)
     is_valid(in_room(Cid) == blue) ::: (B)
     is_valid(in_room(Ann) == red) ::: (C)
-    """)
+    """
+    )
     assert out.status is Status.PROVED and out.answer == "B"
     assert out.executed and out.backend == "z3" and out.seconds > 0
     assert out.error_kind is None
@@ -72,28 +77,37 @@ def test_is_valid_selects_the_option_true_in_every_model():
 def test_is_sat_is_unsat_and_is_exception():
     # Ann is blue (forced), Cid is free.
     # is_sat: Ann red impossible (A fails), Cid red possible (B passes), Ann == Bob impossible (C fails).
-    sat = solve(ROOMS + """\
+    sat = solve(
+        ROOMS
+        + """\
     # Options
     is_sat(in_room(Ann) == red) ::: (A)
     is_sat(in_room(Cid) == red) ::: (B)
     is_sat(in_room(Ann) == in_room(Bob)) ::: (C)
-    """)
+    """
+    )
     assert (sat.status, sat.answer) == (Status.PROVED, "B")
     # is_unsat: Ann red cannot be (A passes); Cid red / Cid blue both can (B, C fail).
-    unsat = solve(ROOMS + """\
+    unsat = solve(
+        ROOMS
+        + """\
     # Options
     is_unsat(in_room(Ann) == red) ::: (A)
     is_unsat(in_room(Cid) == red) ::: (B)
     is_unsat(in_room(Cid) == blue) ::: (C)
-    """)
+    """
+    )
     assert (unsat.status, unsat.answer) == (Status.PROVED, "A")
     # "Each could be true EXCEPT": is_exception(x) = not x, so only the impossible Ann-red passes (B).
-    exception = solve(ROOMS + """\
+    exception = solve(
+        ROOMS
+        + """\
     # Options
     is_exception(is_sat(in_room(Cid) == red)) ::: (A)
     is_exception(is_sat(in_room(Ann) == red)) ::: (B)
     is_exception(is_sat(in_room(Cid) == blue)) ::: (C)
-    """)
+    """
+    )
     assert (exception.status, exception.answer) == (Status.PROVED, "B")
     assert "is_exception(is_sat) -> passes" in exception.proof
 
@@ -102,24 +116,30 @@ def test_is_accurate_list_means_covers_every_model_and_each_item_possible():
     # Cid can be red or blue. (A) misses blue; (B) covers both and both are possible;
     # (C) Or(Cid red, Ann red) fails when Cid is blue (Ann is always blue);
     # (D) covers everything but lists the impossible Ann-red.
-    out = solve(ROOMS + """\
+    out = solve(
+        ROOMS
+        + """\
     # Options
     is_accurate_list([in_room(Cid) == red]) ::: (A)
     is_accurate_list([in_room(Cid) == red, in_room(Cid) == blue]) ::: (B)
     is_accurate_list([in_room(Cid) == red, in_room(Ann) == red]) ::: (C)
     is_accurate_list([in_room(Cid) == red, in_room(Cid) == blue, in_room(Ann) == red]) ::: (D)
-    """)
+    """
+    )
     assert (out.status, out.answer) == (Status.PROVED, "B")
 
 
 def test_several_passing_options_give_no_answer_naming_them():
     # Cid red and Cid blue are both possible: A and B pass, C (Ann red) fails.
-    out = solve(ROOMS + """\
+    out = solve(
+        ROOMS
+        + """\
     # Options
     is_sat(in_room(Cid) == red) ::: (A)
     is_sat(in_room(Cid) == blue) ::: (B)
     is_sat(in_room(Ann) == red) ::: (C)
-    """)
+    """
+    )
     assert out.status is Status.UNKNOWN and out.answer is None and out.executed
     assert out.error_kind == ErrorKind.NO_ANSWER.value
     assert "(A, B)" in out.error_message and "is_valid" in out.error_message
@@ -127,24 +147,30 @@ def test_several_passing_options_give_no_answer_naming_them():
 
 def test_no_passing_option_gives_no_answer():
     # Cid's room is not determined, so neither is_valid holds.
-    out = solve(ROOMS + """\
+    out = solve(
+        ROOMS
+        + """\
     # Options
     is_valid(in_room(Cid) == red) ::: (A)
     is_valid(in_room(Cid) == blue) ::: (B)
-    """)
+    """
+    )
     assert (out.status, out.answer, out.error_kind) == (Status.UNKNOWN, None, "no_answer")
     assert "no option passes" in out.error_message
 
 
 def test_contradictory_constraints_report_unsat_core_lines_without_an_answer():
     # Line 8 says Bob is red, line 9 says Bob is blue; line 7 is not involved.
-    out = solve(ROOMS + """\
+    out = solve(
+        ROOMS
+        + """\
     in_room(Bob) == blue
 
     # Options
     is_valid(in_room(Cid) == red) ::: (A)
     is_valid(in_room(Cid) == blue) ::: (B)
-    """)
+    """
+    )
     assert out.status is Status.UNSAT and out.answer is None and out.executed
     assert out.error_kind == "inconsistent" and out.error_line == 8
     assert "lines 8, 9 cannot all hold together" in out.error_message
@@ -152,17 +178,23 @@ def test_contradictory_constraints_report_unsat_core_lines_without_an_answer():
 
 def test_option_letters_come_from_comments_else_from_position():
     # Only Cid-red-or-blue is valid; it is labelled (A) although written second.
-    labelled = solve(ROOMS + """\
+    labelled = solve(
+        ROOMS
+        + """\
     # Options
     is_valid(in_room(Cid) == red) ::: (B)
     is_valid(Or(in_room(Cid) == red, in_room(Cid) == blue)) ::: (A)
-    """)
+    """
+    )
     assert labelled.answer == "A"
-    positional = solve(ROOMS + """\
+    positional = solve(
+        ROOMS
+        + """\
     # Options
     is_valid(in_room(Cid) == red)
     is_valid(Or(in_room(Cid) == red, in_room(Cid) == blue))
-    """)
+    """
+    )
     assert positional.answer == "B"
 
 
@@ -180,7 +212,9 @@ SLOTS = """\
 def test_numeric_enum_members_are_integers_with_arithmetic():
     # Permutation of 1..3 with Bob = Ann + 1 and Cid != 1:
     # (Ann, Bob) = (1, 2) -> Cid 3 (ok); (2, 3) -> Cid 1 (forbidden). Unique: Ann 1, Bob 2, Cid 3.
-    out = solve(SLOTS + """\
+    out = solve(
+        SLOTS
+        + """\
     # Constraints
     Distinct([p:people], at(p))
     at(Bob) == at(Ann) + 1
@@ -189,19 +223,23 @@ def test_numeric_enum_members_are_integers_with_arithmetic():
     is_valid(at(Cid) == 3) ::: (A)
     is_sat(at(Ann) == 2) ::: (B)
     is_unsat(at(Ann) + 2 == at(Cid)) ::: (C)
-    """)
+    """
+    )
     assert (out.status, out.answer) == (Status.PROVED, "A")
 
 
 def test_function_into_numeric_sort_is_restricted_to_its_members():
     # at(Ann) ranges over 1..3 only: 4 is impossible (B fails), 3 is possible (A passes).
-    out = solve(SLOTS + """\
+    out = solve(
+        SLOTS
+        + """\
     # Constraints
     at(Ann) >= at(Bob)
     # Options
     is_sat(at(Ann) == 3) ::: (A)
     is_sat(at(Ann) == 4) ::: (B)
-    """)
+    """
+    )
     assert out.answer == "A"
 
 
@@ -338,12 +376,15 @@ def test_xor_iff_if_ifthenelse_abs_mod():
 
 def test_python_connectives_and_conditional_expression():
     # 'a and not b' etc. mean And/Not; Bob red -> Ann blue, so only (A) is valid.
-    out = solve(ROOMS + """\
+    out = solve(
+        ROOMS
+        + """\
     # Options
     is_valid(in_room(Ann) == blue and not in_room(Bob) == blue) ::: (A)
     is_valid(in_room(Cid) == red or in_room(Ann) == red) ::: (B)
     is_valid((1 if in_room(Cid) == red else 2) == 1) ::: (C)
-    """)
+    """
+    )
     assert out.answer == "A"
 
 
@@ -366,14 +407,17 @@ def test_quantifier_over_int_is_a_real_z3_quantifier():
 
 def test_nested_quantifiers_and_scoped_distinct():
     # Each of 3 people in a distinct one of 3 slots; Ann before everyone else -> Ann is 1.
-    out = solve(SLOTS + """\
+    out = solve(
+        SLOTS
+        + """\
     # Constraints
     Distinct([p:people], at(p))
     ForAll([p:people], Implies(p != Ann, Exists([s:slots], And(s < at(p), at(Ann) == s))))
     # Options
     is_valid(at(Ann) == 1) ::: (A)
     is_sat(at(Bob) == 1) ::: (B)
-    """)
+    """
+    )
     assert out.answer == "A"
 
 
@@ -381,26 +425,35 @@ def test_nested_quantifiers_and_scoped_distinct():
 
 
 def test_undeclared_sort_in_binder_names_line_and_sort():
-    err = parse_error(ROOMS + """\
+    err = parse_error(
+        ROOMS
+        + """\
     Exists([b:boys], in_room(b) == red)
     # Options
     is_sat(in_room(Cid) == red) ::: (A)
-    """)
+    """
+    )
     assert err.kind is ErrorKind.UNDECLARED and err.line == 9 and "'boys'" in err.message
 
 
 def test_undeclared_function_and_name():
-    err = parse_error(ROOMS + """\
+    err = parse_error(
+        ROOMS
+        + """\
     Between(Ann, Bob, Cid)
     # Options
     is_sat(in_room(Dan) == red) ::: (A)
-    """)
+    """
+    )
     assert err.kind is ErrorKind.UNDECLARED and err.line == 9
     assert "Between" in err.message and "further errors on lines 11" in err.message
-    out = solve(ROOMS + """\
+    out = solve(
+        ROOMS
+        + """\
     # Options
     is_sat(in_room(Dan) == red) ::: (A)
-    """)
+    """
+    )
     assert out.status is Status.PARSE_ERROR and out.error_kind == "undeclared" and out.error_line == 10
 
 
@@ -471,28 +524,37 @@ def test_declaration_errors():
     is_sat(True) ::: (A)
     """)
     assert mixed.kind is ErrorKind.TYPE and mixed.line == 2
-    member = parse_error(SLOTS + """\
+    member = parse_error(
+        SLOTS
+        + """\
     # Constraints
     at(Ann) != 1
     # Options
     is_sat(at(Ann) == 3) ::: (A)
     is_sat(ForAll([p:people], at(p) != 3)) ::: (B)
     is_sat(Not(at(7))) ::: (C)
-    """)
+    """
+    )
     assert member.line == 10 and member.kind is ErrorKind.TYPE
 
 
 def test_option_errors():
-    unknown = parse_error(ROOMS + """\
+    unknown = parse_error(
+        ROOMS
+        + """\
     # Options
     is_min(Count([p:people], in_room(p) == red)) ::: (A)
-    """)
+    """
+    )
     assert unknown.kind is ErrorKind.UNSUPPORTED and unknown.line == 10 and "is_valid" in unknown.message
-    duplicate = parse_error(ROOMS + """\
+    duplicate = parse_error(
+        ROOMS
+        + """\
     # Options
     is_sat(in_room(Cid) == red) ::: (A)
     is_sat(in_room(Cid) == blue) ::: (A)
-    """)
+    """
+    )
     assert duplicate.line == 11 and "twice" in duplicate.message
     empty = parse_error(ROOMS + "    # Options\n    Question ::: Which?\n")
     assert "no option lines" in empty.message
@@ -508,7 +570,7 @@ def test_missing_section_is_a_syntax_error():
 # ------------------------------------------- other models' spellings, one reading each
 
 
-ROOM_DECLS = ROOMS[:ROOMS.index("    # Constraints")]
+ROOM_DECLS = ROOMS[: ROOMS.index("    # Constraints")]
 
 
 def reading(decls: str, line: str, option: str = "is_sat(True)") -> lsat_syntax.Program:
@@ -521,19 +583,27 @@ def reading(decls: str, line: str, option: str = "is_sat(True)") -> lsat_syntax.
     [
         ("in_room(Ann) == red && in_room(Bob) == red", "And(in_room(Ann) == red, in_room(Bob) == red)"),
         # C's precedence, the same as Python's and / or: && binds tighter than ||.
-        ("in_room(Ann) == red && in_room(Bob) == red || in_room(Cid) == blue",
-         "Or(And(in_room(Ann) == red, in_room(Bob) == red), in_room(Cid) == blue)"),
+        (
+            "in_room(Ann) == red && in_room(Bob) == red || in_room(Cid) == blue",
+            "Or(And(in_room(Ann) == red, in_room(Bob) == red), in_room(Cid) == blue)",
+        ),
         ("in_room(Ann) == red -> in_room(Bob) == blue", "Implies(in_room(Ann) == red, in_room(Bob) == blue)"),
         ("in_room(Ann) == red => in_room(Bob) == blue", "Implies(in_room(Ann) == red, in_room(Bob) == blue)"),
         ("in_room(Ann) == red ==> in_room(Bob) == blue", "Implies(in_room(Ann) == red, in_room(Bob) == blue)"),
         ("in_room(Ann) == red <=> in_room(Bob) == blue", "Iff(in_room(Ann) == red, in_room(Bob) == blue)"),
         # An arrow takes everything up to the enclosing bracket or comma: it binds loosest.
-        ("ForAll([p:people], in_room(p) == red && p != Bob -> in_room(Bob) == blue)",
-         "ForAll([p:people], Implies(And(in_room(p) == red, p != Bob), in_room(Bob) == blue))"),
-        ("And(in_room(Ann) == red -> in_room(Cid) == red, in_room(Bob) == red)",
-         "And(Implies(in_room(Ann) == red, in_room(Cid) == red), in_room(Bob) == red)"),
-        ("in_room(Ann) == red -> (in_room(Bob) == red -> in_room(Cid) == red)",
-         "Implies(in_room(Ann) == red, Implies(in_room(Bob) == red, in_room(Cid) == red))"),
+        (
+            "ForAll([p:people], in_room(p) == red && p != Bob -> in_room(Bob) == blue)",
+            "ForAll([p:people], Implies(And(in_room(p) == red, p != Bob), in_room(Bob) == blue))",
+        ),
+        (
+            "And(in_room(Ann) == red -> in_room(Cid) == red, in_room(Bob) == red)",
+            "And(Implies(in_room(Ann) == red, in_room(Cid) == red), in_room(Bob) == red)",
+        ),
+        (
+            "in_room(Ann) == red -> (in_room(Bob) == red -> in_room(Cid) == red)",
+            "Implies(in_room(Ann) == red, Implies(in_room(Bob) == red, in_room(Cid) == red))",
+        ),
         # An 'if' without 'else' constrains nothing when its condition is false.
         ("If(in_room(Ann) == red, in_room(Cid) == red)", "Implies(in_room(Ann) == red, in_room(Cid) == red)"),
         # Every term has a value (functions are total): != None always holds, == None never.
@@ -561,8 +631,10 @@ def test_a_line_with_very_many_infix_arrows_is_refused():
 
 
 def test_infix_mod_with_parentheses_is_the_remainder():
-    assert (reading(SLOTS, "(at(Ann) + 1) mod 3 == at(Bob) mod 2").constraints
-            == reading(SLOTS, "(at(Ann) + 1) % 3 == at(Bob) % 2").constraints)
+    assert (
+        reading(SLOTS, "(at(Ann) + 1) mod 3 == at(Bob) mod 2").constraints
+        == reading(SLOTS, "(at(Ann) + 1) % 3 == at(Bob) % 2").constraints
+    )
     # 'a + b mod c' could mean (a + b) % c or a + (b % c): refused.
     for line in ("at(Ann) + 1 mod 3 == 0", "at(Ann) mod 3 + 1 == 0", "at(Ann) * 2 mod 3 == 0"):
         with pytest.raises(ProgramError, match=r"two ways.*\(a \+ b\) % c"):
@@ -575,21 +647,30 @@ def test_infix_mod_with_parentheses_is_the_remainder():
 def test_option_checks_with_several_arguments_or_english_names():
     # is_sat(a, b) is is_sat(And(a, b)) (Z3's Solver.add(a, b) asserts both), and is_unsat / is_valid alike.
     for check in ("is_sat", "is_unsat", "is_valid"):
-        assert (reading(ROOM_DECLS, "True", f"{check}(in_room(Cid) == red, in_room(Ann) == blue)").options
-                == reading(ROOM_DECLS, "True", f"{check}(And(in_room(Cid) == red, in_room(Ann) == blue))").options)
+        assert (
+            reading(ROOM_DECLS, "True", f"{check}(in_room(Cid) == red, in_room(Ann) == blue)").options
+            == reading(ROOM_DECLS, "True", f"{check}(And(in_room(Cid) == red, in_room(Ann) == blue))").options
+        )
     # Cid red and Cid blue are each possible, but not together: (A) fails, (B) passes.
-    out = solve(ROOMS + """\
+    out = solve(
+        ROOMS
+        + """\
     # Options
     is_sat(in_room(Cid) == red, in_room(Cid) == blue) ::: (A)
     is_sat(in_room(Cid) == red, in_room(Ann) == blue) ::: (B)
     is_unsat(in_room(Cid) == red, in_room(Ann) == blue) ::: (C)
-    """)
+    """
+    )
     assert (out.status, out.answer) == (Status.PROVED, "B")
-    assert (reading(ROOM_DECLS, "True", "is_accurate_list(in_room(Ann) == blue, in_room(Cid) == red)").options
-            == reading(ROOM_DECLS, "True", "is_accurate_list([in_room(Ann) == blue, in_room(Cid) == red])").options)
+    assert (
+        reading(ROOM_DECLS, "True", "is_accurate_list(in_room(Ann) == blue, in_room(Cid) == red)").options
+        == reading(ROOM_DECLS, "True", "is_accurate_list([in_room(Ann) == blue, in_room(Cid) == red])").options
+    )
     for alias, check in lsat_formula_syntax.CHECK_ALIASES.items():
-        assert (reading(ROOM_DECLS, "True", f"{alias}(in_room(Cid) == red)").options
-                == reading(ROOM_DECLS, "True", f"{check}(in_room(Cid) == red)").options)
+        assert (
+            reading(ROOM_DECLS, "True", f"{alias}(in_room(Cid) == red)").options
+            == reading(ROOM_DECLS, "True", f"{check}(in_room(Cid) == red)").options
+        )
     with pytest.raises(ProgramError, match="'is_determined' is not an option check"):
         reading(ROOM_DECLS, "True", "is_determined(in_room(Cid) == red)")
     with pytest.raises(ProgramError, match="is_exception takes exactly one check"):
@@ -607,7 +688,9 @@ DAYS = """\
 @pytest.mark.parametrize("order, first", [("Mon, Tue, Wed", "Mon"), ("Wed, Tue, Mon", "Wed")])
 def test_names_are_ordered_as_declared(order, first):
     # Distinct days, Ann before Bob, Cid the day after Bob: Ann, Bob, Cid take the days in declared order.
-    out = solve(DAYS.replace("Mon, Tue, Wed", order) + f"""\
+    out = solve(
+        DAYS.replace("Mon, Tue, Wed", order)
+        + f"""\
     # Constraints
     Distinct([p:people], on(p))
     on(Ann) < on(Bob)
@@ -617,7 +700,8 @@ def test_names_are_ordered_as_declared(order, first):
     is_sat(on(Cid) == Tue) ::: (B)
     is_unsat(on(Cid) - on(Ann) == 2) ::: (C)
     is_valid(ForAll([p:people], And({first} <= on(p), on(p) - on(Ann) >= 0))) ::: (D)
-    """)
+    """
+    )
     assert (out.status, out.answer) == (Status.UNKNOWN, None) and "2 options pass (A, D)" in out.error_message
 
 
@@ -645,20 +729,27 @@ def test_constructs_without_one_reading_are_refused(line, fragment):
 
 def test_scoped_sum_and_quoted_members():
     # at in 1..3 summing to 4 over three people: two of them sit at 1 and one at 2.
-    out = solve(SLOTS + """\
+    out = solve(
+        SLOTS
+        + """\
     # Constraints
     Sum([p:people], at(p)) == 4
     # Options
     is_valid(Count([p:people], at(p) == 1) == 2) ::: (A)
     is_sat(at(Ann) == 3) ::: (B)
-    """)
+    """
+    )
     assert (out.status, out.answer) == (Status.PROVED, "A")
-    quoted = reading('# Declarations\nsongs = EnumSort(["Night\'s All Right", \'Rhino Rock\', Sammy])\n'
-                     "at = Function([songs] -> [int])\n", "at(\"Night's All Right\") < at('Rhino Rock')")
+    quoted = reading(
+        "# Declarations\nsongs = EnumSort([\"Night's All Right\", 'Rhino Rock', Sammy])\n"
+        "at = Function([songs] -> [int])\n",
+        "at(\"Night's All Right\") < at('Rhino Rock')",
+    )
     assert quoted.sorts["songs"].members == ("Night's All Right", "Rhino Rock", "Sammy")
     with pytest.raises(ProgramError, match="constant 'Rock' is not supported"):
-        reading('# Declarations\nsongs = EnumSort(["Rhino Rock"])\nat = Function([songs] -> [int])\n',
-                "at('Rock') == 1")
+        reading(
+            '# Declarations\nsongs = EnumSort(["Rhino Rock"])\nat = Function([songs] -> [int])\n', "at('Rock') == 1"
+        )
 
 
 def test_syntax_errors_after_a_rewrite_point_at_the_source_column():
@@ -735,7 +826,7 @@ VALID = textwrap.dedent(ROOMS) + "# Options\nis_sat(in_room(Cid) == red) ::: (A)
 @settings(max_examples=60, deadline=None)
 @given(st.integers(min_value=0, max_value=len(VALID) - 1), st.integers(min_value=1, max_value=4))
 def test_damaged_programs_fail_cleanly(start, length):
-    out = lsat.solve(VALID[:start] + VALID[start + length:], Limits(timeout_s=2))
+    out = lsat.solve(VALID[:start] + VALID[start + length :], Limits(timeout_s=2))
     assert isinstance(out, Outcome)
     assert out.status in (Status.PROVED, Status.UNKNOWN, Status.UNSAT, Status.PARSE_ERROR)
     if out.status is Status.PARSE_ERROR:
@@ -749,8 +840,10 @@ def test_registry_runs_the_language():
 
 
 def test_parse_returns_a_typed_program():
-    program = lsat.parse(textwrap.dedent(SLOTS) + "# Constraints\nat(Ann) == 1\n# Options\nQuestion ::: Who?\n"
-                         "is_valid(at(Ann) == 1) ::: (A)\n")
+    program = lsat.parse(
+        textwrap.dedent(SLOTS) + "# Constraints\nat(Ann) == 1\n# Options\nQuestion ::: Who?\n"
+        "is_valid(at(Ann) == 1) ::: (A)\n"
+    )
     assert program.sorts["slots"].numeric and program.sorts["slots"].members == (1, 2, 3)
     assert program.functions["at"].params == ("people",) and program.functions["at"].result == "slots"
     assert program.question == "Who?"
@@ -806,7 +899,9 @@ def test_each_check_has_a_deterministic_budget(monkeypatch):
     """Z3's rlimit (work, not time) bounds each check: with a budget too small for any check the
     answer is a timeout whatever the wall-clock limit."""
     monkeypatch.setattr(lsat, "CHECK_RLIMIT", 1)
-    program = ROOMS + "\n    # Options\n    is_valid(in_room(Ann) == blue) ::: (A)\n    is_sat(in_room(Ann) == red) ::: (B)\n"
+    program = (
+        ROOMS + "\n    # Options\n    is_valid(in_room(Ann) == blue) ::: (A)\n    is_sat(in_room(Ann) == red) ::: (B)\n"
+    )
     for seconds in (5, 60):
         out = lsat.solve(textwrap.dedent(program), Limits(timeout_s=seconds))
         assert out.status is Status.TIMEOUT, out

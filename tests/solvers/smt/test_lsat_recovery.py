@@ -16,10 +16,10 @@ import textwrap
 
 import pytest
 
-from symbolkg.solvers.smt import lsat_engine as lsat
 from symbolkg.solvers.certificates import check
-from symbolkg.solvers.smt import lsat_formula_syntax
 from symbolkg.solvers.outcomes import ErrorKind, Limits, ProgramError, Status
+from symbolkg.solvers.smt import lsat_engine as lsat
+from symbolkg.solvers.smt import lsat_formula_syntax
 
 # Three vehicles on three ordered days; b after a, c after b: a Mon, b Tue, c Wed, so only (B) holds.
 PROGRAM = """\
@@ -73,7 +73,11 @@ def test_range_over_the_whole_sort_is_true(range_line):
 
 def test_range_line_changes_no_answer():
     # The same program without the line: the same single option.
-    assert solve(program("")).answer == solve(program("ForAll([v:vehicles], And(1 <= serviced(v), serviced(v) <= 3))")).answer == "B"
+    assert (
+        solve(program("")).answer
+        == solve(program("ForAll([v:vehicles], And(1 <= serviced(v), serviced(v) <= 3))")).answer
+        == "B"
+    )
 
 
 @pytest.mark.parametrize(
@@ -158,42 +162,54 @@ def test_a_name_bound_nowhere_reads_as_some_constant_of_its_sort():
     formula = parsed.constraints[1]
     assert formula.line == 12
     assert formula.expr == lsat_formula_syntax.Scoped(
-        "bool", "exists", (lsat_formula_syntax.Binder("c", "courses"),), lsat.parse(courses(
-            "Exists([c:courses], And(assigned(Smith, c), assigned(Taj, c)))")).constraints[1].expr.body)
+        "bool",
+        "exists",
+        (lsat_formula_syntax.Binder("c", "courses"),),
+        lsat.parse(courses("Exists([c:courses], And(assigned(Smith, c), assigned(Taj, c)))")).constraints[1].expr.body,
+    )
     assert parsed.readings and parsed.readings[0].startswith("line 12: c is bound nowhere")
     outcome = solve(text)
     # The same course, not art (Smith), not bio (Taj): chem. Read as ForAll it would contradict itself.
     assert outcome.status is Status.PROVED and outcome.answer == "A"
     assert outcome.proof.startswith("reading: line 12: c is bound nowhere in the constraint")
     assert "Exists([c:courses], ...)" in outcome.proof.splitlines()[0]
-    verdict = check(outcome.certificate, language="logiclm-smt", program=textwrap.dedent(text), answer="A",
-                    limits=Limits(timeout_s=10))
+    verdict = check(
+        outcome.certificate,
+        language="logiclm-smt",
+        program=textwrap.dedent(text),
+        answer="A",
+        limits=Limits(timeout_s=10),
+    )
     assert verdict.status == "verified", verdict
 
 
 def test_several_names_are_bound_in_the_order_of_their_first_use():
     parsed = lsat.parse(courses("And(assigned(q, c), Not(assigned(Vu, c)), likes(q, Vu))"))
-    assert parsed.constraints[1].expr.binders == (lsat_formula_syntax.Binder("q", "people"),
-                                                  lsat_formula_syntax.Binder("c", "courses"))
+    assert parsed.constraints[1].expr.binders == (
+        lsat_formula_syntax.Binder("q", "people"),
+        lsat_formula_syntax.Binder("c", "courses"),
+    )
     assert parsed.readings == (
         "line 12: q, c are bound nowhere in the constraint and stand where one sort is expected: read as "
         "Exists([q:people, c:courses], ...) (some q of sort people; some c of sort courses), as Z3 reads a free "
-        "constant",)
+        "constant",
+    )
 
 
 def test_each_constraint_line_reads_its_free_names_on_its_own():
     # c on two lines is two constants: Smith takes some course, Taj avoids some course; both may take art.
     # (One constant shared by both lines would forbid that, and no option would pass.)
-    text = courses("assigned(Smith, c)\nNot(assigned(Taj, c))",
-                   "is_sat(And(assigned(Vu, art), assigned(Taj, art))) ::: (A)\nis_valid(assigned(Vu, art)) ::: (B)")
+    text = courses(
+        "assigned(Smith, c)\nNot(assigned(Taj, c))",
+        "is_sat(And(assigned(Vu, art), assigned(Taj, art))) ::: (A)\nis_valid(assigned(Vu, art)) ::: (B)",
+    )
     outcome = solve(text)
     assert outcome.status is Status.PROVED and outcome.answer == "A"
     assert [line.split(":")[1].strip() for line in outcome.proof.splitlines()[:2]] == ["line 12", "line 13"]
 
 
 def test_a_free_name_of_a_numeric_sort_ranges_over_its_numbers():
-    text = courses("And(used(k), Not(used(1)), Not(used(2)))",
-                   "is_valid(used(3)) ::: (A)\nis_valid(used(1)) ::: (B)")
+    text = courses("And(used(k), Not(used(1)), Not(used(2)))", "is_valid(used(3)) ::: (A)\nis_valid(used(1)) ::: (B)")
     outcome = solve(text)
     assert outcome.status is Status.PROVED and outcome.answer == "A"
     assert "(some k of sort slots)" in outcome.proof
@@ -207,7 +223,8 @@ def test_a_free_name_of_a_numeric_sort_ranges_over_its_numbers():
         ("Not(assigned(_, chem))", "as a wildcard it means 'anyone'"),  # under Not 'no one'; a constant: 'someone'
         ("assigned(smith, c)", "sort 'people' has the member 'Smith'"),  # a misspelled member, or a constant?
         ("assigned(Vu, Art)", "sort 'courses' has the member 'art'"),
-        ("And(Exists([c:courses], assigned(Smith, c)), assigned(Taj, c))", "'c' is not declared"),  # bound, used outside
+        # bound, used outside
+        ("And(Exists([c:courses], assigned(Smith, c)), assigned(Taj, c))", "'c' is not declared"),
     ],
 )
 def test_a_free_name_without_one_reading_is_refused_at_its_line(line, says):
@@ -225,4 +242,3 @@ def test_a_free_name_in_an_option_is_refused():
     with pytest.raises(ProgramError) as info:
         lsat.parse(text)
     assert info.value.line == 18 and info.value.kind is ErrorKind.UNDECLARED
-

@@ -19,32 +19,58 @@ import functools
 import json
 import os
 import re
-from pathlib import Path
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
+from symbolkg.solvers.outcomes import ErrorKind, Limits, ProgramError
 from symbolkg.solvers.smt import lsat_engine as lsat
 from symbolkg.solvers.smt import lsat_syntax
-from symbolkg.solvers.outcomes import ErrorKind, Limits, ProgramError
 
 DATA = Path(os.environ.get("SYMBOLKG_DATA", "/work/shared/data"))
 PROGRAMS = DATA / "logiclm" / "programs" / "AR-LSAT_dev_gpt-4.json"
 
 SAMPLE = (
-    "ar_lsat_200006_1-G_2_8", "ar_lsat_200006_1-G_2_11", "ar_lsat_200310_2-G_1_1",
-    "ar_lsat_200310_2-G_1_3", "ar_lsat_200310_2-G_1_6", "ar_lsat_201106_2-G_1_2",
-    "ar_lsat_201106_2-G_1_4", "ar_lsat_201106_2-G_2_8", "ar_lsat_201106_2-G_4_18",
-    "ar_lsat_201106_2-G_4_20", "ar_lsat_201112_2-G_1_2", "ar_lsat_201112_2-G_3_12",
-    "ar_lsat_201112_2-G_3_16", "ar_lsat_201210_3-G_1_3", "ar_lsat_201210_3-G_1_5",
-    "ar_lsat_201210_3-G_2_8", "ar_lsat_201210_3-G_2_11", "ar_lsat_201210_3-G_3_13",
-    "ar_lsat_201210_3-G_3_16", "ar_lsat_201306_2-G_1_1", "ar_lsat_201306_2-G_1_4",
-    "ar_lsat_201306_2-G_3_13", "ar_lsat_201306_2-G_3_15", "ar_lsat_201306_2-G_4_20",
-    "ar_lsat_201306_2-G_4_23", "ar_lsat_201409_3-G_1_2", "ar_lsat_201409_3-G_1_5",
-    "ar_lsat_201409_3-G_1_7", "ar_lsat_201409_3-G_3_17", "ar_lsat_201409_3-G_4_20",
-    "ar_lsat_201506_4-G_1_5", "ar_lsat_201506_4-G_2_8", "ar_lsat_201506_4-G_4_19",
-    "ar_lsat_201506_4-G_4_23", "ar_lsat_201512_3-G_4_20", "ar_lsat_201609_3-G_2_7",
-    "ar_lsat_201609_3-G_2_10", "ar_lsat_201609_3-G_3_14", "ar_lsat_201609_3-G_3_16",
+    "ar_lsat_200006_1-G_2_8",
+    "ar_lsat_200006_1-G_2_11",
+    "ar_lsat_200310_2-G_1_1",
+    "ar_lsat_200310_2-G_1_3",
+    "ar_lsat_200310_2-G_1_6",
+    "ar_lsat_201106_2-G_1_2",
+    "ar_lsat_201106_2-G_1_4",
+    "ar_lsat_201106_2-G_2_8",
+    "ar_lsat_201106_2-G_4_18",
+    "ar_lsat_201106_2-G_4_20",
+    "ar_lsat_201112_2-G_1_2",
+    "ar_lsat_201112_2-G_3_12",
+    "ar_lsat_201112_2-G_3_16",
+    "ar_lsat_201210_3-G_1_3",
+    "ar_lsat_201210_3-G_1_5",
+    "ar_lsat_201210_3-G_2_8",
+    "ar_lsat_201210_3-G_2_11",
+    "ar_lsat_201210_3-G_3_13",
+    "ar_lsat_201210_3-G_3_16",
+    "ar_lsat_201306_2-G_1_1",
+    "ar_lsat_201306_2-G_1_4",
+    "ar_lsat_201306_2-G_3_13",
+    "ar_lsat_201306_2-G_3_15",
+    "ar_lsat_201306_2-G_4_20",
+    "ar_lsat_201306_2-G_4_23",
+    "ar_lsat_201409_3-G_1_2",
+    "ar_lsat_201409_3-G_1_5",
+    "ar_lsat_201409_3-G_1_7",
+    "ar_lsat_201409_3-G_3_17",
+    "ar_lsat_201409_3-G_4_20",
+    "ar_lsat_201506_4-G_1_5",
+    "ar_lsat_201506_4-G_2_8",
+    "ar_lsat_201506_4-G_4_19",
+    "ar_lsat_201506_4-G_4_23",
+    "ar_lsat_201512_3-G_4_20",
+    "ar_lsat_201609_3-G_2_7",
+    "ar_lsat_201609_3-G_2_10",
+    "ar_lsat_201609_3-G_3_14",
+    "ar_lsat_201609_3-G_3_16",
     "ar_lsat_201609_3-G_4_20",
 )
 
@@ -97,9 +123,9 @@ def _infix(code: str, func: str, render: Callable[[list[str]], str | None]) -> s
             out.append(code[i:])
             return "".join(out)
         end = _close(code, m.end() - 1)
-        args = [_infix(a, func, render) for a in _split_args(code[m.end():end])]
+        args = [_infix(a, func, render) for a in _split_args(code[m.end() : end])]
         rendered = render(args)
-        out.append(code[i:m.start()])
+        out.append(code[i : m.start()])
         out.append(rendered if rendered is not None else f"{func}({', '.join(args)})")
         i = end + 1
 
@@ -109,8 +135,11 @@ def _code_lines(text: str, change: Callable[[str], str]) -> str:
     lines = []
     for line in text.splitlines():
         code, sep, comment = line.partition(":::")
-        if code.strip() and not code.lstrip().startswith("#") and not re.search(r"=\s*(EnumSort|IntSort|Function)\(",
-                                                                                 code):
+        if (
+            code.strip()
+            and not code.lstrip().startswith("#")
+            and not re.search(r"=\s*(EnumSort|IntSort|Function)\(", code)
+        ):
             code = change(code)
         lines.append(code + sep + comment)
     return "\n".join(lines) + ("\n" if text.endswith("\n") else "")
@@ -118,26 +147,33 @@ def _code_lines(text: str, change: Callable[[str], str]) -> str:
 
 def and_or_infix(text: str) -> str:
     """``And(a, b)`` -> ``((a) && (b))`` and ``Or(a, b)`` -> ``((a) || (b))`` (not the list forms)."""
+
     def render(op: str) -> Callable[[list[str]], str | None]:
-        return lambda args: None if len(args) < 2 or args[0].startswith("[") else (
-            "(" + f" {op} ".join(f"({a})" for a in args) + ")")
+        return lambda args: (
+            None if len(args) < 2 or args[0].startswith("[") else ("(" + f" {op} ".join(f"({a})" for a in args) + ")")
+        )
+
     return _code_lines(text, lambda code: _infix(_infix(code, "And", render("&&")), "Or", render("||")))
 
 
 def implies_arrow(text: str) -> str:
     """``Implies(a, b)`` -> ``((a) -> (b))``."""
-    return _code_lines(text, lambda code: _infix(
-        code, "Implies", lambda args: f"(({args[0]}) -> ({args[1]}))" if len(args) == 2 else None))
+    return _code_lines(
+        text,
+        lambda code: _infix(code, "Implies", lambda args: f"(({args[0]}) -> ({args[1]}))" if len(args) == 2 else None),
+    )
 
 
 def split_option_conjunction(text: str) -> str:
     """``is_sat(And(a, b))`` -> ``is_sat(a, b)``, likewise is_unsat / is_valid."""
+
     def change(code: str) -> str:
         m = re.match(r"(\s*)(is_sat|is_unsat|is_valid)\(And\((.*)\)\)\s*$", code)
         if m is None or _close(code, code.index("(", code.index("And"))) != len(code.rstrip()) - 2:
             return code
         args = _split_args(m.group(3))
         return code if len(args) < 2 or args[0].startswith("[") else f"{m.group(1)}{m.group(2)}({', '.join(args)}) "
+
     return _code_lines(text, change)
 
 
@@ -185,23 +221,27 @@ def test_the_mutations_change_most_programs():
 
 
 def test_the_mutations_are_the_documented_respellings():
-    assert and_or_infix("# Constraints\nAnd(a == 1, Or(b, c)) ::: x\n") == \
-        "# Constraints\n((a == 1) && (((b) || (c)))) ::: x\n"
+    assert (
+        and_or_infix("# Constraints\nAnd(a == 1, Or(b, c)) ::: x\n")
+        == "# Constraints\n((a == 1) && (((b) || (c)))) ::: x\n"
+    )
     assert implies_arrow("Implies(And(a, b), c)\n") == "((And(a, b)) -> (c))\n"
     assert split_option_conjunction("is_sat(And(f(a) == 1, g(b))) ::: (A)\n") == "is_sat(f(a) == 1, g(b)) ::: (A)\n"
 
 
 def _reading(program: lsat_syntax.Program) -> tuple:
     """What a program means, without line numbers (the whitespace mutation moves lines)."""
-    return (program.sorts.keys(), [c.expr for c in program.constraints],
-            [(o.letter, o.check) for o in program.options])
+    return (program.sorts.keys(), [c.expr for c in program.constraints], [(o.letter, o.check) for o in program.options])
 
 
 @pytest.mark.parametrize("name", list(MUTATIONS))
 def test_each_respelling_parses_to_the_same_formulas(name):
     programs = _programs()
-    differ = [pid for pid in SAMPLE
-              if _reading(lsat.parse(MUTATIONS[name](programs[pid]))) != _reading(lsat.parse(programs[pid]))]
+    differ = [
+        pid
+        for pid in SAMPLE
+        if _reading(lsat.parse(MUTATIONS[name](programs[pid]))) != _reading(lsat.parse(programs[pid]))
+    ]
     assert not differ, f"{name} changes the formulas of {differ}"
 
 
@@ -216,8 +256,10 @@ def test_respelled_programs_give_identical_answers():
         before, after = lsat.solve(programs[pid], LIMITS), lsat.solve(mutated, LIMITS)
         assert before.executed, f"{pid} no longer executes: {before.error_message}"
         if (after.status, after.answer) != (before.status, before.answer):
-            differ.append(f"{pid}: {before.status.value}/{before.answer} -> {after.status.value}/{after.answer} "
-                          f"({after.error_message})")
+            differ.append(
+                f"{pid}: {before.status.value}/{before.answer} -> {after.status.value}/{after.answer} "
+                f"({after.error_message})"
+            )
     assert not differ, "\n".join(differ)
 
 
@@ -235,8 +277,8 @@ def _argument_sorts(body: str, name: str, params: dict[str, list[str]]) -> tuple
     for m in re.finditer(r"(?<![A-Za-z0-9_])(\w+)\(", body):
         if m.group(1) not in params:
             continue
-        args = _split_args(body[m.end():_close(body, m.end() - 1)])
-        for arg, sort in zip(args, params[m.group(1)]):
+        args = _split_args(body[m.end() : _close(body, m.end() - 1)])
+        for arg, sort in zip(args, params[m.group(1)], strict=False):
             if arg == name:
                 sorts.append(sort)
                 places += 1
@@ -248,21 +290,37 @@ def free_existential(text: str) -> str:
     that has the one reading of the parser's rule: each variable is written in ``body`` as an argument of a
     declared function whose parameter there is ``s`` (and of no other sort), is not ``_``, spells no member in
     another case, and the variables first appear in binder order. Other lines are left as they are."""
-    params = {m.group(1): [p.strip() for p in m.group(2).split(",") if p.strip()]
-              for m in map(_FUNCTION_DECL.match, text.splitlines()) if m}
-    members = {x.strip().strip("'\"").casefold() for m in map(_SORT_DECL.match, text.splitlines()) if m
-               for x in m.group(1).split(",")}
+    params = {
+        m.group(1): [p.strip() for p in m.group(2).split(",") if p.strip()]
+        for m in map(_FUNCTION_DECL.match, text.splitlines())
+        if m
+    }
+    members = {
+        x.strip().strip("'\"").casefold()
+        for m in map(_SORT_DECL.match, text.splitlines())
+        if m
+        for x in m.group(1).split(",")
+    }
     out = []
     for line in text.splitlines():
         code, sep, comment = line.partition(":::")
         m = _TOP_EXISTS.match(code)
         if m and "(" in code and _close(code, code.index("(")) == len(code.rstrip()) - 1:
-            body = code[m.end():len(code.rstrip()) - 1]
+            body = code[m.end() : len(code.rstrip()) - 1]
             binders = [tuple(p.strip() for p in b.split(":")) for b in m.group(2).split(",")]
             firsts = [re.search(rf"(?<![A-Za-z0-9_]){re.escape(x)}(?![A-Za-z0-9_])", body) for x, _ in binders]
-            told = all(f is not None and x != "_" and x.casefold() not in members
-                       and set(_argument_sorts(body, x, params)[0]) == {s} for (x, s), f in zip(binders, firsts))
-            if told and [f.start() for f in firsts] == sorted(f.start() for f in firsts) and not re.search(r"\w\s*:", body):
+            told = all(
+                f is not None
+                and x != "_"
+                and x.casefold() not in members
+                and set(_argument_sorts(body, x, params)[0]) == {s}
+                for (x, s), f in zip(binders, firsts, strict=True)
+            )
+            if (
+                told
+                and [f.start() for f in firsts] == sorted(f.start() for f in firsts)
+                and not re.search(r"\w\s*:", body)
+            ):
                 code = m.group(1) + body + " "
         out.append(code + sep + comment)
     return "\n".join(out) + ("\n" if text.endswith("\n") else "")
@@ -270,7 +328,10 @@ def free_existential(text: str) -> str:
 
 @functools.lru_cache(maxsize=1)
 def _free_existential_corpus() -> dict[str, tuple[str, str]]:
-    """Every recorded program that parses and has a line ``free_existential`` rewrites: id -> (as recorded, rewritten)."""
+    """Every recorded program that parses and has a line ``free_existential`` rewrites.
+
+    id -> (as recorded, rewritten).
+    """
     corpus = {}
     for pid, text in _programs().items():
         rewritten = free_existential(text)
@@ -284,17 +345,20 @@ def _free_existential_corpus() -> dict[str, tuple[str, str]]:
 
 
 def test_free_existential_is_the_documented_respelling():
-    text = ("# Declarations\np = EnumSort([A, B])\nc = EnumSort([x, y])\nf = Function([p, c] -> [bool])\n"
-            "sub = EnumSort([x])\n# Constraints\n"
-            "Exists([k:c], And(f(A, k), f(B, k))) ::: same\n"          # rewritten
-            "Exists([k:sub], f(A, k)) ::: a subset: the binder's sort is not the parameter's\n"
-            "Exists([k:c, q:p], f(q, k)) ::: first uses out of binder order\n"
-            "Exists([_:c], f(A, _))\n")
+    text = (
+        "# Declarations\np = EnumSort([A, B])\nc = EnumSort([x, y])\nf = Function([p, c] -> [bool])\n"
+        "sub = EnumSort([x])\n# Constraints\n"
+        "Exists([k:c], And(f(A, k), f(B, k))) ::: same\n"  # rewritten
+        "Exists([k:sub], f(A, k)) ::: a subset: the binder's sort is not the parameter's\n"
+        "Exists([k:c, q:p], f(q, k)) ::: first uses out of binder order\n"
+        "Exists([_:c], f(A, _))\n"
+    )
     assert free_existential(text).splitlines()[6:] == [
         "And(f(A, k), f(B, k)) ::: same",
         "Exists([k:sub], f(A, k)) ::: a subset: the binder's sort is not the parameter's",
         "Exists([k:c, q:p], f(q, k)) ::: first uses out of binder order",
-        "Exists([_:c], f(A, _))"]
+        "Exists([_:c], f(A, _))",
+    ]
 
 
 def test_recorded_programs_with_their_exists_left_implicit_read_the_same_formulas():
@@ -303,8 +367,10 @@ def test_recorded_programs_with_their_exists_left_implicit_read_the_same_formula
     differ = []
     for pid, (text, rewritten) in corpus.items():
         before, after = lsat.parse(text), lsat.parse(rewritten)
-        dropped = sum(a != b for a, b in zip(text.splitlines(), rewritten.splitlines()))
-        if [c.expr for c in after.constraints] != [c.expr for c in before.constraints] or len(after.readings) != dropped:
+        dropped = sum(a != b for a, b in zip(text.splitlines(), rewritten.splitlines(), strict=False))
+        if [c.expr for c in after.constraints] != [c.expr for c in before.constraints] or len(
+            after.readings
+        ) != dropped:
             differ.append(pid)
     assert not differ, f"leaving Exists implicit changes the formulas of {differ}"
 
@@ -327,7 +393,7 @@ def test_a_recorded_binder_that_spells_a_member_stays_refused_when_left_implicit
     lines = text.splitlines()
     m = _TOP_EXISTS.match(lines[line - 1])
     code, sep, comment = lines[line - 1].partition(":::")
-    lines[line - 1] = code[m.end():len(code.rstrip()) - 1] + " " + sep + comment
+    lines[line - 1] = code[m.end() : len(code.rstrip()) - 1] + " " + sep + comment
     with pytest.raises(ProgramError) as info:
         lsat.parse("\n".join(lines) + "\n")
     assert info.value.line == line and info.value.kind is ErrorKind.UNDECLARED

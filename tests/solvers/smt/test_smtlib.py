@@ -7,9 +7,9 @@ import time
 import pytest
 import z3
 
-from symbolkg.solvers.smt import smtlib
 from symbolkg.solvers.outcomes import ErrorKind, Limits, ProgramError, SolveRequest, Status
 from symbolkg.solvers.registry import run
+from symbolkg.solvers.smt import smtlib
 
 # Every answer test below finishes far inside this limit: the slowest call takes 0.21 s (measured:
 # test_a_timed_out_check_then_a_quick_one_answers, its 0.2 s per-check timeout included).
@@ -150,8 +150,12 @@ def test_malformed_scripts_fail_before_running(script: str, line: int, kind: str
     ("script", "line", "kind", "fragment"),
     [
         # Undeclared constant on line 3.
-        ("(declare-const x Int)\n(assert (> x 2))\n(assert (< y 0))\n(check-sat)", 3, "undeclared",
-         "unknown constant y"),
+        (
+            "(declare-const x Int)\n(assert (> x 2))\n(assert (< y 0))\n(check-sat)",
+            3,
+            "undeclared",
+            "unknown constant y",
+        ),
         # The bad term is on line 4 of a command that starts on line 2: Z3's line is kept.
         ("(declare-const x Int)\n(assert\n  (and (> x 0)\n       (+ x 1)))\n(check-sat)", 4, "type", ""),
         ("(declare-const x Int)\n(assert (+ x 1))\n(check-sat)", 2, "type", "not Boolean"),
@@ -277,4 +281,4 @@ def test_oversized_script_is_refused_quickly() -> None:
 def test_strings_with_escaped_quotes_and_parentheses() -> None:
     out = smtlib.solve('(echo "a ""quoted"" (paren")\n(assert true)\n(check-sat)', LIMITS)
     assert out.answer == "sat"
-    assert 'quoted' in out.proof
+    assert "quoted" in out.proof

@@ -14,13 +14,13 @@ import json
 import textwrap
 
 import pytest
+
 from symbolkg.solvers import registry
 from symbolkg.solvers.certificates import check
 from symbolkg.solvers.outcomes import ErrorKind, Limits, ProgramError, SolveRequest, Status
 from symbolkg.solvers.symba.engine import Budget, head_unifies, prove
 from symbolkg.solvers.symba.syntax import parse, parse_clause, parse_goal
 from symbolkg.solvers.symba.terms_syntax import Str, format_clause, format_program
-
 from tests.conftest import FIXTURES
 
 FAIR_TRIAL = FIXTURES / "symba" / "fair_trial"
@@ -31,7 +31,11 @@ def solve(text: str):
     """The registry's outcome for ``text`` and the certificate checker's verdict on its answer."""
     text = textwrap.dedent(text)
     out = registry.run(SolveRequest("p", "symba", text, LIMITS))
-    verdict = check(copy.deepcopy(out.certificate), language="symba", program=text, answer=out.answer) if out.executed else None
+    verdict = (
+        check(copy.deepcopy(out.certificate), language="symba", program=text, answer=out.answer)
+        if out.executed
+        else None
+    )
     return out, verdict
 
 
@@ -45,7 +49,13 @@ def clauses(text: str) -> list[str]:
 def test_quoted_sentences_are_terms_and_numeric_strings_are_numbers():
     (c,) = parse_clause('checkIf("The applicant was informed promptly.", Ans).')
     assert c.head.args[0] == Str("The applicant was informed promptly.")
-    assert parse_clause('d("18", "-2.50", "1e3", "2010-03-18", "").')[0].head.args == (18, -2.5, Str("1e3"), Str("2010-03-18"), Str(""))
+    assert parse_clause('d("18", "-2.50", "1e3", "2010-03-18", "").')[0].head.args == (
+        18,
+        -2.5,
+        Str("1e3"),
+        Str("2010-03-18"),
+        Str(""),
+    )
     goal = parse_goal('checkIf("The applicant was informed promptly.", A)')
     assert head_unifies(c, goal) and not head_unifies(c, parse_goal('checkIf("Another sentence.", A)'))
 
@@ -53,8 +63,12 @@ def test_quoted_sentences_are_terms_and_numeric_strings_are_numbers():
 def test_body_disjunction_and_count_read_as_one_clause_per_alternative():
     assert clauses("h :- a, {b; c, d}, e.") == ["h :- a, b, e.", "h :- a, c, d, e."]
     assert clauses("h :- {p(X) : q(X); r}.") == ["h :- p(X), q(X).", "h :- r."]
-    for text in ("h :- #count{X : p(X); Y : q(Y), s(Y)} >= 1.", "h :- 1 <= #count{X : p(X); Y : q(Y), s(Y)}.",
-                 "h :- #count{X : p(X); Y : q(Y), s(Y)} > 0.", "h :- #count{X : p(X); Y : q(Y), s(Y)}."):
+    for text in (
+        "h :- #count{X : p(X); Y : q(Y), s(Y)} >= 1.",
+        "h :- 1 <= #count{X : p(X); Y : q(Y), s(Y)}.",
+        "h :- #count{X : p(X); Y : q(Y), s(Y)} > 0.",
+        "h :- #count{X : p(X); Y : q(Y), s(Y)}.",
+    ):
         assert clauses(text) == ["h :- p(X).", "h :- q(Y), s(Y)."], text
     assert clauses("h :- #count{p(1); p(2)} != 0.") == ["h :- p(1).", "h :- p(2)."]
     # with pooling inside an alternative: every combination
@@ -71,16 +85,19 @@ def test_denials_are_read_and_printed_apart_from_rules():
     assert clauses("not(p(a)).") == ["not p(a)."] and clauses("\\+ p(a).") == ["not p(a)."]
 
 
-@pytest.mark.parametrize("text, words", [
-    ("h :- #count{X : p(X)} >= 2.", "guard '>= 2'"),
-    ("h :- #count{X : p(X)} < 1.", "guard '< 1'"),
-    ("h :- 2 <= #count{X : p(X)}.", "guard '>= 2'"),
-    ("h :- #sum{X : p(X)} >= 1.", "#count"),
-    ("{a; b} :- c.", "choice rules"),
-    ("h :- not {a; b}.", "applies to one atom"),
-    ("h :- {a; {b; c}}.", "found '{'"),
-    ("h :- {}.", "empty element"),
-])
+@pytest.mark.parametrize(
+    "text, words",
+    [
+        ("h :- #count{X : p(X)} >= 2.", "guard '>= 2'"),
+        ("h :- #count{X : p(X)} < 1.", "guard '< 1'"),
+        ("h :- 2 <= #count{X : p(X)}.", "guard '>= 2'"),
+        ("h :- #sum{X : p(X)} >= 1.", "#count"),
+        ("{a; b} :- c.", "choice rules"),
+        ("h :- not {a; b}.", "applies to one atom"),
+        ("h :- {a; {b; c}}.", "found '{'"),
+        ("h :- {}.", "empty element"),
+    ],
+)
 def test_what_the_language_refuses_it_refuses_at_its_line(text, words):
     with pytest.raises(ProgramError) as err:
         parse("p.\n" + text + "\n?- p.")
@@ -90,32 +107,45 @@ def test_what_the_language_refuses_it_refuses_at_its_line(text, words):
 # --------------------------------------------------------------------------- meaning and certificates
 
 
-@pytest.mark.parametrize("text, answer", [
-    # a quoted-sentence goal answered by a statement, the answer compared with `!=`
-    ('ok :- checkIf("The hearing was public.", Ans), Ans != seriously_violated.\n'
-     'checkIf("The hearing was public.", complied).\n?- ok.', "True"),
-    ('ok :- checkIf("The hearing was public.", Ans), Ans != seriously_violated.\n'
-     'checkIf("The hearing was public.", seriously_violated).\n?- ok.', "False"),
-    # disjunction: either alternative proves the head
-    ("h :- {a; b, c}.\nc.\nb.\n?- h.", "True"),
-    ("h :- {a; b, c}.\nb.\n?- h.", "False"),
-    # #count >= 1: some element's condition holds
-    ("h :- #count{X : p(X), X > 2} >= 1.\np(1). p(3).\n?- h.", "True"),
-    ("h :- #count{X : p(X), X > 5} >= 1.\np(1). p(3).\n?- h.", "False"),
-    # `is` arithmetic, numeric strings by value, comparisons between any values
-    ('half(Y) :- n(X), Y is X / 2.\nn("9").\n?- half(4.5).', "True"),
-    ('early :- on(A), on(B), A < B, A = "2010-03-01".\non("2010-03-01"). on("2010-03-18").\n?- early.', "True"),
-    ("first(X) :- name(X), not later(X).\nlater(X) :- name(X), name(Y), Y < X.\nname(bob). name(ann). name(\"zed\").\n"
-     "?- first(ann).", "True"),
-    # denials: no effect on a consistent program, no query on an inconsistent one
-    ("not p(b).\np(a).\n?- p(a).", "True"),
-    ("not p(a).\np(a).\n?- p(a).", "False"),
-    ("not p(a).\np(a).\n?- not p(a).", "False"),
-    ("not p(X) :- q(X).\np(a). q(b).\n?- p(a).", "True"),
-    ("not p(X) :- q(X).\np(a). q(a).\n?- p(a).", "False"),
-    ("not p(X) :- q(X), not r(X).\np(a). q(a). r(a).\n?- p(a).", "True"),
-    ("not -p(a).\n-p(a) :- q.\nq.\nh.\n?- h.", "False"),
-])
+@pytest.mark.parametrize(
+    "text, answer",
+    [
+        # a quoted-sentence goal answered by a statement, the answer compared with `!=`
+        (
+            'ok :- checkIf("The hearing was public.", Ans), Ans != seriously_violated.\n'
+            'checkIf("The hearing was public.", complied).\n?- ok.',
+            "True",
+        ),
+        (
+            'ok :- checkIf("The hearing was public.", Ans), Ans != seriously_violated.\n'
+            'checkIf("The hearing was public.", seriously_violated).\n?- ok.',
+            "False",
+        ),
+        # disjunction: either alternative proves the head
+        ("h :- {a; b, c}.\nc.\nb.\n?- h.", "True"),
+        ("h :- {a; b, c}.\nb.\n?- h.", "False"),
+        # #count >= 1: some element's condition holds
+        ("h :- #count{X : p(X), X > 2} >= 1.\np(1). p(3).\n?- h.", "True"),
+        ("h :- #count{X : p(X), X > 5} >= 1.\np(1). p(3).\n?- h.", "False"),
+        # `is` arithmetic, numeric strings by value, comparisons between any values
+        ('half(Y) :- n(X), Y is X / 2.\nn("9").\n?- half(4.5).', "True"),
+        ('early :- on(A), on(B), A < B, A = "2010-03-01".\non("2010-03-01"). on("2010-03-18").\n?- early.', "True"),
+        (
+            "first(X) :- name(X), not later(X).\nlater(X) :- name(X), name(Y), Y < X.\n"
+            'name(bob). name(ann). name("zed").\n'
+            "?- first(ann).",
+            "True",
+        ),
+        # denials: no effect on a consistent program, no query on an inconsistent one
+        ("not p(b).\np(a).\n?- p(a).", "True"),
+        ("not p(a).\np(a).\n?- p(a).", "False"),
+        ("not p(a).\np(a).\n?- not p(a).", "False"),
+        ("not p(X) :- q(X).\np(a). q(b).\n?- p(a).", "True"),
+        ("not p(X) :- q(X).\np(a). q(a).\n?- p(a).", "False"),
+        ("not p(X) :- q(X), not r(X).\np(a). q(a). r(a).\n?- p(a).", "True"),
+        ("not -p(a).\n-p(a) :- q.\nq.\nh.\n?- h.", "False"),
+    ],
+)
 def test_the_new_constructs_answer_and_their_certificates_verify(text, answer):
     out, verdict = solve(text)
     assert out.answer == answer, (text, out)
@@ -182,16 +212,29 @@ def test_a_query_with_undefined_arithmetic_is_a_syntax_error_at_its_line():
 
 
 def _records() -> tuple[list[dict], dict[str, list[str]]]:
-    world = {w["name"]: [s["statement"] for s in w["statements"]]
-             for w in json.loads((FAIR_TRIAL / "world_data.json").read_text())}
+    world = {
+        w["name"]: [s["statement"] for s in w["statements"]]
+        for w in json.loads((FAIR_TRIAL / "world_data.json").read_text())
+    }
     return json.loads((FAIR_TRIAL / "test_data.json").read_text()), world
 
 
 def test_the_constructed_set_uses_every_construct():
     records, world = _records()
-    text = "\n".join([s["statement"] for r in records for s in r["program"]] + [x for rules in world.values() for x in rules])
-    for construct in ('checkIf("', "!= seriously_violated", "{", "#count{", "(regional_court;court_of_appeal)", " is ",
-                      "<=", '"30"', "not checkIf("):
+    text = "\n".join(
+        [s["statement"] for r in records for s in r["program"]] + [x for rules in world.values() for x in rules]
+    )
+    for construct in (
+        'checkIf("',
+        "!= seriously_violated",
+        "{",
+        "#count{",
+        "(regional_court;court_of_appeal)",
+        " is ",
+        "<=",
+        '"30"',
+        "not checkIf(",
+    ):
         assert construct in text, construct
     assert all(isinstance(r["id"], str) for r in records) and len(world) == 2
     assert any("description" not in s for r in records for s in r["program"])

@@ -21,8 +21,28 @@ from symbolkg.solvers.symba.syntax import parse
 CONSTANTS = ["a", "b", "bob", '"A sentence: with punctuation."', '"7"', '"2010-03-18"', "3", "2.5", "-1"]
 PREDICATES = [("p", 1), ("q", 1), ("r", 2), ("checkIf", 2), ("-p", 1)]
 VARIABLES = ["X", "Y", "_"]
-SPLICES = ["{", "}", ";", "#count{", ":", "not ", "(a;b)", " is ", '"', "\\", ":-", ".", ">= 2", "1 <=", "X / 0",
-           "10 ** 400", "\n", "not not", "?- p(X).", "%"]
+SPLICES = [
+    "{",
+    "}",
+    ";",
+    "#count{",
+    ":",
+    "not ",
+    "(a;b)",
+    " is ",
+    '"',
+    "\\",
+    ":-",
+    ".",
+    ">= 2",
+    "1 <=",
+    "X / 0",
+    "10 ** 400",
+    "\n",
+    "not not",
+    "?- p(X).",
+    "%",
+]
 
 
 def _term(rng: random.Random, variables: bool = True) -> str:
@@ -47,7 +67,11 @@ def _literal(rng: random.Random) -> str:
         op = rng.choice(["=", "!=", "<", "<=", ">", ">=", "is"])
         return f"{rng.choice(['X', 'Y'])} {op} {rng.choice(['X + 1', 'Y * 2', *CONSTANTS])}"
     if roll < 0.9:
-        return "{" + "; ".join(", ".join(_atom(rng) for _ in range(rng.randint(1, 2))) for _ in range(rng.randint(1, 3))) + "}"
+        return (
+            "{"
+            + "; ".join(", ".join(_atom(rng) for _ in range(rng.randint(1, 2))) for _ in range(rng.randint(1, 3)))
+            + "}"
+        )
     return "#count{X : " + _atom(rng) + "; Y : " + _atom(rng) + "} >= 1"
 
 
@@ -66,7 +90,7 @@ def _program(rng: random.Random) -> str:
     text = "\n".join(lines)
     for _ in range(rng.choice([0, 0, 0, 1, 2])):
         i = rng.randrange(len(text) + 1)
-        text = text[:i] + (rng.choice(SPLICES) if rng.random() < 0.7 else "") + text[i + rng.randrange(0, 3):]
+        text = text[:i] + (rng.choice(SPLICES) if rng.random() < 0.7 else "") + text[i + rng.randrange(0, 3) :]
     return text
 
 

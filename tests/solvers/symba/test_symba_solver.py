@@ -12,6 +12,7 @@ import types
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
 from symbolkg.solvers import registry
 from symbolkg.solvers.certificates import symba_tree
 from symbolkg.solvers.outcomes import CertificateError, ErrorKind, Limits, Outcome, ProgramError, SolveRequest, Status
@@ -32,7 +33,6 @@ from symbolkg.solvers.symba.terms_syntax import (
     format_clause,
     format_program,
 )
-
 from tests.conftest import DATA, FIXTURES
 
 SYMBA = DATA / "symba"
@@ -118,16 +118,25 @@ def test_percent_is_modulo_between_operands_and_a_comment_elsewhere():
 
 
 def test_pooling_expands_one_clause_per_combination():
-    clauses = parse_clause("relation(A, son, B) :- isRelationOf(A, brother, C), relation(C, (son;daughter), B), B != A.")
+    clauses = parse_clause(
+        "relation(A, son, B) :- isRelationOf(A, brother, C), relation(C, (son;daughter), B), B != A."
+    )
     assert [format_clause(c) for c in clauses] == [
         "relation(A, son, B) :- isRelationOf(A, brother, C), relation(C, son, B), B != A.",
         "relation(A, son, B) :- isRelationOf(A, brother, C), relation(C, daughter, B), B != A.",
     ]
     assert len(parse_clause("p(a;b) :- q((1;2)), not r(x;y).")) == 2 * 2 * 2  # head, body and under `not`
     assert [format_atom(c.head) for c in parse_clause("p(a, b; c).")] == ["p(a, b)", "p(c)"]  # clingo: tuples
-    assert [format_clause(c) for c in parse_clause("v(X) :- X = (1;2) * 3")] == ["v(X) :- X = 1 * 3.", "v(X) :- X = 2 * 3."]
+    assert [format_clause(c) for c in parse_clause("v(X) :- X = (1;2) * 3")] == [
+        "v(X) :- X = 1 * 3.",
+        "v(X) :- X = 2 * 3.",
+    ]
     assert run("p(a;b). q(X, (c;d)) :- p(X). ?- q(X, Y).").answers == [
-        {"X": "a", "Y": "c"}, {"X": "b", "Y": "c"}, {"X": "a", "Y": "d"}, {"X": "b", "Y": "d"}]
+        {"X": "a", "Y": "c"},
+        {"X": "b", "Y": "c"},
+        {"X": "a", "Y": "d"},
+        {"X": "b", "Y": "d"},
+    ]
 
 
 def test_parse_clause_and_parse_goal_for_single_statements():
@@ -145,8 +154,14 @@ def test_parse_clause_and_parse_goal_for_single_statements():
 
 def test_head_unifies_checks_a_statement_against_a_subgoal():
     goal = parse_goal("likes(A, dog)")
-    cases = {"likes(X, dog) :- is(X, red).": True, "likes(bob, Y).": True, "likes(A, A).": True,
-             "likes(bob, cat).": False, "sees(A, dog).": False, "likes(a, b, c).": False}
+    cases = {
+        "likes(X, dog) :- is(X, red).": True,
+        "likes(bob, Y).": True,
+        "likes(A, A).": True,
+        "likes(bob, cat).": False,
+        "sees(A, dog).": False,
+        "likes(a, b, c).": False,
+    }
     for text, expected in cases.items():
         assert symba.head_unifies(parse_clause(text)[0], goal) is expected, text
     assert symba.head_unifies(parse_clause("n(X + 1) :- n(X).")[0], parse_goal("n(3)"))  # compared after the body
@@ -203,7 +218,8 @@ ROUND_TRIP = [
     BEAR,
     NATURALS,
     'name("a \\"quoted\\" \\\\ string\\n"). ?- name(X).',
-    "v(X) :- X = -(Y ** 2) * (3 - -2) / abs(Z) + (-5) ** 2 - -X + 2 ** -1 + 2 ** 3 ** 2 + (2 ** 3) ** 2, y(Y, Z).\n?- v(1).",
+    "v(X) :- X = -(Y ** 2) * (3 - -2) / abs(Z) + (-5) ** 2 - -X + 2 ** -1 + 2 ** 3 ** 2 + (2 ** 3) ** 2, y(Y, Z).\n"
+    "?- v(1).",
     "w(X) :- X = 1 - (2 - 3) + (4 - 5) - 6 * (7 / 8) / (9 * 10) % 11, not -q(X, _, _).\n?- not w(3).",
     "h(X + 1, Y * 2) :- g(X, Y), X >= 2.5e-07, Y < 1e+20.\n?- h(A, B).",
 ]
@@ -224,7 +240,9 @@ def test_numbers_are_normalised_and_compared_by_value():
     assert run("p :- 5 = 5.0, 0.1 + 0.2 = 0.3, 2.0 != 2.5, 1 < 1.5.\n?- p.").proved
     assert run("p(5.0).\n?- p(5).").proved and run("p(5).\n?- p(5.0).").proved
     assert run("p(X) :- X = 10 / 4.\n?- p(X).").answers == [{"X": 2.5}]
-    assert run("p(X) :- X = 10 / 5.\n?- p(X).").answers == [{"X": 2}] and isinstance(run("p(X) :- X = 10 / 5.\n?- p(X).").answers[0]["X"], int)
+    assert run("p(X) :- X = 10 / 5.\n?- p(X).").answers == [{"X": 2}] and isinstance(
+        run("p(X) :- X = 10 / 5.\n?- p(X).").answers[0]["X"], int
+    )
     assert run("p(X) :- X = 2.5 * 2.\n?- p(X).").answers == [{"X": 5}]
 
 
@@ -239,9 +257,23 @@ def test_equality_binds_an_unbound_side_and_otherwise_compares():
 
 @pytest.mark.parametrize(
     "expr, value",
-    [("round(2.5)", 3), ("round(-2.5)", -3), ("round(2.4)", 2), ("max(3, 7.5, 1)", 7.5), ("min(3, -1)", -1),
-     ("abs(-4)", 4), ("7 / 2", 3.5), ("8 / 2", 4), ("7 % 3", 1), ("2 ** 10", 1024), ("2 ** -1", 0.5),
-     ("-2 ** 2", -4), ("(1 + 2) * 3 - 4 / 8", 8.5), ("1 - 2 - 3", -4), ("2 ** 3 ** 2", 512)],
+    [
+        ("round(2.5)", 3),
+        ("round(-2.5)", -3),
+        ("round(2.4)", 2),
+        ("max(3, 7.5, 1)", 7.5),
+        ("min(3, -1)", -1),
+        ("abs(-4)", 4),
+        ("7 / 2", 3.5),
+        ("8 / 2", 4),
+        ("7 % 3", 1),
+        ("2 ** 10", 1024),
+        ("2 ** -1", 0.5),
+        ("-2 ** 2", -4),
+        ("(1 + 2) * 3 - 4 / 8", 8.5),
+        ("1 - 2 - 3", -4),
+        ("2 ** 3 ** 2", 512),
+    ],
 )
 def test_arithmetic(expr, value):
     answers = run(f"v(X) :- X = {expr}.\n?- v(X).").answers
@@ -259,9 +291,20 @@ def test_comparisons():
 
 def test_comparisons_between_any_ground_values():
     """One total order: numbers by value, then identifiers, then strings (each by text); numeric strings are numbers."""
-    holds = ["1 < a", "a < b", 'b < "a"', '"a" < "b"', '"18" = 18', '"2.50" = 2.5', '"-3" < 0', "a != \"a\"",
-             "abc >= abc", '10 > "9"', '"x" > zzz']
-    fails = ["a < 1", "b < a", '"a" < b', '"18" != 18', "a = \"a\"", '"10" < 9']
+    holds = [
+        "1 < a",
+        "a < b",
+        'b < "a"',
+        '"a" < "b"',
+        '"18" = 18',
+        '"2.50" = 2.5',
+        '"-3" < 0',
+        'a != "a"',
+        "abc >= abc",
+        '10 > "9"',
+        '"x" > zzz',
+    ]
+    fails = ["a < 1", "b < a", '"a" < b', '"18" != 18', 'a = "a"', '"10" < 9']
     for c in holds:
         assert run(f"p :- {c}.\n?- p.").proved, c
     for c in fails:
@@ -270,8 +313,11 @@ def test_comparisons_between_any_ground_values():
 
 
 def test_undefined_arithmetic_fails_the_literal_and_says_why():
-    for body, words in [("X = 1 / 0", "division by zero"), ("X = a + 1", "a is not a number"),
-                        ("X = 10 ** 1000", "too large")]:
+    for body, words in [
+        ("X = 1 / 0", "division by zero"),
+        ("X = a + 1", "a is not a number"),
+        ("X = 10 ** 1000", "too large"),
+    ]:
         r = run(f"p(X) :- X = 1, {body}.\np(2).\n?- p(X).")
         assert r.answers == [{"X": 2}] and r.kind == "complete", body
         assert any(words in msg and "line 1" in msg for msg in r.issues), (body, r.issues)
@@ -316,13 +362,19 @@ def test_floundering_is_recorded_not_raised():
 
 
 def test_recursion_through_negation_is_reported():
-    for text in ("p :- not q.\nq :- not p.\n?- p.", "p :- not p.\n?- p.", "p(X) :- r(X), not p(X).\nr(a).\n?- not p(a)."):
+    for text in (
+        "p :- not q.\nq :- not p.\n?- p.",
+        "p :- not p.\n?- p.",
+        "p(X) :- r(X), not p(X).\nr(a).\n?- not p(a).",
+    ):
         r = run(text)
         assert r.kind == "nonstratified" and not r.proved, text
         assert any("through negation" in msg for msg in r.issues)
     # stratified negation over a recursive predicate is fine
-    r = run("e(a, b). e(b, c). n(a). n(b). n(c).\nreach(X, Y) :- e(X, Y).\nreach(X, Y) :- reach(X, Z), e(Z, Y).\n"
-            "unreachable(Y) :- n(Y), not reach(a, Y).\n?- unreachable(Y).")
+    r = run(
+        "e(a, b). e(b, c). n(a). n(b). n(c).\nreach(X, Y) :- e(X, Y).\nreach(X, Y) :- reach(X, Z), e(Z, Y).\n"
+        "unreachable(Y) :- n(Y), not reach(a, Y).\n?- unreachable(Y)."
+    )
     assert r.kind == "complete" and r.answers == [{"Y": "a"}]
 
 
@@ -354,17 +406,38 @@ def test_cyclic_and_left_recursive_rules_reach_the_fixpoint():
 # of a bottom-up fixpoint. Each exercises SCC bookkeeping: tables completed early (a ground goal
 # with its answer) inside a larger SCC, and SCC members not called again in the last pass.
 TABLING_REGRESSIONS = [
-    (("e0(b, b). e1(a).\np0(Z) :- p1(Z), p0(a), e0(a, a).\np0(b) :- p3(Y), e1(a).\np1(b) :- p2(b), e1(Z).\n"
-     "p1(X) :- e1(X), p0(b).\np1(a) :- e1(X).\np2(X) :- e0(Z, X), p2(a).\np2(a) :- p0(a), e0(a, a), p3(a).\n"
-     "p3(b) :- p1(Y).\n?- p0(Y)."), [{"Y": "b"}]),
-    (("e0(b). e0(c). e2(a, b).\np0(d) :- p2(c, Y), p2(b, Z), e0(b).\np1(Y) :- p1(X), p2(Y, Z).\n"
-     "p1(X) :- e2(a, Y), e0(X).\np2(X, d) :- e0(Y), p1(X), p1(b).\n?- p0(d)."), [{}]),
-    (("e1(a, b). e2(b, b).\np0(Y) :- p5(Y), p2(a).\np3(a) :- e1(a, b), p5(a).\np4(a) :- p0(a), p0(Y), e1(a, Z).\n"
-     "p4(X) :- e2(X, Y).\np5(a) :- p4(Z).\np5(X) :- p3(X), e2(Y, b), p4(Y).\nq0(Y, Z) :- p0(Y), e0(b, Z), p4(Y).\n"
-     "q0(X, b) :- e1(a, X), p5(a), not p3(a).\n?- q0(Y, b)."), []),
+    (
+        (
+            "e0(b, b). e1(a).\np0(Z) :- p1(Z), p0(a), e0(a, a).\np0(b) :- p3(Y), e1(a).\np1(b) :- p2(b), e1(Z).\n"
+            "p1(X) :- e1(X), p0(b).\np1(a) :- e1(X).\np2(X) :- e0(Z, X), p2(a).\np2(a) :- p0(a), e0(a, a), p3(a).\n"
+            "p3(b) :- p1(Y).\n?- p0(Y)."
+        ),
+        [{"Y": "b"}],
+    ),
+    (
+        (
+            "e0(b). e0(c). e2(a, b).\np0(d) :- p2(c, Y), p2(b, Z), e0(b).\np1(Y) :- p1(X), p2(Y, Z).\n"
+            "p1(X) :- e2(a, Y), e0(X).\np2(X, d) :- e0(Y), p1(X), p1(b).\n?- p0(d)."
+        ),
+        [{}],
+    ),
+    (
+        (
+            "e1(a, b). e2(b, b).\np0(Y) :- p5(Y), p2(a).\np3(a) :- e1(a, b), p5(a).\np4(a) :- p0(a), p0(Y), e1(a, Z).\n"
+            "p4(X) :- e2(X, Y).\np5(a) :- p4(Z).\np5(X) :- p3(X), e2(Y, b), p4(Y).\n"
+            "q0(Y, Z) :- p0(Y), e0(b, Z), p4(Y).\n"
+            "q0(X, b) :- e1(a, X), p5(a), not p3(a).\n?- q0(Y, b)."
+        ),
+        [],
+    ),
     # a leader whose second pass reaches an older incomplete table (so it is not a leader after all)
-    (("o(X) :- m(X).\no(X) :- i(X).\no(X) :- extra(X).\nm(X) :- o(X).\nm(a).\ni(X) :- i(Y), trigger(Y), m(X).\n"
-     "i(b).\ntrigger(b).\nextra(c).\ntop(X) :- o(Z), i(X).\n?- top(X)."), [{"X": "a"}, {"X": "b"}, {"X": "c"}]),
+    (
+        (
+            "o(X) :- m(X).\no(X) :- i(X).\no(X) :- extra(X).\nm(X) :- o(X).\nm(a).\ni(X) :- i(Y), trigger(Y), m(X).\n"
+            "i(b).\ntrigger(b).\nextra(c).\ntop(X) :- o(Z), i(X).\n?- top(X)."
+        ),
+        [{"X": "a"}, {"X": "b"}, {"X": "c"}],
+    ),
 ]
 
 
@@ -385,12 +458,16 @@ def _bottom_up(consts, facts, rules):
             for head, body, negs in todo:
                 names = sorted({a for _, args in body for a in args if a[0].isupper()})
                 for values in itertools.product(consts, repeat=len(names)):
-                    m = dict(zip(names, values))
+                    m = dict(zip(names, values, strict=True))
 
                     def inst(a, m=m):
                         return a[0], tuple(m.get(x, x) for x in a[1])
 
-                    if all(inst(b) in db for b in body) and all(inst(n) not in db for n in negs) and inst(head) not in db:
+                    if (
+                        all(inst(b) in db for b in body)
+                        and all(inst(n) not in db for n in negs)
+                        and inst(head) not in db
+                    ):
                         db.add(inst(head))
                         changed = True
     return db
@@ -406,8 +483,10 @@ def _random_program(rng):
     for preds, positive, negative in ((low, edb + low, []), (high, edb + low + high, edb + low)):
         for name, n in preds:
             for _ in range(rng.randint(2, 6)):
-                body = [(p, tuple(rng.choice(["X", "Y", "Z", *consts]) for _ in range(k))) for p, k in
-                        (rng.choice(positive) for _ in range(rng.randint(1, 3)))]
+                body = [
+                    (p, tuple(rng.choice(["X", "Y", "Z", *consts]) for _ in range(k)))
+                    for p, k in (rng.choice(positive) for _ in range(rng.randint(1, 3)))
+                ]
                 names = sorted({a for _, args in body for a in args if a[0].isupper()}) or ["X"]
                 if names == ["X"] and not any("X" in args for _, args in body):
                     body.append((edb[0][0], ("X",) * edb[0][1]))
@@ -432,7 +511,10 @@ def test_tabled_answers_equal_a_bottom_up_fixpoint_on_random_recursive_programs(
         consts, facts, rules, preds = _random_program(rng)
         db = _bottom_up(consts, facts, rules)
         lines = [_fmt(f) + "." for f in sorted(facts)]
-        lines += [f"{_fmt(h)} :- {', '.join([_fmt(b) for b in body] + ['not ' + _fmt(n) for n in negs])}." for h, body, negs in rules]
+        lines += [
+            f"{_fmt(h)} :- {', '.join([_fmt(b) for b in body] + ['not ' + _fmt(n) for n in negs])}."
+            for h, body, negs in rules
+        ]
         for _ in range(3):
             name, n = rng.choice(preds)
             args = tuple(rng.choice([*consts, "X", "Y"]) for _ in range(n))
@@ -442,7 +524,9 @@ def test_tabled_answers_equal_a_bottom_up_fixpoint_on_random_recursive_programs(
             expected = set()
             for fname, fargs in db:
                 m: dict = {}
-                if fname == name and all(a == b if not a[0].isupper() else m.setdefault(a, b) == b for a, b in zip(args, fargs)):
+                if fname == name and all(
+                    a == b if not a[0].isupper() else m.setdefault(a, b) == b for a, b in zip(args, fargs, strict=False)
+                ):
                     expected.add(tuple(sorted(m.items())))
             assert r.kind == "complete", (seed, r.issues)
             assert {tuple(sorted(a.items())) for a in r.answers} == expected, (seed, format_program(p))
@@ -555,12 +639,25 @@ def test_proof_tree_with_negation_and_builtin_leaves():
     p = program(text)
     r = prove(p)
     kids = r.tree["children"]
-    assert [k["goal"] for k in kids] == ["price(apple, 3)", "stock(apple, 4)", "12 = 3 * 4", "12 > 10", "not banned(apple)"]
+    assert [k["goal"] for k in kids] == [
+        "price(apple, 3)",
+        "stock(apple, 4)",
+        "12 = 3 * 4",
+        "12 > 10",
+        "not banned(apple)",
+    ]
     assert kids[2]["builtin"] and kids[4]["naf"] and kids[4]["children"] == []
     assert check_tree(text, r.tree) == []
     negated = parse("banned(pear).\n?- not banned(apple).")
     r = prove(negated)
-    assert r.tree == {"goal": "not banned(apple)", "clause": None, "bindings": {}, "children": [], "naf": True, "builtin": False}
+    assert r.tree == {
+        "goal": "not banned(apple)",
+        "clause": None,
+        "bindings": {},
+        "children": [],
+        "naf": True,
+        "builtin": False,
+    }
     assert check_tree("banned(pear).\n?- not banned(apple).", r.tree) == []
 
 
@@ -582,13 +679,25 @@ def test_check_tree_rejects_tampered_trees():
     assert "without a proof tree" in check_tree(BEAR, "x")[0]
     # a negation leaf whose atom is provable, and a false builtin
     q = "banned(apple).\nok(I) :- item(I), not banned(I).\nitem(apple).\n?- ok(apple)."
-    fake = {"goal": "ok(apple)", "clause": "ok(I) :- item(I), not banned(I).", "line": 2, "bindings": {"I": "apple"},
-            "children": [{"goal": "item(apple)", "clause": "item(apple).", "line": 3, "bindings": {}, "children": []},
-                         {"goal": "not banned(apple)", "naf": True, "children": []}]}
+    fake = {
+        "goal": "ok(apple)",
+        "clause": "ok(I) :- item(I), not banned(I).",
+        "line": 2,
+        "bindings": {"I": "apple"},
+        "children": [
+            {"goal": "item(apple)", "clause": "item(apple).", "line": 3, "bindings": {}, "children": []},
+            {"goal": "not banned(apple)", "naf": True, "children": []},
+        ],
+    }
     assert any("is derivable" in e for e in check_tree(q, fake))
     b = "v(X) :- X = 2 + 2.\n?- v(X)."
-    lie = {"goal": "v(5)", "clause": "v(X) :- X = 2 + 2.", "line": 1, "bindings": {"X": "5"},
-           "children": [{"goal": "5 = 2 + 2", "builtin": True, "children": []}]}
+    lie = {
+        "goal": "v(5)",
+        "clause": "v(X) :- X = 2 + 2.",
+        "line": 1,
+        "bindings": {"X": "5"},
+        "children": [{"goal": "5 = 2 + 2", "builtin": True, "children": []}],
+    }
     assert any("does not hold" in e for e in check_tree(b, lie))
 
 
@@ -615,7 +724,10 @@ def solve(text: str, limits: Limits = LIMITS) -> tuple[Outcome, dict | None]:
 def test_solve_outcomes():
     out, proof = solve(BEAR)
     assert (out.status, out.answer) == (Status.PROVED, "True")
-    assert set(proof) >= {"proved", "answers", "tree", "missing", "unproved", "kind", "steps"} and proof["kind"] == "complete"
+    assert (
+        set(proof) >= {"proved", "answers", "tree", "missing", "unproved", "kind", "steps"}
+        and proof["kind"] == "complete"
+    )
     out, proof = solve(BEAR.replace("?- eats(bear, mouse).", "?- eats(mouse, bear)."))
     assert (out.status, out.answer) == (Status.DISPROVED, "False") and proof["missing"] == ["eats(mouse, bear)"]
     out, proof = solve(ASCENDING, Limits(timeout_s=10, max_depth=30))
@@ -635,15 +747,48 @@ def test_solve_outcomes():
 # --------------------------------------------------------------------------- fuzzing
 
 SEED_STATEMENTS = [
-    "is(dog, cold).", "likes(bald_eagle, rabbit).", "sees(dog, bald_eagle) :- is(dog, blue).",
-    "is(X, cold) :- likes(X, dog).", "is(circuit, powered) :- includes(circuit, battery), not is(battery, flat).",
+    "is(dog, cold).",
+    "likes(bald_eagle, rabbit).",
+    "sees(dog, bald_eagle) :- is(dog, blue).",
+    "is(X, cold) :- likes(X, dog).",
+    "is(circuit, powered) :- includes(circuit, battery), not is(battery, flat).",
     "relation(A, son, B) :- isRelationOf(A, brother, C), relation(C, (son;daughter), B), B != A.",
-    "answer(X) :- eggs_sold_per_day(E), price_per_egg(P), X = E * P.", "-is(bob, red) :- is(bob, blue).",
-    "white_fiber_bolts(X) :- blue_fiber_bolts(B), X = B / 2.", 'name("a b").', "v(X) :- X = round(2.5) ** -1 % 3.",
+    "answer(X) :- eggs_sold_per_day(E), price_per_egg(P), X = E * P.",
+    "-is(bob, red) :- is(bob, blue).",
+    "white_fiber_bolts(X) :- blue_fiber_bolts(B), X = B / 2.",
+    'name("a b").',
+    "v(X) :- X = round(2.5) ** -1 % 3.",
 ]
 QUERIES = ["?- is(rabbit, blue).", "?- not is(bob, kind).", "?- answer(X).", "?- relation(melba, niece, jenny)."]
-PIECES = ["(", ")", ",", ".", ";", ":-", "?-", "not ", "\\+", "-", "X", "_", "1", "2.5", '"', "%", "=", "<", "**",
-          "round(", "p(", "\n", " ", "a", "(a;b)", "is ", "f(x)"]
+PIECES = [
+    "(",
+    ")",
+    ",",
+    ".",
+    ";",
+    ":-",
+    "?-",
+    "not ",
+    "\\+",
+    "-",
+    "X",
+    "_",
+    "1",
+    "2.5",
+    '"',
+    "%",
+    "=",
+    "<",
+    "**",
+    "round(",
+    "p(",
+    "\n",
+    " ",
+    "a",
+    "(a;b)",
+    "is ",
+    "f(x)",
+]
 
 
 def _mutants(n: int, seed: int):
@@ -655,7 +800,7 @@ def _mutants(n: int, seed: int):
             i = rng.randrange(len(text) + 1)
             op = rng.random()
             if op < 0.4:
-                text = text[:i] + text[i + rng.randint(1, 3):]
+                text = text[:i] + text[i + rng.randint(1, 3) :]
             elif op < 0.8:
                 text = text[:i] + rng.choice(PIECES) + text[i:]
             else:
@@ -683,7 +828,7 @@ def test_mutated_programs_only_ever_raise_program_error_and_solve_always_answers
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.text(alphabet=st.sampled_from(list("pqab(X_)Y,.;:-?=<>+*/%! \n\"\\0123456789not")), max_size=80))
+@given(st.text(alphabet=st.sampled_from(list('pqab(X_)Y,.;:-?=<>+*/%! \n"\\0123456789not')), max_size=80))
 def test_arbitrary_text_parses_or_raises_program_error(text):
     try:
         p = parse(text)
@@ -722,7 +867,9 @@ def test_gold_programs_prove_exactly_the_labelled_goals():
             with_program += bool(rec["program"])
             text = gold_program(rec, world)
             p = parse(text)
-            assert parse(format_program(p)).clauses == tuple(Clause(c.head, c.body, i + 1) for i, c in enumerate(p.clauses))
+            assert parse(format_program(p)).clauses == tuple(
+                Clause(c.head, c.body, i + 1) for i, c in enumerate(p.clauses)
+            )
             r = prove(p)
             if r.proved != rec["label"]:
                 wrong.append((name, rec["id"], rec["goal"]))
@@ -753,11 +900,17 @@ def test_hand_written_arithmetic_programs_compute_the_gold_answers():
 
 
 def test_from_prolog_drops_declarations_and_names_a_conjunctive_goal_keeping_line_numbers():
-    prolog = ":- dynamic initially/2.\n:- table rough/1.\nbig(anne).\nrough(X) :- big(X), \\+ initially(kind, X).\n" \
-             "?- rough(anne), \\+ kind(anne).\n"
+    prolog = (
+        ":- dynamic initially/2.\n:- table rough/1.\nbig(anne).\nrough(X) :- big(X), \\+ initially(kind, X).\n"
+        "?- rough(anne), \\+ kind(anne).\n"
+    )
     text = from_prolog(prolog)
     lines = text.splitlines()
-    assert lines[:2] == ["", ""] and lines[2] == "big(anne)." and lines[4] == "symbolkg_goal :- rough(anne), \\+ kind(anne)."
+    assert (
+        lines[:2] == ["", ""]
+        and lines[2] == "big(anne)."
+        and lines[4] == "symbolkg_goal :- rough(anne), \\+ kind(anne)."
+    )
     assert lines[5] == "?- symbolkg_goal."
     p = parse(text)
     assert p.clauses[0].source_line == 3 and prove(p).proved
@@ -765,8 +918,9 @@ def test_from_prolog_drops_declarations_and_names_a_conjunctive_goal_keeping_lin
     assert single.splitlines()[-1] == "?- \\+ big(bob)." and prove(parse(single)).proved
 
 
-@pytest.mark.parametrize("prolog, kind", [(":- initialization(main).\nbig(a).\n?- big(a).\n", "unsupported"),
-                                          ("big(a).\n", "no_answer")])
+@pytest.mark.parametrize(
+    "prolog, kind", [(":- initialization(main).\nbig(a).\n?- big(a).\n", "unsupported"), ("big(a).\n", "no_answer")]
+)
 def test_from_prolog_refuses_other_directives_and_a_missing_goal(prolog, kind):
     with pytest.raises(ProgramError) as info:
         from_prolog(prolog)
