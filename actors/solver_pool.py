@@ -43,15 +43,25 @@ class SolverActor:
         self._proc.start()
         self._name = name
 
-    def solve(self, request: dict[str, Any]) -> tuple[dict[str, Any], str]:
-        req = SolveRequest.from_dict(request)
-        outcome = self._proc.solve(req)
-        return outcome.to_dict(), f"{self._name}/{self._proc.last_pid}@{socket.gethostname()}"
+    def solve(self, request: SolveRequest) -> tuple[Outcome, str]:
+        """Run one request on this actor's worker: the outcome and the worker's ``name/pid@host``.
 
-    def solve_batch(self, requests: list[dict[str, Any]]) -> list[tuple[dict[str, Any], str]]:
+        Requests and outcomes travel as the typed records (Ray serialises them); the only conversion
+        is at the worker's pipe (:meth:`SolveRequest.to_wire`, :meth:`Outcome.from_wire`).
+        """
+        if not isinstance(request, SolveRequest):
+            raise TypeError(f"SolverActor.solve takes a SolveRequest, got {type(request).__name__}")
+        outcome = self._proc.solve(request)
+        return outcome, f"{self._name}/{self._proc.last_pid}@{socket.gethostname()}"
+
+    def solve_batch(self, requests: list[SolveRequest]) -> list[tuple[Outcome, str]]:
         """Several requests in one round trip, one after another on this actor's worker (a crashed
         worker is restarted between them by :class:`SolverProcess`, as for single calls)."""
         return [self.solve(r) for r in requests]
+
+    def close(self) -> None:
+        """Kill the worker process (and what it started); the actor itself ends with Ray's ``kill``."""
+        self._proc.kill()
 
     def worker_pid(self) -> int | None:
         """PID of the solver process (tests kill it to simulate a crash)."""
@@ -174,7 +184,7 @@ class RaySolverPool:
             slot = min(range(self.workers), key=load.__getitem__)
             for p in batch:
                 p.slot, p.actor = slot, self.actors[slot]
-            ref = self.actors[slot].solve_batch.remote([p.request.to_dict() for p in batch])
+            ref = self.actors[slot].solve_batch.remote([p.request for p in batch])
             pending[ref] = batch
             load[slot] += 1
 
@@ -212,9 +222,8 @@ class RaySolverPool:
         except RayActorError as exc:
             self._replace(batch[0].slot, batch[0].actor)
             dead = f"solver-{batch[0].slot}/dead"
-            answers = [(crash_outcome(f"solver actor died: {type(exc).__name__}").to_dict(), dead)] * len(batch)
-        for p, (outcome_dict, worker) in zip(batch, answers, strict=True):
-            outcome = Outcome.from_dict(outcome_dict)
+            answers = [(crash_outcome(f"solver actor died: {type(exc).__name__}"), dead)] * len(batch)
+        for p, (outcome, worker) in zip(batch, answers, strict=True):
             sizer.observe(p.request.language, outcome.seconds)
             if should_retry(outcome, p.attempts, self.max_attempts):
                 retry.append(_Pending(p.request, -1, p.attempts + 1, p.t0))
@@ -231,8 +240,7 @@ class RaySolverPool:
             actor = self.actors[slot]
             self._async_load[slot] += 1
             try:
-                outcome_dict, worker = await actor.solve.remote(request.to_dict())
-                outcome = Outcome.from_dict(outcome_dict)
+                outcome, worker = await actor.solve.remote(request)
             except RayActorError as exc:
                 self._replace(slot, actor)
                 outcome = crash_outcome(f"solver actor died: {type(exc).__name__}")

@@ -29,7 +29,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 
 from symbolkg.jobs.cli import main as cli
-from symbolkg.jobs.verify import verdicts_path
+from symbolkg.jobs.inspection.certificates import verdicts_path
 
 OUT = Path(__file__).resolve().parent / "out"
 SETS = ("ProntoQA", "ProofWriter", "FOLIO", "LogicalDeduction", "AR-LSAT")

@@ -1,6 +1,6 @@
 """How often each formalization check fires on Logic-LM's recorded GPT-4 programs, and what it is worth.
 
-Runs the real recorded path (:func:`symbolkg.jobs.pipeline.solve.run_solve`, local solver pool) on the
+Runs the real recorded path (:func:`symbolkg.jobs.pipeline.programs_job.run_solve`, local solver pool) on the
 five program files twice: with corrections off (the checks only run and are recorded) and on
 (the corrected programs are solved). Per check and dataset it reports:
 
@@ -31,9 +31,9 @@ from pathlib import Path
 
 from symbolkg.jobs.datasets.files import default_data_dir
 from symbolkg.jobs.datasets.logiclm import load_logiclm_programs
-from symbolkg.jobs.pipeline.solve import run_solve
+from symbolkg.jobs.pipeline.programs_job import run_solve
 from symbolkg.jobs.pipeline.store import ResultStore, read_run
-from symbolkg.solvers.checks import CHECKS
+from symbolkg.solvers.findings import CHECKS
 from symbolkg.solvers.outcomes import Limits
 from symbolkg.solvers.runtime.local_pool import LocalSolverPool
 

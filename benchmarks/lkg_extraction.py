@@ -1,6 +1,6 @@
 """LKG extraction throughput of the embedded engine (vLLM CPU build, SmolLM2-135M-Instruct).
 
-Runs the real build job (:func:`symbolkg.jobs.lkg.run_lkg_build`: chunk -> structured JSON extraction ->
+Runs the real build job (:func:`symbolkg.jobs.pipeline.lkg_build.run_lkg_build`: chunk -> structured JSON extraction ->
 validation -> repair -> merge -> Parquet store) over FOLIO dev stories, twice on the same
 contexts in fresh stores:
 
@@ -50,7 +50,8 @@ def folio_stories(n: int, data_dir: Path) -> list:
 async def measure(args) -> dict:
     from symbolkg.actors.engines.base import SamplingParams
     from symbolkg.actors.engines.vllm_engine import VLLMConfig, VLLMEngine
-    from symbolkg.jobs.lkg import LKGConfig, run_lkg_build
+    from symbolkg.jobs.methods.lkg_extract import LKGConfig
+    from symbolkg.jobs.pipeline.lkg_build import run_lkg_build
     from symbolkg.retrieval.lkg.store import LKGStore
 
     data_dir = Path(args.data_dir or os.environ.get("SYMBOLKG_DATA", REPO.parent / "shared" / "data"))

@@ -64,8 +64,9 @@ def score(found: set, gold: set) -> dict:
 async def measure(args) -> dict:
     from symbolkg.actors.engines.base import SamplingParams
     from symbolkg.actors.engines.vllm_engine import VLLMConfig, VLLMEngine
-    from symbolkg.jobs.lkg import LKGConfig, run_lkg_build
-    from symbolkg.jobs.pipeline.rows import Problem
+    from symbolkg.jobs.core.rows import Problem
+    from symbolkg.jobs.methods.lkg_extract import LKGConfig
+    from symbolkg.jobs.pipeline.lkg_build import run_lkg_build
     from symbolkg.retrieval.lkg.extract import parse_extraction
     from symbolkg.retrieval.lkg.store import LKGStore
 

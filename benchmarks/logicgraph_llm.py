@@ -1,4 +1,4 @@
-"""``symbolkg logicgraph solve`` on ``--limit`` instances per tier, beside the paper's Table 4.
+"""The ``multipath`` method on ``--limit`` LogicGraph instances per tier, beside the paper's Table 4.
 
 Runs the job (the embedded SmolLM2-135M-Instruct in vLLM in this process by default, or any
 ``--engine``) on the first ``--limit`` instances (default 30) of each tier, each answer verified
@@ -9,9 +9,9 @@ token limit, steps with each error label, tokens per instance, and the job's wal
     python benchmarks/logicgraph_llm.py [--tiers small,medium] [--limit 30] [--max-tokens 512]
                                         [--engine vllm] [--show both|formal|natural]
 
-Writes benchmarks/out/logicgraph_llm.json and .png; each tier's run folder (answers.jsonl,
-report.json) is kept under benchmarks/out/logicgraph_llm/<tier>/ (a rerun resumes it; delete
-it for a fresh measurement).
+Each tier: ``symbolkg solve --method multipath`` into benchmarks/out/logicgraph_llm/<tier>.parquet
+(a rerun resumes it; delete it for a fresh measurement), then ``symbolkg logicgraph verify
+--results`` (the answers file and report beside it). Writes benchmarks/out/logicgraph_llm.json and .png.
 """
 
 from __future__ import annotations
@@ -26,52 +26,42 @@ import time
 from pathlib import Path
 
 from symbolkg.jobs.cli import main as cli
-from symbolkg.jobs.logicgraph.solve import PAPER_BEST
+from symbolkg.jobs.logicgraph.results import PAPER_BEST
 
 OUT = Path(__file__).resolve().parent / "out"
 METRICS = ("success_rate", "precision", "shortest_path_rate", "diversity", "versatility")
 
 
 def run_tier(tier: str, args: argparse.Namespace) -> dict:
-    run_dir = OUT / "logicgraph_llm" / tier
-    argv = [
-        "logicgraph",
-        "solve",
-        "--dataset",
-        f"logicgraph/{tier}",
-        "--limit",
-        str(args.limit),
-        "--out",
-        str(run_dir),
-        "--engine",
-        args.engine,
-        "--max-tokens",
-        str(args.max_tokens),
-        "--show",
-        args.show,
-        "--json",
-        "--max-in-flight",
-        str(args.max_in_flight),
-    ]
-    for flag, value in (("--model", args.model), ("--openai-url", args.openai_url), ("--data-dir", args.data_dir)):
+    results = OUT / "logicgraph_llm" / f"{tier}.parquet"
+    results.parent.mkdir(parents=True, exist_ok=True)
+    argv = ["solve", "--method", "multipath", "--dataset", f"logicgraph/{tier}", "--limit", str(args.limit)]
+    argv += ["--out", str(results), "--engine", args.engine, "--max-tokens", str(args.max_tokens)]
+    argv += ["--multipath-show", args.show, "--max-in-flight", str(args.max_in_flight), "--no-progress"]
+    data = ["--data-dir", args.data_dir] if args.data_dir else []
+    for flag, value in (("--model", args.model), ("--openai-url", args.openai_url)):
         if value:
             argv += [flag, value]
     t0 = time.monotonic()
-    buffer = io.StringIO()
-    with contextlib.redirect_stdout(buffer):
-        code = cli(argv)
+    code = cli(argv + data)
     wall = time.monotonic() - t0
     if code not in (0, 1):
-        raise SystemExit(f"logicgraph solve failed on {tier} (exit {code})")
-    summary = json.loads(buffer.getvalue().strip().splitlines()[-1])
-    answers = [json.loads(line) for line in (run_dir / "answers.jsonl").read_text().splitlines()]
+        raise SystemExit(f"the multipath job failed on {tier} (exit {code})")
+    buffer = io.StringIO()
+    with contextlib.redirect_stdout(buffer):
+        code = cli(["logicgraph", "verify", "--results", str(results), "--json", *data])
+    if code != 0:
+        raise SystemExit(f"logicgraph verify failed on {tier} (exit {code})")
+    (summary,) = json.loads(buffer.getvalue())["results"]
+    answers = [json.loads(line) for line in Path(summary["answers"]).read_text().splitlines()]
     metrics = summary["report"]["metrics"][tier]
     return {
         "tier": tier,
         "instances": summary["instances"],
         "answered": summary["answered"],
         "wall_s": round(wall, 1),
-        "this_call": {k: v for k, v in summary["this_call"].items() if k != "errors"},
+        "completion_tokens": summary["completion_tokens"],
+        "cached": summary["cached"],
         "parsed": sum(bool(a["solutions"]) for a in answers),
         "truncated": summary["truncated"],
         "paths_per_instance": round(metrics["paths"] / max(1, summary["instances"]), 2),

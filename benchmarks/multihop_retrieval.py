@@ -1,6 +1,6 @@
 """Multi-hop retrieval quality: Recall@2/5 and latency of BM25, dense and the LKG hybrid, per dataset.
 
-The same code path as ``symbolkg retrieval-eval`` (jobs/multihop.py), run for every dataset and
+The same code path as ``symbolkg retrieval-eval`` (jobs/evaluations/retrieval.py), run for every dataset and
 method in one process, so one pool and one set of embeddings serve the three methods. Optionally
 the embedded LLM answers ``--answer-limit`` questions per dataset from each method's top 5
 passages (EM / F1).
@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from symbolkg.jobs.datasets.registry import load_dataset  # noqa: E402
-from symbolkg.jobs.multihop import (  # noqa: E402
+from symbolkg.jobs.evaluations.retrieval import (  # noqa: E402
     METHODS,
     PassageRetriever,
     answer_questions,

@@ -1,6 +1,6 @@
 """The batch job with the real embedded engine: many problems in flight vs one at a time.
 
-Runs the real orchestrator (:func:`symbolkg.jobs.pipeline.runner.run_method_job`, a results Parquet, the request
+Runs the real orchestrator (:func:`symbolkg.jobs.pipeline.method_job.run_method_job`, a results Parquet, the request
 log) with the embedded vLLM CPU engine (SmolLM2-135M-Instruct) over a mixed stream of the five
 Logic-LM sets, twice with ONE engine instance (loaded once, so both runs see the same warm
 engine):
@@ -34,10 +34,10 @@ from pathlib import Path
 from symbolkg.actors.engines.base import SamplingParams
 from symbolkg.actors.engines.metered import MeteredEngine, prefix_cache_summary
 from symbolkg.jobs.datasets.registry import load_dataset
+from symbolkg.jobs.inspection.profile import in_flight_timeline
 from symbolkg.jobs.methods import MethodConfig
-from symbolkg.jobs.pipeline.runner import run_method_job
+from symbolkg.jobs.pipeline.method_job import run_method_job
 from symbolkg.jobs.pipeline.store import ResultStore, read_run
-from symbolkg.jobs.profile import in_flight_timeline
 
 OUT = Path(__file__).resolve().parent / "out"
 REPO = Path(__file__).resolve().parents[1]

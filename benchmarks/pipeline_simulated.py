@@ -1,6 +1,6 @@
 """Pipeline efficiency at cluster scale: the real orchestrator against simulated vLLM engines.
 
-Runs :mod:`symbolkg.jobs.bench` (the real ``logiclm`` batch job, real results Parquet; simulated
+Runs :mod:`symbolkg.jobs.evaluations.pipeline_bench` (the real ``logiclm`` batch job, real results Parquet; simulated
 engines and solver) over 10,000 synthetic problems on 4 engines x 64 sequences, sized like
 Llama-3.3-70B on 4xH100 TP4 (an assumption: see ``actors/engines/simulated.py``), and the
 same pipeline one problem at a time on the first 100 problems (the papers' way). Then a
@@ -39,7 +39,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from symbolkg.actors.engines.simulated import LLAMA_3_3_70B_4XH100
-from symbolkg.jobs.bench import BIN_S, BenchConfig, PipelineRun, run_bench
+from symbolkg.jobs.evaluations.pipeline_bench import BIN_S, BenchConfig, PipelineRun, run_bench
 
 OUT = Path(__file__).resolve().parent / "out"
 

@@ -14,7 +14,7 @@ would fare on the same questions (the paper's Sample B): ``same`` label, ``diffe
 ``loops`` (out of its inference budget). It is a property of the question, computed from the
 translator's encoding, so the two runs give the same counts.
 
-    python benchmarks/prolog_agent.py [--runs template,llm] [--limit N] [--transport inprocess|stdio]
+    python benchmarks/prolog_agent.py [--runs template,llm] [--limit N]
 
 Writes benchmarks/out/prolog_agent.json and .png.
 """
@@ -39,7 +39,7 @@ from symbolkg.actors.engines.factory import EngineOptions, make_engine
 from symbolkg.jobs.datasets.registry import load_dataset
 from symbolkg.jobs.methods import MethodConfig
 from symbolkg.jobs.methods.prolog_agent import PrologAgent, PrologAgentConfig
-from symbolkg.jobs.pipeline.runner import run_method_job
+from symbolkg.jobs.pipeline.method_job import run_method_job
 from symbolkg.jobs.pipeline.store import ResultStore
 
 OUT = Path(__file__).resolve().parent / "out"
@@ -120,7 +120,6 @@ def run(
     data: Path,
     tmp: Path,
     limit: int | None,
-    transport: str,
     max_tokens: int,
     in_flight: int,
 ) -> dict:
@@ -132,7 +131,7 @@ def run(
             for depth in DEPTHS:
                 problems = load_dataset(f"pararule_plus/depth{depth}", data, limit=limit).problems
                 out = tmp / f"{name}-d{depth}.parquet"
-                method = PrologAgent(PrologAgentConfig(transport=transport, max_tokens=max_tokens))  # type: ignore[arg-type]
+                method = PrologAgent(PrologAgentConfig(max_tokens=max_tokens))
                 t0 = time.perf_counter()
                 await run_method_job(
                     problems,
@@ -163,7 +162,7 @@ def run(
     asyncio.run(jobs())
     if name == "template":
         # the same loop one question at a time: the latency of a call without queueing behind others
-        results["sequential"] = sequential(engine_opts, data, tmp, transport, max_tokens)
+        results["sequential"] = sequential(engine_opts, data, tmp, max_tokens)
         q = results["sequential"]
         print(
             f"{name:8s} one in flight, {q['questions']} questions of depth 2: run_goal p50 "
@@ -177,15 +176,13 @@ def run(
     return results
 
 
-def sequential(
-    engine_opts: EngineOptions, data: Path, tmp: Path, transport: str, max_tokens: int, limit: int = 60
-) -> dict:
+def sequential(engine_opts: EngineOptions, data: Path, tmp: Path, max_tokens: int, limit: int = 60) -> dict:
     problems = load_dataset("pararule_plus/depth2", data, limit=limit).problems
     out = tmp / "sequential.parquet"
 
     async def job() -> float:
         engine = make_engine(engine_opts)
-        method = PrologAgent(PrologAgentConfig(transport=transport, max_tokens=max_tokens))  # type: ignore[arg-type]
+        method = PrologAgent(PrologAgentConfig(max_tokens=max_tokens))
         try:
             t0 = time.perf_counter()
             await run_method_job(
@@ -253,7 +250,6 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--runs", default="template,llm", help="comma list of template, llm (default both)")
     ap.add_argument("--limit", type=int, help="questions per depth (default: all for template, 20 for llm)")
-    ap.add_argument("--transport", choices=("inprocess", "stdio"), default="inprocess")
     ap.add_argument("--model", help="llm: model name or path (default the embedded SmolLM2-135M-Instruct)")
     ap.add_argument("--max-tokens", type=int, default=1024, help="llm: most tokens of one answer (default 1024)")
     ap.add_argument("--max-in-flight", type=int, default=32)
@@ -272,7 +268,7 @@ def main(argv: list[str] | None = None) -> int:
     results: dict = {
         "machine": f"{platform.node()} ({os.cpu_count()} cores), Python {sys.version.split()[0]}",
         "date": time.strftime("%Y-%m-%d"),
-        "transport": args.transport,
+        "transport": "stdio",
         "paper_formalizer": PAPER,
     }
     previous = OUT / "prolog_agent.json"
@@ -287,15 +283,12 @@ def main(argv: list[str] | None = None) -> int:
                 data,
                 Path(tmp),
                 args.limit,
-                args.transport,
                 args.max_tokens,
                 args.max_in_flight,
             )
         if "llm" in runs:
             opts = EngineOptions(kind="vllm", model=args.model, cache_dir=str(Path(tmp) / "completions"))
-            results["llm"] = run(
-                "llm", opts, data, Path(tmp), args.limit or 20, args.transport, args.max_tokens, args.max_in_flight
-            )
+            results["llm"] = run("llm", opts, data, Path(tmp), args.limit or 20, args.max_tokens, args.max_in_flight)
     OUT.mkdir(exist_ok=True)
     (OUT / "prolog_agent.json").write_text(json.dumps(results, indent=2))
     plot(results, OUT / "prolog_agent.png")

@@ -30,11 +30,11 @@ import pyarrow.parquet as pq
 from symbolkg.actors.engines.factory import EngineOptions, make_engine
 from symbolkg.jobs.datasets.files import default_data_dir
 from symbolkg.jobs.datasets.registry import load_dataset
+from symbolkg.jobs.inspection.certificates import verify_run
 from symbolkg.jobs.methods import MethodConfig
 from symbolkg.jobs.methods.prolog_agent import PrologAgent, PrologAgentConfig
-from symbolkg.jobs.pipeline.runner import run_method_job
+from symbolkg.jobs.pipeline.method_job import run_method_job
 from symbolkg.jobs.pipeline.store import ResultStore
-from symbolkg.jobs.verify import verify_run
 from symbolkg.solvers.runtime.local_pool import LocalSolverPool
 
 OUT = Path(__file__).resolve().parent / "out"

@@ -35,7 +35,7 @@ from symbolkg.actors.engines.base import ChatRequest, Message, SamplingParams
 from symbolkg.actors.engines.metered import MeteredEngine, prefix_cache_summary
 from symbolkg.jobs.datasets.registry import load_dataset
 from symbolkg.jobs.methods import MethodConfig
-from symbolkg.jobs.pipeline.runner import run_method_job
+from symbolkg.jobs.pipeline.method_job import run_method_job
 from symbolkg.jobs.pipeline.store import ResultStore, read_run
 from symbolkg.solvers import prompts
 from symbolkg.solvers.outcomes import Limits

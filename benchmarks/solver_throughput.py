@@ -2,7 +2,7 @@
 
 The whole recorded set (1,833 programs of ProntoQA, ProofWriter, FOLIO, LogicalDeduction and
 AR-LSAT) is one mixed stream, shuffled with a fixed seed, as a user runs a batch: one
-`symbolkg.jobs.pipeline.solve.run_solve` job (Ray actors, worker processes, the formalization
+`symbolkg.jobs.pipeline.programs_job.run_solve` job (Ray actors, worker processes, the formalization
 checks and certificates in the workers, results Parquet). It runs ``--repeats`` times per worker
 count, the worker counts interleaved (1, 2, 1, 2, ...) so that a noisy neighbour hits both, and
 reports the median wall time, per dataset and per backend: problems/s, p50/p95/max solver latency,
@@ -42,9 +42,9 @@ import pyarrow.parquet as pq
 from symbolkg.actors.solver_pool import RaySolverPool
 from symbolkg.jobs.datasets.files import default_data_dir
 from symbolkg.jobs.datasets.registry import load_problems
-from symbolkg.jobs.pipeline.solve import run_solve
+from symbolkg.jobs.inspection.report import summarize
+from symbolkg.jobs.pipeline.programs_job import run_solve
 from symbolkg.jobs.pipeline.store import ResultStore, read_run
-from symbolkg.jobs.report import summarize
 from symbolkg.solvers.outcomes import Limits, SolveRequest
 
 DATASETS = ["ProntoQA", "ProofWriter", "FOLIO", "LogicalDeduction", "AR-LSAT"]

@@ -42,9 +42,9 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from symbolkg.jobs.pipeline.tables import RESULT_SCHEMA
-from symbolkg.jobs.verify import VERIFY_SCHEMA
-from symbolkg.jobs.view.app import create_app
+from symbolkg.jobs.core.tables import RESULT_SCHEMA
+from symbolkg.jobs.inspection.certificates import VERIFY_SCHEMA
+from symbolkg.jobs.servers.view.app import create_app
 
 OUT = Path(__file__).resolve().parent / "out"
 DATASETS = [f"synthetic/set{i:02d}" for i in range(12)]

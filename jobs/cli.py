@@ -3,7 +3,7 @@
 Every subcommand is a module with ``add_parser(sub)`` (its options; it sets ``func`` to its
 ``run(args) -> int``). :data:`COMMANDS` lists them in the order ``symbolkg --help`` shows them:
 the modules of :mod:`symbolkg.jobs.commands`, and the command groups that live in their own
-package (``logicgraph``: :mod:`symbolkg.jobs.logicgraph`; ``view``: :mod:`symbolkg.jobs.view`).
+package (``logicgraph``: :mod:`symbolkg.jobs.logicgraph`; ``view``: :mod:`symbolkg.jobs.servers.view`).
 Adding a command is one module and one entry here.
 """
 
@@ -25,7 +25,7 @@ import argparse
 import sys
 from types import ModuleType
 
-from symbolkg.jobs import logicgraph, view
+from symbolkg.jobs import logicgraph
 from symbolkg.jobs.commands import (
     bench,
     check,
@@ -42,6 +42,7 @@ from symbolkg.jobs.commands import (
     solve,
     verify,
 )
+from symbolkg.jobs.servers import view
 
 #: The subcommands, in the order of ``symbolkg --help``: each module's ``add_parser(sub)`` registers one.
 COMMANDS: tuple[ModuleType, ...] = (

@@ -3,7 +3,7 @@
 The hull around the anchors is recall-oriented; SymbolLKG then asks the LLM which of its nodes
 matter, so the solver program is written from a small, relevant premise set. This module builds
 the prompt and the structured-output schema and parses the answer; the call itself is made by
-stage code (``jobs/pipeline/retrieve.py``).
+stage code (``jobs/methods/symbolkg_retrieve.py``).
 
 Nodes are shown to the model under short handles (``N1``, ``N2``, ... in hull order, nearest
 first) rather than 32-hex canonical ids: the handles cost a token or two each, the schema makes

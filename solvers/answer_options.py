@@ -2,7 +2,7 @@
 
 Shared by the formalization checks (:mod:`symbolkg.solvers.checks`, which compare a program's
 options with the problem's) and the job's answer interpretation
-(:func:`symbolkg.jobs.pipeline.answers.interpret`, which maps a solver verdict onto an option), so
+(:func:`symbolkg.jobs.core.answers.interpret`, which maps a solver verdict onto an option), so
 that both read options the same way.
 """
 

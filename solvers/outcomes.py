@@ -24,9 +24,10 @@ never answered by whichever proof a solver happened to find first.
 from __future__ import annotations
 
 import enum
+import json
 import time
-from dataclasses import asdict, dataclass, field
-from typing import Any
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any, Literal
 
 
 class Status(str, enum.Enum):
@@ -155,25 +156,136 @@ class SolveRequest:
     limits: Limits = field(default_factory=Limits)
     checks: CheckSpec | None = None
 
-    def to_dict(self) -> dict[str, Any]:
-        d = {"problem_id": self.problem_id, "language": self.language, "text": self.text, "limits": asdict(self.limits)}
+    def to_wire(self) -> str:
+        """The request as one JSON line (no newline): what crosses a process boundary to a solver worker.
+
+        The only conversion of a request; :meth:`from_wire` is its inverse (``from_wire(r.to_wire()) == r``).
+        """
+        d: dict[str, Any] = {
+            "problem_id": self.problem_id,
+            "language": self.language,
+            "text": self.text,
+            "limits": asdict(self.limits),
+        }
         if self.checks is not None:
             d["checks"] = {
                 "question": self.checks.question,
                 "options": list(self.checks.options),
                 "corrections": self.checks.corrections,
             }
-        return d
+        return json.dumps(d)  # ASCII (non-ASCII escaped): right whatever the pipe's text encoding
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> SolveRequest:
-        checks = d.get("checks")
+    def from_wire(cls, line: str | bytes) -> SolveRequest:
+        """The request :meth:`to_wire` wrote.
+
+        Raises:
+            ValueError: not a request's JSON (a missing or mistyped field, bad limits).
+        """
+        try:
+            d = json.loads(line)
+            checks = d.get("checks")
+            return cls(
+                problem_id=d["problem_id"],
+                language=d["language"],
+                text=d["text"],
+                limits=Limits(**d["limits"]),
+                checks=CheckSpec(checks["question"], tuple(checks["options"]), checks["corrections"])
+                if checks
+                else None,
+            )
+        except (KeyError, TypeError, AttributeError) as exc:
+            raise ValueError(f"not a solve request: {type(exc).__name__}: {exc}") from None
+
+
+Severity = Literal["error", "warning", "info"]
+
+
+@dataclass(frozen=True)
+class CheckFinding:
+    """One finding of the formalization checks (:mod:`symbolkg.solvers.checks`) as it leaves the worker
+    and as a result row records it (``trace["checks"]``, each round's ``attempts_log`` entry).
+
+    The checks' own :class:`symbolkg.solvers.checks.Finding` also holds the corrected program text; this
+    record says only whether there is one (``corrects``): the worker applies corrections itself.
+
+    Attributes:
+        check: the check's name (one of :data:`symbolkg.solvers.checks.CHECKS`).
+        severity: ``"error"`` (worth a refine round), ``"warning"`` or ``"info"``.
+        message: what is wrong, where, and what the text says, for an LLM to act on.
+        line: the 1-based program line it refers to, if one.
+        corrects: the text resolves the mismatch without guessing (the checks have a correction).
+    """
+
+    check: str
+    severity: Severity
+    message: str
+    line: int | None = None
+    corrects: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        """The row form: ``{"check", "severity", "message", "line", "corrects"}``."""
+        return {
+            "check": self.check,
+            "severity": self.severity,
+            "message": self.message,
+            "line": self.line,
+            "corrects": self.corrects,
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> CheckFinding:
+        return cls(d["check"], d["severity"], d["message"], d.get("line"), bool(d.get("corrects", False)))
+
+
+@dataclass(frozen=True)
+class CheckReport:
+    """What the formalization checks did to a request's program before it was solved (:class:`CheckSpec`).
+
+    Attributes:
+        findings: the findings on the program as given, errors first.
+        corrected: the checks' corrections were applied (the spec asked for them and one applied).
+        corrections: when ``corrected``, the checks whose corrections were applied, in order.
+        original_program: when ``corrected``, the program as given.
+        program: when ``corrected``, the program that was solved.
+        remaining: when ``corrected``, the findings on the solved program.
+    """
+
+    findings: tuple[CheckFinding, ...] = ()
+    corrected: bool = False
+    corrections: tuple[str, ...] = ()
+    original_program: str | None = None
+    program: str | None = None
+    remaining: tuple[CheckFinding, ...] = ()
+
+    def trace(self) -> dict[str, Any]:
+        """The result row's ``trace`` entries: ``checks``, ``corrected``, and when corrected ``corrections``,
+        ``original_program`` and ``remaining`` (the solved program is the row's ``program``)."""
+        entries: dict[str, Any] = {"checks": [f.to_dict() for f in self.findings], "corrected": self.corrected}
+        if self.corrected:
+            entries.update(
+                corrections=list(self.corrections),
+                original_program=self.original_program,
+                remaining=[f.to_dict() for f in self.remaining],
+            )
+        return entries
+
+    def to_dict(self) -> dict[str, Any]:
+        """:meth:`trace` with the solved ``program`` when corrected (the wire form)."""
+        entries = self.trace()
+        if self.corrected:
+            entries["program"] = self.program
+        return entries
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> CheckReport:
         return cls(
-            problem_id=d["problem_id"],
-            language=d["language"],
-            text=d["text"],
-            limits=Limits(**d["limits"]),
-            checks=CheckSpec(checks["question"], tuple(checks["options"]), checks["corrections"]) if checks else None,
+            findings=tuple(CheckFinding.from_dict(f) for f in d.get("checks", ())),
+            corrected=bool(d.get("corrected", False)),
+            corrections=tuple(d.get("corrections", ())),
+            original_program=d.get("original_program"),
+            program=d.get("program"),
+            remaining=tuple(CheckFinding.from_dict(f) for f in d.get("remaining", ())),
         )
 
 
@@ -194,10 +306,8 @@ class Outcome:
             ``forward-chainer``, ...).
         certificate: a JSON-serialisable object another engine can re-check the answer
             with (:mod:`symbolkg.solvers.certificates`), or None when the backend gives none.
-        checks: when the request carried a :class:`CheckSpec`: the checks' trace entries
-            (``checks``: the findings on the program as given; ``corrected``; when corrected,
-            ``corrections``, the checks applied, ``original_program``, the text as given, and
-            ``program``, the text that was solved); else None.
+        checks: when the request carried a :class:`CheckSpec`: what the checks found and corrected
+            (:class:`CheckReport`); else None (also when the worker crashed or was stopped first).
         readings: what the parser read into text that a strict grammar refuses but that has one
             meaning (e.g. an unbound name as "there is some x of sort s"), one line each; a
             result row keeps them in its ``trace``. None when there were none.
@@ -212,7 +322,7 @@ class Outcome:
     seconds: float = 0.0
     backend: str = ""
     certificate: dict[str, Any] | None = None
-    checks: dict[str, Any] | None = None
+    checks: CheckReport | None = None
     readings: list[str] | None = None
 
     def __post_init__(self) -> None:
@@ -227,13 +337,36 @@ class Outcome:
         return self.status.executed
 
     def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
+        """JSON-ready form: every field, ``status`` as its value, ``checks`` as :meth:`CheckReport.to_dict`."""
+        d = {f.name: getattr(self, f.name) for f in fields(self)}
         d["status"] = self.status.value
+        d["checks"] = self.checks.to_dict() if self.checks is not None else None
         return d
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Outcome:
-        return cls(**d)
+        checks = d.get("checks")
+        return cls(**{**d, "checks": CheckReport.from_dict(checks) if checks is not None else None})
+
+    def to_wire(self) -> str:
+        """The outcome as one JSON line (no newline): what a solver worker sends back to its parent.
+
+        The only conversion of an outcome across a process boundary; :meth:`from_wire` is its inverse.
+        """
+        return json.dumps(self.to_dict())  # ASCII, as :meth:`SolveRequest.to_wire`
+
+    @classmethod
+    def from_wire(cls, line: str | bytes) -> Outcome:
+        """The outcome :meth:`to_wire` wrote."""
+        return cls.from_dict(json.loads(line))
+
+    def log_entry(self) -> dict[str, Any]:
+        """The outcome as a row's ``attempts_log`` entry records it: no proof, and ``checks`` null (the
+        entry lists the findings itself, as :meth:`CheckFinding.to_dict` objects)."""
+        d = self.to_dict()
+        del d["proof"]
+        d["checks"] = None
+        return d
 
     @classmethod
     def error(

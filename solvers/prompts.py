@@ -13,8 +13,10 @@ but gives no unique answer) :func:`refine_messages` continues the formulation
 conversation: the model's own reply, then the solver's message (with the line it
 points at) and a request for a corrected program.
 
-Each language's system message states exactly what its parser accepts
-(:mod:`symbolkg.solvers.lp.syntax`, :mod:`symbolkg.solvers.fol.syntax`,
+Each language's prompt lives beside its parser (``solvers/lp/prompts.py``, ``solvers/fol/prompts.py``,
+``solvers/csp/prompts.py``, ``solvers/smt/lsat_prompts.py``, made of :mod:`symbolkg.solvers.prompt_parts`);
+this module builds the messages of all of them. Each language's system message states exactly what its
+parser accepts (:mod:`symbolkg.solvers.lp.syntax`, :mod:`symbolkg.solvers.fol.syntax`,
 :mod:`symbolkg.solvers.csp.syntax`, :mod:`symbolkg.solvers.smt.lsat_syntax`) and is followed by
 hand-written few-shot examples (:data:`EXAMPLES`: made-up problems in the style of each dataset, not
 taken from any dev set or from Logic-LM's prompts); the tests run every example program through its
@@ -52,13 +54,15 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
 from symbolkg.solvers.csp import grammar as csp_grammar
+from symbolkg.solvers.csp import prompts as csp_prompts
 from symbolkg.solvers.fol import grammar as fol_grammar
+from symbolkg.solvers.fol import prompts as fol_prompts
 from symbolkg.solvers.lp import grammar as lp_grammar
-from symbolkg.solvers.smt import lsat_grammar
-from symbolkg.solvers.smt.lsat_formula_syntax import CHECK_ALIASES
+from symbolkg.solvers.lp import prompts as lp_prompts
+from symbolkg.solvers.prompt_parts import ONLY, FewShot
+from symbolkg.solvers.smt import lsat_grammar, lsat_prompts
 
 #: Logic-LM dataset name -> the program language Logic-LM uses for it.
 LANGUAGE_FOR_DATASET: dict[str, str] = {
@@ -72,252 +76,24 @@ LANGUAGE_FOR_DATASET: dict[str, str] = {
 Messages = list[tuple[str, str]]
 
 
-# --------------------------------------------------------------------------- few-shot examples
+# --------------------------------------------------------------------------- the languages
 
-
-@dataclass(frozen=True)
-class FewShot:
-    """A hand-written example problem with its program.
-
-    Attributes:
-        context: the premises or puzzle setup.
-        question: the question as the dataset phrases it.
-        options: answer options, ``"A) ..."`` style.
-        program: the program the model should write for it.
-        solver_answer: what the solver must answer for ``program``
-            (``"True"``/``"False"``/``"Unknown"`` or an option letter).
-        answer: the correct option letter.
-    """
-
-    context: str
-    question: str
-    options: tuple[str, ...]
-    program: str
-    solver_answer: str
-    answer: str
-
-
-_LP_EXAMPLES = (
-    FewShot(
-        context=("Every lorpin is a tremp. Each tremp is not shiny. Every zindle is shiny. Mira is a lorpin."),
-        question="Is the following statement true or false? Mira is shiny.",
-        options=("A) True", "B) False"),
-        program="""Predicates:
-Lorpin($x, bool)
-Tremp($x, bool)
-Shiny($x, bool)
-Zindle($x, bool)
-
-Facts:
-Lorpin(Mira, True)
-
-Rules:
-Lorpin($x, True) >>> Tremp($x, True)
-Tremp($x, True) >>> Shiny($x, False)
-Zindle($x, True) >>> Shiny($x, True)
-
-Query:
-Shiny(Mira, True)""",
-        solver_answer="False",
-        answer="B",
-    ),
-    FewShot(
-        context=(
-            "The bear is big. The bear likes the mouse. The mouse is cold. The mouse does not like the bear. "
-            "If someone likes the mouse then they are kind. If someone is big and kind then they are not quiet."
-        ),
-        question=(
-            "Based on the above information, is the following statement true, false, or unknown? The bear is not quiet."
-        ),
-        options=("A) True", "B) False", "C) Unknown"),
-        program="""Predicates:
-Big($x, bool) ::: Is x big?
-Likes($x, $y, bool) ::: Does x like y?
-Cold($x, bool) ::: Is x cold?
-Kind($x, bool) ::: Is x kind?
-Quiet($x, bool) ::: Is x quiet?
-
-Facts:
-Big(bear, True) ::: The bear is big.
-Likes(bear, mouse, True) ::: The bear likes the mouse.
-Cold(mouse, True) ::: The mouse is cold.
-Likes(mouse, bear, False) ::: The mouse does not like the bear.
-
-Rules:
-Likes($x, mouse, True) >>> Kind($x, True) ::: If someone likes the mouse then they are kind.
-Big($x, True) && Kind($x, True) >>> Quiet($x, False) ::: If someone is big and kind then they are not quiet.
-
-Query:
-Quiet(bear, False) ::: The bear is not quiet.""",
-        solver_answer="True",
-        answer="A",
-    ),
-)
-
-_FOL_EXAMPLES = (
-    FewShot(
-        context=(
-            "All librarians in Tromso read every day. Some people who read every day write poems. "
-            "Everyone who reads every day is either a student or a teacher, but not both. "
-            "If someone is a teacher, then they have a library card. "
-            "Ingrid is a librarian in Tromso, and she is not a teacher."
-        ),
-        question=(
-            "Based on the above information, is the following statement true, false, or uncertain? Ingrid is a student."
-        ),
-        options=("A) True", "B) False", "C) Uncertain"),
-        program="""Predicates:
-Librarian(x) ::: x is a librarian in Tromso.
-ReadsDaily(x) ::: x reads every day.
-WritesPoems(x) ::: x writes poems.
-Student(x) ::: x is a student.
-Teacher(x) ::: x is a teacher.
-HasCard(x) ::: x has a library card.
-Premises:
-∀x (Librarian(x) → ReadsDaily(x)) ::: All librarians in Tromso read every day.
-∃x (ReadsDaily(x) ∧ WritesPoems(x)) ::: Some people who read every day write poems.
-∀x (ReadsDaily(x) → (Student(x) ⊕ Teacher(x))) ::: Everyone who reads every day is either a student or a teacher, but not both.
-∀x (Teacher(x) → HasCard(x)) ::: If someone is a teacher, then they have a library card.
-Librarian(ingrid) ∧ ¬Teacher(ingrid) ::: Ingrid is a librarian in Tromso, and she is not a teacher.
-Conclusion:
-Student(ingrid) ::: Ingrid is a student.""",  # noqa: E501 - a program line is one line for the model
-        solver_answer="True",
-        answer="A",
-    ),
-)
-
-_CSP_EXAMPLES = (
-    FewShot(
-        context=(
-            "The following paragraphs each describe a set of three objects arranged in a fixed order. "
-            "The statements are logically consistent within each paragraph.\n\n"
-            "In a bakery window, there are three cakes: a lemon cake, a plum cake, and a fig cake. "
-            "The plum cake is cheaper than the fig cake. The lemon cake is the most expensive."
-        ),
-        question="Which of the following is true?",
-        options=(
-            "A) The lemon cake is the cheapest.",
-            "B) The plum cake is the cheapest.",
-            "C) The fig cake is the cheapest.",
-        ),
-        program="""Domain:
-1: cheapest
-3: most expensive
-Variables:
-lemon_cake [IN] [1, 2, 3]
-plum_cake [IN] [1, 2, 3]
-fig_cake [IN] [1, 2, 3]
-Constraints:
-plum_cake < fig_cake ::: The plum cake is cheaper than the fig cake.
-lemon_cake == 3 ::: The lemon cake is the most expensive.
-AllDifferentConstraint([lemon_cake, plum_cake, fig_cake]) ::: Each cake has its own place.
-Query:
-A) lemon_cake == 1 ::: The lemon cake is the cheapest.
-B) plum_cake == 1 ::: The plum cake is the cheapest.
-C) fig_cake == 1 ::: The fig cake is the cheapest.""",
-        solver_answer="B",
-        answer="B",
-    ),
-)
-
-_SMT_EXAMPLES = (
-    FewShot(
-        context=(
-            "Three interns—Kim, Lee, and Moss—are each assigned to exactly one of two projects, Alpha and Beta. "
-            "The following conditions apply: Each project has at least one intern. "
-            "Kim and Lee are not assigned to the same project. "
-            "If Moss is assigned to Alpha, then Lee is assigned to Beta."
-        ),
-        question="If Kim is assigned to Beta, then which one of the following must be true?",
-        options=(
-            "A) Lee is assigned to Beta.",
-            "B) Moss is assigned to Alpha.",
-            "C) Lee and Moss are assigned to the same project.",
-            "D) Moss is assigned to Beta.",
-            "E) All three interns are assigned to Beta.",
-        ),
-        program="""# Declarations
-interns = EnumSort([Kim, Lee, Moss])
-projects = EnumSort([Alpha, Beta])
-assigned = Function([interns] -> [projects])
-
-# Constraints
-ForAll([p:projects], Exists([i:interns], assigned(i) == p)) ::: Each project has at least one intern.
-assigned(Kim) != assigned(Lee) ::: Kim and Lee are not assigned to the same project.
-Implies(assigned(Moss) == Alpha, assigned(Lee) == Beta) ::: If Moss is assigned to Alpha, then Lee is assigned to Beta.
-assigned(Kim) == Beta ::: If Kim is assigned to Beta
-
-# Options
-Question ::: If Kim is assigned to Beta, then which one of the following must be true?
-is_valid(assigned(Lee) == Beta) ::: (A)
-is_valid(assigned(Moss) == Alpha) ::: (B)
-is_valid(assigned(Lee) == assigned(Moss)) ::: (C)
-is_valid(assigned(Moss) == Beta) ::: (D)
-is_valid(Count([i:interns], assigned(i) == Beta) == 3) ::: (E)""",
-        solver_answer="D",
-        answer="D",
-    ),
-)
+#: Logic-LM language -> its prompt module, beside its parser (system message, examples, section
+#: headers, skeleton regex).
+_LANGUAGES = {
+    "logiclm-lp": lp_prompts,
+    "logiclm-fol": fol_prompts,
+    "logiclm-csp": csp_prompts,
+    "logiclm-smt": lsat_prompts,
+}
 
 #: Few-shot examples per language, in prompt order.
-EXAMPLES: dict[str, tuple[FewShot, ...]] = {
-    "logiclm-lp": _LP_EXAMPLES,
-    "logiclm-fol": _FOL_EXAMPLES,
-    "logiclm-csp": _CSP_EXAMPLES,
-    "logiclm-smt": _SMT_EXAMPLES,
-}
-
-
-# --------------------------------------------------------------------------- system messages
-
-_ONLY = "Reply with ONLY the program: no explanation, no Markdown, no ``` fences."
-
-_SYSTEMS: dict[str, str] = {
-    "logiclm-lp": f"""Translate the problem into a logic program. {_ONLY}
-Sections, in this order, each header alone on its line: Predicates:, Facts:, Rules:, Query:.
-Predicates: declarations like Likes($x, $y, bool)
-Facts: atoms like Likes(Anne, Bob, True)
-Rules: premises >>> conclusion, premises joined by &&
-Query: exactly one atom, the statement to check
-An atom ends with True or False, saying whether it holds: "Bob is not cold" is Cold(Bob, False).
-Constants are single words (Bob, cat); variables ($x, $y) belong in rules. Keep each predicate's number of arguments.
-Text after ::: is an optional comment.""",
-    "logiclm-fol": f"""Translate the problem into first-order logic. {_ONLY}
-Sections, in this order, each header alone on its line:
-Predicates: one per line, e.g. Dog(x) ::: x is a dog.
-Premises: one formula per premise sentence.
-Conclusion: exactly one formula, the statement to check.
-Symbols: ∀x ∃x ¬ ∧ ∨ → (if-then) ↔ (if and only if) ⊕ (either-or, not both), parentheses, = and ≠.
-Predicates start with a capital letter and keep the same number of arguments everywhere.
-Constants are lowercase names (rex, new_york); the variables x, y, z must be bound by ∀ or ∃.
-No arithmetic or comparisons such as < or >: use a predicate instead, e.g. OlderThan(x, y).
-Text after ::: is a comment (the sentence).""",
-    "logiclm-csp": f"""Translate the ordering puzzle into a constraint program. {_ONLY}
-Sections, in this order, each header alone on its line:
-Domain: what the positions mean, e.g. 1: leftmost and 3: rightmost (N objects -> positions 1 to N).
-Variables: one per object, name [IN] [1, 2, 3]; names use letters, digits and _.
-Constraints: one Python condition per line (== != < > <= >=, + -, abs(), and, or, not), and AllDifferentConstraint([all variables]).
-Query: one line per answer option, with its letter, e.g. A) name == 1
-"Second from the right" among N objects is position N - 1.
-Text after ::: is a comment (the sentence).""",  # noqa: E501 - a prompt line is one line for the model
-    "logiclm-smt": f"""Translate the puzzle into a Z3-style program. {_ONLY}
-Sections, in this order, each header alone on its line:
-# Declarations
-sorts: people = EnumSort([Ann, Bo]) or days = EnumSort([1, 2, 3]); functions: f = Function([people] -> [days]) (several argument sorts allowed; the result may also be int or bool)
-# Constraints
-one formula per line: == != < <= > >= + -, And(...), Or(...), Not(x), Implies(a, b), If(c, a, b), Distinct(...), ForAll([x:people], ...), Exists([x:people], ...), Count([x:people], condition)
-The question's own condition ("If Ann ..., then") is a constraint too.
-# Options
-Question ::: the question
-one check per option, ending with ::: (A), ::: (B), ...:
-is_valid(f) must be true; is_sat(f) could be true; is_unsat(f) cannot be true; is_exception(is_sat(f)) for "could be true EXCEPT".
-Text after ::: is a comment.""",  # noqa: E501 - a prompt line is one line for the model
-}
+EXAMPLES: dict[str, tuple[FewShot, ...]] = {language: module.EXAMPLES for language, module in _LANGUAGES.items()}
 
 
 def _check_language(language: str) -> None:
-    if language not in _SYSTEMS:
-        raise ValueError(f"no prompts for language {language!r}; known: {', '.join(sorted(_SYSTEMS))}")
+    if language not in _LANGUAGES:
+        raise ValueError(f"no prompts for language {language!r}; known: {', '.join(sorted(_LANGUAGES))}")
 
 
 # --------------------------------------------------------------------------- problem text
@@ -336,7 +112,7 @@ def _problem_text(context: str, question: str, options: Sequence[str], hints: st
 def _program_prefix(language: str) -> Messages:
     """System message and few-shot turns: the shared prefix of formulation and refine prompts."""
     _check_language(language)
-    messages: Messages = [("system", _SYSTEMS[language])]
+    messages: Messages = [("system", _LANGUAGES[language].SYSTEM)]
     for ex in EXAMPLES[language]:
         messages.append(("user", _problem_text(ex.context, ex.question, ex.options)))
         messages.append(("assistant", ex.program))
@@ -426,7 +202,7 @@ def refine_messages(
     error += f": {message}"
     if error_line is not None and 1 <= error_line <= len(lines):
         error += f"\nLine {error_line}: {lines[error_line - 1].strip()}"
-    body = f"{lead}\n{error}\n\nWrite the corrected full program. " + _ONLY
+    body = f"{lead}\n{error}\n\nWrite the corrected full program. " + ONLY
     return [
         *formulation_messages(language, context, question, options, hints),
         ("assistant", program if reply is None else reply),
@@ -436,27 +212,11 @@ def refine_messages(
 
 # --------------------------------------------------------------------------- program extraction
 
-#: Section headers per language, in program order (canonical spelling).
-_SECTIONS: dict[str, tuple[str, ...]] = {
-    "logiclm-lp": ("Predicates:", "Facts:", "Rules:", "Query:"),
-    "logiclm-fol": ("Predicates:", "Premises:", "Conclusion:"),
-    "logiclm-csp": ("Domain:", "Variables:", "Constraints:", "Query:"),
-    "logiclm-smt": ("# Declarations", "# Constraints", "# Options"),
-}
-
 # A header line, possibly decorated with Markdown (**Rules:**, ## Rules, ### Rules:, **Query:** atom).
 # Without a colon only the bare name counts; 'Premises ::: ...' is a formula with a comment.
 _DECORATED_HEADER = re.compile(r"^[\s#*_>]*(?P<name>[A-Za-z]+)[\s*_]*(?::(?!::)[\s*_]*(?P<rest>.*))?$")
 _LINE_NUMBER = re.compile(r"^\s*\d+\s*[|:]\s?")
 _FENCE = re.compile(r"```[^\n]*\n(.*?)(?:```|\Z)", re.DOTALL)
-
-# Lines that belong to the last section of each language; the first other line ends the program.
-_LAST_SECTION_LINE: dict[str, re.Pattern[str]] = {
-    "logiclm-lp": re.compile(r"^\s*[!¬~]?\s*[A-Za-z_]\w*\s*\("),
-    "logiclm-fol": re.compile(r"^\s*(?:[∀∃¬(~]|[A-Za-z_]\w*\(|[a-z]\w*\s*(?:=|≠))"),
-    "logiclm-csp": re.compile(r"^\s*[A-Za-z]\s*\)"),
-    "logiclm-smt": re.compile(r"^\s*(?:Question\b|[A-Za-z_]\w*\s*\()"),
-}
 
 
 def _header_of(language: str, line: str) -> tuple[str, str] | None:
@@ -465,7 +225,7 @@ def _header_of(language: str, line: str) -> tuple[str, str] | None:
     if not match:
         return None
     name = match.group("name").lower()
-    for header in _SECTIONS[language]:
+    for header in _LANGUAGES[language].SECTIONS:
         canonical = header.lstrip("# ").rstrip(":").lower()
         if name in (canonical, canonical + "s", "queries" if canonical == "query" else canonical):
             rest = (match.group("rest") or "").strip().strip("*_ ")
@@ -508,7 +268,7 @@ def extract_program(language: str, text: str) -> str:
     Returns:
         The best candidate program, stripped; possibly empty.
     """
-    if language not in _SECTIONS or not text:
+    if language not in _LANGUAGES or not text:
         return (text or "").strip()
     candidate = _pick_candidate(language, text.replace("\r\n", "\n"))
     lines = candidate.split("\n")
@@ -518,7 +278,7 @@ def extract_program(language: str, text: str) -> str:
 
     out: list[str] = []
     started = False
-    last = _SECTIONS[language][-1]
+    last = _LANGUAGES[language].SECTIONS[-1]
     in_last = False
     for line in lines:
         header = _header_of(language, line)
@@ -536,7 +296,7 @@ def extract_program(language: str, text: str) -> str:
             if in_last:
                 break
             continue
-        if in_last and line.strip() and not _LAST_SECTION_LINE[language].match(line):
+        if in_last and line.strip() and not _LANGUAGES[language].LAST_SECTION_LINE.match(line):
             break
         out.append(line.rstrip())
     if not started:
@@ -546,102 +306,8 @@ def extract_program(language: str, text: str) -> str:
 
 # --------------------------------------------------------------------------- structured decoding
 
-# str.splitlines() (which every parser uses) also breaks lines at these; free text must not contain them.
-_BREAKS = r"\n\r\x0b\x0c\x1c-\x1e\x85\u2028\u2029"
-_TEXT = rf"[^{_BREAKS}]"
-_NAME = r"[A-Za-z][A-Za-z0-9_]*"
-_LP_VAR = r"\$[A-Za-z][A-Za-z0-9_]*"
-_ID_CHAR = "A-Za-z0-9_"
-
-
-def _identifier_except(word: str) -> str:
-    """A regex for identifiers ``[A-Za-z0-9_]+`` other than ``word`` (letters only).
-
-    Written without lookahead (xgrammar has none): an identifier differs from ``word`` at
-    some first position, or is a proper prefix of it, or extends it.
-    """
-    alternatives = [f"{word[:i]}[{_except(ch)}][{_ID_CHAR}]*" for i, ch in enumerate(word)]
-    alternatives += [word[:i] for i in range(1, len(word))]
-    alternatives.append(f"{word}[{_ID_CHAR}]+")
-    return "(" + "|".join(alternatives) + ")"
-
-
-def _except(ch: str) -> str:
-    """The identifier character class without ``ch``, as ranges."""
-    ranges = []
-    for lo, hi in (("A", "Z"), ("a", "z"), ("0", "9")):
-        if lo <= ch <= hi:
-            if ch > lo:
-                ranges.append(f"{lo}-{chr(ord(ch) - 1)}" if chr(ord(ch) - 1) != lo else lo)
-            if ch < hi:
-                ranges.append(f"{chr(ord(ch) + 1)}-{hi}" if chr(ord(ch) + 1) != hi else hi)
-        else:
-            ranges.append(f"{lo}-{hi}")
-    return "".join(ranges) + "_"
-
-
-# A constant is any identifier but ``bool``: that word belongs in declarations only, and a small
-# model otherwise copies ``Pred($x, bool)`` into facts as ``Pred($x, bool, True)``.
-_LP_CONST = _identifier_except("bool")
-# At most three arguments before the truth value (the recorded programs use one or two): unbounded,
-# a small constrained model can loop on "Pred($x, bool, bool, ..." until max_tokens.
-_LP_ATOM = rf"!?{_NAME}\((({_LP_VAR}|{_LP_CONST}), ){{1,3}}(True|False)\)"
-_LP_GROUND_ATOM = rf"!?{_NAME}\(({_LP_CONST}, ){{1,3}}(True|False)\)"  # the query names constants only
-_LP_CONJ = rf"{_LP_ATOM}( && {_LP_ATOM})*"
-_COMMENT = rf"( ::: {_TEXT}*)?"
-_LP_DECL = rf"{_NAME}\(({_LP_VAR}, ){{1,3}}bool\){_COMMENT}"
-_LP_CLAUSE = rf"{_LP_CONJ}( >>> {_LP_CONJ})?{_COMMENT}"
-
-#: The LP line grammar: every program it admits parses (arities aside; tested by sampling).
-LP_PROGRAM_REGEX = (
-    rf"Predicates:\n({_LP_DECL}\n)*"
-    rf"\n?Facts:\n({_LP_CLAUSE}\n)*"
-    rf"\n?Rules:\n({_LP_CLAUSE}\n)*"
-    rf"\n?Query:\n{_LP_GROUND_ATOM}{_COMMENT}\n?"
-)
-
-# Items without ':' (formulas, Python expressions) cannot be mistaken for a header.
-_ITEM = rf"[^:{_BREAKS}]+"
-_FOL_DECL = rf"{_NAME}\(([A-Za-z][A-Za-z0-9_]*(, ?[A-Za-z][A-Za-z0-9_]*)*)?\){_COMMENT}"
-
-#: FOL skeleton: Predicates/Premises/Conclusion, one item per line, exactly one conclusion.
-FOL_PROGRAM_REGEX = (
-    rf"Predicates:\n({_FOL_DECL}\n)*"
-    rf"\n?Premises:\n({_ITEM}{_COMMENT}\n)+"
-    rf"\n?Conclusion:\n{_ITEM}{_COMMENT}\n?"
-)
-
-#: CSP skeleton: Domain notes, ``name [IN] domain`` variables, constraints, ``X) expr`` options.
-CSP_PROGRAM_REGEX = (
-    rf"(Domain:\n([0-9]+: {_TEXT}*\n)*)?"
-    rf"\n?Variables:\n([A-Za-z_][A-Za-z0-9_]* \[IN\] {_ITEM}{_COMMENT}\n)+"
-    rf"\n?Constraints:\n({_ITEM}{_COMMENT}\n)+"
-    rf"\n?Query:\n([A-G]\) {_ITEM}{_COMMENT}\n)*[A-G]\) {_ITEM}{_COMMENT}\n?"
-)
-
-# the option checks the DSL reads, with the English spellings it reads as one of them
-# (lsat_formula_syntax.CHECK_ALIASES): the regex admits every program the parser runs
-# (tests/solvers/test_prompts.py)
-_SMT_CHECKS = ("is_sat", "is_unsat", "is_valid", "is_exception", "is_accurate_list", *sorted(CHECK_ALIASES))
-_SMT_OPTION = rf"({'|'.join(_SMT_CHECKS)})\({_TEXT}*\) ::: \([A-G]\)"
-_SMT_LINE = rf"[^#{_BREAKS}]{_TEXT}*\n"
-#: AR-LSAT skeleton: the three headers, one item per line, option checks labelled (A)...
-SMT_PROGRAM_REGEX = (
-    rf"# Declarations\n({_SMT_LINE})+\n?"
-    rf"# Constraints\n({_SMT_LINE})+\n?"
-    rf"# Options\n(Question ::: {_TEXT}*\n)?"
-    rf"({_SMT_OPTION}\n)*{_SMT_OPTION}\n?"
-)
-
-_PROGRAM_REGEXES = {
-    "logiclm-lp": LP_PROGRAM_REGEX,
-    "logiclm-fol": FOL_PROGRAM_REGEX,
-    "logiclm-csp": CSP_PROGRAM_REGEX,
-    "logiclm-smt": SMT_PROGRAM_REGEX,
-}
-
-
-#: What :func:`program_structured_output` constrains: the section skeleton (regexes above) or the full grammar.
+#: What :func:`program_structured_output` constrains: the section skeleton (each language's
+#: ``PROGRAM_REGEX``) or the full grammar.
 PROGRAM_CONSTRAINTS = ("skeleton", "full")
 
 _PROGRAM_GRAMMARS: dict[str, Callable[[], str]] = {
@@ -664,7 +330,7 @@ def program_structured_output(language: str, constraint: str = "skeleton") -> di
 
     Args:
         language: the program language.
-        constraint: ``"skeleton"`` (the regexes above) or ``"full"`` (the whole grammar).
+        constraint: ``"skeleton"`` (the language's ``PROGRAM_REGEX``) or ``"full"`` (the whole grammar).
 
     Returns:
         With ``"skeleton"``, ``{"regex": ...}``. For ``logiclm-lp`` the regex is the language's line grammar in
@@ -691,8 +357,8 @@ def program_structured_output(language: str, constraint: str = "skeleton") -> di
     if constraint == "full":
         grammar = program_grammar(language)
         return {"grammar": grammar} if grammar else None
-    regex = _PROGRAM_REGEXES.get(language)
-    return {"regex": regex} if regex else None
+    module = _LANGUAGES.get(language)
+    return {"regex": module.PROGRAM_REGEX} if module else None
 
 
 # --------------------------------------------------------------------------- direct / CoT

@@ -88,7 +88,7 @@ def run(request: SolveRequest) -> Outcome:
 
     With ``request.checks``, the formalization checks run first (parse only) and the program is
     solved as they corrected it (when the spec asks for corrections); the outcome's ``checks``
-    holds their trace entries (:func:`symbolkg.solvers.checks.checked_solve_entries`).
+    holds their typed report (:func:`symbolkg.solvers.checks.check_report`).
 
     This is what a solver worker process calls; the orchestrator never calls it
     on LLM-written programs (it goes through :mod:`symbolkg.solvers.runtime.worker`).
@@ -103,9 +103,9 @@ def run(request: SolveRequest) -> Outcome:
             return solve(request.text, request.limits)
         steps = 16 if request.checks.corrections else 0  # without corrections: the findings only
         corrected = checks.correct_program(request.language, request.text, request.checks, max_steps=steps)
-        entries = checks.checked_solve_entries(request.text, corrected, corrections=request.checks.corrections)
-        outcome = solve(entries.get("program", request.text), request.limits)
-        return dataclasses.replace(outcome, checks=entries)
+        report = checks.check_report(request.text, corrected, corrections=request.checks.corrections)
+        outcome = solve(report.program if report.corrected else request.text, request.limits)
+        return dataclasses.replace(outcome, checks=report)
     except MemoryError:
         return Outcome.error(Status.MEMORY, ErrorKind.MEMORY, "out of memory (worker memory limit reached)")
     except RecursionError:

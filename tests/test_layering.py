@@ -10,8 +10,12 @@
 * Syntax modules import only ``solvers.outcomes`` and other syntax modules.
 * A function-local import of one of our modules carries a comment saying why (on its line or the
   line above): an optional heavy dependency, never a way around a cycle.
-* Size: no module over 1,000 lines unless its docstring says why (the words "long because"), no
-  function over 80 lines.
+* Inside ``jobs``: the command modules (``jobs.cli``, ``jobs.commands.*``) are imported by nothing
+  but the command line itself; no method or pipeline module imports a server (``jobs.servers``):
+  the prolog-agent reaches the MCP server as a client of its own process; no cycle between the
+  folders of ``jobs`` (``jobs.pipeline`` -> ``jobs.methods`` -> ``jobs.records``, never back).
+* Size: no module over 800 lines unless its docstring says why (the words "long because"), no
+  function over 80 lines. A smell detector, not a target: code reshaped only to pass it is the smell.
 
 Each rule is a function over an import graph, tested here on the package and on planted trees.
 """
@@ -34,7 +38,7 @@ ALLOWED = {
     "cluster": set(),
     "jobs": {"solvers", "retrieval", "actors", "cluster"},
 }
-MAX_MODULE_LINES = 1000
+MAX_MODULE_LINES = 800
 MAX_FUNCTION_LINES = 80
 
 
@@ -194,6 +198,49 @@ def uncommented_local_imports(graph: list[Import]) -> list[str]:
     ]
 
 
+#: the command line: what no other module imports
+COMMAND_LINE = ("symbolkg.jobs.cli", "symbolkg.jobs.__main__", "symbolkg.jobs.commands")
+
+
+def _within(module: str, prefixes: tuple[str, ...]) -> bool:
+    return any(module == p or module.startswith(p + ".") for p in prefixes)
+
+
+def command_imports(graph: list[Import]) -> list[str]:
+    """Command modules imported from outside the command line."""
+    return [
+        f"{i.source}:{i.line} imports the command module {i.target} (only the command line may)"
+        for i in graph
+        if _within(i.target, COMMAND_LINE) and not _within(i.source, COMMAND_LINE)
+    ]
+
+
+def server_imports(graph: list[Import]) -> list[str]:
+    """Methods and the pipeline never import a server."""
+    clients = ("symbolkg.jobs.methods", "symbolkg.jobs.pipeline")
+    return [
+        f"{i.source}:{i.line} imports the server module {i.target} (a method or the pipeline is a client)"
+        for i in graph
+        if _within(i.source, clients) and _within(i.target, ("symbolkg.jobs.servers",))
+    ]
+
+
+def _jobs_folder(module: str) -> str | None:
+    """``symbolkg.jobs.pipeline.store`` -> ``symbolkg.jobs.pipeline``; a module at jobs/'s root is its own."""
+    parts = module.split(".")
+    return ".".join(parts[:3]) if len(parts) >= 3 and parts[1] == "jobs" else None
+
+
+def folder_cycles(graph: list[Import]) -> list[list[str]]:
+    """Cycles between the folders of ``jobs`` (imports inside one folder do not count)."""
+    lifted = []
+    for i in graph:
+        a, b = _jobs_folder(i.source), _jobs_folder(i.target)
+        if a and b and a != b:
+            lifted.append(Import(a, b, i.line, i.local, i.commented))
+    return cycles(lifted)
+
+
 def oversized(root: Path, packages: tuple[str, ...] = PACKAGES) -> list[str]:
     out = []
     for pkg in packages:
@@ -236,6 +283,18 @@ def test_checkers_import_no_engine(graph):
 
 def test_function_local_imports_say_why(graph):
     assert uncommented_local_imports(graph) == []
+
+
+def test_command_modules_are_imported_by_the_command_line_only(graph):
+    assert command_imports(graph) == []
+
+
+def test_no_method_or_pipeline_module_imports_a_server(graph):
+    assert server_imports(graph) == []
+
+
+def test_no_cycle_between_the_folders_of_jobs(graph):
+    assert folder_cycles(graph) == []
 
 
 def test_modules_and_functions_are_small():
@@ -327,8 +386,8 @@ def test_planted_uncommented_local_import_and_sizes_are_found(tmp_path):
                 "def g():\n    from symbolkg.jobs import b  # heavy: optional\n"
             ),
             "jobs/b.py": "def long():\n" + long_body,
-            "jobs/big.py": '"""Big."""\n' + "x = 1\n" * 1001,
-            "jobs/big_ok.py": '"""Big, and long because it is a table."""\n' + "x = 1\n" * 1001,
+            "jobs/big.py": '"""Big."""\n' + "x = 1\n" * 801,
+            "jobs/big_ok.py": '"""Big, and long because it is a table."""\n' + "x = 1\n" * 801,
         },
     )
     assert uncommented_local_imports(import_graph(root)) == [
@@ -337,8 +396,40 @@ def test_planted_uncommented_local_import_and_sizes_are_found(tmp_path):
     found = oversized(root)
     assert found == [
         "jobs/b.py:1: a function of 91 lines (over 80)",
-        "jobs/big.py: 1002 lines (over 1000; a docstring may say why it is 'long because')",
+        "jobs/big.py: 802 lines (over 800; a docstring may say why it is 'long because')",
     ]
+
+
+def test_planted_command_server_and_folder_violations_are_found(tmp_path):
+    root = _plant(
+        tmp_path,
+        {
+            "jobs/cli.py": "from symbolkg.jobs.commands import solve\n",
+            "jobs/commands/solve.py": (
+                "from symbolkg.jobs.commands import common\nfrom symbolkg.jobs.pipeline import runner\n"
+            ),
+            "jobs/commands/common.py": "",
+            "jobs/inspection/report.py": "from symbolkg.jobs.commands.common import X\n",
+            "jobs/servers/mcp/server.py": "from symbolkg.jobs.records import rows\n",
+            "jobs/methods/agent.py": (
+                "from symbolkg.jobs.servers.mcp.server import S\nfrom symbolkg.jobs.records import rows\n"
+            ),
+            "jobs/pipeline/method_job.py": "from symbolkg.jobs.methods import agent\n",
+            "jobs/records/rows.py": "def f():\n    # lazy: planted\n    from symbolkg.jobs.pipeline import runner\n",
+        },
+    )
+    g = import_graph(root)
+    assert command_imports(g) == [
+        "symbolkg.jobs.inspection.report:1 imports the command module symbolkg.jobs.commands.common "
+        "(only the command line may)"
+    ]
+    assert server_imports(g) == [
+        "symbolkg.jobs.methods.agent:1 imports the server module symbolkg.jobs.servers.mcp.server "
+        "(a method or the pipeline is a client)"
+    ]
+    # methods -> servers -> records -> (lazily) pipeline -> methods
+    cycle = ["symbolkg.jobs.methods", "symbolkg.jobs.pipeline", "symbolkg.jobs.records", "symbolkg.jobs.servers"]
+    assert folder_cycles(g) == [cycle]
 
 
 if __name__ == "__main__":  # `python tests/test_layering.py`: every violation, one per line
@@ -348,6 +439,9 @@ if __name__ == "__main__":  # `python tests/test_layering.py`: every violation, 
         + upward_imports(g)
         + checker_imports(g)
         + uncommented_local_imports(g)
+        + command_imports(g)
+        + server_imports(g)
+        + [" <-> ".join(c) for c in folder_cycles(g)]
         + oversized(ROOT)
     ):
         print(problem)

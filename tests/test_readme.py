@@ -38,7 +38,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from symbolkg.jobs.cli import main
-from symbolkg.jobs.report import summary
+from symbolkg.jobs.inspection.report import summary
 from tests.conftest import FIXTURES, REPO, data_or_skip
 
 README = REPO / "README.md"

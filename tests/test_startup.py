@@ -6,7 +6,7 @@ seconds): each check runs in a fresh interpreter and asserts which modules are i
 subcommands found in the parser itself, so a new command is covered without a change here) and
 ``symbolkg solve --method M --help`` for every method import none of the heavy libraries, whose
 import alone costs 0.2-2 s (pandas, through ``pyarrow.dataset``, ~1 s of it). The MCP server
-answers ``initialize`` before the MCP SDK is imported (:mod:`symbolkg.jobs.mcp_start`).
+answers ``initialize`` before the MCP SDK is imported (:mod:`symbolkg.jobs.servers.mcp.start`).
 """
 
 from __future__ import annotations
@@ -88,7 +88,7 @@ def test_every_commands_help_imports_no_heavy_library() -> None:
 
 
 def test_mcp_serve_answers_initialize_before_importing_the_sdk() -> None:
-    """Up to the answer to ``initialize``: the CLI's parser, then :mod:`symbolkg.jobs.mcp_start`'s steps, as
+    """Up to the answer to ``initialize``: the CLI's parser, then :mod:`symbolkg.jobs.servers.mcp.start`'s steps, as
     :func:`symbolkg.jobs.commands.mcp.run` takes them."""
     request = {
         "jsonrpc": "2.0",
@@ -98,7 +98,7 @@ def test_mcp_serve_answers_initialize_before_importing_the_sdk() -> None:
     }
     proc = run_child(
         f"""
-        from symbolkg.jobs import mcp_start
+        from symbolkg.jobs.servers.mcp import start as mcp_start
         from symbolkg.jobs.cli import build_parser
         build_parser().parse_args(["mcp", "serve"])
         with mcp_start.claim_stdio() as pipes:
@@ -116,6 +116,6 @@ def test_mcp_serve_answers_initialize_before_importing_the_sdk() -> None:
 def test_verify_help_names_the_summary_keys_of_the_job() -> None:
     """``verify --json``'s help lists the job's summary keys, written out in the command to keep pyarrow out."""
     from symbolkg.jobs.commands.verify import SUMMARY_KEYS as listed
-    from symbolkg.jobs.verify import SUMMARY_KEYS
+    from symbolkg.jobs.inspection.certificates import SUMMARY_KEYS
 
     assert listed == SUMMARY_KEYS

@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from symbolkg.actors.engines.base import ChatRequest, Completion, EngineDeadError, EngineError, LLMEngine
+from symbolkg.solvers.outcomes import Deadline
 
 SCHEMA_VERSION = "1"
 """Bumped when the table layout changes; an old file is then refused, not misread."""
@@ -203,7 +204,7 @@ class CompletionCache:
         is locked" (SQLite refuses to wait there to avoid deadlock). Every step below is
         idempotent, so it is tried again until ``busy_timeout_s`` has passed.
         """
-        deadline = time.monotonic() + self.busy_timeout_s
+        deadline = Deadline(self.busy_timeout_s)
         delay_s = 0.005
         while True:
             try:
@@ -213,7 +214,7 @@ class CompletionCache:
                 code = getattr(exc, "sqlite_errorcode", None)
                 if code is None or code & 0xFF not in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
                     raise
-                if time.monotonic() + delay_s > deadline:
+                if deadline.remaining() < delay_s:
                     raise
                 if conn.in_transaction:
                     conn.execute("ROLLBACK")

@@ -1,6 +1,6 @@
 """``symbolkg bench pipeline``: the real orchestrator against simulated engines.
 
-The benchmark is :mod:`symbolkg.jobs.bench`.
+The benchmark is :mod:`symbolkg.jobs.evaluations.pipeline_bench`.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from symbolkg.actors.engines.simulated import (
 )
 
 if TYPE_CHECKING:
-    from symbolkg.jobs.bench import BenchConfig
+    from symbolkg.jobs.evaluations.pipeline_bench import BenchConfig
 
 PROG = "symbolkg bench pipeline"
 
@@ -94,7 +94,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def _config(args: argparse.Namespace) -> BenchConfig:
     """The :class:`BenchConfig` of the flags. Raises ValueError on a bad value."""
     # the job only when the command runs (pyarrow and more): the CLI builds every command's parser
-    from symbolkg.jobs.bench import BenchConfig
+    from symbolkg.jobs.evaluations.pipeline_bench import BenchConfig
 
     latency = replace(PRESETS[args.preset], max_batch=args.concurrency)
     if args.no_prefix_cache:
@@ -119,8 +119,8 @@ def _config(args: argparse.Namespace) -> BenchConfig:
 def run(args: argparse.Namespace) -> int:
     """``symbolkg bench pipeline``: run it, print the report; 2 on bad flags, 1 if rows were lost."""
     # the job only when the command runs (pyarrow and more): the CLI builds every command's parser
-    from symbolkg.jobs.bench import format_report, run_bench
-    from symbolkg.jobs.pipeline.ids import Shard  # numpy: as above
+    from symbolkg.jobs.core.ids import Shard  # numpy: as above
+    from symbolkg.jobs.evaluations.pipeline_bench import format_report, run_bench  # as above
 
     if not args.simulated:
         print(f"{PROG}: only the simulated mode exists so far; add --simulated", file=sys.stderr)

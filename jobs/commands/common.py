@@ -21,8 +21,8 @@ from symbolkg.jobs.pipeline.reaper import start_reaper, stop_reaper
 
 if TYPE_CHECKING:
     from symbolkg.actors.engines.base import LLMEngine
+    from symbolkg.jobs.core.ids import Shard
     from symbolkg.jobs.datasets.stream import ProblemStream, ReadOptions
-    from symbolkg.jobs.pipeline.ids import Shard
 
 T = TypeVar("T")
 
@@ -194,7 +194,7 @@ def add_shard_option(p: argparse.ArgumentParser) -> None:
 def shard_of(args: argparse.Namespace) -> Shard | None:
     """The ``--shard`` of the command (None without one). Raises ValueError on a malformed value."""
     # numpy (the id sets beside it) when a run starts, not to build the parser: every command imports this module
-    from symbolkg.jobs.pipeline.ids import Shard
+    from symbolkg.jobs.core.ids import Shard
 
     text = getattr(args, "shard", None)
     return Shard.parse(text) if text else None

@@ -6,7 +6,7 @@
 * ``config init [--method M]``: every option of ``symbolkg solve`` (and M's own) at its default,
   each under its flag's help: a file to edit and run with ``--config``.
 
-The config logic is :mod:`symbolkg.jobs.run_config`; this module only prints.
+The config logic is :mod:`symbolkg.jobs.pipeline.run_config`; this module only prints.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import argparse
 import sys
 from typing import Any
 
-from symbolkg.jobs.run_config import ConfigError, Option, RunConfig, resolve, stored_source, to_yaml
+from symbolkg.jobs.pipeline.run_config import ConfigError, Option, RunConfig, resolve, stored_source, to_yaml
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:

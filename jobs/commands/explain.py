@@ -1,4 +1,7 @@
-"""``symbolkg explain RUN --id ID``: one answer, its premises and its proof; the job is :mod:`symbolkg.jobs.explain`."""
+"""``symbolkg explain RUN --id ID``: one answer, its premises and its proof.
+
+The job is :mod:`symbolkg.jobs.inspection.explain`.
+"""
 
 from __future__ import annotations
 
@@ -24,7 +27,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     # the job only when the command runs (pyarrow and more): the CLI builds every command's parser
-    from symbolkg.jobs.explain import explain_row, format_html, format_text, problem_text, recorded_verdict
+    from symbolkg.jobs.inspection.explain import explain_row, format_html, format_text, problem_text, recorded_verdict
     from symbolkg.jobs.pipeline.store import read_run  # pyarrow: as above
 
     try:

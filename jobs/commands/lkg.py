@@ -1,4 +1,5 @@
-"""``symbolkg lkg build|show``: Logical Knowledge Graphs; the job is :mod:`symbolkg.jobs.lkg`."""
+"""``symbolkg lkg build|show``: Logical Knowledge Graphs; the jobs are :mod:`symbolkg.jobs.pipeline.lkg_build` and
+:mod:`symbolkg.jobs.inspection.lkg_show`."""
 
 from __future__ import annotations
 
@@ -74,7 +75,8 @@ def run(args: argparse.Namespace) -> int:
 def build(args: argparse.Namespace) -> int:
     """``symbolkg lkg build``: extract the LKGs of a dataset's or corpus' contexts into a store."""
     # the job only when the command runs (the LKG store: pyarrow, pandas): the CLI builds every command's parser
-    from symbolkg.jobs.lkg import LKGConfig, run_lkg_build
+    from symbolkg.jobs.methods.lkg_extract import LKGConfig
+    from symbolkg.jobs.pipeline.lkg_build import run_lkg_build  # as above
     from symbolkg.retrieval.lkg.store import LKGStore  # as above
 
     if bool(args.dataset) == bool(args.corpus):
@@ -129,7 +131,7 @@ def build(args: argparse.Namespace) -> int:
 def show_graph(args: argparse.Namespace) -> int:
     """``symbolkg lkg show``: one problem's graph as PNG or HTML."""
     # the job only when the command runs (the LKG store: pyarrow, pandas): the CLI builds every command's parser
-    from symbolkg.jobs.lkg import show
+    from symbolkg.jobs.inspection.lkg_show import show
     from symbolkg.retrieval.lkg.store import LKGStore  # as above
 
     if not Path(args.store).is_dir():

@@ -1,5 +1,5 @@
-"""``symbolkg mcp serve``: SWI-Prolog sessions as tools for agents; the server is :mod:`symbolkg.jobs.mcp_server`,
-started by :mod:`symbolkg.jobs.mcp_start`."""
+"""``symbolkg mcp serve``: SWI-Prolog sessions as tools for agents; the server is :mod:`symbolkg.jobs.servers.mcp`,
+started by :mod:`symbolkg.jobs.servers.mcp.start`."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import argparse
 import gc
 import sys
 
-from symbolkg.jobs.mcp_start import answer_initialize, claim_stdio, config_from_args, is_pipe
+from symbolkg.jobs.servers.mcp.start import answer_initialize, claim_stdio, config_from_args, is_pipe
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -28,7 +28,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Serve; over stdio pipes ``initialize`` is answered before the SDK is imported (:mod:`symbolkg.jobs.mcp_start`).
+    """Serve; over stdio pipes ``initialize`` is answered before the SDK is imported.
+
+    (:mod:`symbolkg.jobs.servers.mcp.start` holds those steps.)
 
     Returns:
         The exit status: 0, or 2 on a bad flag (reported before anything is answered).
@@ -42,11 +44,11 @@ def run(args: argparse.Namespace) -> int:
         with claim_stdio() as pipes:
             answer_initialize(pipes)
             # the MCP SDK and the tools (about a second of imports), once the client has its answer to initialize
-            from symbolkg.jobs.mcp_server import main as serve
+            from symbolkg.jobs.servers.mcp.transport import main as serve
 
             return _exiting(serve(args, pipes=pipes))
     # the MCP SDK and the tools (about a second of imports): when the server starts, never to build the parser
-    from symbolkg.jobs.mcp_server import main as serve
+    from symbolkg.jobs.servers.mcp.transport import main as serve
 
     return _exiting(serve(args))
 

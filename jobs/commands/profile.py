@@ -1,6 +1,6 @@
 """``symbolkg profile RUN --out DIR``: per-stage latency, waits, engine occupancy.
 
-The job is :mod:`symbolkg.jobs.profile`.
+The job is :mod:`symbolkg.jobs.inspection.profile`.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     # the job only when the command runs (pyarrow and more): the CLI builds every command's parser
-    from symbolkg.jobs.profile import format_profile, profile_run
+    from symbolkg.jobs.inspection.profile import format_profile, profile_run
 
     try:
         report = profile_run(args.run, args.out)

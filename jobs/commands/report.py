@@ -1,8 +1,8 @@
 """``symbolkg report RUN``: accuracy, execution rate, errors by kind, timings.
 
-The report is :mod:`symbolkg.jobs.report`.
+The report is :mod:`symbolkg.jobs.inspection.report`.
 ``symbolkg report --summary RUN [RUN ...]`` prints the counts of several runs as one table instead
-(:func:`symbolkg.jobs.report.summary`): what ``make demo`` ends with.
+(:func:`symbolkg.jobs.inspection.report.summary`): what ``make demo`` ends with.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     # the job only when the command runs (pyarrow and more): the CLI builds every command's parser
-    from symbolkg.jobs.report import default_plot_path, report, summary
+    from symbolkg.jobs.inspection.report import default_plot_path, report, summary
 
     if not args.summary and len(args.run) > 1:
         print("symbolkg report: one RUN at a time (or --summary for a table over several)", file=sys.stderr)

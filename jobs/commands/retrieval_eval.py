@@ -1,6 +1,6 @@
 """``symbolkg retrieval-eval``: Recall@2/5 and latency of a retrieval method on a multi-hop QA set.
 
-The evaluation is :mod:`symbolkg.jobs.multihop`; this is its command line.
+The evaluation is :mod:`symbolkg.jobs.evaluations.retrieval`; this is its command line.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from symbolkg.jobs.commands.common import DATA_DIR_HELP, add_llm_options, llm_op
 from symbolkg.jobs.datasets.records import InputError
 
 if TYPE_CHECKING:
-    from symbolkg.jobs.multihop import EvalReport, MultihopQuestion, PassageRetriever, QuestionResult
+    from symbolkg.jobs.evaluations.retrieval import EvalReport, MultihopQuestion, PassageRetriever, QuestionResult
     from symbolkg.retrieval.embed_cache import EmbeddingCache
 
 
@@ -65,7 +65,7 @@ def _fail(message: str) -> int:
 def _check_flags(args: argparse.Namespace) -> str:
     """The dataset's registry name; sets ``--threads``. Raises ValueError on a bad flag."""
     # the job only when the command runs (FAISS, pyarrow, pandas, torch): the CLI builds every command's parser
-    from symbolkg.jobs.multihop import MULTIHOP_DATASETS
+    from symbolkg.jobs.evaluations.retrieval import MULTIHOP_DATASETS
     from symbolkg.retrieval.embed import set_cpu_threads  # as above
 
     dataset = resolve_dataset(args.dataset, args.data_dir)
@@ -81,7 +81,7 @@ def _check_flags(args: argparse.Namespace) -> str:
 def run(args: argparse.Namespace) -> int:
     # the job only when the command runs (FAISS, pyarrow, pandas, torch): the CLI builds every command's parser
     from symbolkg.jobs.datasets.registry import load_dataset
-    from symbolkg.jobs.multihop import (  # as above
+    from symbolkg.jobs.evaluations.retrieval import (  # as above
         PassageRetriever,
         build_pool,
         evaluate_retrieval,
@@ -135,7 +135,7 @@ def _answer(
 ) -> EvalReport:
     """``--answer``: the LLM answers each question from its top passages; the report with EM / F1 and tokens."""
     # the job only when the command runs (FAISS, pyarrow, pandas, torch): the CLI builds every command's parser
-    from symbolkg.jobs.multihop import answer_questions, summarize
+    from symbolkg.jobs.evaluations.retrieval import answer_questions, summarize
 
     async def answer(engine) -> tuple[int, int, str]:
         prompt_tokens, completion_tokens = await answer_questions(

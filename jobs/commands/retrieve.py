@@ -1,6 +1,6 @@
 """``symbolkg retrieve``: hybrid retrieval (and optional LLM pruning) over an LKG store.
 
-The stage is :mod:`symbolkg.jobs.pipeline.retrieve` over :mod:`symbolkg.retrieval`; this is its command line.
+The stage is :mod:`symbolkg.jobs.methods.symbolkg_retrieve` over :mod:`symbolkg.retrieval`; this is its command line.
 """
 
 from __future__ import annotations
@@ -65,7 +65,7 @@ def _node_rows(
 
 def run(args: argparse.Namespace) -> int:
     # the retrieval stack only when the command runs (FAISS, pyarrow, pandas, torch): the CLI builds every parser
-    from symbolkg.jobs.pipeline.retrieve import retrieve
+    from symbolkg.jobs.methods.symbolkg_retrieve import retrieve
     from symbolkg.retrieval.anchors import AnchorConfig  # as above
     from symbolkg.retrieval.embed import ModelNotFoundError, make_embedder  # as above
     from symbolkg.retrieval.hull import HullConfig  # as above
@@ -113,8 +113,8 @@ def run(args: argparse.Namespace) -> int:
             "entities_source": outcome.entities_source,
             "prune_source": outcome.prune_source,
             "errors": outcome.errors,
-            "prompt_tokens": outcome.prompt_tokens,
-            "completion_tokens": outcome.completion_tokens,
+            "prompt_tokens": outcome.llm.prompt_tokens,
+            "completion_tokens": outcome.llm.completion_tokens,
         }
     nodes = _node_rows(store_subgraph(store, hull), result.hull.distances, reasons, anchors, kept)
     if args.json:

@@ -1,6 +1,6 @@
 """``symbolkg router-eval``: router accuracy on the mixed stream of the five logic datasets.
 
-The evaluation is :mod:`symbolkg.jobs.router_eval`; this is its command line.
+The evaluation is :mod:`symbolkg.jobs.evaluations.router`; this is its command line.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     # the job only when the command runs (the LKG store: pyarrow, pandas): the CLI builds every command's parser
-    from symbolkg.jobs.router_eval import evaluate_router, llm_votes, mixed_stream
+    from symbolkg.jobs.evaluations.router import evaluate_router, llm_votes, mixed_stream
     from symbolkg.retrieval.lkg.store import LKGStore  # as above
 
     if args.per_dataset < 1:

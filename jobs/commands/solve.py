@@ -1,10 +1,10 @@
 """``symbolkg solve``: recorded programs through the solver pool, or any registered method with an LLM engine.
 
-The jobs are :func:`symbolkg.jobs.pipeline.solve.run_solve` (recorded programs) and
-:func:`symbolkg.jobs.pipeline.runner.run_method_job` (the LLM methods of :mod:`symbolkg.jobs.methods`);
+The jobs are :func:`symbolkg.jobs.pipeline.programs_job.run_solve` (recorded programs) and
+:func:`symbolkg.jobs.pipeline.method_job.run_method_job` (the LLM methods of :mod:`symbolkg.jobs.methods`);
 this is their command line. The settings of a run come from its flags, a config file (``--config
 run.yaml``) and a stored run (``--rerun RUN.parquet``), merged and checked by
-:mod:`symbolkg.jobs.run_config`; the parser therefore keeps no defaults (a namespace holds the flags
+:mod:`symbolkg.jobs.pipeline.run_config`; the parser therefore keeps no defaults (a namespace holds the flags
 given, nothing else) and :func:`schema` holds them. Every results file stores the resolved config
 and the run's provenance (:mod:`symbolkg.jobs.pipeline.provenance`).
 """
@@ -34,18 +34,18 @@ from symbolkg.jobs.commands.common import (
     run_with_engine,
     shard_of,
 )
+from symbolkg.jobs.core.rows import Problem
 from symbolkg.jobs.datasets.files import default_data_dir
 from symbolkg.jobs.datasets.records import InputError
 from symbolkg.jobs.methods import Method, MethodConfig
 from symbolkg.jobs.pipeline.provenance import input_fingerprint, model_record, prompt_ids, sampling
-from symbolkg.jobs.pipeline.rows import Problem
-from symbolkg.jobs.run_config import ConfigError, RunConfig, Schema, load_file, resolve, stored_source
+from symbolkg.jobs.pipeline.run_config import ConfigError, RunConfig, Schema, load_file, resolve, stored_source
 from symbolkg.solvers.outcomes import Limits
 
 if TYPE_CHECKING:
     from symbolkg.jobs.datasets.stream import ProblemStream
     from symbolkg.jobs.pipeline.gates import StageLimits
-    from symbolkg.jobs.pipeline.solve import SolveSummary
+    from symbolkg.jobs.pipeline.programs_job import SolveSummary
     from symbolkg.solvers.runtime.local_pool import SolverPool
 
 
@@ -297,7 +297,7 @@ def resolve_config(args: argparse.Namespace) -> RunConfig:
     (the name its completions were cached under).
 
     Raises:
-        ConfigError: a bad file, key or value (one line, see :mod:`symbolkg.jobs.run_config`).
+        ConfigError: a bad file, key or value (one line, see :mod:`symbolkg.jobs.pipeline.run_config`).
     """
     options = schema()
     given = {k: v for k, v in vars(args).items() if options.dest(k) is not None}
@@ -345,7 +345,7 @@ def _input(args: argparse.Namespace) -> dict[str, Any]:
 def run_recorded(args: argparse.Namespace, config: RunConfig) -> int:
     """``--method recorded`` (the default): the given programs through the solver pool."""
     # the job (pyarrow, numpy) only when it runs: the CLI builds every command's parser, this one's included
-    from symbolkg.jobs.pipeline.solve import run_solve
+    from symbolkg.jobs.pipeline.programs_job import run_solve
     from symbolkg.jobs.pipeline.store import ResultStore  # as above
 
     prepared = _out_and_input(args)
@@ -540,7 +540,7 @@ class _MethodJob:
         """
         # the job (pyarrow, numpy) only when it runs: the CLI builds every command's parser, this one's included
         from symbolkg.actors.engines.metered import MeteredEngine
-        from symbolkg.jobs.pipeline.runner import run_method_job  # as above
+        from symbolkg.jobs.pipeline.method_job import run_method_job  # as above
         from symbolkg.jobs.pipeline.store import ResultStore  # as above
 
         model = await asyncio.to_thread(model_record, engine.model, self.opts)  # hashing a model's files: once, slow
@@ -585,8 +585,8 @@ the table reads every row, and the driver's memory should follow the job's work 
 def _print_report(out: Path, summary: SolveSummary) -> None:
     """The run's report table on stdout (the union of its shards), or for a big run how to get it."""
     # the job (pyarrow, numpy) only when it runs: the CLI builds every command's parser, this one's included
-    from symbolkg.jobs.pipeline.store import read_run
-    from symbolkg.jobs.report import format_table, summarize  # as above
+    from symbolkg.jobs.inspection.report import format_table, summarize  # as above
+    from symbolkg.jobs.pipeline.store import read_run  # as above
 
     if summary.total > REPORT_INLINE_MAX:
         print(f"{summary.total} problems: run `symbolkg report {out}` for the table")

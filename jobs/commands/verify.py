@@ -1,4 +1,7 @@
-"""``symbolkg verify RUN``: re-check every executed answer's certificate; the job is :mod:`symbolkg.jobs.verify`."""
+"""``symbolkg verify RUN``: re-check every executed answer's certificate.
+
+The job is :mod:`symbolkg.jobs.inspection.certificates`.
+"""
 
 from __future__ import annotations
 
@@ -11,8 +14,9 @@ from pathlib import Path
 from symbolkg.jobs.commands.common import reaped
 from symbolkg.solvers.outcomes import Limits
 
-#: The counts of ``--json``'s summary, named in its help: :data:`symbolkg.jobs.verify.SUMMARY_KEYS`, written out
-#: here because the job imports pyarrow and the CLI builds every command's parser (tests/test_startup.py checks
+#: The counts of ``--json``'s summary, named in its help:
+#: :data:`symbolkg.jobs.inspection.certificates.SUMMARY_KEYS`, written out here because the job
+#: imports pyarrow and the CLI builds every command's parser (tests/test_startup.py checks
 #: that the two agree).
 SUMMARY_KEYS = ("rows", "executed", "answered", "with_certificate", "verified", "failed", "unverifiable", "no_answer")
 
@@ -46,10 +50,10 @@ def run(args: argparse.Namespace) -> int:
     """Exit 0: every certificate holds or is unverifiable; 1: one failed; 2: no run there."""
     # ray is heavy: imported when a pool is made, never to build the parser
     from symbolkg.actors.solver_pool import make_solver_pool
+    from symbolkg.jobs.inspection.certificates import format_summary, verify_run, write_verdicts  # as above
 
     # the job (pyarrow) only when the command runs, as ray
     from symbolkg.jobs.pipeline.store import run_exists
-    from symbolkg.jobs.verify import format_summary, verify_run, write_verdicts  # as above
 
     run_path = Path(args.run)
     if not run_exists(run_path):  # a finished file, parts, or shards (verify reads their union)

@@ -1,4 +1,4 @@
-"""Dataset families: every input becomes :class:`~symbolkg.jobs.pipeline.rows.Problem` records.
+"""Dataset families: every input becomes :class:`~symbolkg.jobs.core.rows.Problem` records.
 
 A *family* is a reader plus a rule that finds its files (:mod:`.family`); the registry
 (:mod:`.registry`) holds the families as data and lists whatever a data folder holds:

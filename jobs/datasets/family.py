@@ -12,8 +12,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from symbolkg.jobs.core.rows import Problem
 from symbolkg.jobs.datasets.stream import ProblemStream, ReadOptions, Sink
-from symbolkg.jobs.pipeline.rows import Problem
 
 
 @dataclass(frozen=True)

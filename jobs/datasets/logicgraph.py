@@ -17,11 +17,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from symbolkg.jobs.core.rows import Problem
 from symbolkg.jobs.datasets.family import Dataset, Family
 from symbolkg.jobs.datasets.files import JsonLines, count_jsonl_lines, default_data_dir
 from symbolkg.jobs.datasets.records import TRUE_FALSE_OPTIONS, Obj, Where, read_id
 from symbolkg.jobs.datasets.stream import Sink
-from symbolkg.jobs.pipeline.rows import Problem
 
 _TIER_RE = re.compile(r"^[a-z0-9][a-z0-9_.-]*$")
 

@@ -27,12 +27,12 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from symbolkg.jobs.core.ids import Shard
+from symbolkg.jobs.core.rows import Problem
 from symbolkg.jobs.datasets.family import Dataset, Family
 from symbolkg.jobs.datasets.files import JsonArray, count_json_array, default_data_dir, read_json_array
 from symbolkg.jobs.datasets.records import InputError, LoadResult, Obj, Where, read_id
 from symbolkg.jobs.datasets.stream import ProblemStream, ReadOptions, Sink
-from symbolkg.jobs.pipeline.ids import Shard
-from symbolkg.jobs.pipeline.rows import Problem
 from symbolkg.solvers.outcomes import Program
 from symbolkg.solvers.registry import LANGUAGES
 

@@ -16,11 +16,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from symbolkg.jobs.core.rows import Problem
 from symbolkg.jobs.datasets.family import Dataset, Family
 from symbolkg.jobs.datasets.files import JsonLines, count_jsonl_lines
 from symbolkg.jobs.datasets.records import Obj, Where, read_id
 from symbolkg.jobs.datasets.stream import Sink
-from symbolkg.jobs.pipeline.rows import Problem
 
 _CORE = frozenset({"id", "question", "answer", "answer_aliases", "paragraphs"})
 

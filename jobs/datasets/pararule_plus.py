@@ -17,11 +17,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from symbolkg.jobs.core.rows import Problem
 from symbolkg.jobs.datasets.family import Dataset, Family
 from symbolkg.jobs.datasets.files import JsonLines, jsonl_records
 from symbolkg.jobs.datasets.records import TRUE_FALSE_OPTIONS, Obj, Where, read_id
 from symbolkg.jobs.datasets.stream import Sink
-from symbolkg.jobs.pipeline.rows import Problem
 
 _FILE_RE = re.compile(r"^PARARULE_Plus_Depth(?P<depth>\d+)_(?P<rest>.+)\.jsonl$")
 

@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from symbolkg.jobs.pipeline.rows import Problem
+from symbolkg.jobs.core.rows import Problem
 
 TRUE_FALSE_OPTIONS: tuple[str, ...] = ("A) True", "B) False")
 

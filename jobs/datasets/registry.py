@@ -5,7 +5,7 @@ folder's datasets are what the families find in it (:func:`find_datasets`), so a
 that follows a family's rule is a dataset without a code change; ``symbolkg datasets --data-dir D``
 lists them. A user's own file is loaded by its path.
 
-Mapping into :class:`~symbolkg.jobs.pipeline.rows.Problem`: ``dataset`` is always the dataset's
+Mapping into :class:`~symbolkg.jobs.core.rows.Problem`: ``dataset`` is always the dataset's
 name; each family's module says how its records map (``logiclm``, ``pararule_plus``, ``symba``,
 ``logicgraph``, ``multihop``, ``user``).
 

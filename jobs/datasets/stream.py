@@ -21,7 +21,7 @@ What needed the whole input before, and what it costs now:
   compare exactly, so a repeat is reported as before ("first at line 3") and two ids that share a
   hash are both kept.
 * **shard** (``--shard i/n``): the stream yields only the shard's problems
-  (:meth:`~symbolkg.jobs.pipeline.ids.Shard.takes`, the hash of the problem id, the same
+  (:meth:`~symbolkg.jobs.core.ids.Shard.takes`, the hash of the problem id, the same
   assignment as the job's). Without a limit, another shard's record is passed over without being
   converted (nor checked for repeats: every copy of an id is in one shard) when its problem ids
   can be read without converting it, and a JSON Lines line whose id can be read off its first
@@ -39,10 +39,10 @@ from typing import Any
 
 import numpy as np
 
+from symbolkg.jobs.core.ids import Shard, id_hash
+from symbolkg.jobs.core.rows import Problem
 from symbolkg.jobs.datasets.files import RecordSource
 from symbolkg.jobs.datasets.records import InputError, LoadResult, Where, check_limit
-from symbolkg.jobs.pipeline.ids import Shard, id_hash
-from symbolkg.jobs.pipeline.rows import Problem
 
 #: A record -> its problems (raises InputError on a bad record).
 Convert = Callable[[Any, Where], list[Problem]]
@@ -80,7 +80,7 @@ class FirstPositions:
     """Hash of an id -> the position of its first record, in ~16 bytes an id.
 
     Sorted runs of (hash, position) pairs, at most one of each size, merged as they double (a
-    binary counter, like :class:`~symbolkg.jobs.pipeline.ids.IdHashes`), plus a dict of up to
+    binary counter, like :class:`~symbolkg.jobs.core.ids.IdHashes`), plus a dict of up to
     4,096 recent ones. A lookup is a dict probe and a binary search per run.
     """
 

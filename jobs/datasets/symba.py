@@ -21,7 +21,7 @@ A record, as SymBa's own code reads it:
 The answer is decided by the record's goal form, not by the folder's name: a goal with a variable
 (``answer(X)``) whose record is labelled true and has ``goal_solved`` asks for a value: no options,
 the answer is the variable's value in ``goal_solved`` (``"18"``; numbers are compared as numbers,
-:func:`symbolkg.jobs.pipeline.answers.is_correct`). Any other record asks whether the goal is
+:func:`symbolkg.jobs.core.answers.is_correct`). Any other record asks whether the goal is
 provable: options ``A) True`` / ``B) False``, answer ``A`` iff ``label`` (SymBa's own scoring).
 Meta: ``source_id`` (the id as a string), ``goal, label, world_model, program`` and, when present,
 ``world_rules``, ``goal_solved``, ``_answer``.
@@ -35,11 +35,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from symbolkg.jobs.core.rows import Problem
 from symbolkg.jobs.datasets.family import Dataset, Family
 from symbolkg.jobs.datasets.files import JsonArray, array_records, count_json_array, read_json_array
 from symbolkg.jobs.datasets.records import TRUE_FALSE_OPTIONS, Obj, Where, type_name
 from symbolkg.jobs.datasets.stream import Sink
-from symbolkg.jobs.pipeline.rows import Problem
 
 _QUOTED = re.compile(r'"(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\'')
 _VARIABLE = re.compile(r"(?<![\w$])[A-Z_][A-Za-z0-9_]*")

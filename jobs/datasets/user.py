@@ -21,11 +21,11 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from symbolkg.jobs.core.rows import Problem
 from symbolkg.jobs.datasets.family import Dataset, Family
 from symbolkg.jobs.datasets.files import JsonArray, JsonLines, RecordSource, count_jsonl_lines, read_json_array
 from symbolkg.jobs.datasets.records import InputError, LoadResult, Obj, Where, read_id, type_name
 from symbolkg.jobs.datasets.stream import ProblemStream, ReadOptions, Sink
-from symbolkg.jobs.pipeline.rows import Problem
 from symbolkg.solvers.outcomes import Program
 from symbolkg.solvers.registry import LANGUAGES
 
@@ -103,7 +103,7 @@ def _generic_problem(record: Any, where: Where, default_dataset: str) -> Problem
 
 
 class ParquetRows:
-    """The rows of a Parquet file of :data:`~symbolkg.jobs.pipeline.tables.PROBLEM_SCHEMA`'s columns, a batch at a time.
+    """The rows of a Parquet file of :data:`~symbolkg.jobs.core.tables.PROBLEM_SCHEMA`'s columns, a batch at a time.
 
     The columns are checked when the file is opened (an unknown or missing column is fatal); the
     rows are read by record batches (``iter_batches``), so memory follows one batch. Null cells
@@ -116,7 +116,7 @@ class ParquetRows:
         import pyarrow as pa  # heavy and only for Parquet input: imported when such a file is opened
         import pyarrow.parquet as pq
 
-        from symbolkg.jobs.pipeline.tables import PROBLEM_SCHEMA  # pyarrow too: only for Parquet input, as above
+        from symbolkg.jobs.core.tables import PROBLEM_SCHEMA  # pyarrow too: only for Parquet input, as above
 
         self.path = Path(path)
         self._arrow_errors = (pa.ArrowException, OSError)
@@ -189,7 +189,7 @@ def load_generic(
     """Load problems in our own format.
 
     Formats, by file suffix: ``.jsonl`` (one JSON object per line), ``.parquet`` (columns of
-    :data:`symbolkg.jobs.pipeline.tables.PROBLEM_SCHEMA`; nulls mean absent) or ``.json`` (a JSON array of
+    :data:`symbolkg.jobs.core.tables.PROBLEM_SCHEMA`; nulls mean absent) or ``.json`` (a JSON array of
     the same objects). Fields:
 
     * ``id`` (string, required, unique in the file),

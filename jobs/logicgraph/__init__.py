@@ -4,15 +4,16 @@ Subcommands, one module each (each module has ``add_arguments(parser)`` and ``ru
 
 * ``supports`` (:mod:`.supports`): every minimal premise set that entails the goal, with a
   completeness proof, checked against the reference proofs;
-* ``verify`` (:mod:`.verify`): step-by-step verification of answer proofs and the paper's metrics;
-* ``solve`` (:mod:`.solve`): an LLM writes proofs, then they are verified: an alias of the
-  ``multipath`` method job (``symbolkg solve --method multipath``, resumable) that also writes the
-  answers file and the paper's metrics;
+* ``verify`` (:mod:`.verify`): step-by-step verification of answer proofs and the paper's metrics,
+  of answers files and of ``multipath`` results files (:mod:`.results`);
 * ``generate`` (:mod:`.generate`): new instances in the dataset's format, ground truth by enumeration.
 
-The logic lives in ``symbolkg.solvers`` (:mod:`~symbolkg.solvers.logicgraph.instances` records,
-:mod:`~symbolkg.solvers.logicgraph.elimination`, :mod:`~symbolkg.solvers.logicgraph.proofs`); these
-modules are the batch jobs around it.
+An LLM writing proofs is the ``multipath`` method's job like any method's: ``symbolkg solve --method
+multipath --dataset logicgraph/<tier> --out RUN.parquet``, then ``symbolkg logicgraph verify --results
+RUN.parquet`` for the paper's metrics. The logic lives in ``symbolkg.solvers``
+(:mod:`~symbolkg.solvers.logicgraph.instances` records, :mod:`~symbolkg.solvers.logicgraph.elimination`,
+:mod:`~symbolkg.solvers.logicgraph.proofs`, :mod:`~symbolkg.solvers.logicgraph.scoring`); these
+modules are the commands around it.
 """
 
 from __future__ import annotations
@@ -30,18 +31,13 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
         "verify",
         "verify answer proofs step by step; Success/Precision/Shortest/Diversity/Versatility/Originality",
     ),
-    "solve": (
-        "solve",
-        "ask an LLM for as many independent proofs as it can, then verify them: the multipath "
-        "method job (symbolkg solve --method multipath; resumable) with the paper's metrics",
-    ),
     "generate": ("generate", "generate new instances in the dataset's format; ground truth from the enumerator"),
 }
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register ``logicgraph`` and its subcommands on the top-level CLI."""
-    group = sub.add_parser("logicgraph", help="LogicGraph multi-path reasoning: supports, verify, solve, generate")
+    group = sub.add_parser("logicgraph", help="LogicGraph multi-path reasoning: supports, verify, generate")
     group_sub = group.add_subparsers(dest="logicgraph_command", required=True)
     for name, (module_name, help_text) in SUBCOMMANDS.items():
         module = importlib.import_module(f"{__name__}.{module_name}")

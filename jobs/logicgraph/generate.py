@@ -39,8 +39,8 @@ from symbolkg.actors.engines.base import (
     StructuredOutput,
 )
 from symbolkg.actors.engines.factory import ENGINES, EngineOptions, make_engine
+from symbolkg.jobs.core.concurrency import for_each_in_flight
 from symbolkg.jobs.datasets.files import default_data_dir
-from symbolkg.jobs.pipeline.concurrency import for_each_in_flight
 from symbolkg.solvers.logicgraph.generate import TIERS, GenerationError, generate_instance, reword, tier_statistics
 from symbolkg.solvers.logicgraph.instances import load_instances
 from symbolkg.solvers.logicgraph.wording import parse_readings, readings_request

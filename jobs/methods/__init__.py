@@ -22,10 +22,10 @@ from importlib.metadata import entry_points
 from typing import TYPE_CHECKING
 
 from symbolkg.actors.engines.base import LLMEngine
+from symbolkg.jobs.core.answers import is_correct
+from symbolkg.jobs.core.rows import Problem, ResultRow
 from symbolkg.jobs.methods.base import Ledger, Method, MethodConfig, MethodContext
 from symbolkg.jobs.methods.baseline import answer_directly
-from symbolkg.jobs.pipeline.answers import is_correct
-from symbolkg.jobs.pipeline.rows import Problem, ResultRow
 
 if TYPE_CHECKING:
     # a type only: the pool's module brings the solver registry, not needed to list a method's flags

@@ -2,7 +2,7 @@
 
 A method is a plug-in (see :mod:`symbolkg.jobs.methods` for the registry): a subclass of
 :class:`Method` with a ``name`` and one coroutine, :meth:`Method.run`, that turns one
-:class:`~symbolkg.jobs.pipeline.rows.Problem` into one :class:`~symbolkg.jobs.pipeline.rows.ResultRow`.
+:class:`~symbolkg.jobs.core.rows.Problem` into one :class:`~symbolkg.jobs.core.rows.ResultRow`.
 Everything the job provides arrives in a :class:`MethodContext`: the LLM engine, the solver
 pool (when the method asks for one), the shared settings (:class:`MethodConfig`) and a fresh
 per-problem :class:`Ledger` that counts the LLM calls the method makes through
@@ -16,7 +16,7 @@ Example: a toy method, run on one problem with the scripted engine::
 
     >>> import asyncio
     >>> from symbolkg.actors.engines.scripted import ScriptedEngine
-    >>> from symbolkg.jobs.pipeline.rows import Problem
+    >>> from symbolkg.jobs.core.rows import Problem
     >>> class Echo(Method):
     ...     name = "echo"
     ...     async def run(self, problem, ctx):
@@ -32,7 +32,6 @@ Example: a toy method, run on one problem with the scripted engine::
 from __future__ import annotations
 
 import argparse
-import json
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -41,21 +40,22 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from symbolkg.actors.engines.base import (
     ChatRequest,
     Completion,
+    EngineDeadError,
     EngineError,
     LLMEngine,
     Message,
     SamplingParams,
     StructuredOutput,
 )
-from symbolkg.jobs.pipeline.answers import is_correct
-from symbolkg.jobs.pipeline.rows import Problem, ResultRow, certificate_json
+from symbolkg.jobs.core.results import Ledger, result_row
+from symbolkg.jobs.core.rows import Problem, ResultRow
 from symbolkg.solvers.outcomes import Limits, Outcome, Status
 
 if TYPE_CHECKING:
     # a type only: the pool's module brings the solver registry, not needed to list a method's flags
     from symbolkg.solvers.runtime.local_pool import SolverPool
 
-__all__ = ["Ledger", "Method", "MethodConfig", "MethodContext", "Outcome", "Status"]
+__all__ = ["Ledger", "Method", "MethodConfig", "MethodContext", "Outcome", "Reply", "Status"]
 
 
 @dataclass(frozen=True)
@@ -96,24 +96,19 @@ class MethodConfig:
             raise ValueError(f"fallback must be 'direct' or 'cot', got {self.fallback!r}")
 
 
-@dataclass
-class Ledger:
-    """LLM accounting of one problem: calls, tokens, seconds (the row's LLM columns)."""
+@dataclass(frozen=True)
+class Reply:
+    """One LLM request of a method's round (:meth:`MethodContext.try_ask`).
 
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    calls: int = 0
-    cached: int = 0
-    seconds: float = 0.0
-    model: str | None = None
+    Attributes:
+        completion: the answer, or None when the engine failed this request.
+        error: the engine's message when it failed (None when it answered).
+        seconds: how long the request took, queueing included.
+    """
 
-    def add(self, c: Completion) -> None:
-        self.prompt_tokens += c.prompt_tokens
-        self.completion_tokens += c.completion_tokens
-        self.calls += 1
-        self.cached += int(c.cached)
-        self.seconds += c.latency_s
-        self.model = c.model or self.model
+    completion: Completion | None
+    error: str | None
+    seconds: float
 
 
 @dataclass
@@ -142,10 +137,25 @@ class MethodContext:
         try:
             completion = (await self.engine.generate([request]))[0]
         except EngineError:
-            self.ledger.calls += 1
+            self.ledger.failed()
             raise
         self.ledger.add(completion)
         return completion
+
+    async def try_ask(self, request: ChatRequest) -> Reply:
+        """:meth:`ask`, a failed request given back as data: a round of a method's loop records it and stops.
+
+        Raises:
+            EngineDeadError: the engine is gone (the job stops; a rerun resumes).
+        """
+        t0 = time.perf_counter()
+        try:
+            completion = await self.ask(request)
+        except EngineDeadError:
+            raise
+        except EngineError as exc:
+            return Reply(None, str(exc), time.perf_counter() - t0)
+        return Reply(completion, None, time.perf_counter() - t0)
 
     def structured(self, spec: dict | None) -> StructuredOutput | None:
         """``spec`` as a structured-output constraint, or None where it is off or unsupported."""
@@ -174,63 +184,14 @@ class MethodContext:
             request_id=request_id or f"{problem.id}/{purpose}",
         )
 
-    def row(
-        self,
-        problem: Problem,
-        outcome: Outcome,
-        *,
-        predicted: str | None,
-        program: str | None = None,
-        language: str | None = None,
-        rounds: int = 0,
-        success_round: int | None = None,
-        attempts: list[dict] | None = None,
-        worker: str = "-",
-        pool_attempts: int = 0,
-        latency_s: float = 0.0,
-        route: str | None = None,
-        trace: dict | None = None,
-        stage_seconds: dict[str, float] | None = None,
-    ) -> ResultRow:
-        """The result row of ``problem``: the outcome, the answer scored against the gold, the ledger."""
-        ledger = self.ledger
-        return ResultRow(
-            problem_id=problem.id,
-            dataset=problem.dataset,
-            method=self.config.method,
-            language=language,
-            program=program,
-            status=outcome.status.value,
-            executed=outcome.executed,
-            answer=outcome.answer,
-            predicted=predicted,
-            gold=problem.answer,
-            correct=outcome.executed and is_correct(problem, predicted),
-            error_kind=outcome.error_kind,
-            error_message=outcome.error_message,
-            error_line=outcome.error_line,
-            proof=outcome.proof,
-            backend=outcome.backend,
-            solve_seconds=outcome.seconds,
-            latency_seconds=latency_s,
-            worker=worker,
-            attempts=pool_attempts,
-            finished_at=time.time(),
-            model=ledger.model,
-            prompt_tokens=ledger.prompt_tokens,
-            completion_tokens=ledger.completion_tokens,
-            llm_calls=ledger.calls,
-            cached_calls=ledger.cached,
-            llm_seconds=round(ledger.seconds, 4),
-            rounds=rounds,
-            success_round=success_round,
-            attempts_log=json.dumps(attempts or [], ensure_ascii=False),
-            route=route,
-            trace=json.dumps(
-                {**(trace or {}), **({"readings": outcome.readings} if outcome.readings else {})}, ensure_ascii=False
-            ),
-            stage_seconds=json.dumps({k: round(v, 4) for k, v in (stage_seconds or {}).items()}),
-            certificate=certificate_json(outcome.certificate),
+    def row(self, problem: Problem, outcome: Outcome, *, predicted: str | None, **details: Any) -> ResultRow:
+        """The result row of ``problem``: the outcome, the answer scored against the gold, the ledger.
+
+        ``details`` are :func:`~symbolkg.jobs.core.results.result_row`'s (program, language, rounds,
+        success_round, attempts, worker, pool_attempts, latency_s, route, trace, stage_seconds).
+        """
+        return result_row(
+            problem, outcome, method=self.config.method, predicted=predicted, ledger=self.ledger, **details
         )
 
 

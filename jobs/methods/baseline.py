@@ -9,8 +9,8 @@ from __future__ import annotations
 import time
 
 from symbolkg.actors.engines.base import EngineDeadError, EngineError
+from symbolkg.jobs.core.rows import Problem, ResultRow
 from symbolkg.jobs.methods.base import Method, MethodContext
-from symbolkg.jobs.pipeline.rows import Problem, ResultRow
 from symbolkg.solvers import prompts
 from symbolkg.solvers.outcomes import ErrorKind, Outcome, Status
 

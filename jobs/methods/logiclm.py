@@ -32,17 +32,16 @@ from typing import Any
 from symbolkg.actors.engines.base import (
     ChatRequest,
     Completion,
-    EngineDeadError,
-    EngineError,
     SamplingParams,
     StructuredOutput,
 )
+from symbolkg.jobs.core.answers import interpret
+from symbolkg.jobs.core.results import check_spec
+from symbolkg.jobs.core.rows import Problem, ResultRow
 from symbolkg.jobs.methods.base import Method, MethodContext
 from symbolkg.jobs.methods.vote import Vote, vote
-from symbolkg.jobs.pipeline.answers import interpret
-from symbolkg.jobs.pipeline.rows import Problem, ResultRow
 from symbolkg.solvers import checks, prompts
-from symbolkg.solvers.outcomes import CheckSpec, ErrorKind, Outcome, SolveRequest, Status
+from symbolkg.solvers.outcomes import CheckFinding, ErrorKind, Outcome, SolveRequest, Status
 
 
 def language_for(problem: Problem) -> str | None:
@@ -61,15 +60,15 @@ class Formalized:
     Attributes:
         outcome: the kept program's outcome (None when the LLM never gave a program).
         program: the kept program: the best round's (:func:`formalize_solve_refine`), usually the last.
-        attempts: one object per round (see :attr:`symbolkg.jobs.pipeline.rows.ResultRow.attempts_log`).
+        attempts: one object per round (see :attr:`symbolkg.jobs.core.rows.ResultRow.attempts_log`).
         rounds: programs written and run.
         worker, pool_attempts: where the kept program ran, and how many runs it took.
         kept_round: the round whose program is kept (None before any program ran).
         seconds: ``formalize`` (the first LLM request), ``solve`` (every program, queueing
             included), ``refine`` (the repair requests).
         checks: the formalization checks' findings on the kept round's program as written
-            (:mod:`symbolkg.solvers.checks`), as :meth:`~symbolkg.solvers.checks.Finding.to_dict`
-            objects; each round's are in ``attempts``.
+            (:mod:`symbolkg.solvers.checks`), as the worker returned them
+            (:class:`~symbolkg.solvers.outcomes.CheckFinding`); each round's are in ``attempts``.
         corrections: the checks whose text-resolved corrections were applied to the kept round's
             program after the loop (then ``program`` and ``outcome`` are the corrected program's and
             ``original_program`` the program as written); empty when none applied.
@@ -83,31 +82,55 @@ class Formalized:
     worker: str = "-"
     pool_attempts: int = 0
     seconds: dict[str, float] = field(default_factory=lambda: {"formalize": 0.0, "solve": 0.0, "refine": 0.0})
-    checks: list[dict] = field(default_factory=list)
+    checks: list[CheckFinding] = field(default_factory=list)
     kept_round: int | None = None
     corrections: list[str] = field(default_factory=list)
     original_program: str | None = None
-    remaining: list[dict] = field(default_factory=list)
+    remaining: list[CheckFinding] = field(default_factory=list)
     _kept_rank: int = field(default=-1, repr=False)
 
     def trace(self) -> dict:
         """The row's ``trace`` entries of the checks.
 
-        Their keys are those the direct path writes (:func:`symbolkg.solvers.checks.checked_solve_entries`).
+        Their keys are those the direct path writes (:meth:`symbolkg.solvers.outcomes.CheckReport.trace`).
         """
-        entries: dict = {"checks": self.checks, "corrected": bool(self.corrections)}
+        entries: dict = {"checks": [f.to_dict() for f in self.checks], "corrected": bool(self.corrections)}
         if self.corrections:
             entries["corrections"] = self.corrections
             entries["original_program"] = self.original_program
-            entries["remaining"] = self.remaining
+            entries["remaining"] = [f.to_dict() for f in self.remaining]
         return entries
 
     def keep_if_best(self, one: _Round) -> None:
         """Keep ``one`` when it ranks at least as well as the kept round (the later wins a tie)."""
         if one.rank >= self._kept_rank:
-            self.outcome, self.program, self.checks = one.outcome, one.program, one.findings
+            self.outcome, self.program, self.checks = one.outcome, one.program, list(one.findings)
             self.worker, self.pool_attempts = one.worker, one.pool_attempts
             self.kept_round, self._kept_rank = one.number, one.rank
+
+    def row(
+        self, problem: Problem, ctx: MethodContext, *, language: str, latency_s: float, **details: Any
+    ) -> ResultRow:
+        """The result row of the loop: the kept program, its outcome interpreted for ``problem``, every round.
+
+        ``details`` replace or add :meth:`MethodContext.row`'s (the ``symbolkg`` method's route, its own
+        trace and stage seconds).
+        """
+        outcome = self.final_outcome()
+        row = {
+            "program": self.program,
+            "language": language,
+            "rounds": self.rounds,
+            "success_round": self.kept_round if outcome.executed else None,
+            "attempts": self.attempts,
+            "worker": self.worker,
+            "pool_attempts": self.pool_attempts,
+            "latency_s": latency_s,
+            "stage_seconds": self.seconds,
+            "trace": self.trace(),
+        }
+        predicted = interpret(problem, outcome.answer) if outcome.executed else None
+        return ctx.row(problem, outcome, predicted=predicted, **{**row, **details})
 
     def final_outcome(self) -> Outcome:
         """The loop's outcome, or an LLM error outcome when no program was ever run."""
@@ -205,13 +228,13 @@ class _Round:
     program: str
     completion: Completion
     outcome: Outcome
-    findings: list[dict]
+    findings: tuple[CheckFinding, ...]
     worker: str
     pool_attempts: int
 
     @property
-    def check_errors(self) -> list[checks.Finding]:
-        return [checks.Finding.from_dict(f) for f in self.findings if f["severity"] == "error"]
+    def check_errors(self) -> list[CheckFinding]:
+        return [f for f in self.findings if f.severity == "error"]
 
     @property
     def rank(self) -> int:
@@ -231,8 +254,8 @@ class _Round:
             "completion_tokens": c.completion_tokens,
             "llm_seconds": round(c.latency_s, 4),
             "cached": c.cached,
-            "outcome": {k: v for k, v in self.outcome.to_dict().items() if k != "proof"},
-            "checks": self.findings,
+            "outcome": self.outcome.log_entry(),
+            "checks": [f.to_dict() for f in self.findings],
         }
 
 
@@ -262,18 +285,13 @@ async def _ask_program(
     ctx: MethodContext, request: ChatRequest, round_no: int, purpose: str, out: Formalized
 ) -> Completion | None:
     """One round's request for a program; None when the engine gave none (recorded in ``out.attempts``)."""
-    t0 = time.perf_counter()
-    try:
-        return await ctx.ask(request)
-    except EngineDeadError:
-        raise
-    except EngineError as exc:
+    reply = await ctx.try_ask(request)
+    out.seconds["formalize" if round_no == 1 else "refine"] += reply.seconds
+    if reply.completion is None:
         # No (further) program from the LLM: keep the last outcome. The recorded engine lands here
         # for repairs it does not have.
-        out.attempts.append({"round": round_no, "purpose": purpose, "engine_error": str(exc)})
-        return None
-    finally:
-        out.seconds["formalize" if round_no == 1 else "refine"] += time.perf_counter() - t0
+        out.attempts.append({"round": round_no, "purpose": purpose, "engine_error": reply.error})
+    return reply.completion
 
 
 async def _run_round(
@@ -290,24 +308,12 @@ async def _run_round(
     program = prompts.extract_program(language, completion.text)
     t0 = time.perf_counter()
     result = await ctx.solver.solve(
-        SolveRequest(problem.id, run_as, program, ctx.config.limits, _check_spec(problem, corrections=False))
+        SolveRequest(problem.id, run_as, program, ctx.config.limits, check_spec(problem, corrections=False))
     )
     out.seconds["solve"] += time.perf_counter() - t0
-    outcome, entries = _split_checks(result.outcome)
-    return _Round(
-        round_no, purpose, program, completion, outcome, entries.get("checks", []), result.worker, result.attempts
-    )
-
-
-def _check_spec(problem: Problem, *, corrections: bool) -> CheckSpec:
-    """The formalization checks the worker runs with a round's solve (``corrections``: solve the corrected program)."""
-    return CheckSpec(problem.question, tuple(problem.options), corrections)
-
-
-def _split_checks(outcome: Outcome) -> tuple[Outcome, dict]:
-    """The outcome without its checks' trace entries, and those entries ({} when the worker returned none:
-    it crashed or was stopped before its checks ended)."""
-    return replace(outcome, checks=None), dict(outcome.checks or {})
+    report = result.outcome.checks  # None when the worker crashed or was stopped before its checks ended
+    findings = report.findings if report is not None else ()
+    return _Round(round_no, purpose, program, completion, result.outcome, findings, result.worker, result.attempts)
 
 
 def _repair_messages(
@@ -316,7 +322,7 @@ def _repair_messages(
     problem: Problem,
     program: str,
     outcome: Outcome,
-    check_errors: list[checks.Finding],
+    check_errors: list[CheckFinding],
     hints: str,
     reply: str,
 ) -> prompts.Messages:
@@ -361,20 +367,20 @@ async def _correct_kept_round(problem: Problem, ctx: MethodContext, out: Formali
     correction (``corrects``); when it applied none (a correction that does not parse), or returned
     no checks (it was stopped first), the kept round stands.
     """
-    if not any(f.get("corrects") for f in out.checks):
+    if not any(f.corrects for f in out.checks):
         return
     t0 = time.perf_counter()
     request = SolveRequest(
-        problem.id, run_as, out.program or "", ctx.config.limits, _check_spec(problem, corrections=True)
+        problem.id, run_as, out.program or "", ctx.config.limits, check_spec(problem, corrections=True)
     )
     result = await ctx.solver.solve(request)  # type: ignore[union-attr]
     out.seconds["solve"] += time.perf_counter() - t0
-    outcome, entries = _split_checks(result.outcome)
-    if not entries.get("corrected"):
+    report = result.outcome.checks
+    if report is None or not report.corrected:
         return
-    out.corrections, out.remaining = list(entries["corrections"]), list(entries.get("remaining", []))
+    out.corrections, out.remaining = list(report.corrections), list(report.remaining)
     out.original_program = out.program
-    out.outcome, out.program = outcome, entries["program"]
+    out.outcome, out.program = result.outcome, report.program
     out.worker, out.pool_attempts = result.worker, result.attempts
     out.attempts.append(
         {
@@ -382,8 +388,8 @@ async def _correct_kept_round(problem: Problem, ctx: MethodContext, out: Formali
             "purpose": "correct",
             "program": out.program,
             "corrections": out.corrections,
-            "outcome": {k: v for k, v in outcome.to_dict().items() if k != "proof"},
-            "checks": out.remaining,
+            "outcome": result.outcome.log_entry(),
+            "checks": [f.to_dict() for f in out.remaining],
         }
     )
 
@@ -439,7 +445,7 @@ class Sample:
     predicted: str | None
 
     @property
-    def findings(self) -> list[dict]:
+    def findings(self) -> list[CheckFinding]:
         """The checks' findings on the program whose outcome stands: the corrected program's when the
         text-resolved corrections were applied (what remains), else the kept round's as written."""
         f = self.formalized
@@ -454,7 +460,7 @@ class Sample:
         """``clean`` (executed, no check error), ``flagged`` (executed with a check error) or ``failed``."""
         if not self.executed:
             return "failed"
-        return "flagged" if any(f.get("severity") == "error" for f in self.findings) else "clean"
+        return "flagged" if any(f.severity == "error" for f in self.findings) else "clean"
 
     @property
     def excluded(self) -> str | None:
@@ -463,7 +469,7 @@ class Sample:
             outcome = self.formalized.final_outcome()
             return f"not executed ({outcome.error_kind or outcome.status.value})"
         if self.rank == "flagged":
-            names = sorted({str(f.get("check")) for f in self.findings if f.get("severity") == "error"})
+            names = sorted({f.check for f in self.findings if f.severity == "error"})
             return "check errors (" + ", ".join(names) + ")"
         return None if self.predicted is not None else "no answer on the options"
 
@@ -485,7 +491,7 @@ class Sample:
             "status": outcome.status.value,
             "error_kind": outcome.error_kind,
             "error_message": outcome.error_message,
-            "checks": self.findings,
+            "checks": [f.to_dict() for f in self.findings],
             "corrected": bool(f.corrections),
             "program": f.program,
             "prompt_tokens": sum(a["prompt_tokens"] for a in attempts),
@@ -664,23 +670,7 @@ class LogicLM(Method):
         if self.config.samples > 1:
             return _vote_row(problem, ctx, language, await run_samples(problem, ctx, self.config, language), t0)
         f = await formalize_solve_refine(problem, ctx, language=language, grammar=self.config.grammar)
-        outcome = f.final_outcome()
-        predicted = interpret(problem, outcome.answer) if outcome.executed else None
-        return ctx.row(
-            problem,
-            outcome,
-            predicted=predicted,
-            program=f.program,
-            language=language,
-            rounds=f.rounds,
-            success_round=f.kept_round if outcome.executed else None,
-            attempts=f.attempts,
-            worker=f.worker,
-            pool_attempts=f.pool_attempts,
-            latency_s=time.monotonic() - t0,
-            stage_seconds=f.seconds,
-            trace=f.trace(),
-        )
+        return f.row(problem, ctx, language=language, latency_s=time.monotonic() - t0)
 
 
 def _given(value: Any, default: Any) -> Any:

@@ -4,17 +4,17 @@ One problem is one LogicGraph instance (``--dataset logicgraph/<tier>``; the ada
 knowledge base, target and reference proofs in ``problem.meta``). The method asks the model for as
 many independent proofs as it can (structured-decoded to the instance's own schema: the seven rule
 names, its premise ids and atoms, :func:`~symbolkg.solvers.logicgraph.prompts.answer_schema`),
-checks every proof step by step (:func:`~symbolkg.jobs.logicgraph.verify.verify_instance`), and
+checks every proof step by step (:func:`~symbolkg.solvers.logicgraph.scoring.verify_instance`), and
 enumerates the complete list of minimal supports by labelled elimination, certified
 (:func:`~symbolkg.solvers.logicgraph.elimination.minimal_supports`), to say which of them the valid
 proofs cover. The row's answer is ``A`` (the goal is derivable) when at least one proof is valid;
 its trace holds the per-proof verdicts and the supports matched.
 
 The job (``symbolkg solve --method multipath``) brings resumability, gates, the results store and
-the report, as for every method. ``symbolkg logicgraph solve`` (:mod:`symbolkg.jobs.logicgraph.solve`)
-is an alias of that job that also writes the answers file and the paper's metrics, from the rows:
-the row's ``program`` is the model's raw completion, and its one ``attempts_log`` entry records how
-the completion came back (finish reason, structured, cached, prompt version).
+the report, as for every method. ``symbolkg logicgraph verify --results RUN.parquet``
+(:mod:`symbolkg.jobs.logicgraph.results`) derives LogicGraph's answers file and the paper's metrics
+from the rows: the row's ``program`` is the model's raw completion, and its one ``attempts_log``
+entry records how the completion came back (finish reason, structured, cached, prompt version).
 """
 
 from __future__ import annotations
@@ -25,19 +25,20 @@ import time
 from typing import Any
 
 from symbolkg.actors.engines.base import Completion, EngineDeadError, EngineError, SamplingParams
-from symbolkg.jobs.logicgraph.verify import Answer, verify_instance
+from symbolkg.jobs.core.rows import Problem, ResultRow
 from symbolkg.jobs.methods.base import Method, MethodContext
-from symbolkg.jobs.pipeline.rows import Problem, ResultRow
+from symbolkg.solvers.logicgraph.answers import Answer
 from symbolkg.solvers.logicgraph.elimination import minimal_supports
 from symbolkg.solvers.logicgraph.elimination_check import check_certificate
 from symbolkg.solvers.logicgraph.instances import Instance, InstanceError
 from symbolkg.solvers.logicgraph.prompts import PROMPT_VERSION, SHOW_CHOICES, answer_schema, messages, parse_answer
+from symbolkg.solvers.logicgraph.scoring import verify_instance
 from symbolkg.solvers.outcomes import CertificateError, ErrorKind, Outcome, Status
 
 __all__ = ["FLAGS", "Multipath", "instance_of"]
 
 #: The method's own flags: name -> argparse keywords. ``symbolkg solve`` takes them as
-#: ``--multipath-NAME``, ``symbolkg logicgraph solve`` as ``--NAME``; both store ``multipath_NAME``.
+#: ``--multipath-NAME`` and stores ``multipath_NAME``.
 FLAGS: dict[str, dict[str, Any]] = {
     "show": {
         "choices": SHOW_CHOICES,
@@ -88,11 +89,11 @@ class Multipath(Method):
         self.max_steps = max_steps
 
     @classmethod
-    def add_arguments(cls, group: argparse._ArgumentGroup, *, prefix: str = "--multipath-") -> None:
-        """The :data:`FLAGS`, each as ``prefix + name`` (``symbolkg logicgraph solve`` passes ``"--"``)."""
+    def add_arguments(cls, group: argparse._ArgumentGroup) -> None:
+        """The :data:`FLAGS`, each as ``--multipath-NAME``."""
         for name, kwargs in FLAGS.items():
             metavar = {} if "choices" in kwargs else {"metavar": name.replace("-", "_").upper()}
-            group.add_argument(prefix + name, dest=_dest(name), **metavar, **kwargs)
+            group.add_argument(f"--multipath-{name}", dest=_dest(name), **metavar, **kwargs)
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> Method:

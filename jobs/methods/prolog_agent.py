@@ -7,7 +7,7 @@ Per problem (one PARARULE-Plus question, say), up to ``--prolog-agent-max-attemp
    iff the statement is true);
 2. the agent loads the program with the ``consult_text`` tool and runs the goal with
    ``run_goal`` through a real MCP client session against ``symbolkg mcp serve``
-   (:mod:`symbolkg.jobs.mcp_server`);
+   (:mod:`symbolkg.jobs.servers.mcp`);
 3. success -> "true" (option A), failure -> "false" (option B); a malformed answer, a program
    whose consult reports an error, a goal that raises (``syntax_error``, ``existence_error``,
    ...) or does not finish (``timeout``, ``depth_exceeded``) goes back to the model, the
@@ -15,13 +15,14 @@ Per problem (one PARARULE-Plus question, say), up to ``--prolog-agent-max-attemp
    the first request, the model's last answer and its error (not the whole history), so five
    attempts fit a small model's context.
 
-**One MCP connection per job.** The client (and, with the default ``inprocess`` transport,
-the server) runs on a thread of its own with its own event loop, started on the first problem
-and stopped by :meth:`PrologAgent.close`; every problem in flight sends its tool calls through
-it (MCP requests are multiplexed on the one session). ``inprocess`` speaks JSON-RPC over the
-SDK's in-memory streams to a :class:`~symbolkg.jobs.mcp_server.PrologMCPServer` in this
-process; ``stdio`` spawns ``python -m symbolkg.jobs.cli mcp serve`` and speaks over its pipes.
-Both are the SDK's own :class:`mcp.Client`, so the agent sees exactly what any MCP client sees.
+**One MCP connection per job** (:class:`~symbolkg.jobs.methods.mcp_client.McpConnection`): the
+agent spawns ``python -m symbolkg.jobs.cli mcp serve`` and speaks MCP over its pipes with the
+SDK's own :class:`mcp.Client`, so it sees exactly what any MCP client sees, and never imports the
+server. The client runs on a thread of its own with its own event loop, started on the first
+problem and stopped by :meth:`PrologAgent.close`; every problem in flight sends its tool calls
+through it (MCP requests are multiplexed on the one session). (Until 2026-12 a default
+``inprocess`` transport built the server inside the job's process; it is gone: a method is a
+client of the server, never its host.)
 
 **One Prolog session per distinct program.** The questions of a context share its program
 (the translator writes the same text for each; a model at temperature 0 mostly does too), so a
@@ -65,35 +66,29 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import concurrent.futures
 import json
 import sys
 import threading
 import time
-from collections import OrderedDict
-from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass, field, replace
-from typing import Any, Literal, TypeVar
+from typing import Any
 
-from symbolkg.actors.engines.base import EngineDeadError, EngineError, SamplingParams
+from symbolkg.actors.engines.base import Completion, SamplingParams
+from symbolkg.jobs.core.answers import interpret
+from symbolkg.jobs.core.rows import Problem, ResultRow
 from symbolkg.jobs.methods.base import Method, MethodContext
-from symbolkg.jobs.pipeline.answers import interpret
-from symbolkg.jobs.pipeline.rows import Problem, ResultRow
+from symbolkg.jobs.methods.mcp_client import McpConnection, SessionCache, ToolCall
 from symbolkg.solvers.outcomes import ErrorKind, Outcome, ProgramError, SolveRequest, Status
 from symbolkg.solvers.prolog import pararule as P
 from symbolkg.solvers.symba import syntax as symba
 
-T = TypeVar("T")
 LANGUAGE = "prolog"
 BACKEND = "swipl-mcp"
-Transport = Literal["inprocess", "stdio"]
 
 #: run_goal outcomes that are a verdict; the others (timeout, depth_exceeded, cancelled) are not.
 _VERDICTS = {"success": "True", "failure": "False"}
 #: most characters of the model's previous answer repeated in a repair request.
 _ECHO_CHARS = 6000
-#: tool errors meaning the session is gone (consult again), not that the program is wrong.
-_SESSION_GONE = frozenset({"session_not_found", "session_evicted", "session_expired", "session_lost"})
 
 
 @dataclass(frozen=True)
@@ -102,8 +97,6 @@ class PrologAgentConfig:
 
     Attributes:
         max_attempts: programs the model may write per problem (the first and its repairs).
-        transport: ``inprocess`` (an MCP server in this process, JSON-RPC over memory streams)
-            or ``stdio`` (spawn ``python -m symbolkg.jobs.cli mcp serve``).
         max_tokens: most tokens of one answer of the model.
         time_limit_s: ``run_goal``'s time limit for the model's goal.
         max_depth: ``run_goal``'s recursion depth limit for the model's goal.
@@ -114,11 +107,10 @@ class PrologAgentConfig:
             limit allows (a depth limit alone would hide a loop under a negation).
         reuse_sessions: share one Prolog session among the problems whose program text is identical.
         idle_sessions: consulted programs kept open for reuse while no problem uses them.
-        max_sessions: the in-process server's session cap (LRU eviction beyond it).
+        max_sessions: the server's session cap (LRU eviction beyond it).
     """
 
     max_attempts: int = 5
-    transport: Transport = "inprocess"
     max_tokens: int = 2048
     time_limit_s: float = 10.0
     max_depth: int = 1_000_000
@@ -131,8 +123,6 @@ class PrologAgentConfig:
     max_sessions: int = 256
 
     def __post_init__(self) -> None:
-        if self.transport not in ("inprocess", "stdio"):
-            raise ValueError(f"--prolog-agent-transport must be 'inprocess' or 'stdio', got {self.transport!r}")
         for name in ("max_attempts", "max_tokens", "max_depth", "sldnf_inferences", "sldnf_max_depth", "max_sessions"):
             if getattr(self, name) < 1:
                 raise ValueError(f"--prolog-agent-{name.replace('_', '-')} must be >= 1, got {getattr(self, name)}")
@@ -143,258 +133,60 @@ class PrologAgentConfig:
                 raise ValueError(f"--prolog-agent-{name.replace('_s', '').replace('_', '-')} must be > 0 seconds")
 
 
-# -- the MCP connection ---------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class ToolCall:
-    """One MCP tool call as the agent saw it.
-
-    Attributes:
-        tool: the tool's name.
-        ok: the result's ``ok`` (False also when the call itself failed).
-        seconds: round trip, client side.
-        data: the result's ``structuredContent`` (``{}`` when the call failed).
-        error: ``{kind, message, prolog_term}`` when not ok.
-    """
-
-    tool: str
-    ok: bool
-    seconds: float
-    data: dict[str, Any]
-    error: dict[str, Any] | None
-
-    def log(self) -> dict[str, Any]:
-        entry: dict[str, Any] = {"tool": self.tool, "ok": self.ok, "seconds": round(self.seconds, 4)}
-        if self.error:
-            entry["error"] = self.error.get("kind")
-        return entry
-
-
-class McpConnection:
-    """An MCP client session (and, in-process, its server) on a thread with its own event loop.
-
-    Callers on any event loop ``await connection.call(tool, arguments)``; the calls are sent
-    concurrently over the one session. :meth:`close` (synchronous, idempotent) closes the
-    session, stops the server and joins the thread.
-
-    Args:
-        transport: ``inprocess`` or ``stdio`` (see :class:`PrologAgentConfig`).
-        max_sessions: the in-process server's session cap.
-        startup_timeout_s: seconds allowed for the server to start and the handshake to end.
-    """
-
-    def __init__(
-        self, transport: Transport = "inprocess", *, max_sessions: int = 256, startup_timeout_s: float = 60.0
-    ) -> None:
-        self.transport = transport
-        self.max_sessions = max_sessions
-        self._loop = asyncio.new_event_loop()
-        self._ready: concurrent.futures.Future[None] = concurrent.futures.Future()
-        self._stop: asyncio.Event | None = None
-        self._client: Any = None
-        self._server: Any = None
-        self._closed = False
-        self._thread = threading.Thread(target=self._main, name=f"mcp-client-{transport}", daemon=True)
-        self._thread.start()
-        try:
-            self._ready.result(timeout=startup_timeout_s)
-        except BaseException:
-            self.close()
-            raise
-
-    def _main(self) -> None:
-        asyncio.set_event_loop(self._loop)
-        try:
-            self._loop.run_until_complete(self._serve())
-        finally:
-            self._loop.close()
-
-    async def _serve(self) -> None:
-        from mcp import Client
-
-        self._stop = asyncio.Event()
-        try:
-            if self.transport == "inprocess":
-                # the server (MCP SDK): this transport only
-                from symbolkg.jobs.mcp_server import PrologMCPServer, ServerConfig
-
-                self._server = PrologMCPServer(ServerConfig(max_sessions=self.max_sessions))
-                # legacy mode: the initialize handshake and JSON-RPC over the SDK's in-memory streams
-                client = Client(self._server.server, mode="legacy")
-            else:
-                from mcp.client.stdio import StdioServerParameters
-
-                params = StdioServerParameters(command=sys.executable, args=["-m", "symbolkg.jobs.cli", "mcp", "serve"])
-                client = Client(params)
-            async with client:
-                self._client = client
-                self._ready.set_result(None)
-                await self._stop.wait()
-        except BaseException as exc:  # noqa: BLE001 - reported to the starting thread, or logged at close
-            if not self._ready.done():
-                self._ready.set_exception(exc)
-            elif not isinstance(exc, (asyncio.CancelledError, GeneratorExit)):
-                print(f"[prolog-agent] the MCP connection ended with an error: {exc!r}", file=sys.stderr)
-        finally:
-            self._client = None
-            if self._server is not None:
-                await asyncio.to_thread(self._server.close)
-
-    def submit(self, coro_fn: Callable[[], Awaitable[T]]) -> concurrent.futures.Future[T]:
-        """Run ``coro_fn()`` on the connection's loop; a concurrent future of its result."""
-        if self._closed:
-            raise RuntimeError("the MCP connection is closed")
-        return asyncio.run_coroutine_threadsafe(coro_fn(), self._loop)  # type: ignore[arg-type]
-
-    async def run(self, coro_fn: Callable[[], Awaitable[T]]) -> T:
-        """Await ``coro_fn()`` run on the connection's loop, from any loop."""
-        return await asyncio.wrap_future(self.submit(coro_fn))
-
-    async def call_here(self, tool: str, arguments: dict[str, Any]) -> ToolCall:
-        """One tool call; must run on the connection's loop (see :meth:`call`)."""
-        t0 = time.perf_counter()
-        try:
-            if self._client is None:
-                raise RuntimeError("the MCP connection is not open")
-            result = await self._client.call_tool(tool, arguments)
-        except Exception as exc:  # noqa: BLE001 - a failed call is data for the row, the session may live on
-            return ToolCall(
-                tool,
-                False,
-                time.perf_counter() - t0,
-                {},
-                {"kind": "transport_error", "message": f"{type(exc).__name__}: {exc}", "prolog_term": None},
-            )
-        seconds = time.perf_counter() - t0
-        data = result.structured_content
-        if data is None:  # a server that sends JSON text only
-            text = "".join(getattr(c, "text", "") for c in result.content)
-            try:
-                data = json.loads(text)
-            except ValueError:
-                data = {"ok": not result.is_error, "error": {"kind": "execution_exception", "message": text}}
-        ok = bool(data.get("ok", not result.is_error)) and not result.is_error
-        error = None if ok else dict(data.get("error") or {"kind": "execution_exception", "message": str(data)})
-        return ToolCall(tool, ok, seconds, data, error)
-
-    async def call(self, tool: str, arguments: dict[str, Any]) -> ToolCall:
-        """One tool call from any loop."""
-        return await self.run(lambda: self.call_here(tool, arguments))
-
-    def close(self) -> None:
-        if self._closed:
-            return
-        self._closed = True
-        if self._stop is not None and self._loop.is_running():
-            self._loop.call_soon_threadsafe(self._stop.set)
-        self._thread.join(timeout=30)
-
-
-# -- consulted programs, shared -------------------------------------------------------------------
-
-
-@dataclass
-class _Entry:
-    """A consulted program: its session, once ``ready`` is set; ``users`` problems use it now."""
-
-    ready: asyncio.Event = field(default_factory=asyncio.Event)
-    load_id: str | None = None
-    consult: ToolCall | None = None
-    users: int = 0
-
-
-class SessionCache:
-    """Prolog sessions keyed by program text, on the connection's loop (every method runs there).
-
-    :meth:`acquire` consults a program once and hands its ``load_id`` to everyone asking for the
-    same text; :meth:`release` returns it, and when nobody uses it, it joins the idle list
-    (bounded, least recently used closed first). With ``reuse`` off, every acquire consults
-    afresh and release closes.
-    """
-
-    def __init__(self, connection: McpConnection, *, reuse: bool, idle: int) -> None:
-        self.connection = connection
-        self.reuse = reuse
-        self.idle_cap = idle
-        self._entries: dict[str, _Entry] = {}
-        self._idle: OrderedDict[str, None] = OrderedDict()
-        self.consults = 0
-        self.hits = 0
-
-    async def acquire(self, program: str, calls: list[ToolCall]) -> tuple[_Entry, bool]:
-        """The session of ``program`` (consulted now or before) and whether it was reused."""
-        if not self.reuse:
-            entry = _Entry(users=1)
-            await self._consult(program, entry, calls)
-            return entry, False
-        entry = self._entries.get(program)
-        if entry is not None:
-            entry.users += 1
-            self._idle.pop(program, None)
-            await entry.ready.wait()
-            self.hits += 1
-            return entry, True
-        entry = _Entry(users=1)
-        self._entries[program] = entry
-        await self._consult(program, entry, calls)
-        return entry, False
-
-    async def _consult(self, program: str, entry: _Entry, calls: list[ToolCall]) -> None:
-        try:
-            call = await self.connection.call_here("consult_text", {"source_text": program})
-            calls.append(call)
-            self.consults += 1
-            entry.consult = call
-            entry.load_id = call.data.get("load_id") if call.ok else None
-        finally:
-            entry.ready.set()
-
-    async def invalidate(self, program: str, entry: _Entry) -> None:
-        """Forget a session the server no longer has (evicted, expired, lost)."""
-        if self._entries.get(program) is entry:
-            del self._entries[program]
-        self._idle.pop(program, None)
-
-    async def release(self, program: str, entry: _Entry, calls: list[ToolCall]) -> None:
-        entry.users -= 1
-        if not self.reuse or self._entries.get(program) is not entry:
-            if entry.users <= 0 and entry.load_id is not None:
-                calls.append(await self.connection.call_here("close_session", {"load_id": entry.load_id}))
-            return
-        if entry.users > 0:
-            return
-        self._idle[program] = None
-        self._idle.move_to_end(program)
-        while len(self._idle) > self.idle_cap:
-            old, _ = self._idle.popitem(last=False)
-            stale = self._entries.pop(old, None)
-            if stale is not None and stale.load_id is not None:
-                calls.append(await self.connection.call_here("close_session", {"load_id": stale.load_id}))
-
-    async def close_all(self) -> None:
-        for entry in list(self._entries.values()):
-            if entry.load_id is not None:
-                await self.connection.call_here("close_session", {"load_id": entry.load_id})
-        self._entries.clear()
-        self._idle.clear()
-
-
 # -- the method -----------------------------------------------------------------------------------
 
 
-def _consult_errors(call: ToolCall) -> dict[str, Any] | None:
-    """The structured error of a consult: the call's, or its error-severity messages (None if clean)."""
-    if not call.ok:
-        return call.error
-    errors = [m for m in call.data.get("messages", []) if m.get("severity") == "error"]
-    if not errors:
-        return None
-    text = "; ".join(
-        f"line {m.get('line')}: {m.get('message')}" if m.get("line") else str(m.get("message")) for m in errors[:5]
+def verdict_outcome(result: dict[str, Any]) -> Outcome:
+    """The outcome of a ``run_goal`` result with a verdict (``success`` -> True, ``failure`` -> False)."""
+    verdict = _VERDICTS[result["outcome"]]
+    return Outcome(
+        Status.PROVED if verdict == "True" else Status.DISPROVED,
+        answer=verdict,
+        proof=json.dumps(result.get("answers", [])[:1]),
+        seconds=float(result.get("elapsed_s") or 0.0),
+        backend=BACKEND,
     )
-    more = f" (and {len(errors) - 5} more)" if len(errors) > 5 else ""
-    return {"kind": errors[0].get("kind") or "syntax_error", "message": text + more, "prolog_term": None}
+
+
+@dataclass
+class Attempts:
+    """One problem's attempts so far, and what the last of them left.
+
+    Attributes:
+        log: one object per attempt (the row's ``attempts_log``).
+        calls: the MCP calls of the attempts, in order.
+        seconds: LLM, MCP and SLDNF seconds (the row's ``stage_seconds``; ``rederive`` when it ran).
+        outcome: the last attempt's outcome (None before the first).
+        program: the last program that ran, with its goal as a final ``?- goal.`` line.
+        success_round: the attempt that reached a verdict (None if none did).
+        reused: attempts that reused a consulted session.
+    """
+
+    log: list[dict[str, Any]] = field(default_factory=list)
+    calls: list[ToolCall] = field(default_factory=list)
+    seconds: dict[str, float] = field(default_factory=lambda: {"llm": 0.0, "mcp": 0.0, "sldnf": 0.0})
+    outcome: Outcome | None = None
+    program: str | None = None
+    success_round: int | None = None
+    reused: int = 0
+
+    def row(self, problem: Problem, ctx: MethodContext, *, latency_s: float, trace: dict[str, Any]) -> ResultRow:
+        """The problem's row: the last outcome interpreted, the last program, every attempt."""
+        outcome = self.outcome
+        assert outcome is not None  # at least one attempt ran
+        return ctx.row(
+            problem,
+            outcome,
+            predicted=interpret(problem, outcome.answer) if outcome.executed else None,
+            program=self.program,
+            language=LANGUAGE,
+            rounds=len(self.log),
+            success_round=self.success_round,
+            attempts=self.log,
+            latency_s=latency_s,
+            trace=trace,
+            stage_seconds=self.seconds,
+        )
 
 
 class PrologAgent(Method):
@@ -420,13 +212,6 @@ class PrologAgent(Method):
             type=int,
             default=d.max_attempts,
             help=f"programs the model may write per problem, repairs included (default {d.max_attempts})",
-        )
-        g.add_argument(
-            "--prolog-agent-transport",
-            choices=("inprocess", "stdio"),
-            default=d.transport,
-            help="inprocess: an MCP server in this process over the SDK's memory streams (default); "
-            "stdio: spawn `python -m symbolkg.jobs.cli mcp serve`",
         )
         g.add_argument(
             "--prolog-agent-max-tokens",
@@ -462,7 +247,6 @@ class PrologAgent(Method):
         return cls(
             PrologAgentConfig(
                 max_attempts=args.prolog_agent_max_attempts,
-                transport=args.prolog_agent_transport,
                 max_tokens=args.prolog_agent_max_tokens,
                 time_limit_s=args.prolog_agent_time_limit,
                 sldnf=not args.prolog_agent_no_sldnf,
@@ -481,7 +265,7 @@ class PrologAgent(Method):
             if self._closed:
                 raise RuntimeError("the prolog-agent method is closed")
             if self._connection is None:
-                self._connection = McpConnection(self.config.transport, max_sessions=self.config.max_sessions)
+                self._connection = McpConnection(max_sessions=self.config.max_sessions)
                 self._sessions = SessionCache(
                     self._connection, reuse=self.config.reuse_sessions, idle=self.config.idle_sessions
                 )
@@ -514,124 +298,101 @@ class PrologAgent(Method):
     async def run(self, problem: Problem, ctx: MethodContext) -> ResultRow:
         t0 = time.monotonic()
         connection, sessions = self._open() if self._connection is not None else await asyncio.to_thread(self._open)
-        calls: list[ToolCall] = []
-        attempts: list[dict[str, Any]] = []
-        seconds = {"llm": 0.0, "mcp": 0.0, "sldnf": 0.0}
-        outcome, program, success_round, reused = await self._attempts(
-            problem, ctx, connection, sessions, calls, attempts, seconds
-        )
-        sldnf = await self._sldnf_closure(connection, sessions, problem, seconds) if self.config.sldnf else None
+        tries = await self._attempts(problem, ctx, connection, sessions)
+        sldnf = await self._sldnf_closure(connection, sessions, problem, tries.seconds) if self.config.sldnf else None
         rederived = None
-        if ctx.solver is not None and success_round is not None and program is not None:
+        if ctx.solver is not None and tries.success_round is not None and tries.program is not None:
             t = time.perf_counter()
-            outcome, rederived = await self._rederive(problem, program, outcome, ctx)
-            seconds["rederive"] = time.perf_counter() - t
-        predicted = interpret(problem, outcome.answer) if outcome.executed else None
+            tries.outcome, rederived = await self._rederive(problem, tries.program, tries.outcome, ctx)
+            tries.seconds["rederive"] = time.perf_counter() - t
         trace = {
-            "mcp_transport": self.config.transport,
-            "mcp_calls": [c.log() for c in calls],
-            "reused_sessions": reused,
+            "mcp_transport": McpConnection.transport,
+            "mcp_calls": [c.log() for c in tries.calls],
+            "reused_sessions": tries.reused,
             "sldnf_closure": sldnf["verdict"] if sldnf else None,
             "sldnf": sldnf,
             "rederived": rederived,
         }
-        return ctx.row(
-            problem,
-            outcome,
-            predicted=predicted,
-            program=program,
-            language=LANGUAGE,
-            rounds=len(attempts),
-            success_round=success_round,
-            attempts=attempts,
-            latency_s=time.monotonic() - t0,
-            trace=trace,
-            stage_seconds=seconds,
-        )
+        return tries.row(problem, ctx, latency_s=time.monotonic() - t0, trace=trace)
 
     async def _attempts(
-        self,
-        problem: Problem,
-        ctx: MethodContext,
-        connection: McpConnection,
-        sessions: SessionCache,
-        calls: list[ToolCall],
-        attempts: list[dict[str, Any]],
-        seconds: dict[str, float],
-    ) -> tuple[Outcome, str | None, int | None, int]:
+        self, problem: Problem, ctx: MethodContext, connection: McpConnection, sessions: SessionCache
+    ) -> Attempts:
         """Formalize, then repair after each failed consult or goal, up to ``max_attempts`` times.
 
-        Appends each attempt to ``attempts`` and each MCP call to ``calls``, adds the LLM and MCP time to
-        ``seconds``. Returns the last outcome, the program that ran last, the attempt that succeeded
-        (None if none did) and how many attempts reused a loaded session.
+        A repair request is the first request, the model's last answer and that answer's error.
         """
         base = P.formalize_messages(problem.context, problem.question)
         messages = list(base)
-        params = SamplingParams(max_tokens=self.config.max_tokens)
-        outcome: Outcome | None = None
-        program: str | None = None
-        success_round: int | None = None
-        reused = 0
+        tries = Attempts()
         for number in range(1, self.config.max_attempts + 1):
             attempt: dict[str, Any] = {"attempt": number}
-            attempts.append(attempt)
-            request = ctx.chat(
-                problem,
-                "formalize" if number == 1 else "repair",
-                messages,
-                params=params,
-                request_id=f"{problem.id}/prolog-agent/{number}",
-            )
-            t = time.perf_counter()
-            try:
-                completion = await ctx.ask(request)
-            except EngineDeadError:
-                raise
-            except EngineError as exc:
-                seconds["llm"] += time.perf_counter() - t
-                attempt.update(stage="llm", error={"kind": ErrorKind.LLM.value, "message": str(exc)})
-                outcome = Outcome.error(Status.RUNTIME_ERROR, ErrorKind.LLM, str(exc), backend=BACKEND)
+            tries.log.append(attempt)
+            completion = await self._ask(problem, ctx, messages, tries)
+            if completion is None:
                 break
-            seconds["llm"] += time.perf_counter() - t
-            attempt["completion"] = completion.text
             # a repair shows the model its last answer and that answer's error only (not every earlier
             # attempt): the conversation stays within a small model's context
             messages = [*base, ("assistant", completion.text[:_ECHO_CHARS])]
-            try:
-                form = P.parse_response(completion.text)
-            except P.FormatError as exc:
-                error = {"kind": "format_error", "message": str(exc), "prolog_term": None}
-                attempt.update(stage="format", error=error)
-                outcome = Outcome.error(Status.PARSE_ERROR, ErrorKind.NO_ANSWER, str(exc), backend=BACKEND)
-                messages.append(("user", P.repair_message("format", error)))
-                continue
-            program = f"{form.program.rstrip()}\n?- {form.goal.strip().removesuffix('.')}.\n"  # what ran: KB and goal
-            attempt.update(program=form.program, goal=form.goal)
-            t = time.perf_counter()
-            stage, error, result, was_reused = await connection.run(
-                lambda form=form: self._consult_and_run(sessions, form, calls)
-            )
-            seconds["mcp"] += time.perf_counter() - t
-            reused += was_reused
-            attempt["stage"] = stage
-            attempt["reused_session"] = was_reused
-            if error is None:
-                verdict = _VERDICTS[result["outcome"]]
-                attempt["outcome"] = result["outcome"]
-                outcome = Outcome(
-                    Status.PROVED if verdict == "True" else Status.DISPROVED,
-                    answer=verdict,
-                    proof=json.dumps(result.get("answers", [])[:1]),
-                    seconds=float(result.get("elapsed_s") or 0.0),
-                    backend=BACKEND,
-                )
-                success_round = number
+            repair = await self._try_answer(completion.text, connection, sessions, tries)
+            if repair is None:
                 break
-            attempt["error"] = error
-            outcome = self._failed(stage, error)
-            messages.append(("user", P.repair_message(stage, error)))
-        assert outcome is not None  # max_attempts >= 1
-        return outcome, program, success_round, reused
+            messages.append(("user", repair))
+        assert tries.outcome is not None  # max_attempts >= 1
+        return tries
+
+    async def _ask(
+        self, problem: Problem, ctx: MethodContext, messages: list[tuple[str, str]], tries: Attempts
+    ) -> Completion | None:
+        """The model's answer for the current attempt; None when the engine failed it (recorded in ``tries``)."""
+        number = len(tries.log)
+        request = ctx.chat(
+            problem,
+            "formalize" if number == 1 else "repair",
+            messages,
+            params=SamplingParams(max_tokens=self.config.max_tokens),
+            request_id=f"{problem.id}/prolog-agent/{number}",
+        )
+        reply = await ctx.try_ask(request)
+        tries.seconds["llm"] += reply.seconds
+        if reply.completion is None:
+            tries.log[-1].update(stage="llm", error={"kind": ErrorKind.LLM.value, "message": reply.error})
+            tries.outcome = Outcome.error(Status.RUNTIME_ERROR, ErrorKind.LLM, reply.error or "", backend=BACKEND)
+            return None
+        tries.log[-1]["completion"] = reply.completion.text
+        return reply.completion
+
+    async def _try_answer(
+        self, text: str, connection: McpConnection, sessions: SessionCache, tries: Attempts
+    ) -> str | None:
+        """Parse the model's answer, consult its program and run its goal: None for a verdict (the attempt
+        succeeded), else the repair message of what failed (the attempt's outcome and error recorded)."""
+        attempt = tries.log[-1]
+        try:
+            form = P.parse_response(text)
+        except P.FormatError as exc:
+            error = {"kind": "format_error", "message": str(exc), "prolog_term": None}
+            attempt.update(stage="format", error=error)
+            tries.outcome = Outcome.error(Status.PARSE_ERROR, ErrorKind.NO_ANSWER, str(exc), backend=BACKEND)
+            return P.repair_message("format", error)
+        tries.program = f"{form.program.rstrip()}\n?- {form.goal.strip().removesuffix('.')}.\n"  # what ran: KB and goal
+        attempt.update(program=form.program, goal=form.goal)
+        t = time.perf_counter()
+        stage, error, result, was_reused = await connection.run(
+            lambda: self._consult_and_run(sessions, form, tries.calls)
+        )
+        tries.seconds["mcp"] += time.perf_counter() - t
+        tries.reused += was_reused
+        attempt["stage"] = stage
+        attempt["reused_session"] = was_reused
+        if error is None:
+            attempt["outcome"] = result["outcome"]
+            tries.outcome = verdict_outcome(result)
+            tries.success_round = len(tries.log)
+            return None
+        attempt["error"] = error
+        tries.outcome = self._failed(stage, error)
+        return P.repair_message(stage, error)
 
     async def _sldnf_closure(
         self, connection: McpConnection, sessions: SessionCache, problem: Problem, seconds: dict[str, float]
@@ -696,51 +457,34 @@ class PrologAgent(Method):
         Returns:
             (stage reached, its error or None, run_goal's result, whether the session was reused).
         """
-        for _ in range(2):  # a second time only when the server dropped a reused session
-            entry, reused = await sessions.acquire(form.program, calls)
-            try:
-                assert entry.consult is not None
-                error = _consult_errors(entry.consult)
-                if error is not None:
-                    return "consult", error, {}, reused
-                call = await sessions.connection.call_here(
-                    "run_goal",
-                    {
-                        "load_id": entry.load_id,
-                        "goal": form.goal,
-                        "max_answers": 1,
-                        "time_limit": self.config.time_limit_s,
-                        "max_depth": self.config.max_depth,
-                    },
-                )
-                calls.append(call)
-                if not call.ok and call.error and call.error.get("kind") in _SESSION_GONE and reused:
-                    await sessions.invalidate(form.program, entry)
-                    continue
-                if not call.ok:
-                    return (
-                        "goal",
-                        call.error or {"kind": "execution_exception", "message": "no error record"},
-                        {},
-                        reused,
-                    )
-                outcome = call.data.get("outcome")
-                if outcome not in _VERDICTS:
-                    what = {
-                        "timeout": f"the goal ran past its time limit of {self.config.time_limit_s:g} s",
-                        "depth_exceeded": f"the goal went deeper than {self.config.max_depth} calls (a loop? "
-                        "table recursive predicates)",
-                    }.get(str(outcome), f"outcome {outcome}")
-                    return "goal", {"kind": str(outcome), "message": what, "prolog_term": None}, call.data, reused
-                return "goal", None, call.data, reused
-            finally:
-                await sessions.release(form.program, entry, calls)
-        return (
-            "goal",
-            {"kind": "session_lost", "message": "the session was dropped twice", "prolog_term": None},
-            {},
-            True,
-        )
+        arguments = {
+            "goal": form.goal,
+            "max_answers": 1,
+            "time_limit": self.config.time_limit_s,
+            "max_depth": self.config.max_depth,
+        }
+        run = await sessions.run_goal(form.program, arguments, calls)
+        if run.consult_error is not None:
+            return "consult", run.consult_error, {}, run.reused
+        call = run.call
+        if call is None:
+            return (
+                "goal",
+                {"kind": "session_lost", "message": "the session was dropped twice", "prolog_term": None},
+                {},
+                True,
+            )
+        if not call.ok:
+            return "goal", call.error or {"kind": "execution_exception", "message": "no error record"}, {}, run.reused
+        outcome = call.data.get("outcome")
+        if outcome not in _VERDICTS:
+            what = {
+                "timeout": f"the goal ran past its time limit of {self.config.time_limit_s:g} s",
+                "depth_exceeded": f"the goal went deeper than {self.config.max_depth} calls (a loop? "
+                "table recursive predicates)",
+            }.get(str(outcome), f"outcome {outcome}")
+            return "goal", {"kind": str(outcome), "message": what, "prolog_term": None}, call.data, run.reused
+        return "goal", None, call.data, run.reused
 
     async def _sldnf(self, sessions: SessionCache, problem: Problem, calls: list[ToolCall]) -> dict[str, Any] | None:
         """Run the plain SLDNF encoding of the question; None when the translator cannot read it.
@@ -752,40 +496,28 @@ class PrologAgent(Method):
             t = P.translate(problem.context, problem.question)
         except P.TranslationError:
             return None
-        goal = P.sldnf_probe(t.sldnf_goal, self.config.sldnf_inferences)
-        for _ in range(2):
-            entry, reused = await sessions.acquire(t.sldnf_program, calls)
-            try:
-                error = _consult_errors(entry.consult) if entry.consult else {"kind": "no_consult"}
-                if error is not None:
-                    return {"verdict": "error", "error": error}
-                call = await sessions.connection.call_here(
-                    "run_goal",
-                    {
-                        "load_id": entry.load_id,
-                        "goal": goal,
-                        "max_answers": 1,
-                        "time_limit": self.config.sldnf_time_limit_s,
-                        "max_depth": self.config.sldnf_max_depth,
-                    },
-                )
-                calls.append(call)
-                if not call.ok and call.error and call.error.get("kind") in _SESSION_GONE and reused:
-                    await sessions.invalidate(t.sldnf_program, entry)
-                    continue
-            finally:
-                await sessions.release(t.sldnf_program, entry, calls)
-            if not call.ok:
-                kind = (call.error or {}).get("kind")
-                return {"verdict": "loops" if kind == "resource_error" else "error", "error": call.error}
-            outcome = call.data.get("outcome")
-            answers = call.data.get("answers") or []
-            if outcome == "success" and P.LOOP_MARK in json.dumps(answers[:1]):
-                return {"verdict": "loops", "outcome": "inference_limit_exceeded"}
-            if outcome not in _VERDICTS:  # timeout / depth_exceeded: no verdict within the limits either
-                return {"verdict": "loops", "outcome": outcome}
-            if problem.answer is None:
-                return {"verdict": None, "outcome": outcome}
-            answer = "A" if outcome == "success" else "B"
-            return {"verdict": "same" if answer == problem.answer else "different", "outcome": outcome}
-        return {"verdict": "error", "error": {"kind": "session_lost"}}
+        arguments = {
+            "goal": P.sldnf_probe(t.sldnf_goal, self.config.sldnf_inferences),
+            "max_answers": 1,
+            "time_limit": self.config.sldnf_time_limit_s,
+            "max_depth": self.config.sldnf_max_depth,
+        }
+        run = await sessions.run_goal(t.sldnf_program, arguments, calls)
+        if run.consult_error is not None:
+            return {"verdict": "error", "error": run.consult_error}
+        call = run.call
+        if call is None:
+            return {"verdict": "error", "error": {"kind": "session_lost"}}
+        if not call.ok:
+            kind = (call.error or {}).get("kind")
+            return {"verdict": "loops" if kind == "resource_error" else "error", "error": call.error}
+        outcome = call.data.get("outcome")
+        answers = call.data.get("answers") or []
+        if outcome == "success" and P.LOOP_MARK in json.dumps(answers[:1]):
+            return {"verdict": "loops", "outcome": "inference_limit_exceeded"}
+        if outcome not in _VERDICTS:  # timeout / depth_exceeded: no verdict within the limits either
+            return {"verdict": "loops", "outcome": outcome}
+        if problem.answer is None:
+            return {"verdict": None, "outcome": outcome}
+        answer = "A" if outcome == "success" else "B"
+        return {"verdict": "same" if answer == problem.answer else "different", "outcome": outcome}

@@ -54,9 +54,9 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from symbolkg.actors.engines.base import EngineDeadError, EngineError, SamplingParams
+from symbolkg.jobs.core.answers import interpret
+from symbolkg.jobs.core.rows import Problem, ResultRow
 from symbolkg.jobs.methods.base import Method, MethodContext
-from symbolkg.jobs.pipeline.answers import interpret
-from symbolkg.jobs.pipeline.rows import Problem, ResultRow
 from symbolkg.solvers.outcomes import ErrorKind, Outcome, ProgramError, SolveRequest, Status
 from symbolkg.solvers.symba import prompts as P
 from symbolkg.solvers.symba.engine import atom_variables, head_unifies

@@ -14,8 +14,8 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
+from symbolkg.jobs.core.rows import Problem, ResultRow
 from symbolkg.jobs.methods.base import Method, MethodContext
-from symbolkg.jobs.pipeline.rows import Problem, ResultRow
 
 if TYPE_CHECKING:
     from symbolkg.jobs.methods.symbolkg_stages import SymbolKG

@@ -7,7 +7,7 @@ at once, so the engine batches their LLM calls):
    extracted now (once per distinct context, even when several problems in flight share it)
    and stored, so the next run and the next question on the same story skip the LLM;
 2. **retrieve**: LLM query entities -> dense and name anchors -> the logical hull -> LLM
-   pruning (:func:`symbolkg.jobs.pipeline.retrieve.retrieve`), over that graph; the query is the question and
+   pruning (:func:`symbolkg.jobs.methods.symbolkg_retrieve.retrieve`), over that graph; the query is the question and
    its options. The search runs off the event loop, on the job's retrieval hosts (a worker
    thread, or index actors: :mod:`symbolkg.actors.retrieval_actor`), batched across problems in flight;
 3. **premises**: the context sentences the kept nodes were read from, in text order; when
@@ -45,31 +45,38 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from symbolkg.actors.engines.base import (
-    ChatRequest,
     EngineDeadError,
     EngineError,
     LLMEngine,
-    Message,
     SamplingParams,
     StructuredOutput,
 )
 from symbolkg.actors.retrieval_actor import EmbedderSpec, HostConfig, RetrievalService
-from symbolkg.jobs.lkg import ContextJob, LKGConfig, extract_context
-from symbolkg.jobs.methods.base import Ledger, MethodContext
+from symbolkg.jobs.core.results import Ledger
+from symbolkg.jobs.core.rows import Problem, ResultRow
+from symbolkg.jobs.methods.base import MethodContext
+from symbolkg.jobs.methods.lkg_extract import ContextJob, LKGConfig, extract_context, spent
 from symbolkg.jobs.methods.logiclm import formalize_solve_refine
-from symbolkg.jobs.pipeline.answers import interpret
-from symbolkg.jobs.pipeline.retrieve import RetrieveOutcome, retrieve
-from symbolkg.jobs.pipeline.rows import Problem, ResultRow
-from symbolkg.jobs.router_eval import graph_counts
+from symbolkg.jobs.methods.symbolkg_retrieve import RetrieveOutcome, retrieve
 from symbolkg.retrieval.embed import Embedder, ModelNotFoundError, make_embedder
 from symbolkg.retrieval.hull import HullConfig
 from symbolkg.retrieval.lkg.canonical import split_sentences
-from symbolkg.retrieval.lkg.schema import STRUCTURAL_EDGE_TYPES, Concept, Constraint, ContextRecord, Entity, Graph, Rule
+from symbolkg.retrieval.lkg.schema import (
+    STRUCTURAL_EDGE_TYPES,
+    Concept,
+    Constraint,
+    ContextRecord,
+    Entity,
+    Graph,
+    Rule,
+    graph_counts,
+)
 from symbolkg.retrieval.lkg.store import LKGStore, cache_key
 from symbolkg.retrieval.prune import PruneConfig
 from symbolkg.solvers.router import (
     SOLVERS,
     Route,
+    Target,
     combine_vote,
     parse_vote,
     route,
@@ -204,10 +211,7 @@ class SymbolKG:
                 self._extracting.pop(key, None)  # not stored: the next problem (or run) asks again
             return ProblemGraph(key, graph, record, "llm_error")
         if owner:  # the extraction's tokens are this problem's; sharers add nothing
-            ledger.prompt_tokens += record.prompt_tokens
-            ledger.completion_tokens += record.completion_tokens
-            ledger.calls += record.rounds
-            ledger.seconds += record.llm_seconds
+            ledger.merge(spent(record))
         else:
             self.store.link_problems(key, [problem.id])
         return ProblemGraph(key, graph, record, "extracted" if owner else "shared")
@@ -298,28 +302,38 @@ def subgraph_hints(sub: Graph, language: str, max_items: int = 24) -> str:
 
 
 async def _vote(
-    engine: LLMEngine, problem: Problem, context: str, cfg: SymbolKGConfig, ledger: Ledger
+    ctx: MethodContext, problem: Problem, context: str, cfg: SymbolKGConfig
 ) -> tuple[str | None, str | None]:
-    """The LLM's solver vote (or None) and the error, if the call failed."""
-    structured = StructuredOutput(choice=SOLVERS) if engine.supports_structured else None
-    pairs = vote_messages(context, problem.question, problem.options)
-    messages = tuple(Message(r, c) for r, c in pairs)  # type: ignore[arg-type]
-    request = ChatRequest(
-        messages,
-        SamplingParams(max_tokens=min(8, cfg.stage_max_tokens)),
-        structured,
-        problem_id=problem.id,
-        purpose="route",
-        request_id=f"{problem.id}/route",
+    """The LLM's solver vote (or None) and the error, if the call failed (not counted as a call)."""
+    structured = StructuredOutput(choice=SOLVERS) if ctx.engine.supports_structured else None
+    params = SamplingParams(max_tokens=min(8, cfg.stage_max_tokens))
+    request = ctx.chat(
+        problem,
+        "route",
+        vote_messages(context, problem.question, problem.options),
+        params=params,
+        structured=structured,
     )
     try:
-        completion = (await engine.generate([request]))[0]
+        completion = (await ctx.engine.generate([request]))[0]
     except EngineDeadError:
         raise
     except EngineError as exc:
         return None, str(exc)
-    ledger.add(completion)
+    ctx.ledger.add(completion)
     return parse_vote(completion.text), None
+
+
+def _lkg_trace(pg: ProblemGraph) -> dict:
+    record = pg.record
+    return {
+        "key": pg.key,
+        "source": pg.source,
+        "status": record.status if record else None,
+        "nodes": len(pg.graph.nodes),
+        "edges": len(pg.graph.edges),
+        "issues": len(record.errors) if record else 0,
+    }
 
 
 def _retrieve_trace(out: RetrieveOutcome) -> dict:
@@ -356,108 +370,140 @@ def _route_trace(r: Route) -> dict:
     }
 
 
+@dataclass(frozen=True)
+class Premises:
+    """What the retrieve stage hands on: the subgraph and the premises to formalize.
+
+    Attributes:
+        sub: the kept nodes' subgraph (the whole LKG when retrieval did not run).
+        context: the premise sentences in text order, or the whole context (``trace["source"]`` says why).
+        retrieved: the row's ``trace["retrieve"]`` (None when retrieval did not run).
+        trace: the row's ``trace["premises"]``: ``source``, the sentence indices, ``of`` how many.
+    """
+
+    sub: Graph
+    context: str
+    retrieved: dict | None
+    trace: dict
+
+
+def choose_premises(problem: Problem, graph: Graph, out: RetrieveOutcome | None, retrieval: bool = True) -> Premises:
+    """The premises of ``problem``: the context sentences the kept nodes cite, else the whole context.
+
+    Args:
+        problem: its context is split into sentences.
+        graph: the problem's LKG.
+        out: the retrieve stage's outcome; None when it did not run (``retrieval`` off, or an empty LKG).
+        retrieval: the ablation switch (only says why the whole context is used when ``out`` is None).
+    """
+    if out is None:
+        sub, sentences, retrieved = graph, (), None
+        source = "whole: retrieval off" if not retrieval else "whole: empty LKG"
+    else:
+        sub, retrieved = subgraph(graph, out.pruned), _retrieve_trace(out)
+        sentences = premise_sentences(problem.context, sub)
+        if out.search_error is not None:
+            source = "whole: search failed"
+        else:
+            source = "subgraph" if sentences else "whole: the kept nodes cite no sentence"
+    all_sentences = split_sentences(problem.context)
+    context = " ".join(all_sentences[i] for i in sentences) if sentences else problem.context
+    return Premises(sub, context, retrieved, {"source": source, "sentences": list(sentences), "of": len(all_sentences)})
+
+
+async def retrieve_premises(problem: Problem, ctx: MethodContext, kg: SymbolKG, pg: ProblemGraph) -> Premises:
+    """The retrieve stage over the problem's LKG (when on and the LKG has nodes), then :func:`choose_premises`.
+
+    The stage's LLM calls and tokens go into ``ctx.ledger``.
+
+    Raises:
+        EngineDeadError: the engine is gone.
+    """
+    opts = kg.config
+    if not (opts.retrieval and pg.graph.nodes):
+        return choose_premises(problem, pg.graph, None, opts.retrieval)
+    out = await retrieve(
+        ctx.engine,
+        functools.partial(kg.retrieval.search, pg.key, pg.graph),
+        pg.graph,
+        " ".join([problem.question, *problem.options]),
+        problem_id=problem.id,
+        llm_entities=opts.llm_entities,
+        prune=opts.prune,
+        max_tokens=opts.stage_max_tokens,
+    )
+    ctx.ledger.merge(out.llm)
+    return choose_premises(problem, pg.graph, out)
+
+
+@dataclass(frozen=True)
+class Routed:
+    """The route stage's decision: the solver, the languages it means, and a failed vote's error."""
+
+    decided: Route
+    target: Target
+    vote_error: str | None = None
+
+    def trace(self) -> dict:
+        """The row's ``trace["route"]``."""
+        t = self.target
+        return {**_route_trace(self.decided), "language": t.language, "run_as": t.run_as, "language_reason": t.reason}
+
+
+async def route_problem(problem: Problem, ctx: MethodContext, opts: SymbolKGConfig, premises: Premises) -> Routed:
+    """The router over the problem's text and the subgraph's counts; the LLM's vote when asked; the target.
+
+    Raises:
+        EngineDeadError: the engine is gone (during the vote).
+    """
+    # the kind of problem does not change with retrieval: text features of the whole problem
+    features = text_features(problem.context, problem.question, problem.options, use_options=opts.option_features)
+    features = features.with_graph(*graph_counts(premises.sub))
+    decided = route(features, force=opts.force_solver)  # type: ignore[arg-type]
+    error = None
+    if opts.llm_vote and opts.force_solver is None:
+        vote, error = await _vote(ctx, problem, premises.context, opts)
+        decided = combine_vote(decided, vote)
+    return Routed(decided, target_for(decided.solver, problem.question), error)
+
+
 async def run_symbolkg(problem: Problem, ctx: MethodContext, kg: SymbolKG) -> ResultRow:
     """One problem through every SymbolKG stage (module docstring); its result row with the trace.
 
     Raises:
         EngineDeadError: the engine is gone (the job stops; a rerun resumes).
     """
-    opts = kg.config
-    engine, ledger = ctx.engine, ctx.ledger
     seconds = dict.fromkeys(STAGES, 0.0)
     t_start = time.monotonic()
-
     t0 = time.perf_counter()
-    pg = await kg.graph_for(problem, engine, ledger)
+    pg = await kg.graph_for(problem, ctx.engine, ctx.ledger)
     seconds["lkg"] = time.perf_counter() - t0
-    record = pg.record
-    trace: dict = {
-        "lkg": {
-            "key": pg.key,
-            "source": pg.source,
-            "status": record.status if record else None,
-            "nodes": len(pg.graph.nodes),
-            "edges": len(pg.graph.edges),
-            "issues": len(record.errors) if record else 0,
-        }
-    }
+    trace: dict = {"lkg": _lkg_trace(pg)}
 
     t0 = time.perf_counter()
-    sub = pg.graph
-    if opts.retrieval and pg.graph.nodes:
-        query = " ".join([problem.question, *problem.options])
-        search = functools.partial(kg.retrieval.search, pg.key, pg.graph)
-        out = await retrieve(
-            engine,
-            search,
-            pg.graph,
-            query,
-            problem_id=problem.id,
-            llm_entities=opts.llm_entities,
-            prune=opts.prune,
-            max_tokens=opts.stage_max_tokens,
-        )
-        ledger.prompt_tokens += out.prompt_tokens
-        ledger.completion_tokens += out.completion_tokens
-        ledger.calls += out.llm_calls
-        ledger.cached += out.cached_calls
-        ledger.seconds += out.llm_seconds
-        trace["retrieve"] = _retrieve_trace(out)
-        sub = subgraph(pg.graph, out.pruned)
-        sentences = premise_sentences(problem.context, sub)
-        if out.search_error is not None:
-            source = "whole: search failed"
-        else:
-            source = "subgraph" if sentences else "whole: the kept nodes cite no sentence"
-    else:
-        trace["retrieve"] = None
-        sentences = ()
-        source = "whole: retrieval off" if not opts.retrieval else "whole: empty LKG"
-    all_sentences = split_sentences(problem.context)
-    context = " ".join(all_sentences[i] for i in sentences) if sentences else problem.context
-    trace["premises"] = {"source": source, "sentences": list(sentences), "of": len(all_sentences)}
+    premises = await retrieve_premises(problem, ctx, kg, pg)
+    trace["retrieve"], trace["premises"] = premises.retrieved, premises.trace
     seconds["retrieve"] = time.perf_counter() - t0
 
     t0 = time.perf_counter()
-    # the kind of problem does not change with retrieval: text features of the whole problem
-    features = text_features(problem.context, problem.question, problem.options, use_options=opts.option_features)
-    features = features.with_graph(*graph_counts(sub))
-    decided = route(features, force=opts.force_solver)  # type: ignore[arg-type]
-    if opts.llm_vote and opts.force_solver is None:
-        vote, error = await _vote(engine, problem, context, opts, ledger)
-        decided = combine_vote(decided, vote)
-        if error:
-            trace["route_vote_error"] = error
-    target = target_for(decided.solver, problem.question)
-    trace["route"] = {
-        **_route_trace(decided),
-        "language": target.language,
-        "run_as": target.run_as,
-        "language_reason": target.reason,
-    }
+    routed = await route_problem(problem, ctx, kg.config, premises)
+    if routed.vote_error:
+        trace["route_vote_error"] = routed.vote_error
+    trace["route"] = routed.trace()
     seconds["route"] = time.perf_counter() - t0
 
-    hints = subgraph_hints(sub, target.language)
-    trace["hints"] = hints
+    target = routed.target
+    trace["hints"] = hints = subgraph_hints(premises.sub, target.language)
     f = await formalize_solve_refine(
-        problem, ctx, language=target.language, run_as=target.run_as, context=context, hints=hints
+        problem, ctx, language=target.language, run_as=target.run_as, context=premises.context, hints=hints
     )
     seconds.update(f.seconds)
-    outcome = f.final_outcome()
-    predicted = interpret(problem, outcome.answer) if outcome.executed else None
-    return ctx.row(
+    return f.row(
         problem,
-        outcome,
-        predicted=predicted,
-        program=f.program,
+        ctx,
         language=target.run_as,
-        rounds=f.rounds,
-        success_round=f.kept_round if outcome.executed else None,
-        attempts=f.attempts,
-        worker=f.worker,
-        pool_attempts=f.pool_attempts,
         latency_s=time.monotonic() - t_start,
-        route=decided.solver,
+        route=routed.decided.solver,
         trace=trace,
         stage_seconds=seconds,
     )

@@ -1,6 +1,6 @@
 """Per-stage gates: a FIFO bound on the problems inside each backend, and a log of who waited where.
 
-A method job (:func:`symbolkg.jobs.pipeline.runner.run_method_job`) keeps ``max_in_flight`` problem coroutines
+A method job (:func:`symbolkg.jobs.pipeline.method_job.run_method_job`) keeps ``max_in_flight`` problem coroutines
 running, and each calls the LLM engine and the solver pool directly. Without a gate every one of
 them can pile into one backend's internal queue (the solver pool's worker queue, a Ray actor's
 mailbox, an HTTP client's connection pool), where nothing bounds it and nothing records the wait.
@@ -507,7 +507,7 @@ class _Sample:
 
 
 def _quantile(s: Sequence[float], p: float) -> float:
-    """Linear-interpolated quantile of sorted ``s`` (0 when empty), as symbolkg.jobs.profile.distribution."""
+    """Linear-interpolated quantile of sorted ``s`` (0 when empty), as symbolkg.jobs.inspection.profile.distribution."""
     if not s:
         return 0.0
     k = (len(s) - 1) * p

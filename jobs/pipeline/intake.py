@@ -1,7 +1,7 @@
 """A job's input, read once and lazily: the problems of a store's shard not yet done, ids unique.
 
-Both batch jobs (:func:`symbolkg.jobs.pipeline.solve.run_solve` and
-:func:`symbolkg.jobs.pipeline.runner.run_method_job`) take their problems through :class:`Intake`
+Both batch jobs (:func:`symbolkg.jobs.pipeline.programs_job.run_solve` and
+:func:`symbolkg.jobs.pipeline.method_job.run_method_job`) take their problems through :class:`Intake`
 and refuse a repeated id with :class:`UniqueIds`, so neither holds the job's problem list: memory
 follows the problems in flight (plus the exact set of the problems done before, read once when a
 job resumes, and the store's 8-byte hash of each id written).
@@ -14,11 +14,11 @@ A stream has no length, so the jobs' progress bars count without a total.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sized
 from contextlib import contextmanager
 from typing import Any
 
-from symbolkg.jobs.pipeline.rows import Problem
+from symbolkg.jobs.core.rows import Problem
 from symbolkg.jobs.pipeline.store import ResultStore
 
 
@@ -47,6 +47,12 @@ class Intake:
                     self.bar.update(1)
                 continue
             yield p
+
+
+def progress_total(problems: Iterable[Problem], store: ResultStore) -> int | None:
+    """What a job's progress bar counts to: the input's length when it has one and ``store`` no shard
+    (a shard's share is unknown until read), else None (the bar counts without a total)."""
+    return len(problems) if isinstance(problems, Sized) and store.shard is None else None
 
 
 class UniqueIds:

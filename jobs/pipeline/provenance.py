@@ -1,7 +1,7 @@
 """How a results file was made: the provenance a run stores beside its config.
 
 Every results file's metadata (:class:`~symbolkg.jobs.pipeline.store.ResultStore`) has a
-``provenance`` object; ``symbolkg solve`` adds its ``config`` (:mod:`symbolkg.jobs.run_config`)
+``provenance`` object; ``symbolkg solve`` adds its ``config`` (:mod:`symbolkg.jobs.pipeline.run_config`)
 and fills the rest. Its keys:
 
 * ``symbolkg_version``, ``git_commit``, ``git_dirty``, ``python`` (:func:`build_info`, every

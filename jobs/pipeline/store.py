@@ -14,7 +14,7 @@ keeps the first row per problem, writes ``RUN.parquet`` atomically and only
 then removes the parts (a kill between the two is harmless: the rows are
 deduplicated again next time).
 
-Shards (``--shard i/n``, :class:`~symbolkg.jobs.pipeline.ids.Shard`): a job split over ``n``
+Shards (``--shard i/n``, :class:`~symbolkg.jobs.core.ids.Shard`): a job split over ``n``
 drivers, each running the problems of its shard, writes into the same run under names of its
 own, so concurrent shards never touch one another's files::
 
@@ -28,7 +28,7 @@ first row per problem. A session skips every problem the run holds in any member
 
 Memory: nothing here grows with the rows already written. The buffer holds at most
 ``flush_rows`` rows; the ids appended in this session are kept as 8-byte hashes
-(:class:`~symbolkg.jobs.pipeline.ids.IdHashes`, checked exactly against the files on a hit);
+(:class:`~symbolkg.jobs.core.ids.IdHashes`, checked exactly against the files on a hit);
 ``finalize()`` streams the files into ``RUN.parquet`` one row group (at most 8,192 rows or
 16 MB) at a time, with one 8-byte hash per row while it runs when several sessions wrote (to find
 a problem recorded twice). Parquet's own metadata is the one part that grows: ~31 KB a row group
@@ -63,10 +63,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from symbolkg.jobs.pipeline.ids import DoneIds, IdHashes, Shard, id_hash, id_hashes
+from symbolkg.jobs.core.ids import DoneIds, IdHashes, Shard, id_hash, id_hashes
+from symbolkg.jobs.core.rows import ResultRow
+from symbolkg.jobs.core.tables import RESULT_SCHEMA, conform_results, result_table
 from symbolkg.jobs.pipeline.provenance import build_info
-from symbolkg.jobs.pipeline.rows import ResultRow
-from symbolkg.jobs.pipeline.tables import RESULT_SCHEMA, conform_results, result_table
 
 _META_KEY = b"symbolkg"
 # Rows per row group of a finalized file, and the most rows finalize holds at once (or fewer, when they

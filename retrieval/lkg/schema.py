@@ -78,6 +78,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar
@@ -713,3 +714,11 @@ def node_table(rows: list[dict[str, Any]]) -> pa.Table:
 def edge_table(rows: list[dict[str, Any]]) -> pa.Table:
     """Edge rows (``Edge.to_row``) -> an Arrow table with exactly :data:`EDGE_SCHEMA`."""
     return _columnar(rows, EDGE_SCHEMA)
+
+
+def graph_counts(graph: Graph) -> tuple[dict[str, int], int, int]:
+    """The router's graph features of an LKG: constraint nodes by type, rule nodes, typed relation edges."""
+    constraints = Counter(getattr(n, "constraint_type", "") for n in graph.nodes if n.node_type == "Constraint")
+    rules = sum(n.node_type == "Rule" for n in graph.nodes)
+    relations = sum(e.edge_type not in STRUCTURAL_EDGE_TYPES for e in graph.edges)
+    return dict(constraints), rules, relations

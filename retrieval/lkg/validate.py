@@ -100,7 +100,7 @@ ISSUE_KINDS: tuple[str, ...] = (
     "raw_text_not_in_context",  # raw_text does not occur in the context
     "name_not_in_context",  # an entity's (lemmatized) name does not occur in the context
     "truncated",  # the JSON was cut off (token limit); complete items before the cut are kept
-    "llm_error",  # the engine gave no completion for the request (jobs/lkg.py records it)
+    "llm_error",  # the engine gave no completion for the request (jobs/methods/lkg_extract.py records it)
 )
 
 NODE_LISTS: tuple[str, ...] = ("entities", "concepts", "rules", "constraints")

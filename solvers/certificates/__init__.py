@@ -3,7 +3,7 @@
 A solver backend attaches a certificate to its :class:`~symbolkg.solvers.outcomes.Outcome`
 (``Outcome.certificate``, a JSON-serialisable dict; the results Parquet keeps it in the
 ``certificate`` column). ``symbolkg verify`` re-checks every certificate with an engine other
-than the one that produced the answer (:mod:`symbolkg.jobs.verify`).
+than the one that produced the answer (:mod:`symbolkg.jobs.inspection.certificates`).
 
 Every certificate is a dict with at least:
 

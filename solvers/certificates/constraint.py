@@ -83,7 +83,6 @@ from symbolkg.solvers.certificates import Verdict
 from symbolkg.solvers.certificates.constraint_csp import CspReader
 from symbolkg.solvers.certificates.constraint_lsat import OUTSIDE, DslReader
 from symbolkg.solvers.certificates.constraint_search import (
-    OutOfTime,
     Reader,
     Unbounded,
     Unsupported,
@@ -91,7 +90,7 @@ from symbolkg.solvers.certificates.constraint_search import (
     need,
     negate,
 )
-from symbolkg.solvers.outcomes import Limits
+from symbolkg.solvers.outcomes import Deadline, Limits
 
 VERSION = 1
 CHECKER = "python-search"
@@ -125,9 +124,10 @@ def polarity(check: str, negated: bool = False) -> bool:
 
 @dataclass
 class _Ctx:
-    """One check's state: its deadline and what minimality checks could not settle."""
+    """One check's state: its deadline (every search of the check polls it) and what minimality checks
+    could not settle."""
 
-    deadline: float
+    deadline: Deadline
     cores: int = 0
     minimality_open: int = 0
     minimality_skipped: int = 0
@@ -151,7 +151,7 @@ def check(cert: dict[str, Any], *, language: str, program: str, answer: str | No
         reader = DslReader(program)
     else:
         return Verdict("unverifiable", f"no constraint checker for language {language!r}", CHECKER)
-    ctx = _Ctx(deadline=time.monotonic() + limits.timeout_s)
+    ctx = _Ctx(deadline=Deadline(limits.timeout_s, every=256))
     try:
         _check(cert, reader, answer, ctx)
     except Unsupported as exc:
@@ -163,7 +163,7 @@ def check(cert: dict[str, Any], *, language: str, program: str, answer: str | No
             "constraint bounds; the finite search cannot cover it",
             CHECKER,
         )
-    except OutOfTime:
+    except TimeoutError:
         return Verdict("unverifiable", f"the independent search exceeded {limits.timeout_s:g} s", CHECKER)
     reason = ""
     if ctx.minimality_open or ctx.minimality_skipped:

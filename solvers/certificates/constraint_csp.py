@@ -25,7 +25,7 @@ from symbolkg.solvers.certificates.constraint_search import (
     reparse,
 )
 from symbolkg.solvers.csp import syntax as csp
-from symbolkg.solvers.outcomes import CertificateError
+from symbolkg.solvers.outcomes import CertificateError, Deadline
 
 
 class CspReader(Reader):
@@ -81,7 +81,7 @@ class CspReader(Reader):
         if query is not None:
             need(self.holds(query, model), f"{what} does not satisfy the query it answers")
 
-    def search(self, core: list[int], query: Any, deadline: float, window: list[int] | None = None) -> dict | None:
+    def search(self, core: list[int], query: Any, deadline: Deadline, window: list[int] | None = None) -> dict | None:
         exprs = [self.by_line[c].expr for c in core] + [query]
         formulas = [lambda a, b, e=e: CspEval(self, a, b).value(e) for e in exprs]
 

@@ -36,7 +36,7 @@ from symbolkg.solvers.certificates.constraint_search import (
     reparse,
     total,
 )
-from symbolkg.solvers.outcomes import CertificateError
+from symbolkg.solvers.outcomes import CertificateError, Deadline
 from symbolkg.solvers.smt.lsat_formula_syntax import Apply, Lit, MemberRef, Op, Scoped, VarRef
 from symbolkg.solvers.smt.lsat_syntax import Program, parse
 
@@ -277,7 +277,7 @@ class DslReader(Reader):
         if query is not None:
             need(self.holds(query, model), f"{what} does not satisfy the query it answers")
 
-    def search(self, core: list[int], query: Any, deadline: float, window: list[int] | None = None) -> dict | None:
+    def search(self, core: list[int], query: Any, deadline: Deadline, window: list[int] | None = None) -> dict | None:
         exprs = [self.by_line[c].expr for c in core] + [query]
         bounds = self.bounds(exprs)
         fallback = self.bounds([self.by_line[c].expr for c in window] + [query]) if window is not None else {}

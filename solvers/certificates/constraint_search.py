@@ -9,12 +9,11 @@ backtracking :class:`Search` over finite domains that re-proves cores unsatisfia
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from symbolkg.solvers.outcomes import CertificateError, ProgramError
+from symbolkg.solvers.outcomes import CertificateError, Deadline, ProgramError
 
 # --------------------------------------------------------------------------- three-valued values
 
@@ -41,10 +40,6 @@ class Unbounded(Exception):
     def __init__(self, cell: Any) -> None:
         super().__init__(f"no finite domain for {cell}")
         self.cell = cell
-
-
-class OutOfTime(Exception):
-    pass
 
 
 def _iv(x: Any) -> Iv:
@@ -242,7 +237,7 @@ class Problem:
 class Search:
     """Backtracking over cells with three-valued pruning; complete over the given domains."""
 
-    def __init__(self, problem: Problem, deadline: float) -> None:
+    def __init__(self, problem: Problem, deadline: Deadline) -> None:
         self.problem = problem
         self.deadline = deadline
         self.nodes = 0
@@ -254,8 +249,7 @@ class Search:
 
     def _dfs(self, assignment: dict) -> bool:
         self.nodes += 1
-        if self.nodes % 256 == 0 and time.monotonic() > self.deadline:
-            raise OutOfTime()
+        self.deadline.tick()  # TimeoutError once the check's time is spent
         best: list | None = None
         for formula in self.problem.formulas:
             blockers: list = []
@@ -322,7 +316,7 @@ class Reader:
     def require_model(self, model: dict, query: Any, what: str) -> None:
         raise NotImplementedError
 
-    def search(self, core: list[int], query: Any, deadline: float, window: list[int] | None = None) -> dict | None:
+    def search(self, core: list[int], query: Any, deadline: Deadline, window: list[int] | None = None) -> dict | None:
         raise NotImplementedError
 
     def show_cell(self, cell: Any) -> str:

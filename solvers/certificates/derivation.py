@@ -7,7 +7,7 @@ answered by SWI-Prolog, where a proof search over Prolog's own tables finds the 
 semantics (:mod:`symbolkg.solvers.lp.engine`): ``P(c, True)`` and ``P(c, False)`` are two atoms; the
 answer is ``True`` when the query atom is derivable, ``False`` when its negation (the same atom
 with the other truth value) is, ``Unknown`` when neither is. (Datasets posed under the closed
-world read ``Unknown`` as ``False``, :func:`symbolkg.jobs.pipeline.answers.interpret`: negation as
+world read ``Unknown`` as ``False``, :func:`symbolkg.jobs.core.answers.interpret`: negation as
 failure. The certificate of both readings is the same: neither atom is derivable.) An
 inconsistent program has no answer and no certificate.
 

@@ -79,6 +79,10 @@ Refused, with a hint naming the spelling to use: ``&`` / ``|`` (Python binds the
 tighter than ``==``), ``=>``, ``=<``, a sentence in place of a constraint.
 
 What a program answers, and how Z3 finds it: :mod:`symbolkg.solvers.csp.engine`.
+
+One module, long because it is one grammar read top to bottom: the typed AST, the section
+splitter and the whitelisting walk over Python's ``ast`` of each constraint share the line numbers
+every error names.
 """
 
 from __future__ import annotations

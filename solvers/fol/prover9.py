@@ -76,6 +76,11 @@ Example (needs the Prover9 binary)::
     >>> from symbolkg.solvers.outcomes import Limits
     >>> entail(["all x (man(x) -> mortal(x))", "man(socrates)"], "mortal(socrates)", Limits(timeout_s=5)).answer
     'True'
+
+One module, long because it is one backend: running the binary (its process, limits and
+result), entailment of a conclusion and of its negation, and the ``prover9`` language that runs the
+same way. The notation and the input files are apart (:mod:`.prover9_syntax`), and so is the race
+with the model search (:mod:`.race`).
 """
 
 from __future__ import annotations

@@ -132,6 +132,11 @@ numbers of arguments, or against its declaration in ``Predicates:``
 (:class:`ErrorKind.TYPE`); and anything that is not a formula. Other names
 outside quantifiers are constants (``a``, ``bonnie``, ``GRE``, ``2000``);
 predicates need no declaration.
+
+One module, long because it is one grammar: the syntax tree, the formula and program parsers, the
+printer (:func:`format_formula`, which reads back as it prints) and the symbol checks of a program
+change together. Lexical normalisation is apart (:mod:`.lexical_syntax`), and so is the Prover9
+notation (:mod:`.prover9_syntax`).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 The program text is the ``logiclm-fol`` language (:mod:`symbolkg.solvers.fol.syntax`, same parser);
 only the prover differs: ``symbolkg solve --cross-check`` runs every ``logiclm-fol`` program through
-it as a second opinion on Prover9's answer (:mod:`symbolkg.jobs.pipeline.solve`). The translation to
+it as a second opinion on Prover9's answer (:mod:`symbolkg.jobs.pipeline.programs_job`). The translation to
 Z3 and the finite-model search are :mod:`symbolkg.solvers.fol.z3_eval`'s (shared with the
 certificate checker).
 

@@ -40,6 +40,7 @@ from dataclasses import dataclass
 
 from symbolkg.solvers.logicgraph.propositional import Clause, Formula, Not, atoms, clauses, require_formulas
 from symbolkg.solvers.logicgraph.supports_syntax import SupportResult, sort_key
+from symbolkg.solvers.outcomes import Deadline
 
 __all__ = ["reference_supports"]
 
@@ -425,7 +426,7 @@ class _Enumerator:
     containing that mask (it satisfies ``¬G`` and every kept premise outside ``T``).
     """
 
-    def __init__(self, premises: Mapping[str, Formula], goal: Formula, deadline: float | None) -> None:
+    def __init__(self, premises: Mapping[str, Formula], goal: Formula, deadline: Deadline | None) -> None:
         self.deadline = deadline
         ids = list(premises)
         pclauses = {pid: clauses(premises[pid]) for pid in ids}
@@ -474,7 +475,7 @@ class _Enumerator:
     # -------------------------------------------------------------- helpers
 
     def out_of_time(self) -> bool:
-        return self.deadline is not None and time.perf_counter() > self.deadline
+        return self.deadline is not None and self.deadline.expired()
 
     def enabled(self, off: int) -> list[int]:
         """Clause indices of ``¬G`` and of the blocks not in the mask ``off``."""
@@ -673,7 +674,7 @@ def reference_supports(
     """
     start = time.perf_counter()
     require_formulas(premises, goal)
-    enumerator = _Enumerator(premises, goal, None if budget_s is None else start + budget_s)
+    enumerator = _Enumerator(premises, goal, None if budget_s is None else Deadline(budget_s))
     complete = enumerator.run()
     return SupportResult(
         supports=enumerator.supports(),

@@ -50,15 +50,12 @@ from symbolkg.solvers.logicgraph.supports_syntax import (
     set_bits,
     sort_key,
 )
+from symbolkg.solvers.outcomes import Deadline
 
 __all__ = ["minimal_supports"]
 
 #: resolution pairs between two looks at the clock
 _CLOCK_EVERY = 512
-
-
-class _Budget(Exception):
-    """The time budget ran out inside the elimination."""
 
 
 class _Elimination:
@@ -70,7 +67,7 @@ class _Elimination:
     literal is ``l`` (each clause once, for the subsumer search); ``empties`` the live empty clauses.
     """
 
-    def __init__(self, names: Sequence[str], deadline: float | None) -> None:
+    def __init__(self, names: Sequence[str], deadline: Deadline | None) -> None:
         self.names = names
         self.deadline = deadline
         n = len(names)
@@ -201,8 +198,8 @@ class _Elimination:
 
     def eliminate(self, v: int) -> EliminationStep:
         """Replace the clauses holding atom ``v`` by their resolvents on it; the step's record."""
-        if self.deadline is not None and time.perf_counter() > self.deadline:
-            raise _Budget
+        if self.deadline is not None and self.deadline.expired():
+            raise TimeoutError("the elimination's budget ran out")
         pos, neg = list(self.occ[2 * v]), list(self.occ[2 * v + 1])
         for k in pos + neg:
             self.kill(k)
@@ -214,8 +211,8 @@ class _Elimination:
         for p in pos:
             for n in neg:
                 self.pairs += 1
-                if not self.pairs % _CLOCK_EVERY and self.deadline is not None and time.perf_counter() > self.deadline:
-                    raise _Budget
+                if self.deadline is not None:
+                    self.deadline.tick()  # TimeoutError once the budget is spent
                 mask = (lit[p] | lit[n]) & ~both
                 if mask & (mask >> 1) & even:
                     continue  # a tautology
@@ -247,7 +244,7 @@ def _encode(premises: Mapping[str, Formula], goal: Formula) -> tuple[list[str], 
 
 
 def _run(
-    premises: Mapping[str, Formula], goal: Formula, deadline: float | None
+    premises: Mapping[str, Formula], goal: Formula, deadline: Deadline | None
 ) -> tuple[_Elimination, list[EliminationStep], list[str], bool]:
     names, groups = _encode(premises, goal)
     var = {a: i for i, a in enumerate(names)}
@@ -264,7 +261,7 @@ def _run(
     try:
         for v in elim.order(first):
             steps.append(elim.eliminate(v))
-    except _Budget:
+    except TimeoutError:  # the budget ran out
         return elim, steps, ids, False
     return elim, steps, ids, True
 
@@ -325,7 +322,9 @@ def minimal_supports(
     """
     start = time.perf_counter()
     require_formulas(premises, goal)
-    elim, steps, ids, complete = _run(premises, goal, None if budget_s is None else start + budget_s)
+    elim, steps, ids, complete = _run(
+        premises, goal, None if budget_s is None else Deadline(budget_s, every=_CLOCK_EVERY)
+    )
     goal_bit = 1 << (len(ids) - 1)
     labels = [elim.lab[k] for k in elim.empties]
     found = {frozenset(_label_ids(lab & ~goal_bit, ids)) for lab in labels}

@@ -14,8 +14,8 @@ truth: the reference list of a written instance is the reference enumerator's co
 minimal supports (:func:`symbolkg.solvers.logicgraph.dualize.reference_supports`, a different
 algorithm from the elimination that ``symbolkg logicgraph supports`` compares with it), one stepwise proof each
 (the construction's own proof when it cites exactly that support, else
-:func:`symbolkg.solvers.logicgraph.proofs.prove`), grouped into families by
-:func:`symbolkg.solvers.logicgraph.proofs.families`. An instance is written only when it passes
+:func:`symbolkg.solvers.logicgraph.proof_search.prove`), grouped into families by
+:func:`symbolkg.solvers.logicgraph.proof_search.families`. An instance is written only when it passes
 the paper's three solver filters (section 4.3) with our own solvers (:func:`check_filters`) and its
 number of proofs falls in the tier's range.
 
@@ -28,6 +28,11 @@ and of how many were asked for.
 True
 >>> generated.instance.id
 'Small/gen_s7_1'
+
+One module, long because it is one pipeline read top to bottom: the backward construction,
+the tiers that size it, the solver filters and the ground truth of one instance, each step fed by the
+previous one. The English wording is apart (:mod:`.wording`), and so are the supports
+(:mod:`.elimination`, :mod:`.dualize`) and the proofs (:mod:`.proof_search`).
 """
 
 from __future__ import annotations
@@ -42,7 +47,8 @@ from typing import Any, Literal
 
 from symbolkg.solvers.logicgraph.dualize import reference_supports
 from symbolkg.solvers.logicgraph.instances import DERIVED, Instance, Premise, Proof, Step, StepPremise
-from symbolkg.solvers.logicgraph.proofs import families, matching_rules, prove
+from symbolkg.solvers.logicgraph.proof_search import families, prove
+from symbolkg.solvers.logicgraph.proofs import matching_rules
 from symbolkg.solvers.logicgraph.propositional import (
     Atom,
     Formula,
@@ -466,7 +472,7 @@ def skeleton_proofs(skeleton: Skeleton, ids: Mapping[str, Formula]) -> list[Proo
 
     Family fields are filled from the construction (a family per chain to ``G``; a branch's
     ``branch_from`` is the index in its family's chain where it rejoins it); the ground truth
-    regroups the enumerated proofs with :func:`~symbolkg.solvers.logicgraph.proofs.families`.
+    regroups the enumerated proofs with :func:`~symbolkg.solvers.logicgraph.proof_search.families`.
     """
     by_formula = {f: i for i, f in ids.items()}
     family_of: list[int] = []
@@ -647,8 +653,8 @@ def _ground_truth(
 
     A support's proof is the constructed one citing exactly that support when there is one (so
     branches keep the steps they share with their chain, which is what makes them a family),
-    else the shortest proof :func:`~symbolkg.solvers.logicgraph.proofs.prove` finds. Proofs go to
-    :func:`~symbolkg.solvers.logicgraph.proofs.families` in construction order (a chain before
+    else the shortest proof :func:`~symbolkg.solvers.logicgraph.proof_search.prove` finds. Proofs go to
+    :func:`~symbolkg.solvers.logicgraph.proof_search.families` in construction order (a chain before
     its branches), then are numbered as the dataset numbers them: cores first, then branches.
     """
     result = reference_supports(premises, goal, budget_s=budget_s)

@@ -52,7 +52,6 @@ Set ``SYMBOLKG_SWIPL`` to use a ``swipl`` other than the one on ``PATH``.
 from __future__ import annotations
 
 import atexit
-import json
 import os
 import re
 import threading
@@ -69,6 +68,8 @@ from symbolkg.solvers.prolog.process import (
     ReplyTimeout,
     SwiplProcess,
     harness_path,
+    read_reply,
+    request_line,
 )
 from symbolkg.solvers.runtime.sandbox import ChildLimits
 
@@ -179,7 +180,7 @@ class SwiplSession:
             hello: bytes | str = self._proc.read_line(time.monotonic() + STARTUP_TIMEOUT_S)
         except (ReplyTimeout, ProcessEnded) as exc:
             hello = str(exc)
-        if isinstance(hello, str) or json.loads(hello).get("status") != "ready":
+        if isinstance(hello, str) or (read_reply(hello) or {}).get("status") != "ready":
             self._kill()
             raise PrologUnavailable(f"SWI-Prolog harness did not start: {hello!r}")
 
@@ -209,7 +210,7 @@ class SwiplSession:
                 self._start()
             assert self._proc is not None
             try:
-                self._proc.send(json.dumps(payload).encode("utf-8") + b"\n")
+                self._proc.send(request_line(payload))
                 line = self._proc.read_line(time.monotonic() + wait_s)
             except ReplyTimeout:
                 self._kill()
@@ -218,11 +219,8 @@ class SwiplSession:
                 code = exc.code if isinstance(exc, ProcessEnded) else self._proc.exit_code()
                 self._kill()
                 return {"status": "crashed", "message": f"the SWI-Prolog process died (exit status {code})"}
-            try:
-                reply = json.loads(line)
-            except ValueError:
-                reply = None
-            if not isinstance(reply, dict):
+            reply = read_reply(line)
+            if reply is None:
                 # Nothing but the harness writes to this pipe; garbage means a broken process.
                 self._kill()
                 return {"status": "crashed", "message": f"SWI-Prolog sent an unreadable reply: {line[:200]!r}"}

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import atexit
 import hashlib
+import json
 import os
 import select
 import selectors
@@ -35,6 +36,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from symbolkg.solvers.runtime.sandbox import ChildLimits, SandboxError, spawn
 
@@ -94,6 +96,21 @@ def harness_digest() -> str:
     for path in sorted(HARNESS_DIR.glob("*.pl")):
         digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest()
+
+
+def request_line(payload: dict[str, Any]) -> bytes:
+    """One JSON-lines request header, ASCII-escaped, with its newline (what both harnesses read)."""
+    return json.dumps(payload, ensure_ascii=True).encode() + b"\n"
+
+
+def read_reply(line: bytes) -> dict[str, Any] | None:
+    """The JSON object a harness wrote on one line, or None when the line is not one (nothing but the
+    harness writes to its pipe, so the caller treats None as a broken process)."""
+    try:
+        reply = json.loads(line)
+    except ValueError:
+        return None
+    return reply if isinstance(reply, dict) else None
 
 
 class SwiplProcess:

@@ -92,7 +92,6 @@ lock discipline, which a split would spread over modules.)
 from __future__ import annotations
 
 import collections
-import json
 import re
 import secrets
 import shutil
@@ -113,6 +112,8 @@ from symbolkg.solvers.prolog.process import (
     child_env,
     harness_path,
     kill_quietly,
+    read_reply,
+    request_line,
     saved_state,
     swipl_path,
 )
@@ -298,7 +299,7 @@ class _Process:
             payload = dict(header, id=rid)
             if raw:
                 payload["raw"] = [[name, len(text)] for name, text in raw.items()]
-            data = json.dumps(payload, ensure_ascii=True).encode() + b"\n"
+            data = request_line(payload)
             try:
                 data += b"".join(text.encode("utf-8") for text in raw.values())
             except UnicodeEncodeError as exc:
@@ -377,11 +378,8 @@ class _Process:
         return reply
 
     def _parse(self, line: bytes) -> dict[str, Any]:
-        try:
-            reply = json.loads(line)
-        except ValueError:
-            reply = None
-        if not isinstance(reply, dict):
+        reply = read_reply(line)
+        if reply is None:
             self.kill()
             raise PrologToolError("session_lost", f"the SWI-Prolog harness sent an unreadable reply: {line[:200]!r}")
         return reply
@@ -395,7 +393,7 @@ class _Process:
                 return False
             self._cancel_deadline = time.monotonic() + self.limits.kill_grace_s
             try:
-                self.swipl.send(json.dumps({"op": "cancel", "target": self._inflight}).encode() + b"\n")
+                self.swipl.send(request_line({"op": "cancel", "target": self._inflight}))
             except (OSError, ValueError):
                 return False
             return True

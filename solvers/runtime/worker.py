@@ -3,10 +3,12 @@
 An LLM-written program never runs in the orchestrator. Each solver worker is a
 separate Python process (``python -m symbolkg.solvers.runtime.worker``) that keeps its solvers
 warm between calls (one Z3 context per process, a persistent SWI-Prolog
-subprocess, a Prover9 binary started per call) and speaks JSON lines:
+subprocess, a Prover9 binary started per call) and speaks JSON lines, one record per line, each
+converted once on each side (:meth:`SolveRequest.to_wire` / :meth:`~SolveRequest.from_wire`,
+:meth:`Outcome.to_wire` / :meth:`~Outcome.from_wire`):
 
-    parent -> child   {"problem_id": ..., "language": ..., "text": ..., "limits": {...}}
-    child  -> parent  {"outcome": {...}}            (one line per request)
+    parent -> child   {"problem_id": ..., "language": ..., "text": ..., "limits": {...}, "checks": {...}}
+    child  -> parent  {"status": ..., "answer": ..., ..., "checks": {...}}   (one outcome per request)
 
 The child runs with the fewest rights that still let it work:
 
@@ -30,6 +32,7 @@ mid-call (segfault, OOM killer, ``kill -9``) is recorded as
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import selectors
@@ -155,7 +158,7 @@ class SolverProcess:
         t0 = time.monotonic()
         budget = request.limits.timeout_s + request.limits.kill_grace_s
         try:
-            self._proc.stdin.write(json.dumps(request.to_dict()).encode() + b"\n")
+            self._proc.stdin.write((request.to_wire() + "\n").encode())
             self._proc.stdin.flush()
         except (BrokenPipeError, OSError):
             return self._crashed(t0, "worker pipe closed before the call")
@@ -172,7 +175,7 @@ class SolverProcess:
                     backend="watchdog",
                 )
             return self._crashed(t0, "worker died during the call")
-        return Outcome.from_dict(json.loads(line)["outcome"])
+        return Outcome.from_wire(line)
 
     def _crashed(self, t0: float, what: str) -> Outcome:
         code = None
@@ -229,15 +232,14 @@ def _serve() -> None:
         if not raw.strip():
             continue
         try:
-            request = SolveRequest.from_dict(json.loads(raw))
-        except (ValueError, KeyError, TypeError) as exc:
+            request = SolveRequest.from_wire(raw)
+        except ValueError as exc:  # json.JSONDecodeError is a ValueError
             outcome = Outcome.error(Status.RUNTIME_ERROR, ErrorKind.INTERNAL, f"bad request to worker: {exc}")
         else:
             outcome = registry.run(request)
-        d = outcome.to_dict()
-        if d["proof"] and len(d["proof"]) > _MAX_PROOF_CHARS:
-            d["proof"] = d["proof"][:_MAX_PROOF_CHARS] + "\n... (truncated)"
-        proto.write(json.dumps({"outcome": d}) + "\n")
+        if outcome.proof and len(outcome.proof) > _MAX_PROOF_CHARS:
+            outcome = dataclasses.replace(outcome, proof=outcome.proof[:_MAX_PROOF_CHARS] + "\n... (truncated)")
+        proto.write(outcome.to_wire() + "\n")
 
 
 def _check() -> int:

@@ -7,6 +7,10 @@ read against (:class:`Sort`, :class:`FunctionDecl`), the IR it becomes (:class:`
 :class:`Check` for option lines) and :class:`Scope`, which parses one line with
 ``ast.parse(mode="eval")`` after the documented token rewrites and walks the tree with a whitelist
 into that IR, type-checking as it goes. Nothing is executed.
+
+One module, long because it is one grammar: the typed expression IR and the reader of a formula line
+(names, sorts, the built-ins and their spellings) are read together; the sections and declarations
+of a program are :mod:`symbolkg.solvers.smt.lsat_syntax`.
 """
 
 from __future__ import annotations
@@ -25,6 +29,9 @@ OPTION_FUNCTIONS = ("is_sat", "is_unsat", "is_valid", "is_accurate_list", "is_ex
 #: Option-check names other models write whose English has one reading: "required" / "must" (true in every
 #: model) and "possible" / "impossible" (true in some / no model).
 CHECK_ALIASES = {"is_required": "is_valid", "is_must": "is_valid", "is_possible": "is_sat", "is_impossible": "is_unsat"}
+
+#: the built-ins of a fixed number of arguments, and that number
+_FIXED_ARITY = {"Not": 1, "Implies": 2, "Xor": 2, "Iff": 2, "If": 3, "IfThenElse": 3, "Abs": 1}
 
 # Z3-API names an LLM reaches for that this DSL does not implement; they get an
 # "unsupported" error (rather than "undeclared") with a hint.
@@ -658,53 +665,69 @@ class Scope:
         ):
             return self._scoped(node, name, env)
         if name in ("And", "Or"):
-            args = self._args(node, name, env, allow_list=True)
-            for a in args:
-                require(a, "bool", self._line, f"an argument of {name}")
-            return Op("bool", name.lower(), tuple(args))
-        if name in ("Not", "Implies", "Xor", "Iff", "If", "IfThenElse", "Abs"):
-            arity = {"Not": 1, "Implies": 2, "Xor": 2, "Iff": 2, "If": 3, "IfThenElse": 3, "Abs": 1}[name]
-            args = self._args(node, name, env, allow_list=False)
-            if name in ("If", "IfThenElse") and len(args) == 2 and all(a.type == "bool" for a in args):
-                # An 'if' without 'else' constrains nothing when its condition is false: Implies.
-                return Op("bool", "implies", tuple(args))
-            if len(args) != arity:
-                hint = {
-                    "Implies": "; for several conditions use Implies(And(c1, c2), conclusion)",
-                    "If": "; If(c, a, b) picks a value, and without b only a formula a has a reading (Implies(c, a))",
-                    "IfThenElse": "; IfThenElse(c, a, b) picks a value, and without b only a formula a has a "
-                    "reading (Implies(c, a))",
-                    "Xor": "; for 'exactly one of' use Count or Sum(If(c, 1, 0), ...) == 1",
-                    "Not": "; to negate several formulas use Not(And(...)) or Not(Or(...))",
-                }.get(name, "")
-                raise self._err(f"{name} takes {arity} argument(s), got {len(args)}{hint}", ErrorKind.TYPE)
-            if name in ("If", "IfThenElse"):
-                return self._ite(*args)
-            want = "int" if name == "Abs" else "bool"
-            for a in args:
-                require(a, want, self._line, f"an argument of {name}")
-            if name == "Iff":
-                return Op("bool", "eq", tuple(args))
-            return Op(want, name.lower(), tuple(args))
+            return self._connective(node, name, env)
+        if name in _FIXED_ARITY:
+            return self._fixed_arity(node, name, env)
         if name in ("Sum", "Distinct"):
-            args = self._args(node, name, env, allow_list=True)
-            if name == "Sum":
-                for a in args:
-                    require(a, "int", self._line, "an argument of Sum (count conditions with Count or If(c, 1, 0))")
-                return Op("int", "sum", tuple(args))
-            if args and any(a.type != args[0].type for a in args):
-                raise self._err("Distinct needs arguments of one sort", ErrorKind.TYPE)
-            return Op("bool", "distinct", tuple(args))
+            return self._aggregate(node, name, env)
+        raise self._not_callable(name)
+
+    def _connective(self, node: ast.Call, name: str, env: dict[str, tuple[str, str]]) -> Expr:
+        """And / Or over formulas (its arguments, or one list of them)."""
+        args = self._args(node, name, env, allow_list=True)
+        for a in args:
+            require(a, "bool", self._line, f"an argument of {name}")
+        return Op("bool", name.lower(), tuple(args))
+
+    def _fixed_arity(self, node: ast.Call, name: str, env: dict[str, tuple[str, str]]) -> Expr:
+        """Not, Implies, Xor, Iff, If / IfThenElse and Abs: a fixed number of arguments each."""
+        arity = _FIXED_ARITY[name]
+        args = self._args(node, name, env, allow_list=False)
+        if name in ("If", "IfThenElse") and len(args) == 2 and all(a.type == "bool" for a in args):
+            # An 'if' without 'else' constrains nothing when its condition is false: Implies.
+            return Op("bool", "implies", tuple(args))
+        if len(args) != arity:
+            hint = {
+                "Implies": "; for several conditions use Implies(And(c1, c2), conclusion)",
+                "If": "; If(c, a, b) picks a value, and without b only a formula a has a reading (Implies(c, a))",
+                "IfThenElse": "; IfThenElse(c, a, b) picks a value, and without b only a formula a has a "
+                "reading (Implies(c, a))",
+                "Xor": "; for 'exactly one of' use Count or Sum(If(c, 1, 0), ...) == 1",
+                "Not": "; to negate several formulas use Not(And(...)) or Not(Or(...))",
+            }.get(name, "")
+            raise self._err(f"{name} takes {arity} argument(s), got {len(args)}{hint}", ErrorKind.TYPE)
+        if name in ("If", "IfThenElse"):
+            return self._ite(*args)
+        want = "int" if name == "Abs" else "bool"
+        for a in args:
+            require(a, want, self._line, f"an argument of {name}")
+        if name == "Iff":
+            return Op("bool", "eq", tuple(args))
+        return Op(want, name.lower(), tuple(args))
+
+    def _aggregate(self, node: ast.Call, name: str, env: dict[str, tuple[str, str]]) -> Expr:
+        """Sum of ints, or Distinct of one sort, over listed arguments (over binders: :meth:`_scoped`)."""
+        args = self._args(node, name, env, allow_list=True)
+        if name == "Sum":
+            for a in args:
+                require(a, "int", self._line, "an argument of Sum (count conditions with Count or If(c, 1, 0))")
+            return Op("int", "sum", tuple(args))
+        if args and any(a.type != args[0].type for a in args):
+            raise self._err("Distinct needs arguments of one sort", ErrorKind.TYPE)
+        return Op("bool", "distinct", tuple(args))
+
+    def _not_callable(self, name: str) -> ProgramError:
+        """The error for a call of ``name`` that is no function nor built-in: what it is, and what to write."""
         if name in _UNSUPPORTED_CALLS:
-            raise self._err(f"'{name}' is not supported; {_UNSUPPORTED_CALLS[name]}", ErrorKind.UNSUPPORTED)
+            return self._err(f"'{name}' is not supported; {_UNSUPPORTED_CALLS[name]}", ErrorKind.UNSUPPORTED)
         if name in OPTION_FUNCTIONS:
-            raise self._err(f"{name}(...) may only be used as a whole option line in '# Options'", ErrorKind.SYNTAX)
+            return self._err(f"{name}(...) may only be used as a whole option line in '# Options'", ErrorKind.SYNTAX)
         if name in self.sorts or name in self.members:
-            raise self._err(
+            return self._err(
                 f"'{name}' is a {'sort' if name in self.sorts else 'sort member'}, not a function", ErrorKind.TYPE
             )
         declared = ", ".join(self.functions) or "none"
-        raise self._err(
+        return self._err(
             f"function '{name}' is not declared (declared functions: {declared}); declare it with "
             f"{name} = Function([sortA, ...] -> [sortB]) and constrain it, or write the condition with "
             "And/Or/Not and comparisons",

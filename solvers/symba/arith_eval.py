@@ -10,6 +10,8 @@ language defines.
   ``max``, ``min``, ``abs`` (``/`` is true division, ``round`` rounds halves away from zero,
   ``**`` of ints is exact); undefined (:class:`~.terms_syntax.Undefined`) on division by zero, a
   non-number operand, a result beyond 1e100 or without a real value.
+* :func:`subst`: a term with a substitution's values, its ground parts evaluated (the prover's and
+  the checker's substitution).
 * :func:`compare`: ``= != < <= > >=`` between any two ground values. ``=`` is identity of values
   (a number never equals a constant; ``bob`` and ``"bob"`` are different values, as in clingo);
   the order is total: numbers by value, before identifier constants, before quoted strings, the
@@ -25,6 +27,7 @@ from typing import Any
 from symbolkg.solvers.symba.terms_syntax import (
     CONST_TYPES,
     LIMIT,
+    VAR_TYPES,
     Expr,
     Str,
     Term,
@@ -117,6 +120,24 @@ def evaluate_ground_parts(t: Term) -> Term:
     if all(type(a) in CONST_TYPES for a in args):
         return evaluate(Expr(t.op, args))
     return Expr(t.op, args)
+
+
+def subst(t: Term, env: dict, evaluate_ground: bool = True) -> Term:
+    """``t`` with ``env``'s values for its variables (one step: a value is not looked up again); ground
+    sub-expressions evaluated when ``evaluate_ground``. The engine's substitution and the checker's.
+
+    Raises:
+        Undefined: a ground expression has no value (division by zero, a non-number, ...).
+    """
+    tt = type(t)
+    if tt in VAR_TYPES:
+        return env.get(t, t)
+    if tt is Expr:
+        args = tuple(subst(a, env, evaluate_ground) for a in t.args)
+        if evaluate_ground and all(type(a) in CONST_TYPES for a in args):
+            return evaluate(Expr(t.op, args))
+        return Expr(t.op, args)
+    return t
 
 
 def same_value(a: Any, b: Any) -> bool:

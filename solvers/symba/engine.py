@@ -58,6 +58,11 @@ subgoal (does its head unify with it?). Proofs are re-checked independently by
 program is inconsistent, ``TIMEOUT`` when a budget ran out first, ``RUNTIME_ERROR`` for
 floundering and recursion through negation; ``Outcome.proof`` is the JSON of the
 :class:`ProofResult`.
+
+One module, long because it is one concept: the tabled prover (tables, the SCC fixpoint, the budgets,
+the justification trees it returns) and the registry entry that asks it the program's query and
+its denials. Unification and environments are apart (:mod:`.unification`), and so is the
+substitution it shares with the checker (:func:`.arith_eval.subst`).
 """
 
 from __future__ import annotations
@@ -72,7 +77,7 @@ from typing import Any
 
 from symbolkg.solvers.certificates import symba_tree
 from symbolkg.solvers.outcomes import ErrorKind, Limits, Outcome, ProgramError, Status, Stopwatch
-from symbolkg.solvers.symba.arith_eval import compare, evaluate_ground_parts, is_ground, same_value
+from symbolkg.solvers.symba.arith_eval import compare, evaluate_ground_parts, is_ground, same_value, subst
 from symbolkg.solvers.symba.arith_eval import evaluate as evaluate_expression
 from symbolkg.solvers.symba.syntax import parse
 from symbolkg.solvers.symba.terms_syntax import (
@@ -104,7 +109,6 @@ from symbolkg.solvers.symba.unification import (
     rename,
     resolve,
     resolve_raw,
-    subst,
     undo,
     unify,
     unify_args,
@@ -269,7 +273,7 @@ class _ClauseInfo:
         # (they must be bound before it runs); the others are local to the negation.
         self.shared = (
             tuple(
-                tuple(v for v in _atom_vars(lit.atom) if owners[v] - {j}) if kinds[j] == _NAF else ()
+                tuple(v for v in atom_variables(lit.atom) if owners[v] - {j}) if kinds[j] == _NAF else ()
                 for j, lit in enumerate(clause.body)
             )
             if _NAF in kinds
@@ -295,20 +299,22 @@ class _ClauseInfo:
 
 def atom_variables(a: Atom) -> list[Var]:
     """The variables of ``a``, in the order they first occur (none: the atom is ground)."""
-    return _atom_vars(a)
+    return _variables_of(a.args, Var)
 
 
-def _atom_vars(a: Atom) -> list:
+def _variables_of(args: tuple, kind: type) -> list:
+    """The variables of type ``kind`` in ``args`` (a clause's :class:`Var`, a call's canonical
+    :class:`AVar`), each once, in the order they first occur."""
     out: dict = {}
 
     def visit(t: Any) -> None:
-        if type(t) is Var:
+        if type(t) is kind:
             out.setdefault(t, None)
         elif type(t) is Expr:
             for x in t.args:
                 visit(x)
 
-    for t in a.args:
+    for t in args:
         visit(t)
     return list(out)
 
@@ -701,7 +707,7 @@ class _Engine:
     def tree(self, table: _Table, k: int) -> dict:
         counter = itertools.count()
         nodes = [0]
-        root_sigma = {v: AVar(next(counter)) for v in _avars_of(table.answers[k])}
+        root_sigma = {v: AVar(next(counter)) for v in _variables_of(table.answers[k], AVar)}
         target = Atom(table.goal.pred, tuple(subst(a, root_sigma) for a in table.answers[k]))
         return self.node(table, k, target, counter, nodes, 0)
 
@@ -722,7 +728,7 @@ class _Engine:
         sigma: dict = {}
         _match_args(table.answers[k], target.args, sigma)
         for b in binds:
-            for v in _avars_of((b,)):
+            for v in _variables_of((b,), AVar):
                 if v not in sigma:
                     sigma[v] = AVar(next(counter))
         values = {v: subst(b, sigma) for v, b in zip(ci.vars, binds, strict=True)}
@@ -768,21 +774,6 @@ class _Engine:
         }
 
 
-def _avars_of(args: tuple) -> list:
-    out: dict = {}
-
-    def visit(t: Any) -> None:
-        if type(t) is AVar:
-            out.setdefault(t, None)
-        elif type(t) is Expr:
-            for a in t.args:
-                visit(a)
-
-    for a in args:
-        visit(a)
-    return list(out)
-
-
 def _match_args(pattern: tuple, target: tuple, sigma: dict) -> None:
     if len(pattern) != len(target) or not all(match(p, t, sigma) for p, t in zip(pattern, target, strict=True)):
         raise AssertionError(f"proof tree: {pattern} does not generalise {target}")  # an engine bug, not user input
@@ -792,30 +783,13 @@ def _literal_instance(lit: Literal, values: dict, evaluate: bool = True) -> Lite
     """``lit`` with clause variables replaced (``values`` maps a variable or holds an env)."""
 
     def sub(t: Any) -> Any:
-        if evaluate:
-            return _subst_env(t, values, True)
-        return _subst_env(t, values, False)
+        return resolve(t, values) if evaluate else resolve_raw(t, values)
 
     if type(lit) is Atom:
         return Atom(lit.pred, tuple(sub(a) for a in lit.args))
     if type(lit) is Naf:
         return Naf(Atom(lit.atom.pred, tuple(sub(a) for a in lit.atom.args)))
     return Comparison(lit.op, sub(lit.left), sub(lit.right))
-
-
-def _subst_env(t: Any, values: dict, evaluate: bool) -> Any:
-    tt = type(t)
-    if tt in VAR_TYPES:
-        v = deref(t, values)
-        if type(v) is Expr:
-            return _subst_env(v, values, evaluate)
-        return v
-    if tt is Expr:
-        args = tuple(_subst_env(a, values, evaluate) for a in t.args)
-        if evaluate and all(type(a) in CONST_TYPES for a in args):
-            return evaluate_expression(Expr(t.op, args))
-        return Expr(t.op, args)
-    return t
 
 
 def prove(program: Program, budget: Budget = Budget()) -> ProofResult:
@@ -898,7 +872,7 @@ def _search_query(engine: _Engine, goal: Goal) -> tuple[Atom | None, _Table | No
 
 def _answers(inst: Atom, table: _Table) -> list[dict]:
     """The bindings of the query's named variables, one dict per answer of its table."""
-    names = [v for v in _atom_vars(inst) if not v.anon]
+    names = [v for v in atom_variables(inst) if not v.anon]
     answers = []
     for args in table.answers:
         sigma: dict = {}
@@ -959,11 +933,11 @@ def head_unifies(clause: Clause, goal: Goal | Atom) -> bool:
     head = clause.head
     if head.pred != atom.pred or len(head.args) != len(atom.args):
         return False
-    apart = {v: Fresh() for v in _atom_vars(atom)}
+    apart = {v: Fresh() for v in atom_variables(atom)}
     env: dict = {}
     trail: list = []
     try:
-        goal_args = tuple(_subst_env(a, apart, True) for a in atom.args)
+        goal_args = tuple(resolve(a, apart) for a in atom.args)
         for h, g in zip(head.args, goal_args, strict=True):
             if type(h) is Expr:
                 if not is_ground(h):

@@ -32,8 +32,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from symbolkg.solvers.outcomes import Deadline
-from symbolkg.solvers.symba.arith_eval import compare
-from symbolkg.solvers.symba.arith_eval import evaluate as evaluate_expression
+from symbolkg.solvers.symba.arith_eval import compare, subst
 from symbolkg.solvers.symba.terms_syntax import (
     Atom,
     Clause,
@@ -68,28 +67,6 @@ class Unverifiable(Exception):
 
 class _NotTwoValued(Exception):
     """A set of predicates whose well-founded model leaves atoms undefined (recursion through negation)."""
-
-
-def is_ground(t: Any) -> bool:
-    if isinstance(t, _GROUND):
-        return True
-    return isinstance(t, Expr) and all(is_ground(a) for a in t.args)
-
-
-def subst(t: Any, env: dict[Var, Any], evaluate: bool = True) -> Any:
-    """``t`` with ``env``'s values for its variables; ground sub-expressions evaluated when ``evaluate``.
-
-    Raises:
-        Undefined: a ground expression has no value (division by zero, a non-number, ...).
-    """
-    if isinstance(t, Var):
-        return env.get(t, t)
-    if isinstance(t, Expr):
-        args = tuple(subst(a, env, evaluate) for a in t.args)
-        if evaluate and all(isinstance(a, _GROUND) for a in args):
-            return evaluate_expression(Expr(t.op, args))
-        return Expr(t.op, args)
-    return t
 
 
 def same_term(a: Any, b: Any) -> bool:

@@ -89,6 +89,11 @@ friends print terms back in the same syntax (``parse(format(p)) == p``).
 :func:`parse_term` and :func:`parse_literal` read one term or literal as the printer writes
 it (proof trees and certificates). :func:`from_prolog` rewrites a pure Prolog program into
 this language.
+
+One module, long because it is one grammar read top to bottom: the tokenizer, the recursive-descent
+parser and the expansion of pools, disjunctions in braces and anonymous variables into plain
+clauses share the token positions every error message names. The terms and their printer are
+apart (:mod:`.terms_syntax`), and so is arithmetic (:mod:`.arith_eval`).
 """
 
 from __future__ import annotations

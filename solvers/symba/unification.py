@@ -1,9 +1,10 @@
-"""Unification and substitution over SymBa terms, for the tabled prover (:mod:`.engine`).
+"""Unification and environment look-up over SymBa terms, for the tabled prover (:mod:`.engine`).
 
 Environments are dicts from variables (clause variables, a call's canonical ``AVar``, fresh
 renamings) to terms, undone through a trail; canonical forms number a term's variables by
 first occurrence, so that variant calls share one table. Part of the engine: the certificate
-checker has its own matching (:mod:`.model_eval`).
+checker has its own matching (:mod:`.model_eval`). The one-step substitution both use is
+:func:`.arith_eval.subst`.
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ def resolve(t: Any, env: dict) -> Any:
 
 
 def resolve_raw(t: Any, env: dict) -> Any:
-    """Like :func:`_resolve` but keeps expressions unevaluated (builtin leaves of proof trees)."""
+    """Like :func:`resolve` but keeps expressions unevaluated (builtin leaves of proof trees)."""
     tt = type(t)
     if tt in VAR_TYPES:
         t = deref(t, env)
@@ -152,18 +153,6 @@ def match(pattern: Any, target: Any, sigma: dict) -> bool:
             and all(match(p, t, sigma) for p, t in zip(pattern.args, target.args, strict=True))
         )
     return type(pattern) is type(target) and pattern == target
-
-
-def subst(t: Any, sigma: dict, evaluate: bool = True) -> Any:
-    tt = type(t)
-    if tt in VAR_TYPES:
-        return sigma.get(t, t)
-    if tt is Expr:
-        args = tuple(subst(a, sigma, evaluate) for a in t.args)
-        if evaluate and all(type(a) in CONST_TYPES for a in args):
-            return evaluate_expression(Expr(t.op, args))
-        return Expr(t.op, args)
-    return t
 
 
 def value(t: Any) -> Any:

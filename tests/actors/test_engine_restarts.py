@@ -17,9 +17,9 @@ from symbolkg.actors.engines.base import ChatRequest, EngineDeadError
 from symbolkg.actors.engines.factory import LazyEngine
 from symbolkg.actors.engines.metered import MeteredEngine
 from symbolkg.actors.engines.scripted import ScriptedEngine
+from symbolkg.jobs.core.rows import Problem
 from symbolkg.jobs.methods import MethodConfig
-from symbolkg.jobs.pipeline.rows import Problem
-from symbolkg.jobs.pipeline.runner import run_method_job
+from symbolkg.jobs.pipeline.method_job import run_method_job
 from symbolkg.jobs.pipeline.store import ResultStore
 
 OPTIONS = ("A) True", "B) False")

@@ -20,7 +20,7 @@ from symbolkg.actors.retrieval_actor import (
     RetrievalService,
     SearchRequest,
 )
-from symbolkg.jobs.pipeline.retrieve import retrieve
+from symbolkg.jobs.methods.symbolkg_retrieve import retrieve
 from symbolkg.retrieval.anchors import AnchorConfig
 from symbolkg.retrieval.embed import HashingEmbedder
 from symbolkg.retrieval.hull import HullConfig

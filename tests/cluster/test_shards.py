@@ -15,7 +15,7 @@ import sys
 import pyarrow.parquet as pq
 import pytest
 
-from symbolkg.jobs.pipeline.ids import Shard
+from symbolkg.jobs.core.ids import Shard
 from symbolkg.jobs.pipeline.store import read_run
 from tests.conftest import data_or_skip
 

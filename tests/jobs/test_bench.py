@@ -17,19 +17,21 @@ from symbolkg.actors.engines.simulated import (
     RequestStats,
     SimClock,
 )
-from symbolkg.jobs.bench import (
+from symbolkg.jobs.commands import bench as bench_command
+from symbolkg.jobs.evaluations.pipeline_bench import (
     BenchConfig,
     PipelineRun,
-    ProgramResponder,
     RequestTotals,
-    SimulatedSolverPool,
     _count_duplicates,
     _read_back,
-    iter_synthetic_problems,
     run_bench,
+)
+from symbolkg.jobs.evaluations.workload import (
+    ProgramResponder,
+    SimulatedSolverPool,
+    iter_synthetic_problems,
     synthetic_problems,
 )
-from symbolkg.jobs.commands import bench as bench_command
 from symbolkg.jobs.pipeline.store import read_run
 from symbolkg.solvers import prompts
 from symbolkg.solvers.outcomes import SolveRequest

@@ -9,9 +9,9 @@ import json
 import pytest
 
 from symbolkg.actors.engines.scripted import ScriptedEngine
+from symbolkg.jobs.core.rows import Problem, Program
 from symbolkg.jobs.methods import MethodConfig, run_problem
-from symbolkg.jobs.pipeline.rows import Problem, Program
-from symbolkg.jobs.pipeline.solve import run_solve
+from symbolkg.jobs.pipeline.programs_job import run_solve
 from symbolkg.jobs.pipeline.store import ResultStore, read_run
 from symbolkg.solvers.runtime.local_pool import LocalSolverPool
 

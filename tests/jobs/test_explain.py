@@ -1,4 +1,4 @@
-"""`symbolkg explain`: premise provenance (jobs/explain.py) and the command on real recorded programs.
+"""`symbolkg explain`: premise provenance (jobs/inspection/explain.py) and the command on real recorded programs.
 
 The end-to-end tests solve one recorded GPT-4 program of FOLIO, LogicalDeduction and ProntoQA, and
 assert that the premises `explain` lists are exactly the lines the row's certificate cites.
@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from symbolkg.jobs.cli import main as cli
-from symbolkg.jobs.explain import best_sentence, explain_row, format_html, format_text, provenance
+from symbolkg.jobs.inspection.explain import best_sentence, explain_row, format_html, format_text, provenance
 from tests.conftest import data_or_skip
 
 CONTEXT = "Jompuses are not shy. Every jompus is a yumpus. Max is a yumpus. Bob is happy."
@@ -174,7 +174,7 @@ def test_every_recorded_folio_premise_cites_each_sentence_its_text_contains():
     whose words its ``:::`` text contains (FOLIO_dev_10's line 10 formalizes sentences 2-5 and cites
     all four, not sentence 1); a text that contains none cites a close paraphrase or says it matches
     none, never a nearest guess."""
-    from symbolkg.jobs.explain import _words
+    from symbolkg.jobs.inspection.explain import _words
     from symbolkg.retrieval.lkg.canonical import split_sentences
 
     records = json.loads(data_or_skip("logiclm/programs/FOLIO_dev_gpt-4.json").read_text())

@@ -1,4 +1,4 @@
-"""The LKG build job (jobs/lkg.py) end to end with a scripted engine and a real Parquet store.
+"""The LKG build job (jobs/pipeline/lkg_build.py) end to end with a scripted engine and a real Parquet store.
 
 The engine answers with hand-checked extractions (tests/fixtures/lkg/hand_checked.json: two
 FOLIO and two LogicalDeduction contexts copied verbatim from the Logic-LM data). What a user of
@@ -24,8 +24,9 @@ import pytest
 from symbolkg.actors.engines.base import ChatRequest, EngineDeadError, EngineError
 from symbolkg.actors.engines.scripted import ScriptedEngine, prompt_word_count, word_count
 from symbolkg.jobs.cli import main as cli_main
-from symbolkg.jobs.lkg import BuildReport, LKGConfig, run_lkg_build
-from symbolkg.jobs.pipeline.rows import Problem
+from symbolkg.jobs.core.rows import Problem
+from symbolkg.jobs.methods.lkg_extract import LKGConfig
+from symbolkg.jobs.pipeline.lkg_build import BuildReport, run_lkg_build
 from symbolkg.retrieval.lkg.extract import (
     PROMPT_VERSION,
     chunk_context,

@@ -1,15 +1,17 @@
-"""``symbolkg logicgraph solve`` with the embedded model (SmolLM2-135M-Instruct), end to end.
+"""LogicGraph with the embedded model (SmolLM2-135M-Instruct), end to end.
 
-The prompts go to the session's shared vLLM server (tests/llm_server.py), structured-decoded to
-each instance's schema; every answer is parsed, logged and verified step by step, and the report
-carries the paper's metrics. A rerun into the same folder asks nothing (resumed), and a rerun
-from the completion cache into a fresh folder costs no tokens and gives the same answers. What
-the model achieves is benchmarks/logicgraph_llm.py's to report.
+``symbolkg solve --method multipath``: the prompts go to the session's shared vLLM server
+(tests/llm_server.py), structured-decoded to each instance's schema; ``symbolkg logicgraph verify
+--results`` parses every answer, writes the answers file and verifies it step by step, and the
+report carries the paper's metrics. A rerun of the job asks nothing (resumed), and a rerun from the
+completion cache into a fresh results file costs no tokens and gives the same answers. What the
+model achieves is benchmarks/logicgraph_llm.py's to report.
 """
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -20,41 +22,30 @@ from tests.conftest import data_or_skip, openai_engine_args, requires_vllm
 pytestmark = [pytest.mark.slow, pytest.mark.llm, pytest.mark.timeout(1800), requires_vllm]
 
 INSTANCES = 1
-BUDGET = ("--max-tokens", "160", "--max-proofs", "3", "--max-steps", "6")
+BUDGET = ("--max-tokens", "160", "--multipath-max-proofs", "3", "--multipath-max-steps", "6")
 
 
-def solve(out, cache, capsys, *engine: str) -> dict:
-    capsys.readouterr()
-    code = main(
-        [
-            "logicgraph",
-            "solve",
-            "--dataset",
-            "logicgraph/small",
-            "--limit",
-            str(INSTANCES),
-            "--out",
-            str(out),
-            "--cache",
-            str(cache),
-            "--data-dir",
-            str(data_or_skip()),
-            "--no-progress",
-            "--json",
-            *BUDGET,
-            *engine,
-        ]
+def solve(results, cache, capsys, *engine: str) -> dict:
+    """The multipath job into ``results``, then ``logicgraph verify --results``: its summary."""
+    data = str(data_or_skip())
+    head = ["solve", "--method", "multipath", "--dataset", "logicgraph/small", "--limit", str(INSTANCES)]
+    assert (
+        main(
+            [*head, "--out", str(results), "--cache", str(cache), "--data-dir", data, "--no-progress", *BUDGET, *engine]
+        )
+        == 0
     )
-    assert code == 0
-    return json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    capsys.readouterr()
+    assert main(["logicgraph", "verify", "--results", str(results), "--data-dir", data, "--json"]) == 0
+    (summary,) = json.loads(capsys.readouterr().out)["results"]
+    return summary
 
 
-def test_logicgraph_solve_with_the_served_model_then_a_resumed_and_a_cached_rerun(tmp_path, capsys, vllm_server):
-    out, cache = tmp_path / "run", tmp_path / "completions"
-    first = solve(out, cache, capsys, *openai_engine_args(vllm_server))
-    assert first["answered"] == first["instances"] == INSTANCES
-    assert first["this_call"]["answered"] == INSTANCES and first["this_call"]["completion_tokens"] > 0
-    rows = [json.loads(line) for line in (out / "answers.jsonl").read_text().splitlines()]
+def test_multipath_with_the_served_model_then_verify_a_resumed_and_a_cached_rerun(tmp_path, capsys, vllm_server):
+    results, cache = tmp_path / "lg.parquet", tmp_path / "completions"
+    first = solve(results, cache, capsys, *openai_engine_args(vllm_server))
+    assert first["answered"] == first["instances"] == INSTANCES and first["completion_tokens"] > 0
+    rows = [json.loads(line) for line in Path(first["answers"]).read_text().splitlines()]
     assert len(rows) == INSTANCES
     for row in rows:
         assert row["model"] == "smollm2-135m" and row["structured"] and row["completion_tokens"] <= 160
@@ -64,14 +55,14 @@ def test_logicgraph_solve_with_the_served_model_then_a_resumed_and_a_cached_reru
     assert overall["instances"] == INSTANCES and overall["answered"] == INSTANCES
     assert overall["precision"] is None or 0.0 <= overall["precision"] <= 1.0
     assert overall["mean_tokens"] > 0
-    print("logicgraph solve, SmolLM2-135M:", json.dumps(overall))
+    print("multipath, SmolLM2-135M:", json.dumps(overall))
 
-    again = solve(out, cache, capsys, *openai_engine_args(vllm_server))
-    assert again["this_call"]["asked"] == 0 and again["report"] == first["report"]
+    again = solve(results, cache, capsys, *openai_engine_args(vllm_server))  # resumed: nothing asked
+    assert again["report"] == first["report"] and again["cached"] == 0
 
-    # from the completion cache into a fresh folder: no tokens spent, the same proofs and verdicts
-    fresh = solve(tmp_path / "fresh", cache, capsys, "--engine", "replay", "--model", "smollm2-135m")
-    assert fresh["this_call"]["completion_tokens"] == 0
+    # from the completion cache into a fresh results file: no tokens spent, the same proofs and verdicts
+    fresh = solve(tmp_path / "fresh.parquet", cache, capsys, "--engine", "replay", "--model", "smollm2-135m")
+    assert fresh["cached"] == INSTANCES
     cached = fresh["report"]["metrics"]["overall"]
     assert {k: v for k, v in cached.items() if k != "mean_tokens"} == {
         k: v for k, v in overall.items() if k != "mean_tokens"

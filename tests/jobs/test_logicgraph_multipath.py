@@ -6,12 +6,12 @@ import asyncio
 import json
 
 from symbolkg.actors.engines.scripted import ScriptedEngine
+from symbolkg.jobs.core.rows import Problem
 from symbolkg.jobs.datasets.registry import load_dataset
 from symbolkg.jobs.methods import MethodConfig, get, run_problem
 from symbolkg.jobs.methods.multipath import instance_of
-from symbolkg.jobs.pipeline.rows import Problem
 from tests.conftest import data_or_skip
-from tests.jobs.test_logicgraph_solve import _reference_answer
+from tests.jobs.test_logicgraph_results import _reference_answer
 
 
 def _problems(n: int):

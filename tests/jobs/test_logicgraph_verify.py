@@ -12,14 +12,7 @@ from typing import Any
 import pytest
 
 from symbolkg.jobs.cli import main
-from symbolkg.jobs.logicgraph.verify import (
-    Answer,
-    AnswerSet,
-    metrics,
-    parse_answers,
-    reference_answers,
-    verify_answers,
-)
+from symbolkg.solvers.logicgraph.answers import Answer, AnswerSet, parse_answers, reference_answers
 from symbolkg.solvers.logicgraph.instances import Instance, load_instances
 from symbolkg.solvers.logicgraph.proofs import (
     FACT_HALLUCINATION,
@@ -29,6 +22,7 @@ from symbolkg.solvers.logicgraph.proofs import (
     RULE_MISAPPLICATION,
     check_path,
 )
+from symbolkg.solvers.logicgraph.scoring import format_report, metrics, verify_answers, verify_run
 from tests.conftest import DATA, FIXTURES
 
 # Small/test_1 (2 proofs, 2 families), Small/test_5 (4 proofs, 3 families)
@@ -269,8 +263,6 @@ def test_cli_reference_on_both_full_tiers(capsys: pytest.CaptureFixture[str]) ->
 
 
 def test_verify_run_takes_answer_log_dicts_and_format_report_prints_it(two: list[Instance]) -> None:
-    from symbolkg.jobs.logicgraph.verify import format_report, verify_run
-
     logged = [
         {"id": "Small/test_1", "solutions": [_proof(two[0])], "tokens": 40, "raw": "..."},
         {"id": "Small/test_5", "solutions": "unreadable"},

@@ -8,9 +8,9 @@ import pytest
 
 from symbolkg.actors.engines.scripted import ScriptedEngine
 from symbolkg.jobs.cli import build_parser
+from symbolkg.jobs.core.rows import Problem
 from symbolkg.jobs.methods import MethodConfig, run_problem
 from symbolkg.jobs.methods.logiclm import LogicLM
-from symbolkg.jobs.pipeline.rows import Problem
 from symbolkg.solvers import prompts
 from symbolkg.solvers.runtime.local_pool import LocalSolverPool
 

@@ -23,9 +23,9 @@ from symbolkg.jobs.commands.solve import schema
 from symbolkg.jobs.methods import MethodConfig, MethodContext, run_problem
 from symbolkg.jobs.methods.logiclm import LogicLM
 from symbolkg.jobs.methods.vote import NO_CLEAN_SAMPLE, SAMPLES_DISAGREE, vote
-from symbolkg.jobs.pipeline.runner import run_method_job
+from symbolkg.jobs.pipeline.method_job import run_method_job
+from symbolkg.jobs.pipeline.run_config import Source, resolve
 from symbolkg.jobs.pipeline.store import ResultStore, read_run
-from symbolkg.jobs.run_config import Source, resolve
 from symbolkg.solvers import prompts
 from symbolkg.solvers.runtime.local_pool import LocalSolverPool
 from tests.jobs.test_checks_refine import RIGHT, problem

@@ -299,7 +299,8 @@ def test_http_lists_and_calls_every_tool(http_url: str) -> None:
 
 def test_in_process_client_and_argument_errors() -> None:
     """The transport an agent in this process uses: the SDK client on the SDK server object."""
-    from symbolkg.jobs.mcp_server import PrologMCPServer, ServerConfig
+    from symbolkg.jobs.servers.mcp.server import PrologMCPServer
+    from symbolkg.jobs.servers.mcp.start import ServerConfig
 
     async def main(app: PrologMCPServer) -> None:
         async with Client(app.server) as client:
@@ -368,7 +369,7 @@ def test_http_refuses_to_start_on_a_public_host_without_a_token() -> None:
 
 
 def test_token_file_and_middleware_units(tmp_path: Path) -> None:
-    from symbolkg.jobs.mcp_server import check_http_options, is_loopback, read_token
+    from symbolkg.jobs.servers.mcp.transport import check_http_options, is_loopback, read_token
 
     (tmp_path / "tok").write_text("abc123\n")
     assert read_token(str(tmp_path / "tok"), env={}) == "abc123"
@@ -587,7 +588,7 @@ def test_goals_inline_and_in_worker_threads_share_one_session() -> None:
 def test_quick_argument_check_never_accepts_what_the_schema_refuses() -> None:
     import random
 
-    from symbolkg.jobs.mcp_server import TOOLS, quick_check
+    from symbolkg.jobs.servers.mcp.tools import TOOLS, quick_check
 
     values = [
         None,
@@ -673,7 +674,7 @@ def _handshake(request: dict[str, Any]) -> tuple[dict[str, Any], list[dict[str, 
 
 
 def test_initialize_is_answered_early_exactly_as_the_sdk_answers_it() -> None:
-    """Over stdio the server answers ``initialize`` before it imports the SDK (:mod:`symbolkg.jobs.mcp_start`).
+    """Over stdio the server answers ``initialize`` before it imports the SDK (:mod:`symbolkg.jobs.servers.mcp.start`).
 
     The SDK then gets the same request: its own reply is compared with the early one (a difference
     is logged on stderr) and dropped, so the client sees one reply, and the connection works on.
@@ -682,7 +683,7 @@ def test_initialize_is_answered_early_exactly_as_the_sdk_answers_it() -> None:
     """
     from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
-    from symbolkg.jobs.mcp_start import HANDSHAKE_VERSIONS
+    from symbolkg.jobs.servers.mcp.start import HANDSHAKE_VERSIONS
 
     assert set(HANDSHAKE_VERSIONS) <= set(HANDSHAKE_PROTOCOL_VERSIONS)
     for version in HANDSHAKE_VERSIONS:
@@ -700,7 +701,7 @@ def test_early_initialize_is_declined_where_it_could_differ_and_the_sdks_reply_i
 
     import anyio
 
-    from symbolkg.jobs.mcp_start import PipeWriter, initialize_result
+    from symbolkg.jobs.servers.mcp.start import PipeWriter, initialize_result
 
     good = _initialize("2025-06-18")
     assert initialize_result(good)["protocolVersion"] == "2025-06-18"
@@ -720,7 +721,7 @@ def test_early_initialize_is_declined_where_it_could_differ_and_the_sdks_reply_i
     records: list[logging.LogRecord] = []
     handler = logging.Handler()
     handler.emit = records.append  # type: ignore[method-assign]
-    logging.getLogger("symbolkg.jobs.mcp_server").addHandler(handler)
+    logging.getLogger("symbolkg.jobs.servers.mcp").addHandler(handler)
     try:
 
         async def main() -> None:
@@ -731,7 +732,7 @@ def test_early_initialize_is_declined_where_it_could_differ_and_the_sdks_reply_i
 
         anyio.run(main)
     finally:
-        logging.getLogger("symbolkg.jobs.mcp_server").removeHandler(handler)
+        logging.getLogger("symbolkg.jobs.servers.mcp").removeHandler(handler)
     os.close(write_fd)
     with os.fdopen(read_fd) as f:
         lines = f.read().splitlines()

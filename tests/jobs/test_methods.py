@@ -10,11 +10,11 @@ import pytest
 
 from symbolkg.actors.engines.base import EngineDeadError, EngineError
 from symbolkg.actors.engines.scripted import ScriptedEngine
+from symbolkg.jobs.core.rows import Problem
+from symbolkg.jobs.inspection.report import summarize
 from symbolkg.jobs.methods import MethodConfig, run_problem
-from symbolkg.jobs.pipeline.rows import Problem
-from symbolkg.jobs.pipeline.runner import run_method_job
+from symbolkg.jobs.pipeline.method_job import run_method_job
 from symbolkg.jobs.pipeline.store import ResultStore, read_run
-from symbolkg.jobs.report import summarize
 from symbolkg.solvers.runtime.local_pool import LocalSolverPool
 
 GOOD_LP = """Predicates:

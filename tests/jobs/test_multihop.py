@@ -11,7 +11,7 @@ from symbolkg.actors.engines.base import EngineError
 from symbolkg.actors.engines.scripted import ScriptedEngine
 from symbolkg.jobs.cli import main
 from symbolkg.jobs.datasets.registry import load_dataset
-from symbolkg.jobs.multihop import (
+from symbolkg.jobs.evaluations.retrieval import (
     PassageRetriever,
     answer_questions,
     build_pool,

@@ -13,9 +13,9 @@ import pytest
 from symbolkg.actors.engines.scripted import ScriptedEngine
 from symbolkg.jobs import methods
 from symbolkg.jobs.cli import main as cli_main
+from symbolkg.jobs.core.answers import interpret
+from symbolkg.jobs.core.rows import Problem, ResultRow
 from symbolkg.jobs.methods import Method, MethodConfig, MethodContext, run_problem
-from symbolkg.jobs.pipeline.answers import interpret
-from symbolkg.jobs.pipeline.rows import Problem, ResultRow
 from symbolkg.jobs.pipeline.store import read_run
 from symbolkg.solvers.outcomes import ErrorKind, Outcome, SolveRequest, Status
 from tests.conftest import FIXTURES, REPO

@@ -20,12 +20,12 @@ from symbolkg.actors.engines.metered import (
 )
 from symbolkg.actors.engines.openai_engine import _cached_tokens
 from symbolkg.actors.engines.scripted import ScriptedEngine
+from symbolkg.jobs.core.rows import Problem
+from symbolkg.jobs.inspection.profile import format_profile, profile_run
+from symbolkg.jobs.inspection.report import report
 from symbolkg.jobs.methods import MethodConfig
-from symbolkg.jobs.pipeline.rows import Problem
-from symbolkg.jobs.pipeline.runner import group_by_context, run_method_job
+from symbolkg.jobs.pipeline.method_job import group_by_context, run_method_job
 from symbolkg.jobs.pipeline.store import ResultStore
-from symbolkg.jobs.profile import format_profile, profile_run
-from symbolkg.jobs.report import report
 from tests.actors.test_simulated_engine import cached_engine, chat
 
 

@@ -1,4 +1,4 @@
-"""`symbolkg profile` and the LLM request log (actors/engines/metered.py, jobs/profile.py).
+"""`symbolkg profile` and the LLM request log (actors/engines/metered.py, jobs/inspection/profile.py).
 
 A SymbolKG job with a scripted LLM that takes 50 ms per call (so requests of concurrent problems
 overlap, as on a batching engine) and real solvers writes its rows and its request log; the
@@ -16,12 +16,12 @@ import pytest
 from symbolkg.actors.engines.metered import MeteredEngine, RequestRecord, read_request_log, write_request_log
 from symbolkg.actors.engines.scripted import ScriptedEngine
 from symbolkg.jobs.cli import main as cli_main
+from symbolkg.jobs.inspection.profile import distribution, format_profile, in_flight_timeline, profile_run
 from symbolkg.jobs.methods import MethodConfig
 from symbolkg.jobs.methods.symbolkg import SymbolKGMethod
 from symbolkg.jobs.methods.symbolkg_stages import STAGES, SymbolKG, SymbolKGConfig
-from symbolkg.jobs.pipeline.runner import run_method_job
+from symbolkg.jobs.pipeline.method_job import run_method_job
 from symbolkg.jobs.pipeline.store import ResultStore, read_run
-from symbolkg.jobs.profile import distribution, format_profile, in_flight_timeline, profile_run
 from symbolkg.retrieval.lkg.store import LKGStore
 from symbolkg.solvers.outcomes import Limits
 from symbolkg.solvers.runtime.local_pool import LocalSolverPool

@@ -19,12 +19,12 @@ import pytest
 
 from symbolkg.actors.engines.pararule_template import PararuleTemplateEngine
 from symbolkg.actors.engines.scripted import ScriptedEngine
+from symbolkg.jobs.core.rows import Problem
 from symbolkg.jobs.datasets.records import TRUE_FALSE_OPTIONS
 from symbolkg.jobs.datasets.registry import load_dataset
 from symbolkg.jobs.methods import MethodConfig
 from symbolkg.jobs.methods.prolog_agent import PrologAgent, PrologAgentConfig
-from symbolkg.jobs.pipeline.rows import Problem
-from symbolkg.jobs.pipeline.runner import run_method_job
+from symbolkg.jobs.pipeline.method_job import run_method_job
 from symbolkg.jobs.pipeline.store import ResultStore
 from symbolkg.solvers.prolog import pararule as P
 from tests.conftest import DATA
@@ -86,7 +86,7 @@ def test_the_template_engine_answers_formalization_requests_only():
         asyncio.run(engine.generate([ChatRequest(tuple(Message(r, c) for r, c in odd))]))
 
 
-# -- the template engine through the in-process MCP transport ------------------------------------------
+# -- the template engine through the MCP server (stdio) -------------------------------------------------
 
 
 @needs_data
@@ -104,7 +104,7 @@ def test_a_slice_of_each_depth_is_all_correct_and_a_rerun_resumes(tmp_path):
         assert "initially(" in row["program"] and attempts[0]["goal"] and attempts[0]["stage"] == "goal"
         tools = [c["tool"] for c in trace["mcp_calls"]]
         assert "run_goal" in tools and all(c["ok"] for c in trace["mcp_calls"])
-        assert trace["mcp_transport"] == "inprocess" and trace["sldnf_closure"] in ("same", "different")
+        assert trace["mcp_transport"] == "stdio" and trace["sldnf_closure"] in ("same", "different")
         assert row["llm_calls"] == 1 and row["predicted"] in ("A", "B")
     # the questions of a context share one consulted program (and one for the SLDNF variant)
     contexts = {p.meta["context_id"] for p in problems}
@@ -211,8 +211,8 @@ def test_attempts_are_capped(tmp_path):
 
 
 def test_config_is_validated():
-    with pytest.raises(ValueError, match="transport"):
-        PrologAgentConfig(transport="http")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="transport"):  # the in-process server is gone: a method is a client
+        PrologAgentConfig(transport="inprocess")  # type: ignore[call-arg]
     with pytest.raises(ValueError, match="max-attempts"):
         PrologAgentConfig(max_attempts=0)
 
@@ -220,15 +220,13 @@ def test_config_is_validated():
 # -- stdio -----------------------------------------------------------------------------------------------
 
 
-def test_the_stdio_transport_spawns_the_server(tmp_path):
+def test_the_server_is_a_child_process_and_ends_with_the_job(tmp_path):
     problems = [
         problem("p1", "Anne is smart.", "A"),
         problem("p2", "Anne is not rough.", "B"),
         problem("p3", "Anne is not smart.", "B"),
     ]
-    _, method, rows = run_job(
-        problems, PararuleTemplateEngine(), tmp_path / "io.parquet", PrologAgentConfig(transport="stdio")
-    )
+    _, method, rows = run_job(problems, PararuleTemplateEngine(), tmp_path / "io.parquet", PrologAgentConfig())
     assert all(r["correct"] for r in rows) and len(rows) == 3
     assert {json.loads(r["trace"])["mcp_transport"] for r in rows} == {"stdio"}
     assert method._connection is not None and not method._connection._thread.is_alive()  # closed with the job

@@ -32,7 +32,7 @@ from symbolkg.actors.engines.recorded import RecordedEngine
 from symbolkg.jobs.cli import main
 from symbolkg.jobs.datasets.logiclm import load_logiclm_programs
 from symbolkg.jobs.methods import MethodConfig, run_problem
-from symbolkg.jobs.pipeline.solve import run_solve
+from symbolkg.jobs.pipeline.programs_job import run_solve
 from symbolkg.jobs.pipeline.store import ResultStore, read_run
 from symbolkg.solvers import checks
 from symbolkg.solvers.outcomes import Limits

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from symbolkg.jobs.cli import main
-from symbolkg.jobs.report import SUMMARY_LEGEND, SummaryLine, format_summary, summary, summary_lines
+from symbolkg.jobs.inspection.report import SUMMARY_LEGEND, SummaryLine, format_summary, summary, summary_lines
 from tests.conftest import lp_problem, write_jsonl
 
 

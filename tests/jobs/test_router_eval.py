@@ -8,8 +8,8 @@ import pytest
 
 from symbolkg.jobs.cli import main
 from symbolkg.jobs.datasets.registry import load_dataset
-from symbolkg.jobs.router_eval import ROUTER_GROUND_TRUTH, evaluate_router, graph_counts, mixed_stream
-from symbolkg.retrieval.lkg.schema import Constraint, ContextRecord, Edge, Entity, Graph, Rule
+from symbolkg.jobs.evaluations.router import ROUTER_GROUND_TRUTH, evaluate_router, mixed_stream
+from symbolkg.retrieval.lkg.schema import Constraint, ContextRecord, Edge, Entity, Graph, Rule, graph_counts
 from symbolkg.retrieval.lkg.store import LKGStore
 from tests.conftest import data_or_skip
 
@@ -76,7 +76,7 @@ def test_llm_votes_with_a_scripted_engine():
 
     from symbolkg.actors.engines.base import EngineError
     from symbolkg.actors.engines.scripted import ScriptedEngine
-    from symbolkg.jobs.router_eval import llm_votes
+    from symbolkg.jobs.evaluations.router import llm_votes
 
     data_or_skip("logiclm")
     stream = mixed_stream(1)

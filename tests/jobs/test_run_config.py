@@ -12,7 +12,7 @@ import pytest
 
 from symbolkg.jobs.cli import main
 from symbolkg.jobs.commands.solve import schema
-from symbolkg.jobs.run_config import ConfigError, Schema, Source, load_file, resolve
+from symbolkg.jobs.pipeline.run_config import ConfigError, Schema, Source, load_file, resolve
 
 
 @pytest.fixture(autouse=True)

@@ -20,9 +20,9 @@ from symbolkg.actors.engines.base import ChatRequest, EngineError, Message
 from symbolkg.actors.engines.gold import GoldEngine
 from symbolkg.actors.engines.scripted import ScriptedEngine
 from symbolkg.jobs.cli import main
+from symbolkg.jobs.core.rows import Problem
 from symbolkg.jobs.methods import MethodConfig, run_problem
 from symbolkg.jobs.methods.symba import SymBa, SymBaConfig
-from symbolkg.jobs.pipeline.rows import Problem
 from symbolkg.solvers.outcomes import Status
 from symbolkg.solvers.runtime.local_pool import LocalSolverPool
 from symbolkg.solvers.symba import prompts as P
@@ -386,7 +386,7 @@ def test_symba_with_the_gold_engine_through_the_cli(tmp_path, capsys):
     assert (verified["answered"], verified["verified"], verified["failed"]) == (3, 3, 0)
     assert verified["by_checker"] == {"bottom-up-evaluator": 3}
     # explain names, per statement the proof uses, the sentence the method translated it from
-    from symbolkg.jobs.explain import explain_row
+    from symbolkg.jobs.inspection.explain import explain_row
 
     e = explain_row(rows["proofwriter_dep5_0"], context=None)
     recorded = {s["statement"]: s["sentence"] for s in json.loads(rows["proofwriter_dep5_0"]["trace"])["statements"]}

@@ -24,6 +24,7 @@ from symbolkg.actors.engines.base import ChatRequest, EngineError
 from symbolkg.actors.engines.scripted import ScriptedEngine
 from symbolkg.actors.retrieval_actor import EmbedderSpec, RetrievalError, RetrievalService
 from symbolkg.jobs.cli import main as cli_main
+from symbolkg.jobs.core.rows import Problem
 from symbolkg.jobs.methods import MethodConfig
 from symbolkg.jobs.methods.symbolkg import SymbolKGMethod
 from symbolkg.jobs.methods.symbolkg_stages import (
@@ -34,8 +35,7 @@ from symbolkg.jobs.methods.symbolkg_stages import (
     subgraph,
     subgraph_hints,
 )
-from symbolkg.jobs.pipeline.rows import Problem
-from symbolkg.jobs.pipeline.runner import run_method_job
+from symbolkg.jobs.pipeline.method_job import run_method_job
 from symbolkg.jobs.pipeline.store import ResultStore, read_run
 from symbolkg.retrieval.embed import make_embedder
 from symbolkg.retrieval.lkg.canonical import split_sentences
@@ -532,8 +532,8 @@ def test_a_comma_list_of_datasets_is_a_mixed_stream_of_limit_each():
 
 def test_every_walkthrough_answer_has_a_certificate_that_verify_accepts_and_explain_maps_to_the_lkg(walked):
     # Certificates work for the LLM methods too: one per solver family, each re-checked by another engine.
-    from symbolkg.jobs.explain import explain_row
-    from symbolkg.jobs.verify import verify_run
+    from symbolkg.jobs.inspection.certificates import verify_run
+    from symbolkg.jobs.inspection.explain import explain_row
 
     tmp, _, rows = walked
     with LocalSolverPool(1) as pool:

@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from symbolkg.jobs.cli import main as cli
-from symbolkg.jobs.verify import SUMMARY_KEYS, verdicts_path
+from symbolkg.jobs.inspection.certificates import SUMMARY_KEYS, verdicts_path
 from tests.conftest import data_or_skip
 
 SETS = ("ProntoQA", "ProofWriter", "FOLIO", "LogicalDeduction", "AR-LSAT")

@@ -37,11 +37,11 @@ from symbolkg.jobs.cli import main as cli
 from symbolkg.jobs.methods import MethodConfig
 from symbolkg.jobs.methods.symbolkg import SymbolKGMethod
 from symbolkg.jobs.methods.symbolkg_stages import SymbolKG, SymbolKGConfig
-from symbolkg.jobs.pipeline.runner import run_method_job
+from symbolkg.jobs.pipeline.method_job import run_method_job
 from symbolkg.jobs.pipeline.store import ResultStore
-from symbolkg.jobs.view import read_token
-from symbolkg.jobs.view.app import check_host, create_app
-from symbolkg.jobs.view.bundle import write_bundle
+from symbolkg.jobs.servers.view import read_token
+from symbolkg.jobs.servers.view.app import check_host, create_app
+from symbolkg.jobs.servers.view.bundle import write_bundle
 from symbolkg.retrieval.embed import make_embedder
 from symbolkg.retrieval.lkg.store import LKGStore
 from symbolkg.solvers.certificates import derivation, entailment

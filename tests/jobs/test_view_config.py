@@ -17,7 +17,7 @@ import pytest
 
 from symbolkg.jobs.cli import main
 from symbolkg.jobs.pipeline.store import read_run_meta
-from symbolkg.jobs.view.bundle import write_bundle
+from symbolkg.jobs.servers.view.bundle import write_bundle
 from tests.conftest import lp_problem, write_jsonl
 from tests.jobs.test_view import Server, text_of
 

@@ -3,10 +3,11 @@ correct programs alone, and its correction is what the text says (checked by sol
 
 from __future__ import annotations
 
-from symbolkg.jobs.pipeline.answers import interpret
-from symbolkg.jobs.pipeline.rows import Problem
-from symbolkg.solvers.checks import Finding, check_program, correct_program, refine_message
+from symbolkg.jobs.core.answers import interpret
+from symbolkg.jobs.core.rows import Problem
+from symbolkg.solvers.checks import check_program, correct_program, refine_message
 from symbolkg.solvers.csp import engine as csp
+from symbolkg.solvers.findings import Finding
 from symbolkg.solvers.fol import engine as fol_engine
 from symbolkg.solvers.fol import syntax as fol
 from symbolkg.solvers.lp import engine as lp

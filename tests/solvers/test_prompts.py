@@ -12,6 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from symbolkg.solvers import prompts, registry
+from symbolkg.solvers.lp import prompts as lp_prompts
 from symbolkg.solvers.outcomes import ErrorKind, Limits, ProgramError
 from symbolkg.solvers.prompts import (
     EXAMPLES,
@@ -351,8 +352,8 @@ def test_every_program_the_lp_regex_admits_parses():
     rng = random.Random(7)
     kinds = Counter()
     for _ in range(250):
-        text = sample_regex(prompts.LP_PROGRAM_REGEX, rng)
-        assert re.fullmatch(prompts.LP_PROGRAM_REGEX, text)
+        text = sample_regex(lp_prompts.PROGRAM_REGEX, rng)
+        assert re.fullmatch(lp_prompts.PROGRAM_REGEX, text)
         try:
             registry.parse("logiclm-lp", text)
             kinds["ok"] += 1
@@ -365,15 +366,15 @@ def test_every_program_the_lp_regex_admits_parses():
 def test_lp_regex_keeps_bool_out_of_atoms_and_admits_the_recorded_constants():
     program = "Predicates:\nRed($x, bool)\nFacts:\n{fact}\nRules:\nQuery:\nRed(Bob, True)\n"
     # the degenerate copy of a declaration that SmolLM2-135M writes
-    assert not re.fullmatch(prompts.LP_PROGRAM_REGEX, program.format(fact="Red($x, bool, True)"))
-    assert not re.fullmatch(prompts.LP_PROGRAM_REGEX, program.format(fact="Red(bool, True)"))
+    assert not re.fullmatch(lp_prompts.PROGRAM_REGEX, program.format(fact="Red($x, bool, True)"))
+    assert not re.fullmatch(lp_prompts.PROGRAM_REGEX, program.format(fact="Red(bool, True)"))
     for const in ("Bob", "squirrel", "b", "bo", "boo", "boolean", "Bool", "the_cat", "x1"):
-        assert re.fullmatch(prompts.LP_PROGRAM_REGEX, program.format(fact=f"Red({const}, True)")), const
+        assert re.fullmatch(lp_prompts.PROGRAM_REGEX, program.format(fact=f"Red({const}, True)")), const
 
 
 @pytest.mark.slow
 @settings(max_examples=75, deadline=None, suppress_health_check=list(HealthCheck))
-@given(st.from_regex(prompts.LP_PROGRAM_REGEX, fullmatch=True))
+@given(st.from_regex(lp_prompts.PROGRAM_REGEX, fullmatch=True))
 def test_every_program_the_lp_regex_admits_parses_hypothesis(text):
     try:
         registry.parse("logiclm-lp", text)

@@ -14,14 +14,14 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from symbolkg.jobs.core.rows import Problem
+from symbolkg.jobs.core.tables import PROBLEM_SCHEMA
 from symbolkg.jobs.datasets import files
 from symbolkg.jobs.datasets.files import default_data_dir
 from symbolkg.jobs.datasets.logiclm import load_logiclm_programs
 from symbolkg.jobs.datasets.records import InputError
 from symbolkg.jobs.datasets.registry import dataset_counts, dataset_names, load_dataset, load_problems
 from symbolkg.jobs.datasets.user import load_generic
-from symbolkg.jobs.pipeline.rows import Problem
-from symbolkg.jobs.pipeline.tables import PROBLEM_SCHEMA
 from symbolkg.solvers.outcomes import Program
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"

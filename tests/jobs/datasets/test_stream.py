@@ -19,15 +19,15 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from symbolkg.jobs.core.ids import Shard
+from symbolkg.jobs.core.rows import Problem
+from symbolkg.jobs.core.tables import PROBLEM_SCHEMA
 from symbolkg.jobs.datasets import stream as stream_module
 from symbolkg.jobs.datasets.files import JsonLines, peek_id
 from symbolkg.jobs.datasets.records import InputError, Where
 from symbolkg.jobs.datasets.registry import load_problems, open_dataset, open_problems
 from symbolkg.jobs.datasets.stream import ProblemStream, ReadOptions, Sink
 from symbolkg.jobs.datasets.user import load_generic, open_generic, open_records
-from symbolkg.jobs.pipeline.ids import Shard
-from symbolkg.jobs.pipeline.rows import Problem
-from symbolkg.jobs.pipeline.tables import PROBLEM_SCHEMA
 from tests.conftest import DATA
 
 needs_data = pytest.mark.skipif(not (DATA / "logiclm").is_dir(), reason=f"shared data not found at {DATA}")

@@ -1,5 +1,5 @@
-from symbolkg.jobs.pipeline.answers import interpret, is_correct
-from symbolkg.jobs.pipeline.rows import Problem
+from symbolkg.jobs.core.answers import interpret, is_correct
+from symbolkg.jobs.core.rows import Problem
 
 TFU = ("A) True", "B) False", "C) Uncertain")
 TF = ("A) True", "B) False")

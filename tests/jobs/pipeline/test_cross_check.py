@@ -7,7 +7,7 @@ import json
 import pyarrow.parquet as pq
 
 from symbolkg.jobs.cli import main
-from symbolkg.jobs.pipeline.solve import cross_check_entry
+from symbolkg.jobs.pipeline.programs_job import cross_check_entry
 from symbolkg.solvers.outcomes import ErrorKind, Outcome, Status
 from tests.solvers.certificates.test_certificates_entailment import FALSE, TRUE, UNKNOWN
 

@@ -29,7 +29,7 @@ from symbolkg.jobs.pipeline.gates import (
     read_gate_log,
     write_gate_log,
 )
-from symbolkg.jobs.pipeline.runner import run_method_job
+from symbolkg.jobs.pipeline.method_job import run_method_job
 from symbolkg.jobs.pipeline.store import ResultStore, read_run
 from symbolkg.solvers.outcomes import SolveRequest
 from symbolkg.solvers.runtime.local_pool import LocalSolverPool, PoolResult

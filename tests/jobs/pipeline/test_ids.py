@@ -7,9 +7,9 @@ import sys
 
 import pytest
 
-from symbolkg.jobs.pipeline import ids as ids_module
-from symbolkg.jobs.pipeline.ids import DoneIds, IdHashes, Shard, id_hash
-from symbolkg.jobs.pipeline.rows import ResultRow
+from symbolkg.jobs.core import ids as ids_module
+from symbolkg.jobs.core.ids import DoneIds, IdHashes, Shard, id_hash
+from symbolkg.jobs.core.rows import ResultRow
 from symbolkg.jobs.pipeline.store import ResultStore
 
 
@@ -75,7 +75,7 @@ def test_shards_split_every_id_once_the_same_way_in_every_process():
     assert all(len(o) == 1 for o in owners)
     sizes = [sum(o == [i] for o in owners) for i in range(4)]
     assert min(sizes) > 400  # ~500 each
-    code = "from symbolkg.jobs.pipeline.ids import id_hash; print(id_hash('FOLIO_dev_7'))"
+    code = "from symbolkg.jobs.core.ids import id_hash; print(id_hash('FOLIO_dev_7'))"
     other = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert int(other.stdout) == id_hash("FOLIO_dev_7")  # not Python's salted hash()
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import json
 
-from symbolkg.jobs.pipeline.rows import Problem, Program
-from symbolkg.jobs.pipeline.solve import run_solve
+from symbolkg.jobs.core.rows import Problem, Program
+from symbolkg.jobs.pipeline.programs_job import run_solve
 from symbolkg.jobs.pipeline.store import ResultStore, read_run
 from symbolkg.solvers.runtime.local_pool import LocalSolverPool
 from tests.solvers.smt.test_lsat_recovery import courses

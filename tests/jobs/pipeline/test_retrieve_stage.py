@@ -9,7 +9,7 @@ import pytest
 
 from symbolkg.actors.engines.base import EngineDeadError, EngineError
 from symbolkg.actors.engines.scripted import ScriptedEngine
-from symbolkg.jobs.pipeline.retrieve import retrieve
+from symbolkg.jobs.methods.symbolkg_retrieve import retrieve
 from symbolkg.retrieval.anchors import AnchorConfig
 from symbolkg.retrieval.embed import HashingEmbedder
 from symbolkg.retrieval.hybrid import HybridRetriever
@@ -53,7 +53,7 @@ def test_llm_entities_and_pruning(retriever):
     assert out.anchors[0] == ANN.id
     assert out.hull[:3] == (ANN.id, TEACHER.id, KIND.id) and TALL.id not in out.hull
     assert out.prune_source == "llm" and out.pruned == (out.hull[0], out.hull[2])
-    assert out.errors == [] and out.prompt_tokens > 0 and out.completion_tokens > 0
+    assert out.errors == [] and out.llm.prompt_tokens > 0 and out.llm.completion_tokens > 0
     assert set(out.seconds) == {"entities", "retrieve", "prune"}
 
 
@@ -106,7 +106,9 @@ def test_no_pruning_switch_and_no_engine(retriever):
     out = run(engine, retriever, prune=PruneConfig(enabled=False, max_shown=2))
     assert out.prune_source == "disabled" and out.pruned == out.hull[:2]
     offline = run(None, retriever)
-    assert offline.entities_source == "lexical" and offline.prune_source == "disabled" and offline.prompt_tokens == 0
+    assert (
+        offline.entities_source == "lexical" and offline.prune_source == "disabled" and offline.llm.prompt_tokens == 0
+    )
     lexical = run(engine, retriever, llm_entities=False, prune=PruneConfig(enabled=False))
     assert lexical.entities_source == "lexical"
 

@@ -1,6 +1,6 @@
 """The method job at scale: memory follows the work in flight, shards split one job, logs stream.
 
-The memory test runs the real job (``logiclm`` over simulated engines, :mod:`symbolkg.jobs.bench`)
+The memory test runs the real job (``logiclm`` over simulated engines, :mod:`symbolkg.jobs.evaluations.pipeline_bench`)
 at two sizes with the same in-flight window and compares what Python allocated at its peak
 (``tracemalloc``: deterministic, unlike RSS on a shared machine). Before issue 29 the job kept
 ~24 KB per finished problem (rows, request logs, gate events, engine stats, the problem list), so
@@ -20,13 +20,13 @@ import pytest
 from symbolkg.actors.engines.metered import MeteredEngine, read_request_log, request_log_dir
 from symbolkg.actors.engines.scripted import ScriptedEngine
 from symbolkg.actors.engines.simulated import LLAMA_3_3_70B_4XH100, NO_PREFIX_CACHE
-from symbolkg.jobs.bench import BenchConfig, run_pipeline
+from symbolkg.jobs.core.ids import Shard
+from symbolkg.jobs.core.rows import Problem
+from symbolkg.jobs.evaluations.pipeline_bench import BenchConfig, run_pipeline
 from symbolkg.jobs.methods import MethodConfig
 from symbolkg.jobs.pipeline import store as store_module
 from symbolkg.jobs.pipeline.gates import GateLog, StageGate, gate_log_dir, read_gate_log
-from symbolkg.jobs.pipeline.ids import Shard
-from symbolkg.jobs.pipeline.rows import Problem
-from symbolkg.jobs.pipeline.runner import run_method_job
+from symbolkg.jobs.pipeline.method_job import run_method_job
 from symbolkg.jobs.pipeline.store import ResultStore, read_run
 
 # No prefix cache: the simulated engines' cache (the GPUs' state, bounded by its capacity) would still

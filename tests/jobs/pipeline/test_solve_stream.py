@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from symbolkg.jobs.pipeline.ids import Shard
-from symbolkg.jobs.pipeline.rows import Problem, Program
-from symbolkg.jobs.pipeline.solve import run_solve
+from symbolkg.jobs.core.ids import Shard
+from symbolkg.jobs.core.rows import Problem, Program
+from symbolkg.jobs.pipeline.programs_job import run_solve
 from symbolkg.jobs.pipeline.store import ResultStore, read_run
 from symbolkg.solvers.runtime.local_pool import LocalSolverPool
 from tests.conftest import lp_problem

@@ -7,9 +7,9 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
-from symbolkg.jobs.pipeline.rows import ResultRow
+from symbolkg.jobs.core.rows import ResultRow
+from symbolkg.jobs.core.tables import RESULT_SCHEMA
 from symbolkg.jobs.pipeline.store import ResultStore, read_run
-from symbolkg.jobs.pipeline.tables import RESULT_SCHEMA
 
 
 def row(pid: str, correct: bool = True) -> ResultRow:
@@ -163,7 +163,7 @@ def test_done_index_is_exact_and_matches_done_ids(tmp_path):
 
 
 def test_shards_write_their_own_files_and_the_run_reads_the_union(tmp_path):
-    from symbolkg.jobs.pipeline.ids import Shard
+    from symbolkg.jobs.core.ids import Shard
     from symbolkg.jobs.pipeline.store import remove_run, run_exists, run_members
 
     out = tmp_path / "run.parquet"

@@ -26,7 +26,8 @@ from symbolkg.solvers.logicgraph.generate import (
     tier_statistics,
 )
 from symbolkg.solvers.logicgraph.instances import DERIVED, Instance, load_instances
-from symbolkg.solvers.logicgraph.proofs import families, matching_rules
+from symbolkg.solvers.logicgraph.proof_search import families
+from symbolkg.solvers.logicgraph.proofs import matching_rules
 from symbolkg.solvers.logicgraph.propositional import Atom, Implies, Not, atoms, parse, satisfiable
 
 SEED = 11

@@ -5,16 +5,14 @@ from __future__ import annotations
 import pytest
 
 from symbolkg.solvers.logicgraph.instances import DERIVED, Instance, Proof, Step, StepPremise, load_instances
+from symbolkg.solvers.logicgraph.proof_search import branch_point, families, prove
 from symbolkg.solvers.logicgraph.proofs import (
     CONTRAPOSITION,
     INVALID_DEDUCTION,
     RULE_MISAPPLICATION,
-    branch_point,
     canonical_rule,
     check_step,
-    families,
     matching_rules,
-    prove,
     same,
 )
 from symbolkg.solvers.logicgraph.propositional import parse, to_prover9

@@ -637,7 +637,7 @@ def test_recorded_prontoqa_programs() -> None:
     executed, acc = accuracy("ProntoQA", {"True": "A", "False": "B", "Unknown": "C"})
     assert executed == 1.0
     assert acc >= 0.80
-    # Closed world (no Unknown option: not derivable = False), as symbolkg.jobs.pipeline.answers reads it.
+    # Closed world (no Unknown option: not derivable = False), as symbolkg.jobs.core.answers reads it.
     executed, acc = accuracy("ProntoQA", {"True": "A", "False": "B", "Unknown": "B"})
     assert acc >= 0.832
 

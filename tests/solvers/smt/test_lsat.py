@@ -873,7 +873,7 @@ def test_recorded_gpt4_programs_beat_logic_lm():
     assert (first.status, first.error_kind, first.error_line) == (Status.PARSE_ERROR, "undeclared", 7)
     # With the formalization checks' corrections (option_modality: 18 programs ask another question than the
     # text, 9 of them then right, none right before broken): 81 correct (35.1%), the issue's 35%.
-    from symbolkg.jobs.pipeline.rows import Problem
+    from symbolkg.jobs.core.rows import Problem
     from symbolkg.solvers.checks import correct_program
 
     fixed = {}
