@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
 from symbolkg.solvers.outcomes import CheckFinding, Severity
 
@@ -56,24 +56,7 @@ class Finding:
     line: int | None = None
     correction: str | None = None
 
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> Finding:
-        """A finding from :meth:`to_dict`'s form (its correction only when that form holds it)."""
-        return cls(d["check"], d["severity"], d["message"], d.get("line"), d.get("correction"))
-
-    def to_dict(self, *, with_correction: bool = False) -> dict[str, Any]:
-        """JSON-friendly form for a row's trace (the corrected text only on request: it is long)."""
-        out: dict[str, Any] = {
-            "check": self.check,
-            "severity": self.severity,
-            "message": self.message,
-            "line": self.line,
-            "corrects": self.correction is not None,
-        }
-        if with_correction:
-            out["correction"] = self.correction
-        return out
-
     def record(self) -> CheckFinding:
-        """The finding as it leaves the worker (whether it corrects, not the corrected text)."""
+        """The finding as it leaves the worker and as a row records it: whether it corrects, not the corrected
+        text (the worker applies corrections itself). That record is the only form a finding travels in."""
         return CheckFinding(self.check, self.severity, self.message, self.line, self.correction is not None)

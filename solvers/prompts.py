@@ -7,7 +7,7 @@ outside ``solvers/``. Messages are lists of ``(role, content)`` tuples with
 own message type.
 
 Logic-LM (``logiclm``): :func:`formulation_messages` asks for a program in the
-dataset's language (:data:`LANGUAGE_FOR_DATASET`); :func:`extract_program` cuts the
+problem's language (one of :data:`EXAMPLES`); :func:`extract_program` cuts the
 program out of the completion; the solver runs it; on an error (or when it runs
 but gives no unique answer) :func:`refine_messages` continues the formulation
 conversation: the model's own reply, then the solver's message (with the line it
@@ -64,15 +64,6 @@ from symbolkg.solvers.lp import prompts as lp_prompts
 from symbolkg.solvers.prompt_parts import ONLY, FewShot
 from symbolkg.solvers.smt import lsat_grammar, lsat_prompts
 
-#: Logic-LM dataset name -> the program language Logic-LM uses for it.
-LANGUAGE_FOR_DATASET: dict[str, str] = {
-    "logiclm/prontoqa": "logiclm-lp",
-    "logiclm/proofwriter": "logiclm-lp",
-    "logiclm/folio": "logiclm-fol",
-    "logiclm/logicaldeduction": "logiclm-csp",
-    "logiclm/ar-lsat": "logiclm-smt",
-}
-
 Messages = list[tuple[str, str]]
 
 
@@ -125,7 +116,7 @@ def formulation_messages(
     """Messages asking for a program in ``language`` for one problem.
 
     Args:
-        language: a Logic-LM language (a value of :data:`LANGUAGE_FOR_DATASET`).
+        language: a Logic-LM language (a key of :data:`EXAMPLES`).
         context: the problem's premises or setup.
         question: the question, as the dataset phrases it.
         options: the answer options (``"A) True"`` ...), shown to the model.

@@ -82,6 +82,26 @@ def _recorded_texts(data: list[Any]) -> list[str]:
     ]
 
 
+#: Logic-LM dataset name -> the program language Logic-LM writes for it: a problem's language when
+#: neither the user, its record nor the recorded programs say (:func:`language_of`).
+SET_LANGUAGE: dict[str, str] = {
+    "logiclm/prontoqa": "logiclm-lp",
+    "logiclm/proofwriter": "logiclm-lp",
+    "logiclm/folio": "logiclm-fol",
+    "logiclm/logicaldeduction": "logiclm-csp",
+    "logiclm/ar-lsat": "logiclm-smt",
+}
+
+
+def language_of(problem: Problem) -> str | None:
+    """The program language of a problem: its own (``meta["language"]``: the user's ``--language``, its
+    record's, or the recorded programs'), else its Logic-LM set's (:data:`SET_LANGUAGE`), else None."""
+    language = problem.meta.get("language")
+    if isinstance(language, str) and language in LANGUAGES:
+        return language
+    return SET_LANGUAGE.get(problem.dataset)
+
+
 def _record_language(obj: Obj) -> str | None:
     if not obj.has("language"):
         return None

@@ -38,6 +38,7 @@ from symbolkg.actors.engines.base import (
 from symbolkg.jobs.core.answers import interpret
 from symbolkg.jobs.core.results import check_spec
 from symbolkg.jobs.core.rows import Problem, ResultRow
+from symbolkg.jobs.datasets.logiclm import language_of
 from symbolkg.jobs.methods.base import Method, MethodContext
 from symbolkg.jobs.methods.vote import Vote, vote
 from symbolkg.solvers import checks, prompts
@@ -45,12 +46,10 @@ from symbolkg.solvers.outcomes import CheckFinding, ErrorKind, Outcome, SolveReq
 
 
 def language_for(problem: Problem) -> str | None:
-    """The formalization language of a problem: its own (``meta["language"]``, which a Logic-LM-layout
-    dataset's loader sets, :mod:`symbolkg.jobs.datasets.logiclm`), else its dataset's prompts' (None if none)."""
-    language = problem.meta.get("language")
-    if isinstance(language, str) and language in prompts.EXAMPLES:
-        return language
-    return prompts.LANGUAGE_FOR_DATASET.get(problem.dataset)
+    """The formalization language of a problem (:func:`symbolkg.jobs.datasets.logiclm.language_of`), when
+    Logic-LM has prompts for it; else None."""
+    language = language_of(problem)
+    return language if language in prompts.EXAMPLES else None
 
 
 @dataclass

@@ -16,7 +16,6 @@ from symbolkg.solvers.lp import prompts as lp_prompts
 from symbolkg.solvers.outcomes import ErrorKind, Limits, ProgramError
 from symbolkg.solvers.prompts import (
     EXAMPLES,
-    LANGUAGE_FOR_DATASET,
     answer_structured_output,
     cot_messages,
     direct_messages,
@@ -48,16 +47,19 @@ def recorded(dataset: str) -> list[dict]:
 
 
 def test_every_logiclm_language_has_prompts_and_examples():
-    assert set(LANGUAGE_FOR_DATASET.values()) == set(EXAMPLES)
+    from symbolkg.jobs.datasets.logiclm import SET_LANGUAGE
+
+    assert set(SET_LANGUAGE.values()) == set(EXAMPLES)
     for language in EXAMPLES:
         assert language in registry.LANGUAGES
         assert 1 <= len(EXAMPLES[language]) <= 2
 
 
-def test_language_for_dataset_names_real_datasets():
+def test_the_set_languages_name_real_datasets():
+    from symbolkg.jobs.datasets.logiclm import SET_LANGUAGE
     from symbolkg.jobs.datasets.registry import dataset_names
 
-    assert set(LANGUAGE_FOR_DATASET) <= set(dataset_names())
+    assert set(SET_LANGUAGE) <= set(dataset_names())
 
 
 @pytest.mark.parametrize("language,index", ALL_EXAMPLES)

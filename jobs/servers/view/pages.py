@@ -21,6 +21,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from symbolkg.jobs.datasets.logiclm import SET_LANGUAGE
 from symbolkg.jobs.inspection.explain import explain_row
 from symbolkg.jobs.inspection.lkg_show import render_dot
 from symbolkg.jobs.servers.view.queries import RunError, RunSource, problem_text
@@ -78,7 +79,7 @@ def _prompt(
         return None
     context = text["context"]
     hints = ""
-    language = prompts.LANGUAGE_FOR_DATASET.get(row["dataset"])
+    language = row.get("language") or SET_LANGUAGE.get(row["dataset"])
     if row["method"] == "symbolkg":
         route = trace.get("route") or {}
         language = route.get("language") or language
