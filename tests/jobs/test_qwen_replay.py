@@ -1,0 +1,75 @@
+"""The kept completions of the qwen2.5-coder-1.5b runs reproduce their results without the model.
+
+``benchmarks/llm_formalizer.py`` ran the ``logiclm`` method with the model on the first 50 problems
+of each Logic-LM set and kept every completion in ``benchmarks/out/qwen/completions`` and the rows in
+``benchmarks/out/qwen/logiclm-<variant>.parquet``. Here one set is replayed through ``symbolkg solve
+--engine replay`` (the same command, no model: every request must be in the cache) and each row's
+program, status, answer and correctness must equal the kept row's: the numbers in
+benchmarks/RESULTS.md are what these completions give on this code.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from symbolkg.jobs.cli import main
+from tests.conftest import DATA
+
+QWEN = Path(__file__).resolve().parents[2] / "benchmarks" / "out" / "qwen"
+COMPARED = ("program", "status", "answer", "predicted", "correct", "rounds", "error_kind")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("variant", ["skeleton"])
+def test_replaying_the_kept_completions_gives_the_kept_rows(variant, tmp_path):
+    from symbolkg.jobs.pipeline.store import read_run
+
+    kept_path = QWEN / f"logiclm-{variant}.parquet"
+    if not (DATA / "logiclm").is_dir():
+        pytest.skip(f"shared data not found under {DATA}")
+    kept = {r["problem_id"]: r for r in read_run(kept_path)[0].to_pylist() if r["dataset"] == "logiclm/prontoqa"}
+    assert len(kept) == 50
+    out = tmp_path / "replay.parquet"
+    flags = ["--logiclm-grammar", "full"] if variant == "grammar" else []
+    assert (
+        main(
+            [
+                "solve",
+                "--method",
+                "logiclm",
+                "--dataset",
+                "prontoqa",
+                "--limit",
+                "50",
+                "--engine",
+                "replay",
+                "--model",
+                "qwen2.5-coder-1.5b",
+                "--cache",
+                str(QWEN / "completions"),
+                "--out",
+                str(out),
+                "--executor",
+                "local",
+                "--workers",
+                "2",
+                "--no-progress",
+                "--data-dir",
+                str(DATA),
+                *flags,
+            ]
+        )
+        == 0
+    )
+    replayed = {r["problem_id"]: r for r in read_run(out)[0].to_pylist()}
+    assert replayed.keys() == kept.keys()
+    differ = [
+        (pid, key, kept[pid][key], replayed[pid][key])
+        for pid in kept
+        for key in COMPARED
+        if kept[pid][key] != replayed[pid][key]
+    ]
+    assert differ == []
+    assert sum(r["correct"] for r in replayed.values()) == sum(r["correct"] for r in kept.values())
