@@ -19,6 +19,7 @@ import argparse
 import json
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 from symbolkg.jobs.logicgraph.results import PAPER_BEST, read_rows, summarize
@@ -119,7 +120,7 @@ def _results_sets(args: argparse.Namespace) -> tuple[list[Instance], list[Answer
     sets, summaries = [], []
     for path, rows in runs:
         summary = summarize(path, rows, instances)
-        answers = [json.loads(line) for line in open(summary["answers"], encoding="utf-8")]
+        answers = [json.loads(line) for line in Path(summary["answers"]).read_text(encoding="utf-8").splitlines()]
         sets.append(answer_set(str(path), ((f"{path}[{k}]", a) for k, a in enumerate(answers)), []))
         summaries.append(summary)
     if runs:  # score the instances the results hold, not the whole tier
