@@ -147,8 +147,9 @@ class QueryResult:
     seconds: float = 0.0
 
 
-class SwiplSession:
-    """One ``swipl`` process running the JSON-lines query harness (``query_harness.pl``).
+class QueryHarness:
+    """One ``swipl`` process running the JSON-lines query harness (``query_harness.pl``): the ``prolog``
+    language's stateless queries (the MCP server's stateful sessions are :mod:`.session`'s ``PrologSession``).
 
     Thread-safe (requests are serialised). Started on the first request; if the
     process dies or is killed after a missed deadline, the next request starts a
@@ -161,7 +162,7 @@ class SwiplSession:
         self._proc: SwiplProcess | None = None
         self.starts = 0  # how many processes this session has started (tests check restarts)
 
-    def __enter__(self) -> SwiplSession:
+    def __enter__(self) -> QueryHarness:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -234,17 +235,17 @@ class SwiplSession:
             self._kill()
 
 
-_default: SwiplSession | None = None
+_default: QueryHarness | None = None
 _default_pid: int | None = None
 _default_lock = threading.Lock()
 
 
-def default_session() -> SwiplSession:
+def default_session() -> QueryHarness:
     """The session of this process (a forked child gets its own, never its parent's pipes)."""
     global _default, _default_pid
     with _default_lock:
         if _default is None or _default_pid != os.getpid():
-            _default = SwiplSession()
+            _default = QueryHarness()
             _default_pid = os.getpid()
         return _default
 
@@ -260,7 +261,7 @@ def close() -> None:
 atexit.register(close)
 
 
-def run_query(program: str, goal: str, limits: Limits, *, session: SwiplSession | None = None) -> QueryResult:
+def run_query(program: str, goal: str, limits: Limits, *, session: QueryHarness | None = None) -> QueryResult:
     """Load ``program`` into a fresh module and enumerate the solutions of ``goal``.
 
     Args:
@@ -546,7 +547,7 @@ def to_outcome(result: QueryResult, program: PrologProgram, limits: Limits, seco
     )
 
 
-def solve(text: str, limits: Limits, *, session: SwiplSession | None = None) -> Outcome:
+def solve(text: str, limits: Limits, *, session: QueryHarness | None = None) -> Outcome:
     """Run a "prolog" program. Never raises for a bad program.
 
     Args:

@@ -26,8 +26,8 @@ LIMITS = Limits(timeout_s=5)
 
 
 @pytest.fixture(scope="module")
-def session() -> Iterator[prolog.SwiplSession]:
-    with prolog.SwiplSession() as s:
+def session() -> Iterator[prolog.QueryHarness]:
+    with prolog.QueryHarness() as s:
         yield s
 
 
@@ -45,7 +45,7 @@ FAMILY = program(
 )
 
 
-def test_solutions_and_bindings(session: prolog.SwiplSession) -> None:
+def test_solutions_and_bindings(session: prolog.QueryHarness) -> None:
     out = prolog.solve(FAMILY + "% query: grandparent(tom, Who)\n", LIMITS, session=session)
     assert (out.status, out.answer) == (Status.PROVED, "True")
     assert out.proof.splitlines()[0] == "Who = ann"  # first solution
@@ -53,7 +53,7 @@ def test_solutions_and_bindings(session: prolog.SwiplSession) -> None:
     assert out.backend == "swipl" and out.seconds > 0
 
 
-def test_run_query_enumerates_in_order_with_variable_names(session: prolog.SwiplSession) -> None:
+def test_run_query_enumerates_in_order_with_variable_names(session: prolog.QueryHarness) -> None:
     result = prolog.run_query(FAMILY, "parent(P, C)", LIMITS, session=session)
     assert result.status == "ok" and result.complete
     assert [s.bindings for s in result.solutions] == [
@@ -63,23 +63,23 @@ def test_run_query_enumerates_in_order_with_variable_names(session: prolog.Swipl
     ]
 
 
-def test_max_answers_bounds_enumeration(session: prolog.SwiplSession) -> None:
+def test_max_answers_bounds_enumeration(session: prolog.QueryHarness) -> None:
     result = prolog.run_query("", "between(1, inf, X)", Limits(timeout_s=5, max_answers=3), session=session)
     assert [s.bindings[0][1] for s in result.solutions] == ["1", "2", "3"]
     assert not result.complete
 
 
-def test_failure_is_false_closed_world(session: prolog.SwiplSession) -> None:
+def test_failure_is_false_closed_world(session: prolog.QueryHarness) -> None:
     out = prolog.solve(FAMILY + "% query: grandparent(ann, _)\n", LIMITS, session=session)
     assert (out.status, out.answer) == (Status.DISPROVED, "False")
 
 
-def test_ground_goal_proof_is_true(session: prolog.SwiplSession) -> None:
+def test_ground_goal_proof_is_true(session: prolog.QueryHarness) -> None:
     out = prolog.solve(FAMILY + "% query: grandparent(tom, pat).\n", LIMITS, session=session)  # trailing '.' allowed
     assert (out.answer, out.proof) == ("True", "true")
 
 
-def test_clpfd_and_residual_constraints(session: prolog.SwiplSession) -> None:
+def test_clpfd_and_residual_constraints(session: prolog.QueryHarness) -> None:
     text = ":- use_module(library(clpfd)).\nsmall(X) :- X in 1..3, X #> 1.\n% query: small(X), label([X])\n"
     out = prolog.solve(text, LIMITS, session=session)
     assert out.proof.splitlines()[0] == "X = 2"
@@ -87,7 +87,7 @@ def test_clpfd_and_residual_constraints(session: prolog.SwiplSession) -> None:
     assert result.solutions[0].residual  # the domain constraint on X
 
 
-def test_printed_output_is_captured_not_mixed_into_the_protocol(session: prolog.SwiplSession) -> None:
+def test_printed_output_is_captured_not_mixed_into_the_protocol(session: prolog.QueryHarness) -> None:
     result = prolog.run_query("p(a).\n", 'p(X), write(hello), nl, format("~w~n", [X])', LIMITS, session=session)
     assert result.status == "ok" and result.output == "hello\na\n"
 
@@ -95,7 +95,7 @@ def test_printed_output_is_captured_not_mixed_into_the_protocol(session: prolog.
 # ----------------------------------------------------------------------------- errors
 
 
-def test_syntax_error_reported_by_swipl_with_line(session: prolog.SwiplSession) -> None:
+def test_syntax_error_reported_by_swipl_with_line(session: prolog.QueryHarness) -> None:
     text = "p(a).\np(b).\nq(X) :- p(X) p(X).\n% query: q(X)\n"
     out = prolog.solve(text, LIMITS, session=session)
     assert (out.status, out.error_kind, out.error_line) == (Status.PARSE_ERROR, "syntax", 3)
@@ -120,7 +120,7 @@ def test_lexical_errors_are_caught_before_running(text: str, line: int, words: s
     assert (out.status, out.error_line) == (Status.PARSE_ERROR, line)
 
 
-def test_lexer_accepts_tricky_valid_syntax(session: prolog.SwiplSession) -> None:
+def test_lexer_accepts_tricky_valid_syntax(session: prolog.QueryHarness) -> None:
     text = program(
         """
         /* block (comment) with ( unbalanced */
@@ -146,30 +146,30 @@ def test_query_line_is_required_and_unique() -> None:
     assert (out.status, out.error_kind) == (Status.PARSE_ERROR, "no_answer")
 
 
-def test_query_syntax_error_points_at_query_line(session: prolog.SwiplSession) -> None:
+def test_query_syntax_error_points_at_query_line(session: prolog.QueryHarness) -> None:
     out = prolog.solve("p(a).\n% query: p(X\n", LIMITS, session=session)
     assert (out.status, out.error_kind, out.error_line) == (Status.PARSE_ERROR, "syntax", 2)
 
 
-def test_undefined_predicate_is_undeclared(session: prolog.SwiplSession) -> None:
+def test_undefined_predicate_is_undeclared(session: prolog.QueryHarness) -> None:
     out = prolog.solve("p(X) :- q(X, 1).\n% query: p(X)\n", LIMITS, session=session)
     assert (out.status, out.error_kind) == (Status.RUNTIME_ERROR, "undeclared")
     assert "q/2" in out.error_message
     assert "tmp-" not in out.error_message  # the harness's module name is hidden
 
 
-def test_dynamic_declaration_makes_an_empty_predicate_fail(session: prolog.SwiplSession) -> None:
+def test_dynamic_declaration_makes_an_empty_predicate_fail(session: prolog.QueryHarness) -> None:
     out = prolog.solve(":- dynamic q/1.\np(X) :- q(X).\n% query: p(X)\n", LIMITS, session=session)
     assert out.answer == "False"
 
 
-def test_runtime_exception_is_a_solver_error(session: prolog.SwiplSession) -> None:
+def test_runtime_exception_is_a_solver_error(session: prolog.QueryHarness) -> None:
     out = prolog.solve("p(X) :- X is 1/0.\n% query: p(X)\n", LIMITS, session=session)
     assert (out.status, out.error_kind) == (Status.RUNTIME_ERROR, "solver")
     assert "zero_divisor" in out.error_message
 
 
-def test_redefining_a_builtin_is_reported_with_line(session: prolog.SwiplSession) -> None:
+def test_redefining_a_builtin_is_reported_with_line(session: prolog.QueryHarness) -> None:
     out = prolog.solve("p(a).\nlength(a, b).\n% query: p(X)\n", LIMITS, session=session)
     assert (out.status, out.error_line) == (Status.RUNTIME_ERROR, 2)
     assert "length/2 is a built-in" in out.error_message
@@ -178,7 +178,7 @@ def test_redefining_a_builtin_is_reported_with_line(session: prolog.SwiplSession
 # ----------------------------------------------------------------------------- limits
 
 
-def test_left_recursion_terminates_with_tabling(session: prolog.SwiplSession) -> None:
+def test_left_recursion_terminates_with_tabling(session: prolog.QueryHarness) -> None:
     text = program(
         """
         :- table path/2.
@@ -195,7 +195,7 @@ def test_left_recursion_terminates_with_tabling(session: prolog.SwiplSession) ->
     assert prolog.solve(text + "% query: path(a, d)\n", LIMITS, session=session).answer == "False"
 
 
-def test_loop_without_tabling_times_out_then_the_process_still_works(session: prolog.SwiplSession) -> None:
+def test_loop_without_tabling_times_out_then_the_process_still_works(session: prolog.QueryHarness) -> None:
     prolog.run_query("", "true", LIMITS, session=session)
     pid = session.pid
     # p :- p. recurses without end: stopped by the depth bound (in 3 ms, measured; 600x inside
@@ -215,7 +215,7 @@ def test_loop_without_tabling_times_out_then_the_process_still_works(session: pr
     assert session.pid == pid
 
 
-def test_solutions_found_before_a_timeout_still_prove_the_goal(session: prolog.SwiplSession) -> None:
+def test_solutions_found_before_a_timeout_still_prove_the_goal(session: prolog.QueryHarness) -> None:
     # After the first solution X = a, the second clause loops at constant depth (repeat succeeds
     # forever, fail sends it back), so the search can only end at the time limit, on any machine.
     # (A list-length query used before ends by itself once the lists reach the depth limit, in 7.6 s
@@ -226,7 +226,7 @@ def test_solutions_found_before_a_timeout_still_prove_the_goal(session: prolog.S
     assert out.proof.startswith("X = a") and "time limit" in out.proof
 
 
-def test_stack_exhaustion_is_memory(session: prolog.SwiplSession) -> None:
+def test_stack_exhaustion_is_memory(session: prolog.QueryHarness) -> None:
     # The 64 MB stack overflows after 2 ms (measured), far inside the 5 s limit: MEMORY on any machine.
     out = prolog.solve(
         "p(L) :- length(L, 200000000).\n% query: p(_)\n", Limits(timeout_s=5, memory_mb=64), session=session
@@ -235,7 +235,7 @@ def test_stack_exhaustion_is_memory(session: prolog.SwiplSession) -> None:
     assert prolog.solve("p(1).\n% query: p(1)\n", LIMITS, session=session).answer == "True"
 
 
-def test_programs_do_not_leak_into_each_other(session: prolog.SwiplSession) -> None:
+def test_programs_do_not_leak_into_each_other(session: prolog.QueryHarness) -> None:
     assert prolog.solve("secret(42).\n% query: secret(X)\n", LIMITS, session=session).answer == "True"
     out = prolog.solve("other(1).\n% query: secret(X)\n", LIMITS, session=session)
     assert out.error_kind == "undeclared"
@@ -246,7 +246,7 @@ def test_unanswered_request_kills_and_restarts_the_process(tmp_path: Path) -> No
     fake = tmp_path / "hung-swipl"
     fake.write_text('#!/bin/sh\necho \'{"status": "ready"}\'\nexec sleep 60\n')
     fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
-    with prolog.SwiplSession(swipl=str(fake)) as hung:
+    with prolog.QueryHarness(swipl=str(fake)) as hung:
         t0 = time.monotonic()
         result = prolog.run_query("p.", "p", Limits(timeout_s=0.3, kill_grace_s=0.2), session=hung)
         assert result.status == "killed" and time.monotonic() - t0 < 5.0  # idle: 0.41 s; 10x that
@@ -263,7 +263,7 @@ def test_a_dying_process_is_reported_and_replaced(tmp_path: Path) -> None:
     fake = tmp_path / "dying-swipl"
     fake.write_text('#!/bin/sh\necho \'{"status": "ready"}\'\nread line\nexit 3\n')
     fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
-    with prolog.SwiplSession(swipl=str(fake)) as dying:
+    with prolog.QueryHarness(swipl=str(fake)) as dying:
         result = prolog.run_query("p.", "p", LIMITS, session=dying)
         assert result.status == "crashed" and "exit status 3" in result.message
         out = prolog.to_outcome(result, prolog.parse("p.\n% query: p\n"), LIMITS, result.seconds)
@@ -273,7 +273,7 @@ def test_a_dying_process_is_reported_and_replaced(tmp_path: Path) -> None:
 
 
 def test_missing_swipl_raises_unavailable() -> None:
-    with prolog.SwiplSession(swipl="/nonexistent/swipl") as broken:
+    with prolog.QueryHarness(swipl="/nonexistent/swipl") as broken:
         with pytest.raises(prolog.PrologUnavailable):
             prolog.run_query("p.", "p", LIMITS, session=broken)
 
@@ -281,7 +281,7 @@ def test_missing_swipl_raises_unavailable() -> None:
 # ----------------------------------------------------------------------------- sandbox
 
 
-def test_shell_is_refused_and_nothing_runs(session: prolog.SwiplSession, tmp_path: Path) -> None:
+def test_shell_is_refused_and_nothing_runs(session: prolog.QueryHarness, tmp_path: Path) -> None:
     target = tmp_path / "x"
     out = prolog.solve(f"% query: shell('touch {target}')\n", LIMITS, session=session)
     assert (out.status, out.error_kind) == (Status.RUNTIME_ERROR, "unsupported")
@@ -307,7 +307,7 @@ def test_shell_is_refused_and_nothing_runs(session: prolog.SwiplSession, tmp_pat
         "% query: abort\n",  # ends only the request's thread
     ],
 )
-def test_harmful_programs_are_refused(session: prolog.SwiplSession, text: str) -> None:
+def test_harmful_programs_are_refused(session: prolog.QueryHarness, text: str) -> None:
     out = prolog.solve(text, LIMITS, session=session)
     assert out.status is Status.RUNTIME_ERROR
     assert out.error_kind in ("unsupported", "solver")
@@ -318,7 +318,7 @@ def test_harmful_programs_are_refused(session: prolog.SwiplSession, text: str) -
 # ----------------------------------------------------------------------------- LP translation
 
 
-def test_lp_program_translated_to_tabled_prolog(session: prolog.SwiplSession) -> None:
+def test_lp_program_translated_to_tabled_prolog(session: prolog.QueryHarness) -> None:
     text = (
         "Facts:\nRed(Bob, True)\n"
         "Rules:\nRed($x, True) >>> Rough($x, True)\nRough($x, True) >>> Red($x, True)\n"  # a cycle
