@@ -73,7 +73,7 @@ def read_rows(results: str | os.PathLike[str]) -> dict[str, dict[str, Any]]:
     # the job's Parquet side (pyarrow) only when the command runs: the CLI builds every command's parser
     from symbolkg.jobs.pipeline.store import read_run
 
-    table, meta = read_run(results)
+    table, _ = read_run(results)
     rows = {row["problem_id"]: row for row in table.to_pylist()}
     methods = {row["method"] for row in rows.values()}
     if methods - {"multipath"}:
