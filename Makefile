@@ -17,19 +17,29 @@ setup:
 # The main job on the embedded default (vLLM's CPU build, SmolLM2-135M-Instruct): Logic-LM's
 # method on 50 ProntoQA problems (CI's token budget: see docs/MODELS.md), the LKGs of the first FOLIO
 # stories, then every recorded GPT-4 program of Logic-LM's five datasets through the Ray solver
-# pool. Reruns resume and answer LLM calls from runs/completions at no token cost. What vLLM, Triton,
-# torch and the NUMA binding print while the engine starts (and all its engine process prints) goes
-# to $(DEMO_LOG), not between the progress bars. It ends with one summary of the runs (counts only:
+# pool. Second, the same method with qwen2.5-coder-1.5b on the first 50 problems of each Logic-LM set,
+# replayed from the completions that model gave (benchmarks/llm_formalizer.py ran it; a fresh copy in
+# runs/, since SQLite writes beside the file it opens): what a model that can formalize reaches, without
+# installing it. Reruns resume and answer LLM calls from runs/completions at no token cost. What vLLM,
+# Triton, torch and the NUMA binding print while the engine starts (and all its engine process prints)
+# goes to $(DEMO_LOG), not between the progress bars. It ends with one summary of the runs (counts only:
 # the README shows the same text, and tests/test_readme.py rebuilds it from a replayed run of these
 # commands, so change them together) and the command that shows every run.
 DEMO_LOG := runs/demo-libraries.log
 DEMO_SETS := ProntoQA ProofWriter FOLIO LogicalDeduction AR-LSAT
+QWEN_COMPLETIONS := benchmarks/out/qwen/completions
 demo: setup
 	@mkdir -p runs
 	@rm -f $(DEMO_LOG)
 	SYMBOLKG_LIBRARY_LOG=$(DEMO_LOG) $(PY) -m symbolkg.jobs.cli solve --method logiclm --dataset prontoqa --limit 50 \
 	    --max-tokens 384 --max-refine-rounds 1 \
 	    --out runs/demo-logiclm-prontoqa.parquet --cache runs/completions --workers $(WORKERS) --data-dir $(DATA)
+	@rm -rf runs/qwen-completions && mkdir -p runs/qwen-completions
+	@cp $(QWEN_COMPLETIONS)/completions.sqlite runs/qwen-completions/
+	$(PY) -m symbolkg.jobs.cli solve --method logiclm --dataset prontoqa,proofwriter,folio,logicaldeduction,ar-lsat \
+	    --limit 50 \
+	    --engine replay --model qwen2.5-coder-1.5b --cache runs/qwen-completions \
+	    --out runs/demo-logiclm-qwen.parquet --workers $(WORKERS) --data-dir $(DATA)
 	SYMBOLKG_LIBRARY_LOG=$(DEMO_LOG) $(PY) -m symbolkg.jobs.cli lkg build --dataset folio --limit 8 --max-tokens 2048 \
 	    --chunk-chars 200 --max-repair-rounds 1 --store runs/lkg-folio --cache runs/completions --data-dir $(DATA)
 	@for ds in $(DEMO_SETS); do \
@@ -39,7 +49,7 @@ demo: setup
 	done
 	@echo
 	@echo "== summary (symbolkg report --summary; every number of a run: symbolkg report RUN)"
-	@$(PY) -m symbolkg.jobs.cli report --summary runs/demo-logiclm-prontoqa.parquet \
+	@$(PY) -m symbolkg.jobs.cli report --summary runs/demo-logiclm-prontoqa.parquet runs/demo-logiclm-qwen.parquet \
 	    $(foreach ds,$(DEMO_SETS),runs/demo-$(ds).parquet)
 	@echo
 	@echo "Library messages (vLLM, Triton, torch, NUMA binding): $(DEMO_LOG)"

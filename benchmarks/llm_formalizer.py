@@ -24,12 +24,21 @@ Then::
     python benchmarks/llm_formalizer.py [--methods logiclm] [--variants skeleton,grammar] [--limit 50]
                                         [--engine vllm|replay] [--data-dir DIR]
 
+Variants of ``logiclm`` (:data:`VARIANTS`): ``skeleton`` (the default decoding), ``grammar`` (the
+language's whole grammar), ``solver-feedback`` (Logic-LM's refiner: only programs that did not
+execute go back, with the solver's message alone), ``vote3`` / ``vote5`` (three or five sampled loops
+and the certified vote; ``vote5``'s first three samples are ``vote3``'s, from the cache). Variants
+that ask the same requests share them through the cache (``solver-feedback`` asks the skeleton's
+formulations), so a variant run costs only its new calls.
+
 Per method x variant x set it reports accuracy (unexecuted = wrong), execution rate, answers with a
-certificate, tokens per correct answer and wall seconds per correct answer (the job's wall time
-apportioned to the set by its share of problems), beside the public reproduction of Logic-LM with
-open-weights models on the same first-50 slices (their recorded runs, unexecuted = wrong). Results
-files: ``benchmarks/out/qwen/<method>-<variant>.parquet``; summary: ``benchmarks/out/llm_formalizer.json``
-and ``.png``.
+certificate, tokens per correct answer (every call of the rows, a call the cache answered at what it
+cost the model: :func:`row_tokens`) and wall seconds per correct answer (the wall time of the
+sessions that wrote the file, apportioned to the set by its share of problems; calls shared with
+another variant are counted where the model answered them), beside the public reproduction of
+Logic-LM with open-weights models on the same first-50 slices (their recorded runs, unexecuted =
+wrong). Results files: ``benchmarks/out/qwen/<method>-<variant>.parquet``; summary:
+``benchmarks/out/llm_formalizer.json`` and ``.png``.
 """
 
 from __future__ import annotations
@@ -59,6 +68,9 @@ ANCHORS = {
 VARIANTS = {
     "skeleton": [],  # the section skeleton as a regex (the default)
     "grammar": ["--logiclm-grammar", "full"],  # the language's whole grammar (GBNF)
+    "solver-feedback": ["--logiclm-feedback", "solver"],  # Logic-LM's refiner: the solver's message only
+    "vote3": ["--logiclm-samples", "3"],  # three sampled loops (T=0.7, seeds 1..3), the certified vote
+    "vote5": ["--logiclm-samples", "5"],  # five: seeds 1..3 are vote3's, from the cache
 }
 
 
@@ -101,30 +113,74 @@ def run_job(argv: list[str]) -> tuple[int, float]:
     return code, time.perf_counter() - t0
 
 
-def finished(path: Path) -> bool:
-    """Whether ``path`` is a finished run (every problem has its row)."""
+def finished(path: Path, limit: int) -> bool:
+    """Whether ``path`` is a finished run of ``limit`` problems per set (a shorter one is extended)."""
     from symbolkg.jobs.pipeline.store import read_run
 
     try:
-        return bool(read_run(path)[1].get("finished"))
+        meta = read_run(path)[1]
     except FileNotFoundError:
         return False
+    return bool(meta.get("finished")) and (meta.get("config") or {}).get("limit") == limit
 
 
-def table(path: Path) -> dict:
-    """Per set: problems, executed, correct, certified, tokens, the run's wall share."""
+def call_costs(cache: Path = CACHE) -> dict[str, tuple[int, int]]:
+    """Completion text -> (prompt, completion) tokens the model spent on it, from the completion cache.
+
+    A row's calls answered by the cache carry zero tokens (a replay is free); what they cost when the
+    model answered them is in the cache beside the text, which is how a row's attempts are matched.
+    """
+    import sqlite3
+    from contextlib import closing
+
+    db = cache / "completions.sqlite"
+    if not db.is_file():
+        return {}
+    with closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True)) as conn:
+        rows = conn.execute("SELECT text, prompt_tokens, completion_tokens FROM completions ORDER BY created_at")
+        costs: dict[str, tuple[int, int]] = {}
+        for text, prompt, completion in rows:
+            costs.setdefault(text, (prompt, completion))
+    return costs
+
+
+def row_tokens(row: dict, costs: dict[str, tuple[int, int]]) -> tuple[int, int]:
+    """(prompt, completion) tokens of every LLM call of a row, a cached call at what it cost the model."""
+    prompt = completion = 0
+    for attempt in json.loads(row["attempts_log"] or "[]"):
+        if "completion" not in attempt:  # an engine error, or the post-loop correction step
+            continue
+        if attempt.get("cached"):
+            p, c = costs.get(attempt["completion"], (0, 0))
+        else:
+            p, c = attempt["prompt_tokens"], attempt["completion_tokens"]
+        prompt, completion = prompt + p, completion + c
+    return prompt, completion
+
+
+def first_ids(k: int, data_dir: str | None) -> set[str]:
+    """The ids of the first ``k`` problems of each set (the slices two runs of different sizes share)."""
+    from symbolkg.jobs.datasets.registry import load_problems
+
+    return {p.id for ds in SETS for p in load_problems(f"logiclm/{ds}", data_dir, limit=k).problems}
+
+
+def table(path: Path, ids: set[str] | None = None) -> dict:
+    """Per set: problems, executed, correct, certified, tokens, the run's wall share (``ids``: only those rows)."""
     from symbolkg.jobs.pipeline.store import read_run
 
     t, meta = read_run(path)
     rows = t.to_pylist()
     wall = float(meta.get("wall_seconds") or 0.0)
+    costs = call_costs()
     out = {}
     for ds in SETS:
-        part = [r for r in rows if r["dataset"].endswith("/" + ds)]
+        part = [r for r in rows if r["dataset"].endswith("/" + ds) and (ids is None or r["problem_id"] in ids)]
         if not part:
             continue
         correct = sum(bool(r["correct"]) for r in part)
-        tokens = sum(r["prompt_tokens"] + r["completion_tokens"] for r in part)
+        spent = [row_tokens(r, costs) for r in part]
+        tokens = sum(p + c for p, c in spent)
         share = wall * len(part) / max(1, len(rows))
         out[ds] = {
             "problems": len(part),
@@ -132,12 +188,58 @@ def table(path: Path) -> dict:
             "correct": correct,
             "certified": sum(r["certificate"] is not None and r["answer"] is not None for r in part),
             "tokens": tokens,
-            "generated_tokens": sum(r["completion_tokens"] for r in part),
+            "generated_tokens": sum(c for _, c in spent),
             "tokens_per_correct": round(tokens / correct) if correct else None,
             "seconds_per_correct": round(share / correct, 1) if correct else None,
             "llm_calls": sum(r["llm_calls"] for r in part),
         }
     return out
+
+
+def regenerate(method: str, variant: str, out: Path, data_dir: str | None) -> int:
+    """Rebuild a results file's rows with this code from the kept completions (no model).
+
+    When the method's code changes, the completions stay what the model wrote; replaying them gives
+    the rows this code makes of them, as long as every request this code asks was asked before (a
+    miss means the model has to run: the command says so). The file keeps its metadata (the model
+    sessions' wall time among it) with a ``regenerated`` entry saying when and from which commit.
+    Returns the number of rows.
+    """
+    import shutil
+    import tempfile
+
+    import pyarrow.parquet as pq
+
+    from symbolkg.jobs.pipeline.provenance import build_info
+    from symbolkg.jobs.pipeline.store import read_run, read_run_meta
+
+    meta = read_run_meta(out)
+    limit = (meta.get("config") or {}).get("limit")
+    with tempfile.TemporaryDirectory() as tmp:
+        cache = Path(tmp) / "completions"
+        shutil.copytree(CACHE, cache, ignore=shutil.ignore_patterns("*-wal", "*-shm"))
+        replayed = Path(tmp) / "replay.parquet"
+        argv = solve_argv(method, variant, limit, data_dir, "replay", replayed)
+        argv[argv.index("--cache") + 1] = str(cache)
+        code, wall = run_job(argv)
+        if code != 0:
+            raise SystemExit(f"replaying {out.name} failed with exit code {code}")
+        table, _ = read_run(replayed)
+    misses = [r for r in table.column("error_message").to_pylist() if r and "replay miss" in r]
+    if misses:
+        raise SystemExit(
+            f"{out.name}: {len(misses)} rows ask what the model never answered; run the model: "
+            f"python benchmarks/llm_formalizer.py --variants {variant} --limit {limit}"
+        )
+    build = build_info()
+    meta["regenerated"] = {
+        "date": time.strftime("%Y-%m-%d"),
+        "git_commit": build["git_commit"],
+        "git_dirty": build["git_dirty"],
+        "replay_seconds": round(wall, 1),
+    }
+    pq.write_table(table.replace_schema_metadata({b"symbolkg": json.dumps(meta).encode()}), out)
+    return table.num_rows
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -151,8 +253,21 @@ def main(argv: list[str] | None = None) -> int:
         default="vllm",
         help="vllm: run the model (resumes; cached calls are free); replay: only the kept completions",
     )
+    ap.add_argument(
+        "--tabulate",
+        action="store_true",
+        help="only tabulate the results files that exist (never run a job or load the model)",
+    )
+    ap.add_argument("--first", type=int, help="with --tabulate: only the first K problems of each set")
+    ap.add_argument(
+        "--regenerate",
+        action="store_true",
+        help="rebuild the rows of the existing results files with this code from the kept completions "
+        "(no model; stops if a row asks what the model never answered), then tabulate",
+    )
     ap.add_argument("--data-dir", default=os.environ.get("SYMBOLKG_DATA"))
     args = ap.parse_args(argv)
+    ids = first_ids(args.first, args.data_dir) if args.first else None
     QWEN.mkdir(parents=True, exist_ok=True)
     results: dict = {
         "machine": f"{platform.node()} ({os.cpu_count()} cores), Python {sys.version.split()[0]}",
@@ -168,7 +283,19 @@ def main(argv: list[str] | None = None) -> int:
             cmd = solve_argv(
                 method, variant if variant in VARIANTS else "skeleton", args.limit, args.data_dir, args.engine, out
             )
-            if args.engine == "vllm" and finished(out):  # nothing to ask: never load the model
+            if args.regenerate and out.exists():
+                rows = regenerate(method, variant, out, args.data_dir)
+                print(f"== {name}: {rows} rows regenerated from the kept completions", file=sys.stderr, flush=True)
+            if args.tabulate or args.regenerate:
+                if not out.exists():
+                    print(f"== {name}: no {out}; skipped", file=sys.stderr, flush=True)
+                    continue
+                from symbolkg.jobs.pipeline.store import read_run_meta
+
+                limit = (read_run_meta(out).get("config") or {}).get("limit", args.limit)
+                cmd = solve_argv(method, variant, limit, args.data_dir, args.engine, out)
+                code, wall = 0, 0.0
+            elif args.engine == "vllm" and finished(out, args.limit):  # nothing to ask: never load the model
                 print(f"== {name}: {out} is complete; tabulating it", file=sys.stderr, flush=True)
                 code, wall = 0, 0.0
             else:
@@ -179,16 +306,17 @@ def main(argv: list[str] | None = None) -> int:
             results["runs"][name] = {
                 "command": "symbolkg " + " ".join(cmd),
                 "seconds_this_session": round(wall, 1),
-                "sets": table(out),
+                "sets": table(out, ids),
             }
             for ds, row in results["runs"][name]["sets"].items():
-                anchor = ANCHORS["Logic-LM, Llama-3-8B"][ds]
+                anchor = "" if ids else f" (Llama-3-8B {ANCHORS['Logic-LM, Llama-3-8B'][ds]:2d})"
                 print(
-                    f"{name:22s} {ds:17s} correct {row['correct']:2d}/{row['problems']} (Llama-3-8B {anchor:2d})  "
+                    f"{name:22s} {ds:17s} correct {row['correct']:2d}/{row['problems']}{anchor}  "
                     f"executed {row['executed']:2d}  certified {row['certified']:2d}  tokens/correct "
                     f"{row['tokens_per_correct']}  s/correct {row['seconds_per_correct']}",
                     flush=True,
                 )
+    results["first"] = args.first
     (OUT / "llm_formalizer.json").write_text(json.dumps(results, indent=2))
     plot(results, OUT / "llm_formalizer.png")
     print(f"wrote {OUT / 'llm_formalizer.json'} and .png", file=sys.stderr)

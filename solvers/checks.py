@@ -74,6 +74,22 @@ Each check is stated for the language, not for a dataset:
     correction writes the position; if they all follow the option's reading, the notes are
     reversed, the answer is right as written, and the finding is only a warning.
 
+``scale_direction`` (logiclm-csp; error, corrects)
+    The ``Domain:`` notes fix which end of the order is the lowest number (``1: leftmost``,
+    ``1: most expensive``, ``1: first``); one note naming an end suffices, the other end being its
+    opposite (left/right, cheapest/most expensive, oldest/newest, first/last, top/bottom), and
+    notes naming two ends that are not opposites fix nothing. Every constraint must read positions
+    that way: ``x == k`` whose comment names a position counted from an end ("the second from the
+    right" is 4 of 5 when 1 is the leftmost), and ``a < b`` / ``a > b`` whose comment compares the
+    two ("a is to the right of b", "cheaper than", "older than", "finished above"/"below") -- the
+    object the comment names first is nearer the end its comparative points to. A constraint read
+    the other way is corrected (the position written, or the comparison's direction swapped) when at
+    least one line (constraint or option) reads the notes' way; when none does, the notes are the
+    odd one out and the findings are warnings. Options are ``option_position``'s, which uses the
+    same ends. Why it matters: the small models and GPT-4 alike write "the second-newest" as
+    ``== 2`` under ``1: oldest`` and "finished below" as ``<`` under ``1: first``; the program runs
+    and proves a wrong option.
+
 ``option_modality`` (logiclm-smt; error, corrects)
     The option checks must ask what the question asks. The question's main clause (the text after
     its ``which``, else after ``following``; a clause with its own ``if``, as in "which one of the

@@ -29,6 +29,7 @@ CHECKS = (
     "query_polarity",
     "one_name",
     "option_position",
+    "scale_direction",
     "option_modality",
     "free_variables",
     "unused_symbols",

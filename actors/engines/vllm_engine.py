@@ -320,17 +320,38 @@ class VLLMEngine:
         """The prompt text the model sees for ``request`` (its chat template applied)."""
         return self._render(request)[1]
 
+    def offline_inputs(self, request: ChatRequest) -> tuple[Any, Any]:
+        """What vLLM's offline ``LLM.generate`` takes for ``request``: the prompt (token ids, as this
+        engine renders them) and vLLM's sampling parameters (structured output included).
+
+        For measuring this engine against vLLM's own offline ceiling on the same requests
+        (benchmarks/llm_ceiling.py). Needs the running engine (its tokenizer).
+        """
+        from vllm.inputs import TokensPrompt
+
+        ids, _ = self._render(request)
+        return TokensPrompt(prompt_token_ids=ids), self._sampling_params(request)
+
+    def offline_llm(self) -> Any:
+        """vLLM's offline ``LLM`` with exactly this engine's settings and environment, started anew.
+
+        Call it after :meth:`shutdown` (two engines of one model seldom fit in memory). For the
+        ceiling measurement only (benchmarks/llm_ceiling.py): jobs use :meth:`generate`.
+        """
+        from vllm import LLM
+
+        with self._child_environment():
+            return LLM(**self._engine_kwargs())
+
     # -- inside the engine thread ------------------------------------------------------------
 
-    async def _start(self) -> None:
-        from vllm.engine.arg_utils import AsyncEngineArgs
-        from vllm.v1.engine.async_llm import AsyncLLM
-
+    def _engine_kwargs(self) -> dict[str, Any]:
+        """vLLM's engine arguments for this configuration (the async engine's and the offline one's)."""
         cfg = self.config
         kv_bytes = cfg.kv_cache_memory_bytes
         if kv_bytes is None and self._is_cpu:
             kv_bytes = DEFAULT_CPU_KV_CACHE_BYTES
-        args = AsyncEngineArgs(
+        return dict(
             model=self.spec.path,
             tokenizer=self.spec.tokenizer_path,
             served_model_name=self.model,
@@ -349,6 +370,13 @@ class VLLMEngine:
             distributed_executor_backend=cfg.distributed_executor_backend,
             disable_log_stats=not cfg.log_stats,
         )
+
+    async def _start(self) -> None:
+        from vllm.engine.arg_utils import AsyncEngineArgs
+        from vllm.v1.engine.async_llm import AsyncLLM
+
+        args = AsyncEngineArgs(**self._engine_kwargs())
+        cfg = self.config
         # The engine is kept on self only, never in a local: a frame of this coroutine can
         # outlive it (first-time imports inside vLLM keep tracebacks that link back here), and
         # would keep vLLM's engine object alive after close.

@@ -7,8 +7,13 @@ Deliberate differences from the paper (each with its reason and effect in docs/S
   ``--fallback cot`` or ``direct`` answers it, counted in separate columns;
 * the error fed back for repair is the solver's own (kind, the line it points at, quoted, and its
   message), with no demonstrations of repairs;
-* a program that runs but whose formalization checks find an error (:mod:`symbolkg.solvers.checks`)
-  is sent back too.
+* a program that runs but whose formalization checks find an error the text does not resolve
+  (:mod:`symbolkg.solvers.checks`) is sent back too; errors the checks correct themselves are
+  corrected after the loop instead.
+
+``--logiclm-feedback solver`` is the paper's refiner instead (:data:`FEEDBACK`): only a program that
+did not execute goes back, with the solver's message alone (no line quoted, no check findings), so
+the two can be measured side by side (benchmarks/llm_formalizer.py).
 
 The loop (:func:`formalize_solve_refine`) is shared with the ``symbolkg`` method. The prompts and
 output parsing are :mod:`symbolkg.solvers.prompts`; the solver pool is only used here, never
@@ -43,6 +48,14 @@ from symbolkg.jobs.methods.base import Method, MethodContext
 from symbolkg.jobs.methods.vote import Vote, vote
 from symbolkg.solvers import checks, prompts
 from symbolkg.solvers.outcomes import CheckFinding, ErrorKind, Outcome, SolveRequest, Status
+
+#: What a repair request is told (``--logiclm-feedback``). ``checks`` (the default): a program that did
+#: not execute goes back with the solver's error and its line quoted; one that ran but has
+#: formalization-check errors the text does not resolve goes back with the findings (each with its
+#: fix). ``solver`` (Logic-LM's
+#: self-refiner, section 3.3): only a program that did not execute goes back, with the solver's
+#: message alone. (A program that ran to no unique answer is not sent back under either.)
+FEEDBACK = ("checks", "solver")
 
 
 def language_for(problem: Problem) -> str | None:
@@ -150,14 +163,17 @@ async def formalize_solve_refine(
     grammar: str = "skeleton",
     params: SamplingParams | None = None,
     request_tag: str = "",
+    feedback: str = "checks",
 ) -> Formalized:
     """The shared loop: ask for a program, run it, feed errors back, at most ``1 + max_refine_rounds`` times.
 
     Each round's program also goes through the formalization checks (:mod:`symbolkg.solvers.checks`:
     parsing only), in the solver worker with its solve (:class:`~symbolkg.solvers.outcomes.CheckSpec`:
     the orchestrator never parses LLM-written text). A program that ran but has findings of severity
-    ``error`` (a query that states the opposite of the question, one concept under two names, ...) is
-    sent back like a solver error while rounds remain. A repair can make things worse (a program that
+    ``error`` that the text does not resolve is sent back like a solver error while rounds remain
+    (:meth:`_Round.needs_repair`); errors the checks correct themselves (a query that states the
+    opposite of the question, one concept under two names, a scale read backwards) are left to the
+    correction after the loop, not to a repair. A repair can make things worse (a program that
     ran with a check error comes back not parsing): the loop keeps the best round, ranked executed
     without check errors > executed with check errors > not executed, the later round on a tie; its
     program, outcome and findings are what :class:`Formalized` holds (every round stays in ``attempts``).
@@ -176,6 +192,7 @@ async def formalize_solve_refine(
             sampled loop of a vote (:func:`run_samples`) passes its temperature and seed.
         request_tag: appended to every request id (``p1/formulate/1/seed3``), so that the concurrent
             loops of one problem have distinct ids; ``""`` keeps today's ids.
+        feedback: what a repair is told and which rounds get one (:data:`FEEDBACK`).
 
     Raises:
         EngineDeadError: the engine is gone.
@@ -204,11 +221,9 @@ async def formalize_solve_refine(
         one = await _run_round(problem, ctx, language, run_as, completion, round_no, purpose, out)
         out.keep_if_best(one)
         out.attempts.append(one.attempt())
-        if one.rank == _RANK_CLEAN or round_no > cfg.max_refine_rounds:
+        if not one.needs_repair(feedback) or round_no > cfg.max_refine_rounds:
             break
-        pairs = _repair_messages(
-            language, context, problem, one.program, one.outcome, one.check_errors, hints, completion.text
-        )
+        pairs = _repair_messages(language, context, problem, one, hints, completion.text, feedback)
     if out.program is not None:
         await _correct_kept_round(problem, ctx, out, run_as)
     return out
@@ -240,6 +255,18 @@ class _Round:
         if not self.outcome.executed:
             return _RANK_FAILED
         return _RANK_FLAGGED if self.check_errors else _RANK_CLEAN
+
+    def needs_repair(self, feedback: str) -> bool:
+        """Whether the round's program goes back to the model under ``feedback`` (:data:`FEEDBACK`).
+
+        A program that did not execute always does. One that ran goes back (``checks`` only) for the
+        check errors the text does not resolve; when the checks correct every error themselves, the
+        correction after the loop does it (:func:`_correct_kept_round`): surer and cheaper than a
+        repair, which can fix the line it is shown and break another.
+        """
+        if self.rank == _RANK_FAILED:
+            return True
+        return feedback == "checks" and any(not f.corrects for f in self.check_errors)
 
     def attempt(self) -> dict:
         """The round's entry of the row's ``attempts_log``."""
@@ -316,16 +343,13 @@ async def _run_round(
 
 
 def _repair_messages(
-    language: str,
-    context: str,
-    problem: Problem,
-    program: str,
-    outcome: Outcome,
-    check_errors: list[CheckFinding],
-    hints: str,
-    reply: str,
+    language: str, context: str, problem: Problem, one: _Round, hints: str, reply: str, feedback: str
 ) -> prompts.Messages:
-    """The next round's conversation: the solver's error, or the checks' errors when the program ran."""
+    """The next round's conversation: the solver's error, or the checks' errors when the program ran
+    (``feedback="solver"``: Logic-LM's, the solver's message alone, :func:`_solver_repair_messages`)."""
+    program, outcome, check_errors = one.program, one.outcome, one.check_errors
+    if feedback == "solver":
+        return _solver_repair_messages(language, context, problem, program, outcome, hints, reply)
     if outcome.executed:  # it ran, but it does not say what the problem says
         return prompts.refine_messages(
             language,
@@ -348,6 +372,25 @@ def _repair_messages(
         outcome.error_kind,
         outcome.error_message or outcome.status.value,
         outcome.error_line,
+        hints,
+        reply=reply,
+    )
+
+
+def _solver_repair_messages(
+    language: str, context: str, problem: Problem, program: str, outcome: Outcome, hints: str, reply: str
+) -> prompts.Messages:
+    """Logic-LM's repair request (``--logiclm-feedback solver``): the program that did not execute and the
+    solver's message alone (no line quoted, no check findings)."""
+    return prompts.refine_messages(
+        language,
+        context,
+        problem.question,
+        problem.options,
+        program,
+        outcome.error_kind,
+        outcome.error_message or outcome.status.value,
+        None,
         hints,
         reply=reply,
     )
@@ -407,11 +450,14 @@ class LogicLMConfig:
         temperature: the sampling temperature of every request of a sampled loop (only with
             ``samples > 1``: one greedy loop needs none, and K greedy loops would be K copies). Sample
             ``i`` (1..K) has seed ``i``, so a rerun asks the same calls and a cache replays them.
+        feedback: what a repair is told (:data:`FEEDBACK`): ``"checks"`` (the default) or
+            ``"solver"`` (Logic-LM's refiner).
     """
 
     grammar: str = "skeleton"
     samples: int = 1
     temperature: float = 0.7
+    feedback: str = "checks"
 
     def __post_init__(self) -> None:
         if self.grammar not in prompts.PROGRAM_CONSTRAINTS:
@@ -419,6 +465,8 @@ class LogicLMConfig:
             raise ValueError(f"--logiclm-grammar must be one of {choices}, got {self.grammar!r}")
         if isinstance(self.samples, bool) or not isinstance(self.samples, int) or self.samples < 1:
             raise ValueError(f"--logiclm-samples must be an integer >= 1, got {self.samples!r}")
+        if self.feedback not in FEEDBACK:
+            raise ValueError(f"--logiclm-feedback must be one of {', '.join(FEEDBACK)}, got {self.feedback!r}")
         if not 0.0 <= self.temperature <= 5.0:
             raise ValueError(f"--logiclm-temperature must be in [0, 5], got {self.temperature!r}")
         if self.samples > 1 and self.temperature == 0.0:
@@ -519,6 +567,7 @@ async def run_samples(problem: Problem, ctx: MethodContext, config: LogicLMConfi
             grammar=config.grammar,
             params=replace(base, temperature=config.temperature, seed=seed),
             request_tag=f"/seed{seed}",
+            feedback=config.feedback,
         )
         outcome = f.final_outcome()
         return Sample(seed, f, interpret(problem, outcome.answer) if outcome.executed else None)
@@ -598,7 +647,7 @@ class LogicLM(Method):
 
     Args:
         grammar: ``--logiclm-grammar``; samples: ``--logiclm-samples``; temperature:
-            ``--logiclm-temperature`` (:class:`LogicLMConfig`).
+            ``--logiclm-temperature``; feedback: ``--logiclm-feedback`` (:class:`LogicLMConfig`).
 
     Raises:
         ValueError: a setting out of range (the message names its flag).
@@ -608,8 +657,10 @@ class LogicLM(Method):
     summary = "formulate a program, solve it, refine on error"
     needs_solver = True
 
-    def __init__(self, *, grammar: str = "skeleton", samples: int = 1, temperature: float = 0.7) -> None:
-        self.config = LogicLMConfig(grammar, samples, temperature)
+    def __init__(
+        self, *, grammar: str = "skeleton", samples: int = 1, temperature: float = 0.7, feedback: str = "checks"
+    ) -> None:
+        self.config = LogicLMConfig(grammar, samples, temperature, feedback)
 
     @property
     def grammar(self) -> str:
@@ -643,6 +694,15 @@ class LogicLM(Method):
             help=f"sampling temperature of the sampled loops, seeds 1..K (only with --logiclm-samples > 1; "
             f"default {d.temperature})",
         )
+        group.add_argument(
+            "--logiclm-feedback",
+            choices=FEEDBACK,
+            default=d.feedback,
+            help="what a repair request is told: 'checks' (default) sends back programs that did not execute "
+            "(the solver's error, its line quoted) and programs that ran with formalization-check errors (the "
+            "findings and their fixes); 'solver' is Logic-LM's refiner: only programs that did not execute, "
+            "with the solver's message alone",
+        )
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> LogicLM:
@@ -651,6 +711,7 @@ class LogicLM(Method):
             grammar=getattr(args, "logiclm_grammar", None) or d.grammar,
             samples=_given(getattr(args, "logiclm_samples", None), d.samples),
             temperature=_given(getattr(args, "logiclm_temperature", None), d.temperature),
+            feedback=getattr(args, "logiclm_feedback", None) or d.feedback,
         )
 
     def run_info(self) -> dict[str, Any]:
@@ -668,7 +729,9 @@ class LogicLM(Method):
             return ctx.row(problem, outcome, predicted=None)
         if self.config.samples > 1:
             return _vote_row(problem, ctx, language, await run_samples(problem, ctx, self.config, language), t0)
-        f = await formalize_solve_refine(problem, ctx, language=language, grammar=self.config.grammar)
+        f = await formalize_solve_refine(
+            problem, ctx, language=language, grammar=self.config.grammar, feedback=self.config.feedback
+        )
         return f.row(problem, ctx, language=language, latency_s=time.monotonic() - t0)
 
 

@@ -1,5 +1,5 @@
-"""The formalization checks of ``logiclm-csp``: answer format (option letters and texts), option
-position (against the ``Domain:`` notes), disconnected constraints.
+"""The formalization checks of ``logiclm-csp``: answer format (option letters and texts), the scale's
+direction and option positions (against the ``Domain:`` notes), disconnected constraints.
 
 Each check is defined in :mod:`symbolkg.solvers.checks`, which runs :func:`check`; it only parses
 the program (:mod:`symbolkg.solvers.csp.syntax`), never runs it.
@@ -13,7 +13,7 @@ from typing import Any
 from symbolkg.solvers.answer_options import option_letters
 from symbolkg.solvers.csp import syntax as csp
 from symbolkg.solvers.findings import Finding, ProblemText
-from symbolkg.solvers.shared_checks import components, letters_mismatch, parses
+from symbolkg.solvers.shared_checks import components, letters_mismatch, parses, replace_line
 
 _ORDINALS = {
     "first": 1,
@@ -96,6 +96,154 @@ def _position_literal(expr: Any) -> tuple[str, int] | None:
     return None
 
 
+#: The two ends of an ordering as the ``Domain:`` notes name them, each by a stem (``leftmost`` ->
+#: ``left``), with the comparatives that point to that end ("to the left of", "cheaper than").
+_END_STEMS = {
+    "left": ("leftmost", "left"),
+    "right": ("rightmost", "right"),
+    "cheap": ("cheapest", "least expensive"),
+    "expensive": ("most expensive",),
+    "old": ("oldest",),
+    "new": ("newest", "youngest"),
+    "first": ("first", "1st"),
+    "last": ("last",),
+    "top": ("top", "topmost"),
+    "bottom": ("bottom", "bottommost"),
+}
+_OPPOSITE = {"left": "right", "cheap": "expensive", "old": "new", "first": "last", "top": "bottom"}
+_OPPOSITE.update({v: k for k, v in list(_OPPOSITE.items())})
+_COMPARATIVES = {
+    "left": r"(?:to\s+the\s+)?left\s+of",
+    "right": r"(?:to\s+the\s+)?right\s+of",
+    "cheap": r"(?:cheaper|less\s+expensive)\s+than",
+    "expensive": r"(?:more\s+expensive|pricier|costlier)\s+than",
+    "old": r"older\s+than",
+    "new": r"(?:newer|younger)\s+than",
+    "first": r"(?:above|before|ahead\s+of|earlier\s+than)",
+    "last": r"(?:below|after|behind|later\s+than)",
+    "top": r"above",
+    "bottom": r"below",
+}
+_SWAP = {"<": ">", ">": "<", "<=": ">=", ">=": "<="}
+
+
+def _end_stem(note: str) -> str | None:
+    """The end a Domain note names (``"leftmost"`` -> ``"left"``), or None when it names no end."""
+    note = re.sub(r"^(?:the|is|are)\s+", "", note.lower().strip().rstrip("."))
+    return next((stem for stem, words in _END_STEMS.items() if note in words), None)
+
+
+def _scale(program: Any) -> tuple[int, int, dict[int, str]] | None:
+    """The ordering the Domain notes fix: (lo, hi, value -> end stem) over the int variables' range.
+
+    One note naming an end suffices (the other end is its opposite); notes naming both must be
+    opposite ends. None when the notes name no end, or ends that do not pair.
+    """
+    ints = [v for v in program.variables if v.type == csp.Type.INT and v.domain]
+    if not ints:
+        return None
+    lo, hi = min(min(v.domain) for v in ints), max(max(v.domain) for v in ints)  # type: ignore[type-var]
+    named: dict[int, str] = {}
+    for n in program.notes:
+        m = _NOTE_RE.match(n.text)
+        if m and int(m.group(1)) in (lo, hi):
+            stem = _end_stem(m.group(2))
+            if stem is not None and stem in _OPPOSITE:
+                named.setdefault(int(m.group(1)), stem)
+    if not named or lo == hi:
+        return None
+    if len(named) == 2 and _OPPOSITE[named[lo]] != named[hi]:
+        return None
+    given, stem = next(iter(named.items()))
+    other = hi if given == lo else lo
+    return lo, hi, {given: stem, other: _OPPOSITE[stem]}
+
+
+def _mention(name: str, text: str) -> int | None:
+    """Where variable ``name`` (``blue_book``) is first named in ``text`` ("the blue book"), or None."""
+    words = [re.escape(w) for w in re.split(r"[_\s]+", name.lower()) if w]
+    m = re.search(r"\b" + r"[\s_-]+".join(words) + r"(?:e?s)?\b", text) if words else None
+    return m.start() if m else None
+
+
+def _comparison_wants(c: Any, ends: dict[int, str], lo: int) -> tuple[bool, str] | None:
+    """For ``a < b ::: "A is left of B"``: (whether the code follows the notes, the fixed code), or None.
+
+    The comment's subject (the variable it names first) is nearer the end its comparative points to
+    than the other variable; with that end at ``lo`` the subject's value is the smaller.
+    """
+    e = c.expr
+    if not (isinstance(e, csp.Compare) and len(e.ops) == 1 and e.ops[0] in _SWAP):
+        return None
+    if not all(isinstance(x, csp.VarRef) for x in e.operands):
+        return None
+    a, b = (x.name for x in e.operands)
+    text = c.comment.lower()
+    pa, pb = _mention(a, text), _mention(b, text)
+    if pa is None or pb is None or pa == pb:
+        return None
+    between = text[min(pa, pb) : max(pa, pb)]
+    stems = {stem for stem, pattern in _COMPARATIVES.items() if re.search(rf"\b{pattern}\b", between)}
+    stems &= set(ends.values())
+    if len(stems) != 1:
+        return None
+    (stem,) = stems
+    subject = a if pa < pb else b
+    toward_lo = next(v for v, s in ends.items() if s == stem) == lo
+    smaller = a if e.ops[0] in ("<", "<=") else b
+    follows = (smaller == subject) == toward_lo
+    fixed = re.sub(r"(<=|>=|<|>)", lambda m: _SWAP[m.group(1)], c.text, count=1)
+    return follows, fixed
+
+
+def _csp_scale_direction(text: str, program: Any, letters: dict[str, str]) -> list[Finding]:
+    """``scale_direction`` for logiclm-csp (defined in :mod:`symbolkg.solvers.checks`)."""
+    scale = _scale(program)
+    if scale is None:
+        return []
+    lo, hi, ends = scale
+    phrases = [(v, list(_END_STEMS[s])) for v, s in ends.items()]
+    verdicts: list[tuple[Any, bool, str, str]] = []  # (constraint, follows, fixed code, what it says)
+    for c in program.constraints:
+        if not c.comment:
+            continue
+        pair = _position_literal(c.expr)
+        if pair is not None:
+            want = _position(c.comment, phrases, lo, hi)
+            if want is not None:
+                fixed = re.sub(rf"(?<![\w.]){pair[1]}(?![\w.])", str(want), c.text, count=1)
+                verdicts.append((c, want == pair[1], fixed, f"position {want}"))
+            continue
+        compared = _comparison_wants(c, ends, lo)
+        if compared is not None:
+            verdicts.append((c, compared[0], compared[1], "the other order"))
+    for o in program.options:  # options count as witnesses of the reading; option_position corrects them
+        pair = _position_literal(o.expr)
+        want = _position(letters.get(o.letter, ""), phrases, lo, hi) if pair else None
+        if want is not None:
+            verdicts.append((o, want == pair[1], o.text, ""))  # type: ignore[index]
+    agree = sum(follows for _, follows, _, _ in verdicts)
+    notes = "; ".join(n.text for n in program.notes)
+    findings = []
+    for line, follows, fixed, says in verdicts:
+        if follows or isinstance(line, csp.Option):
+            continue
+        message = (
+            f"the constraint {line.text!r} does not read positions as the Domain notes do ({notes}): "
+            f"under them its comment {line.comment!r} means {says}"
+        )
+        if not agree:  # no line follows the notes: the notes are the odd one out
+            findings.append(
+                Finding("scale_direction", "warning", message + "; every line reads them the other way", line.line)
+            )
+            continue
+        correction = replace_line(text, line.line, fixed)
+        if fixed == line.text or parses(csp.parse, correction) is None:
+            correction = None
+        findings.append(Finding("scale_direction", "error", message + f"; write {fixed}", line.line, correction))
+    return findings
+
+
 def check(text: str, problem: ProblemText) -> list[Finding]:
     program = csp.parse(text)
     letters = option_letters(problem.options)
@@ -121,6 +269,7 @@ def check(text: str, problem: ProblemText) -> list[Finding]:
                         o.line,
                     )
                 )
+    findings += _csp_scale_direction(text, program, letters)
     findings += _csp_option_position(text, program, letters)
     start: set[str] = set()
     for o in program.options:
@@ -150,6 +299,11 @@ def _csp_option_position(text: str, program: Any, letters: dict[str, str]) -> li
         m = _NOTE_RE.match(n.text)
         if m and int(m.group(1)) in (lo, hi):
             ends.append((int(m.group(1)), _end_phrases(m.group(2))))
+    scale = _scale(program)
+    if scale is not None:  # an end the notes name by its opposite only ("1: leftmost", "5: hummingbird")
+        known = {v for v, phrases in ends if any(_end_stem(p) for p in phrases)}
+        ends = [e for e in ends if e[0] in known]
+        ends += [(v, list(_END_STEMS[stem])) for v, stem in scale[2].items() if v not in known]
     # The constraints that state a position in their comment show which reading the program
     # follows: when they all follow the option's reading against the notes, the notes are the odd
     # one out and the answer is right as written (no correction); when they follow the notes (or

@@ -195,11 +195,16 @@ def test_structured_json_schema_and_grammar(engine):
     assert as_grammar.text in ("True", "False", "Unknown")
 
 
+#: A greedy completion of the module's engine, for the offline-ceiling test after it is closed.
+_GREEDY: dict[str, object] = {}
+
+
 @pytest.mark.slow
 def test_greedy_decoding_is_deterministic(engine):
     request = chat("Translate to logic: every student reads a book.", max_tokens=24)
     (first,) = run(engine.generate([request]))
     (second,) = run(engine.generate([request]))
+    _GREEDY.update(request=request, completion=first)
     assert first.text == second.text and first.completion_tokens == second.completion_tokens
     # vLLM's own count of prompt tokens its prefix cache served: the repeated prompt's whole blocks
     assert isinstance(first.cached_prompt_tokens, int) and second.cached_prompt_tokens >= 16
@@ -230,6 +235,28 @@ def test_close_releases_every_process_and_is_idempotent(engine):
     run(engine.close())  # idempotent
     with pytest.raises(EngineDeadError, match="closed"):
         run(engine.generate([chat("hi")]))
+
+
+@pytest.mark.slow
+def test_offline_llm_with_this_engines_inputs_writes_what_the_engine_wrote(engine):
+    """benchmarks/llm_ceiling.py's ceiling: vLLM's offline ``LLM`` with this engine's settings, given
+    this engine's prompt tokens and sampling for a request, writes the engine's greedy completion."""
+    if "request" not in _GREEDY:
+        pytest.skip("needs test_greedy_decoding_is_deterministic's completion")
+    request, completion = _GREEDY["request"], _GREEDY["completion"]
+    prompt, params = engine.offline_inputs(request)  # the closed engine keeps its tokenizer
+    assert prompt["prompt_token_ids"] == engine._tokenizer.encode(engine.render(request), add_special_tokens=False)
+    assert (params.max_tokens, params.temperature) == (24, 0.0)
+    llm = engine.offline_llm()
+    try:
+        (out,) = llm.generate([prompt], [params], use_tqdm=False)
+        assert out.outputs[0].text == completion.text
+        assert len(out.outputs[0].token_ids) == completion.completion_tokens
+    finally:
+        del llm
+        import gc
+
+        gc.collect()
 
 
 @pytest.mark.slow

@@ -11,6 +11,7 @@ import pytest
 from symbolkg.actors.engines.scripted import ScriptedEngine
 from symbolkg.jobs.core.rows import Problem, Program
 from symbolkg.jobs.methods import MethodConfig, run_problem
+from symbolkg.jobs.methods.logiclm import LogicLM
 from symbolkg.jobs.pipeline.programs_job import run_solve
 from symbolkg.jobs.pipeline.store import ResultStore, read_run
 from symbolkg.solvers.runtime.local_pool import LocalSolverPool
@@ -26,6 +27,11 @@ Query:
 Sour(Max, True) ::: Max is sour."""
 # The query states the negation of the question: it runs, and answers the opposite.
 FLIPPED = RIGHT.replace("Sour(Max, True) ::: Max is sour.", "Sour(Max, False) ::: Max is sour.")
+# A second predicate `Sours` of another arity: it runs and answers B, but the `one_name` check flags
+# it as an error with no text-resolved correction.
+SPLIT = RIGHT.replace(
+    "Sour($x, bool) ::: Is x sour?", "Sour($x, bool) ::: Is x sour?\nSours($x, $y, bool) ::: x sours y"
+).replace("Facts:\n", "Facts:\nSours(Max, Max, True) ::: Max sours Max.\n")
 
 
 def problem(pid: str = "p1") -> Problem:
@@ -45,39 +51,75 @@ def pool():
         yield p
 
 
-def test_check_error_is_sent_back_and_round_two_fixes_the_polarity(pool):
+def test_a_check_error_the_text_does_not_resolve_is_sent_back_and_round_two_fixes_it(pool):
     def script(request):
         prompt = "\n".join(m.content for m in request.messages)
-        # the scripted LLM fixes the query only when the prompt tells it what is wrong
-        return RIGHT if "[query_polarity]" in prompt and "Sour(Max, True)" in prompt else FLIPPED
+        # the scripted LLM drops the second name only when the prompt tells it what is wrong
+        return RIGHT if "[one_name]" in prompt and "Sours" in prompt else SPLIT
 
     engine = ScriptedEngine(script)
     row = asyncio.run(run_problem(problem(), MethodConfig("logiclm"), engine, pool))
     assert row.correct and row.predicted == "B"
     assert (row.rounds, row.success_round) == (2, 2)
     log = json.loads(row.attempts_log)
-    assert log[0]["outcome"]["status"] in ("proved", "disproved") and log[0]["program"] == FLIPPED
-    assert [f["check"] for f in log[0]["checks"] if f["severity"] == "error"] == ["query_polarity"]
+    assert log[0]["outcome"]["status"] in ("proved", "disproved") and log[0]["program"] == SPLIT
+    assert [f["check"] for f in log[0]["checks"] if f["severity"] == "error"] == ["one_name"]
+    assert not any(f["corrects"] for f in log[0]["checks"])
     refine = "\n".join(m.content for m in engine.requests[1].messages)
     assert engine.requests[1].purpose == "refine"
-    message = next(f["message"] for f in log[0]["checks"] if f["check"] == "query_polarity")
+    message = next(f["message"] for f in log[0]["checks"] if f["check"] == "one_name")
     assert message in refine and "does not say what the problem says" in refine
     assert json.loads(row.trace)["checks"] == log[1]["checks"]  # the last program's findings (none are errors)
 
 
+def test_a_check_error_the_checks_correct_is_not_sent_back_but_corrected(pool):
+    # the text resolves a flipped query: a repair request would only risk the rest of the program
+    engine = ScriptedEngine(lambda request: FLIPPED)
+    row = asyncio.run(run_problem(problem(), MethodConfig("logiclm"), engine, pool))
+    assert (row.rounds, len(engine.requests), row.success_round) == (1, 1, 1)
+    assert row.program == RIGHT and row.correct and row.predicted == "B"
+    trace = json.loads(row.trace)
+    assert (trace["corrected"], trace["corrections"], trace["original_program"]) == (True, ["query_polarity"], FLIPPED)
+
+
 def test_a_repair_that_makes_things_worse_does_not_replace_the_better_round(pool):
-    # Round 1 runs (with a check error); the repair comes back unparseable: round 1 is kept, and
-    # the correction the text resolves is applied to it, as the direct path applies it.
-    engine = ScriptedEngine(lambda request: FLIPPED if request.purpose == "formulate" else "Facts:\nSour(Max, ")
+    # Round 1 runs (with a check error the text does not resolve); the repair comes back
+    # unparseable: round 1 is kept, as written.
+    engine = ScriptedEngine(lambda request: SPLIT if request.purpose == "formulate" else "Facts:\nSour(Max, ")
     row = asyncio.run(run_problem(problem(), MethodConfig("logiclm", max_refine_rounds=1), engine, pool))
     log = json.loads(row.attempts_log)
-    assert row.rounds == 2 and log[1]["outcome"]["status"] == "parse_error"
-    assert log[2]["purpose"] == "correct" and log[2]["round"] == 1 and log[2]["checks"] == []
-    assert row.program == RIGHT and row.success_round == 1 and row.status in ("proved", "disproved")
+    assert row.rounds == 2 and log[1]["outcome"]["status"] == "parse_error" and len(log) == 2
+    assert row.program == SPLIT and row.success_round == 1 and row.status in ("proved", "disproved")
     assert row.correct and row.predicted == "B"
     trace = json.loads(row.trace)
-    assert [f["check"] for f in trace["checks"]] == ["query_polarity"]  # what the model's program had
-    assert (trace["corrected"], trace["corrections"], trace["original_program"]) == (True, ["query_polarity"], FLIPPED)
+    assert "one_name" in [f["check"] for f in trace["checks"]] and not trace["corrected"]
+
+
+def test_logiclm_feedback_solver_sends_back_only_programs_that_did_not_execute(pool):
+    # Logic-LM's refiner: FLIPPED runs (with a check error), so it is not sent back; the text-resolved
+    # correction is still applied after the loop, as with every program
+    engine = ScriptedEngine(lambda request: FLIPPED)
+    method = LogicLM(feedback="solver")
+    row = asyncio.run(run_problem(problem(), MethodConfig("logiclm"), engine, pool, method))
+    assert row.rounds == 1 and len(engine.requests) == 1 and row.program == RIGHT and row.correct
+
+
+def test_logiclm_feedback_solver_gives_the_solvers_message_without_the_line(pool):
+    bad = RIGHT.replace("Sour(Max, True) ::: Max is sour.", "Sour(Max True) ::: Max is sour.")
+    engine = ScriptedEngine(lambda request: bad if request.purpose == "formulate" else RIGHT)
+    for feedback, quoted in (("solver", False), ("checks", True)):
+        engine.requests.clear()
+        row = asyncio.run(run_problem(problem(), MethodConfig("logiclm"), engine, pool, LogicLM(feedback=feedback)))
+        assert (row.rounds, row.success_round, row.correct) == (2, 2, True)
+        first = json.loads(row.attempts_log)[0]["outcome"]
+        refine = engine.requests[1].messages[-1].content
+        assert first["error_message"].strip()[:40] in refine
+        assert ("\nLine " in refine) is quoted, refine
+
+
+def test_logiclm_feedback_is_validated():
+    with pytest.raises(ValueError, match="--logiclm-feedback must be one of checks, solver, got 'hints'"):
+        LogicLM(feedback="hints")
 
 
 def test_without_rounds_left_the_text_resolved_correction_is_applied(pool):

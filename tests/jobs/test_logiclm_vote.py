@@ -28,15 +28,12 @@ from symbolkg.jobs.pipeline.run_config import Source, resolve
 from symbolkg.jobs.pipeline.store import ResultStore, read_run
 from symbolkg.solvers import prompts
 from symbolkg.solvers.runtime.local_pool import LocalSolverPool
-from tests.jobs.test_checks_refine import RIGHT, problem
+from tests.jobs.test_checks_refine import RIGHT, SPLIT, problem
 
 # RIGHT answers B (Max is not sour: False). WRONG states the rule the other way round: it runs
-# clean and answers A. SPLIT adds a second predicate `Sours` of another arity: it runs and answers
-# B, but the `one_name` check flags it as an error with no text-resolved correction. BAD never parses.
+# clean and answers A. SPLIT (test_checks_refine) runs and answers B with a `one_name` error the
+# text does not resolve. BAD never parses.
 WRONG = RIGHT.replace("Tumpus($x, True) >>> Sour($x, False)", "Tumpus($x, True) >>> Sour($x, True)")
-SPLIT = RIGHT.replace(
-    "Sour($x, bool) ::: Is x sour?", "Sour($x, bool) ::: Is x sour?\nSours($x, $y, bool) ::: x sours y"
-).replace("Facts:\n", "Facts:\nSours(Max, Max, True) ::: Max sours Max.\n")
 BAD = "Facts:\nSour(Max,"
 
 
@@ -230,10 +227,11 @@ def test_the_flags_their_config_keys_and_their_checks():
     method = LogicLM.from_args(
         parser.parse_args(["solve", "--method", "logiclm", "--logiclm-samples", "5", "--logiclm-temperature", "0.9"])
     )
-    assert method.run_info() == {"grammar": "skeleton", "samples": 5, "temperature": 0.9}
+    assert method.run_info() == {"grammar": "skeleton", "samples": 5, "temperature": 0.9, "feedback": "checks"}
     assert LogicLM.from_args(parser.parse_args(["solve", "--method", "logiclm"])).run_info()["samples"] == 1
     config = resolve(schema(), {}, file=Source("run.yaml", {"method": "logiclm", "logiclm": {"samples": 3}}))
-    assert config.document()["logiclm"] == {"grammar": "skeleton", "samples": 3, "temperature": 0.7}
+    expected = {"grammar": "skeleton", "samples": 3, "temperature": 0.7, "feedback": "checks"}
+    assert config.document()["logiclm"] == expected
     assert LogicLM.from_args(config.namespace()).config.samples == 3
     with pytest.raises(ValueError, match="--logiclm-samples must be an integer >= 1, got 0"):
         LogicLM(samples=0)

@@ -10,6 +10,7 @@ benchmarks/RESULTS.md are what these completions give on this code.
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -32,6 +33,8 @@ def test_replaying_the_kept_completions_gives_the_kept_rows(variant, tmp_path):
     kept = {r["problem_id"]: r for r in read_run(kept_path)[0].to_pylist() if r["dataset"] == "logiclm/prontoqa"}
     assert len(kept) == 50
     out = tmp_path / "replay.parquet"
+    cache = tmp_path / "completions"  # a copy: SQLite writes beside the file it opens, and this one is shipped
+    shutil.copytree(QWEN / "completions", cache)
     flags = ["--logiclm-grammar", "full"] if variant == "grammar" else []
     assert (
         main(
@@ -48,7 +51,7 @@ def test_replaying_the_kept_completions_gives_the_kept_rows(variant, tmp_path):
                 "--model",
                 "qwen2.5-coder-1.5b",
                 "--cache",
-                str(QWEN / "completions"),
+                str(cache),
                 "--out",
                 str(out),
                 "--executor",

@@ -251,6 +251,94 @@ def test_option_position_is_only_a_warning_when_the_constraints_read_positions_t
     assert found and all(f.severity == "warning" and f.correction is None for f in found)
 
 
+GOLF = """Domain:
+1: first
+4: last
+Variables:
+Ann [IN] [1, 2, 3, 4]
+Bo [IN] [1, 2, 3, 4]
+Cy [IN] [1, 2, 3, 4]
+Di [IN] [1, 2, 3, 4]
+Constraints:
+Ann > Bo ::: Ann finished above Bo.
+Cy == 4 ::: Cy finished last.
+Bo < Di ::: Di finished below Bo.
+Di > Ann ::: Ann finished ahead of Di.
+AllDifferentConstraint([Ann, Bo, Cy, Di])
+Query:
+A) Ann == 1 ::: Ann finished first.
+B) Bo == 1 ::: Bo finished first."""
+GOLF_OPTS = ("A) Ann finished first.", "B) Bo finished first.")
+
+
+def test_scale_direction_swaps_a_comparison_that_reads_the_order_backwards():
+    # 1 is first: "Ann finished above Bo" is Ann < Bo; the two other comparisons already read it so
+    problem = Problem("g", "test", "", "Which of the following is true?", GOLF_OPTS, "A")
+    [finding] = checks_named(check_program("logiclm-csp", GOLF, problem), "scale_direction")
+    assert (finding.severity, finding.line) == ("error", 10) and "Ann < Bo" in finding.message
+    assert csp.solve(GOLF, Limits()).answer != "A"
+    fixed = correct_program("logiclm-csp", GOLF, problem).text
+    assert "Ann < Bo ::: Ann finished above Bo." in fixed and csp.solve(fixed, Limits()).answer == "A"
+
+
+PRICES = """Domain:
+1: most expensive
+6: pears
+Variables:
+figs [IN] [1, 2, 3, 4, 5, 6]
+kiwis [IN] [1, 2, 3, 4, 5, 6]
+limes [IN] [1, 2, 3, 4, 5, 6]
+pears [IN] [1, 2, 3, 4, 5, 6]
+plums [IN] [1, 2, 3, 4, 5, 6]
+dates [IN] [1, 2, 3, 4, 5, 6]
+Constraints:
+figs == 1 ::: The figs are the cheapest.
+kiwis == 2 ::: The kiwis are the third-cheapest.
+limes < pears ::: The limes are cheaper than the pears.
+pears == 2 ::: The pears are the second-most expensive.
+plums > limes ::: The plums are less expensive than the limes.
+dates == 1 ::: The dates are the most expensive.
+AllDifferentConstraint([figs, kiwis, limes, pears, plums, dates])
+Query:
+A) limes == 5 ::: The limes are the second-cheapest.
+B) plums == 5 ::: The plums are the second-cheapest."""
+PRICES_OPTS = ("A) The limes are the second-cheapest.", "B) The plums are the second-cheapest.")
+
+
+def test_scale_direction_places_positions_counted_from_the_end_the_notes_name_by_its_opposite():
+    # only "1: most expensive" names an end ("6: pears" is no end): the cheapest is 6
+    problem = Problem("f", "test", "", "Which of the following is true?", PRICES_OPTS, "B")
+    found = checks_named(check_program("logiclm-csp", PRICES, problem), "scale_direction")
+    assert [(f.line, f.severity) for f in found] == [(12, "error"), (13, "error"), (14, "error")]
+    assert "position 6" in found[0].message and "position 4" in found[1].message
+    fixed = correct_program("logiclm-csp", PRICES, problem).text
+    program = csp.parse(fixed)
+    assert [c.text for c in program.constraints[:5]] == [
+        "figs == 6",
+        "kiwis == 4",
+        "limes > pears",
+        "pears == 2",
+        "plums > limes",  # "plums less expensive than limes": larger, as written
+    ]
+    assert csp.solve(fixed, Limits()).answer == "B"
+
+
+def test_scale_direction_is_only_a_warning_when_every_line_reads_the_notes_the_other_way():
+    # every line reads 1 as first; the notes say 1 is last
+    flipped = GOLF.replace("Ann > Bo", "Ann < Bo").replace("1: first\n4: last", "1: last\n4: first")
+    problem = Problem("g", "test", "", "Which of the following is true?", GOLF_OPTS, "A")
+    found = checks_named(check_program("logiclm-csp", flipped, problem), "scale_direction")
+    assert found and all(f.severity == "warning" and f.correction is None for f in found)
+
+
+def test_scale_direction_leaves_notes_that_name_no_pair_of_ends_alone():
+    odd = GOLF.replace("4: last", "4: oldest")
+    problem = Problem("g", "test", "", "Which of the following is true?", GOLF_OPTS, "A")
+    assert checks_named(check_program("logiclm-csp", odd, problem), "scale_direction") == []
+    no_notes = GOLF.replace("1: first\n4: last\n", "")
+    assert checks_named(check_program("logiclm-csp", no_notes, problem), "scale_direction") == []
+
+
 def test_option_letters_must_match_the_problem():
     problem = Problem("d", "test", "", "Which?", (*CSP_OPTS, "C) The car is the second-newest."), "A")
     [finding] = checks_named(check_program("logiclm-csp", CSP, problem), "answer_format")

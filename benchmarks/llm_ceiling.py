@@ -1,0 +1,189 @@
+"""The ``logiclm`` job's LLM throughput against vLLM's own offline ceiling, same requests, same run.
+
+One process, one model (default ``qwen2.5-coder-1.5b``, vLLM's CPU build here):
+
+1. **The job.** ``run_method_job`` runs the ``logiclm`` method (the CLI's defaults: section-skeleton
+   decoding, up to three repairs) on the first ``--limit`` problems of ``--dataset`` with the engine
+   a ``symbolkg solve --model M`` job builds (:class:`~symbolkg.actors.engines.vllm_engine.VLLMEngine`,
+   warmed by one request first, no completion cache). Every request the job sends is kept, with when
+   it was submitted and answered (:class:`~symbolkg.actors.engines.metered.MeteredEngine`). The job's
+   rate: generated tokens over the span from its first request to its last answer.
+2. **The ceiling.** The engine is shut down, and vLLM's offline ``LLM`` starts with exactly the same
+   engine arguments (:meth:`VLLMEngine.offline_llm`) and gets every one of those requests at once in
+   one ``LLM.generate`` call: the same prompt tokens, the same sampling and structured-output
+   settings (:meth:`VLLMEngine.offline_inputs`). Its rate: generated tokens over that call's wall
+   time (after one warm-up request). This is the most the engine can do with these requests here:
+   all of them known up front, none waiting for a solver or for its own earlier round.
+
+The ratio job / ceiling is what the job's plumbing (a problem's rounds in sequence, the solver in
+between, the asyncio pipeline, the engine thread) costs. Greedy decoding: both sides generate the same
+tokens up to vLLM's CPU batching, which is not bit-exact (the token totals are both reported).
+
+    python benchmarks/llm_ceiling.py [--model qwen2.5-coder-1.5b] [--dataset logiclm/prontoqa] [--limit 12]
+                                     [--data-dir DIR]
+
+Writes ``benchmarks/out/llm_ceiling.json`` and ``.png``. Budget with the 1.5B model on 2 cores: about
+15 minutes at ``--limit 12`` (two engine starts, the job, the ceiling). Run it alone: two vLLM engines,
+or one beside a test suite, do not fit this machine's memory.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from symbolkg.actors.engines.base import ChatRequest, Completion, LLMEngine, Message, SamplingParams
+
+OUT = Path(__file__).resolve().parent / "out"
+
+
+class KeepingEngine:
+    """Passes requests to ``engine`` and keeps each one (the ceiling replays exactly these)."""
+
+    supports_structured = True
+
+    def __init__(self, engine: LLMEngine) -> None:
+        self.engine = engine
+        self.model = engine.model
+        self.requests: list[ChatRequest] = []
+
+    async def generate(self, requests: list[ChatRequest]) -> list[Completion]:
+        self.requests.extend(requests)
+        return await self.engine.generate(requests)
+
+    async def close(self) -> None:  # the benchmark shuts the engine down itself, after the job
+        return None
+
+
+def run_job(engine: LLMEngine, problems: list, limit_note: str) -> dict:
+    """Phase 1: the logiclm job on ``problems``; its requests and their span."""
+    from symbolkg.actors.engines.metered import MeteredEngine
+    from symbolkg.jobs.methods import MethodConfig
+    from symbolkg.jobs.methods.logiclm import LogicLM
+    from symbolkg.jobs.pipeline.method_job import run_method_job
+    from symbolkg.jobs.pipeline.store import ResultStore, read_run
+    from symbolkg.solvers.runtime.local_pool import LocalSolverPool
+
+    keeping = KeepingEngine(engine)
+    metered = MeteredEngine(keeping)
+    with tempfile.TemporaryDirectory() as tmp, LocalSolverPool(2) as pool:
+        store = ResultStore(Path(tmp) / "run.parquet", run_info={"source": limit_note})
+        t0 = time.perf_counter()
+        asyncio.run(
+            run_method_job(problems, store, MethodConfig("logiclm"), metered, pool, progress=False, method=LogicLM())
+        )
+        wall = time.perf_counter() - t0
+        rows = read_run(Path(tmp) / "run.parquet")[0].to_pylist()
+    records = metered.records
+    span = max(r.finished for r in records) - min(r.submitted for r in records)
+    generated = sum(r.completion_tokens for r in records)
+    return {
+        "requests": keeping.requests,
+        "problems": len(rows),
+        "correct": sum(bool(r["correct"]) for r in rows),
+        "executed": sum(bool(r["executed"]) for r in rows),
+        "llm_requests": len(records),
+        "prompt_tokens": sum(r.prompt_tokens for r in records),
+        "generated_tokens": generated,
+        "llm_span_s": round(span, 2),
+        "job_wall_s": round(wall, 2),
+        "generated_tok_s": round(generated / span, 2),
+        "generated_tok_s_whole_job": round(generated / wall, 2),
+    }
+
+
+def run_ceiling(llm: Any, inputs: list) -> dict:
+    """Phase 2: every kept request in one offline ``LLM.generate`` call."""
+    prompts = [p for p, _ in inputs]
+    params = [s for _, s in inputs]
+    llm.generate(prompts[:1], params[:1], use_tqdm=False)  # warm-up, as the job's engine had
+    t0 = time.perf_counter()
+    outs = llm.generate(prompts, params, use_tqdm=False)
+    wall = time.perf_counter() - t0
+    generated = sum(len(o.outputs[0].token_ids) for o in outs)
+    return {
+        "llm_requests": len(outs),
+        "generated_tokens": generated,
+        "wall_s": round(wall, 2),
+        "generated_tok_s": round(generated / wall, 2),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--model", default="qwen2.5-coder-1.5b")
+    ap.add_argument("--dataset", default="logiclm/prontoqa")
+    ap.add_argument("--limit", type=int, default=12)
+    ap.add_argument("--data-dir", default=os.environ.get("SYMBOLKG_DATA"))
+    ap.add_argument("--out", default=str(OUT / "llm_ceiling.json"))
+    args = ap.parse_args(argv)
+    from symbolkg.actors.engines.vllm_engine import VLLMConfig, VLLMEngine
+    from symbolkg.jobs.datasets.registry import load_problems
+
+    problems = load_problems(args.dataset, args.data_dir, limit=args.limit).problems
+    engine = VLLMEngine(VLLMConfig(model=args.model))  # what `symbolkg solve --model M` builds
+    print(f"engine loaded in {engine.load_s:.0f} s", file=sys.stderr, flush=True)
+    warm = ChatRequest((Message("user", "Say OK."),), SamplingParams(max_tokens=4), purpose="warm-up")
+    asyncio.run(engine.generate([warm]))
+    job = run_job(engine, problems, f"{args.dataset} first {args.limit}")
+    print(f"job: {json.dumps({k: v for k, v in job.items() if k != 'requests'})}", file=sys.stderr, flush=True)
+    inputs = [engine.offline_inputs(r) for r in job.pop("requests")]
+    engine.shutdown()
+    llm = engine.offline_llm()
+    ceiling = run_ceiling(llm, inputs)
+    print(f"ceiling: {json.dumps(ceiling)}", file=sys.stderr, flush=True)
+    result = {
+        "command": "python benchmarks/llm_ceiling.py " + " ".join(argv if argv is not None else sys.argv[1:]),
+        "machine": f"{platform.node()} ({os.cpu_count()} cores), Python {platform.python_version()}",
+        "date": time.strftime("%Y-%m-%d"),
+        "model": args.model,
+        "dataset": args.dataset,
+        "limit": args.limit,
+        "job": job,
+        "ceiling": ceiling,
+        "ratio": round(job["generated_tok_s"] / ceiling["generated_tok_s"], 3),
+        "ratio_whole_job": round(job["generated_tok_s_whole_job"] / ceiling["generated_tok_s"], 3),
+    }
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=2))
+    plot(result, out.with_suffix(".png"))
+    print(
+        f"{args.model} on {args.dataset} (first {args.limit}): job {job['generated_tok_s']} generated tok/s over its "
+        f"LLM span ({job['generated_tok_s_whole_job']} over the whole job), offline LLM.generate "
+        f"{ceiling['generated_tok_s']} tok/s: ratio {result['ratio']} ({result['ratio_whole_job']})"
+    )
+    return 0
+
+
+def plot(result: dict, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    labels = ["job (LLM span)", "job (whole)", "LLM.generate"]
+    values = [
+        result["job"]["generated_tok_s"],
+        result["job"]["generated_tok_s_whole_job"],
+        result["ceiling"]["generated_tok_s"],
+    ]
+    fig, ax = plt.subplots(figsize=(6, 3.2))
+    ax.bar(labels, values, color=["#4C72B0", "#8FAADC", "#55A868"])
+    ax.set_ylabel("generated tokens / s")
+    ax.set_title(f"{result['model']}: logiclm job vs offline ceiling (ratio {result['ratio']})")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
