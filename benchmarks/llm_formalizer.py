@@ -329,14 +329,22 @@ def plot(results: dict, path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    series = [(name, {ds: r["correct"] for ds, r in run["sets"].items()}) for name, run in results["runs"].items()]
-    series += list(ANCHORS.items())
+    # accuracy, so that runs of 10 and 50 problems a set share one axis; each label says how many
+    series = [
+        (
+            f"{name} (first {max(r['problems'] for r in run['sets'].values())})",
+            {ds: 100 * r["correct"] / r["problems"] for ds, r in run["sets"].items()},
+        )
+        for name, run in results["runs"].items()
+        if run["sets"]
+    ]
+    series += [(f"{label} (first 50)", {ds: 2 * c for ds, c in row.items()}) for label, row in ANCHORS.items()]
     width = 0.8 / max(1, len(series))
     fig, ax = plt.subplots(figsize=(10, 4))
     for i, (label, correct) in enumerate(series):
         ax.bar([k + i * width for k in range(len(SETS))], [correct.get(ds, 0) for ds in SETS], width, label=label)
     ax.set_xticks([k + 0.4 - width / 2 for k in range(len(SETS))], SETS)
-    ax.set_ylabel("correct of 50 (unexecuted = wrong)")
+    ax.set_ylabel("accuracy % (unexecuted = wrong)")
     ax.set_title(f"{MODEL} on 2 CPU cores vs Logic-LM with Llama-3")
     ax.legend(fontsize=8)
     fig.tight_layout()

@@ -335,13 +335,18 @@ class VLLMEngine:
     def offline_llm(self) -> Any:
         """vLLM's offline ``LLM`` with exactly this engine's settings and environment, started anew.
 
-        Call it after :meth:`shutdown` (two engines of one model seldom fit in memory). For the
-        ceiling measurement only (benchmarks/llm_ceiling.py): jobs use :meth:`generate`.
+        Its step budget (``max_num_batched_tokens``) is the one vLLM settled for this engine: left
+        unset, the offline class would pick a larger one of its own. Call it after :meth:`shutdown`
+        (two engines of one model seldom fit in memory). For the ceiling measurement only
+        (benchmarks/llm_ceiling.py): jobs use :meth:`generate`.
         """
         from vllm import LLM
 
+        kwargs = self._engine_kwargs()
+        if kwargs["max_num_batched_tokens"] is None:  # vLLM's offline class picks a larger step budget
+            kwargs["max_num_batched_tokens"] = self.max_num_batched_tokens
         with self._child_environment():
-            return LLM(**self._engine_kwargs())
+            return LLM(**kwargs)
 
     # -- inside the engine thread ------------------------------------------------------------
 
@@ -383,6 +388,8 @@ class VLLMEngine:
         with self._child_environment():
             self._engine = AsyncLLM.from_engine_args(args)
         self._tokenizer = self._engine.get_tokenizer()
+        #: the tokens one scheduler step may batch, as vLLM settled it (for :meth:`offline_llm`)
+        self.max_num_batched_tokens = self._engine.vllm_config.scheduler_config.max_num_batched_tokens
         if cfg.chat_template is None and not getattr(self._tokenizer, "chat_template", None):
             self._engine.shutdown()
             self._engine = None

@@ -52,9 +52,9 @@ from symbolkg.solvers.outcomes import CheckFinding, ErrorKind, Outcome, SolveReq
 #: What a repair request is told (``--logiclm-feedback``). ``checks`` (the default): a program that did
 #: not execute goes back with the solver's error and its line quoted; one that ran but has
 #: formalization-check errors the text does not resolve goes back with the findings (each with its
-#: fix). ``solver`` (Logic-LM's
-#: self-refiner, section 3.3): only a program that did not execute goes back, with the solver's
-#: message alone. (A program that ran to no unique answer is not sent back under either.)
+#: fix). ``solver`` (Logic-LM's self-refiner, section 3.3): only a program that did not execute goes
+#: back, with the solver's message alone. (A program that ran to no unique answer is not sent back
+#: under either.)
 FEEDBACK = ("checks", "solver")
 
 
@@ -345,12 +345,12 @@ async def _run_round(
 def _repair_messages(
     language: str, context: str, problem: Problem, one: _Round, hints: str, reply: str, feedback: str
 ) -> prompts.Messages:
-    """The next round's conversation: the solver's error, or the checks' errors when the program ran
-    (``feedback="solver"``: Logic-LM's, the solver's message alone, :func:`_solver_repair_messages`)."""
-    program, outcome, check_errors = one.program, one.outcome, one.check_errors
-    if feedback == "solver":
-        return _solver_repair_messages(language, context, problem, program, outcome, hints, reply)
+    """The next round's conversation: the checks' errors when the program ran, else the solver's error
+    with the line it names (``feedback="solver"``, Logic-LM's refiner: the solver's message alone; a
+    program that ran is not sent back under it, :meth:`_Round.needs_repair`)."""
+    program, outcome = one.program, one.outcome
     if outcome.executed:  # it ran, but it does not say what the problem says
+        errors = one.check_errors
         return prompts.refine_messages(
             language,
             context,
@@ -358,8 +358,8 @@ def _repair_messages(
             problem.options,
             program,
             "formalization",
-            checks.refine_message(check_errors),
-            check_errors[0].line,
+            checks.refine_message(errors),
+            errors[0].line,
             hints,
             reply=reply,
         )
@@ -371,26 +371,7 @@ def _repair_messages(
         program,
         outcome.error_kind,
         outcome.error_message or outcome.status.value,
-        outcome.error_line,
-        hints,
-        reply=reply,
-    )
-
-
-def _solver_repair_messages(
-    language: str, context: str, problem: Problem, program: str, outcome: Outcome, hints: str, reply: str
-) -> prompts.Messages:
-    """Logic-LM's repair request (``--logiclm-feedback solver``): the program that did not execute and the
-    solver's message alone (no line quoted, no check findings)."""
-    return prompts.refine_messages(
-        language,
-        context,
-        problem.question,
-        problem.options,
-        program,
-        outcome.error_kind,
-        outcome.error_message or outcome.status.value,
-        None,
+        None if feedback == "solver" else outcome.error_line,
         hints,
         reply=reply,
     )

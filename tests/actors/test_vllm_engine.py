@@ -248,6 +248,9 @@ def test_offline_llm_with_this_engines_inputs_writes_what_the_engine_wrote(engin
     assert prompt["prompt_token_ids"] == engine._tokenizer.encode(engine.render(request), add_special_tokens=False)
     assert (params.max_tokens, params.temperature) == (24, 0.0)
     llm = engine.offline_llm()
+    # the step budget is the async engine's, not the offline class's own default
+    budget = llm.llm_engine.vllm_config.scheduler_config.max_num_batched_tokens
+    assert budget == engine.max_num_batched_tokens > 0
     try:
         (out,) = llm.generate([prompt], [params], use_tqdm=False)
         assert out.outputs[0].text == completion.text
