@@ -31,7 +31,7 @@ from symbolkg.solvers.outcomes import Limits
 from symbolkg.solvers.runtime.local_pool import LocalSolverPool
 from tests.conftest import data_or_skip
 from tests.jobs import test_symbolkg as skg
-from tests.jobs.test_checks_refine import FLIPPED, RIGHT, problem
+from tests.jobs.test_checks_refine import FLIPPED, RIGHT, SPLIT, problem
 
 #: Program files of the recorded slice, and how many of each (the first ones: fast, every kind).
 SLICE = {"ProntoQA": 2, "ProofWriter": 2, "FOLIO": 3, "LogicalDeduction": 2, "AR-LSAT": 1}
@@ -70,9 +70,9 @@ def runs(tmp_path_factory):
 
 
 def _repairing() -> ScriptedEngine:
-    """Writes FLIPPED (a check error) until the prompt names the query's polarity, then RIGHT."""
+    """Writes SPLIT (a check error the text does not resolve) until the prompt names it, then RIGHT."""
     return ScriptedEngine(
-        lambda request: RIGHT if "[query_polarity]" in "\n".join(m.content for m in request.messages) else FLIPPED
+        lambda request: RIGHT if "[one_name]" in "\n".join(m.content for m in request.messages) else SPLIT
     )
 
 
