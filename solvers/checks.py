@@ -77,7 +77,9 @@ Each check is stated for the language, not for a dataset:
 ``scale_direction`` (logiclm-csp; error, corrects)
     The ``Domain:`` notes fix which end of the order is the lowest number (``1: leftmost``,
     ``1: most expensive``, ``1: first``); one note naming an end suffices, the other end being its
-    opposite (left/right, cheapest/most expensive, oldest/newest, first/last, top/bottom), and
+    opposite (left/right, cheapest/most expensive, oldest/newest, first/last, top/bottom,
+    highest/lowest, heaviest/lightest, tallest/shortest, largest/smallest, earliest/latest,
+    fastest/slowest; notes naming an end outside these fix nothing and the check stays silent), and
     notes naming two ends that are not opposites fix nothing. Every constraint must read positions
     that way: ``x == k`` whose comment names a position counted from an end ("the second from the
     right" is 4 of 5 when 1 is the leftmost), and ``a < b`` / ``a > b`` whose comment compares the

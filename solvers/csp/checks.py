@@ -109,8 +109,32 @@ _END_STEMS = {
     "last": ("last",),
     "top": ("top", "topmost"),
     "bottom": ("bottom", "bottommost"),
+    "high": ("highest",),
+    "low": ("lowest",),
+    "heavy": ("heaviest",),
+    "light": ("lightest",),
+    "tall": ("tallest",),
+    "short": ("shortest",),
+    "large": ("largest", "biggest"),
+    "small": ("smallest",),
+    "early": ("earliest",),
+    "late": ("latest",),
+    "fast": ("fastest",),
+    "slow": ("slowest",),
 }
-_OPPOSITE = {"left": "right", "cheap": "expensive", "old": "new", "first": "last", "top": "bottom"}
+_OPPOSITE = {
+    "left": "right",
+    "cheap": "expensive",
+    "old": "new",
+    "first": "last",
+    "top": "bottom",
+    "high": "low",
+    "heavy": "light",
+    "tall": "short",
+    "large": "small",
+    "early": "late",
+    "fast": "slow",
+}
 _OPPOSITE.update({v: k for k, v in list(_OPPOSITE.items())})
 _COMPARATIVES = {
     "left": r"(?:to\s+the\s+)?left\s+of",
@@ -123,6 +147,18 @@ _COMPARATIVES = {
     "last": r"(?:below|after|behind|later\s+than)",
     "top": r"above",
     "bottom": r"below",
+    "high": r"higher\s+than",
+    "low": r"lower\s+than",
+    "heavy": r"heavier\s+than",
+    "light": r"lighter\s+than",
+    "tall": r"taller\s+than",
+    "short": r"shorter\s+than",
+    "large": r"(?:larger|bigger)\s+than",
+    "small": r"smaller\s+than",
+    "early": r"earlier\s+than",
+    "late": r"later\s+than",
+    "fast": r"faster\s+than",
+    "slow": r"slower\s+than",
 }
 _SWAP = {"<": ">", ">": "<", "<=": ">=", ">=": "<="}
 

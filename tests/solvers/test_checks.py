@@ -323,6 +323,36 @@ def test_scale_direction_places_positions_counted_from_the_end_the_notes_name_by
     assert csp.solve(fixed, Limits()).answer == "B"
 
 
+def test_scale_direction_reads_other_orderings_than_the_samples():
+    # weights, 1 the heaviest: "lighter than" points to the other end, so the lighter is the larger number
+    text = """Domain:
+1: heaviest
+3: lightest
+Variables:
+ox [IN] [1, 2, 3]
+cat [IN] [1, 2, 3]
+ant [IN] [1, 2, 3]
+Constraints:
+ox == 1 ::: The ox is the heaviest.
+ant < cat ::: The ant is lighter than the cat.
+AllDifferentConstraint([ox, cat, ant])
+Query:
+A) ant == 3 ::: The ant is the lightest.
+B) cat == 3 ::: The cat is the lightest."""
+    problem = Problem(
+        "w",
+        "test",
+        "",
+        "Which of the following is true?",
+        ("A) The ant is the lightest.", "B) The cat is the lightest."),
+        "A",
+    )
+    [finding] = checks_named(check_program("logiclm-csp", text, problem), "scale_direction")
+    assert (finding.severity, finding.line) == ("error", 10)
+    fixed = correct_program("logiclm-csp", text, problem).text
+    assert "ant > cat ::: The ant is lighter" in fixed and csp.solve(fixed, Limits()).answer == "A"
+
+
 def test_scale_direction_is_only_a_warning_when_every_line_reads_the_notes_the_other_way():
     # every line reads 1 as first; the notes say 1 is last
     flipped = GOLF.replace("Ann > Bo", "Ann < Bo").replace("1: first\n4: last", "1: last\n4: first")
