@@ -54,9 +54,9 @@ import re
 import shutil
 import time
 import uuid
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import pyarrow as pa
@@ -68,6 +68,7 @@ from symbolkg.jobs.core.rows import ResultRow
 from symbolkg.jobs.core.tables import RESULT_SCHEMA, conform_results, result_table
 from symbolkg.jobs.pipeline.provenance import build_info
 
+T = TypeVar("T")
 _META_KEY = b"symbolkg"
 # Rows per row group of a finalized file, and the most rows finalize holds at once (or fewer, when they
 # are this many bytes). The writer keeps ~31 KB of metadata a row group until it closes, and a reader
@@ -113,6 +114,25 @@ def _member_files(path: Path) -> list[Path]:
     if parts.is_dir():
         files += sorted(parts.glob("part-*.parquet"))
     return files
+
+
+def _reread(read: Callable[[], T], tries: int = 5) -> T:
+    """``read()``, again when a file it listed vanished before it was read.
+
+    Another process may finalize a member meanwhile. A finalize replaces the member's file before
+    it deletes the parts, so a part that vanished is in the final file now: listing again finds it.
+    """
+    for _ in range(tries - 1):
+        try:
+            return read()
+        except FileNotFoundError:
+            continue
+    return read()
+
+
+def _read_member(member: Path, columns: list[str] | None = None) -> list[tuple[Path, pa.Table]]:
+    """Each file of ``member`` with its table (``columns`` only), read while another process may finalize it."""
+    return _reread(lambda: [(f, pq.read_table(f, columns=columns)) for f in _member_files(member)])
 
 
 def run_files(run: str | os.PathLike[str]) -> list[Path]:
@@ -186,12 +206,13 @@ class ResultStore:
 
     def _recorded_ids(self) -> Iterator[pa.Array]:
         """The ``problem_id`` columns of every file of the run (all members), this shard's ids only."""
-        for f in run_files(self.run_path):
-            ids = pq.read_table(f, columns=["problem_id"]).column("problem_id").combine_chunks()
-            if self.shard is not None and len(ids):
-                keep = id_hashes(ids.to_pylist()) % np.uint64(self.shard.count) == np.uint64(self.shard.index)
-                ids = ids.filter(pa.array(keep))
-            yield ids
+        for member in run_members(self.run_path):
+            for _, table in _read_member(member, columns=["problem_id"]):
+                ids = table.column("problem_id").combine_chunks()
+                if self.shard is not None and len(ids):
+                    keep = id_hashes(ids.to_pylist()) % np.uint64(self.shard.count) == np.uint64(self.shard.index)
+                    ids = ids.filter(pa.array(keep))
+                yield ids
 
     def done_ids(self) -> set[str]:
         """Problem ids already recorded: in any file of the run (of this shard) or appended in this session.
@@ -394,10 +415,10 @@ def read_run_meta(path: str | os.PathLike[str]) -> dict[str, Any]:
     Raises:
         FileNotFoundError: the run has no results.
     """
-    files = run_files(path)
-    if not files:
+    if not run_files(path):
         raise FileNotFoundError(f"no results at {path} (nor {_parts_dir(Path(path))}, nor shards)")
-    return {k: v for k, v in _read_meta(pq.read_schema(files[0])).items() if k != "shard"}
+    meta = _reread(lambda: _read_meta(pq.read_schema(run_files(path)[0])))
+    return {k: v for k, v in meta.items() if k != "shard"}
 
 
 def read_run(path: str | os.PathLike[str]) -> tuple[pa.Table, dict[str, Any]]:
@@ -417,8 +438,7 @@ def read_run(path: str | os.PathLike[str]) -> tuple[pa.Table, dict[str, Any]]:
         raise FileNotFoundError(f"no results at {path} (nor {_parts_dir(run)}, nor shards {run.stem}.shard-*)")
     tables, meta, sessions = [], {}, {}
     for member in members:
-        for f in _member_files(member):
-            t = pq.read_table(f)
+        for f, t in _read_member(member):
             m = _read_meta(t.schema)
             if f == member and (not meta or member == run):
                 meta = {k: v for k, v in m.items() if k != "shard"}

@@ -209,3 +209,50 @@ def test_two_sessions_that_both_wrote_a_problem_merge_to_its_first_row(tmp_path)
     table = pq.read_table(out)
     assert sorted(table.column("problem_id").to_pylist()) == ["a", "b"]
     assert len(read_run(out)[1]["sessions"]) == 2
+
+
+def _finalized_between_listing_and_reading(tmp_path, monkeypatch, shards: int):
+    """A run of ``shards`` shards, all flushed; the last finalizes right after a reader lists its parts."""
+    from symbolkg.jobs.core.ids import Shard
+    from symbolkg.jobs.pipeline import store as store_module
+
+    out = tmp_path / "run.parquet"
+    ids = [f"p{i}" for i in range(30)]
+    stores = [ResultStore(out, flush_rows=4, shard=Shard(i, shards)) for i in range(shards)]
+    for s in stores:
+        s.extend(row(pid) for pid in ids if s.shard.takes(pid))
+        s.flush()
+    for s in stores[:-1]:
+        s.finalize()
+    listed, pending = store_module._member_files, [stores[-1]]
+
+    def list_then_finalize(member):
+        files = listed(member)
+        if pending and member == pending[0].path:
+            pending.pop().finalize()  # the other driver finishes between the listing and the read
+        return files
+
+    monkeypatch.setattr(store_module, "_member_files", list_then_finalize)
+    return out, ids
+
+
+def test_a_reader_sees_every_row_while_another_shard_finalizes(tmp_path, monkeypatch):
+    """The race a driver's closing report met in CI: it listed shard 1's parts, shard 1's driver
+    merged them into its file and deleted them, then the report read a part that was gone."""
+    out, ids = _finalized_between_listing_and_reading(tmp_path, monkeypatch, shards=2)
+    table, meta = read_run(out)
+    assert sorted(table.column("problem_id").to_pylist()) == sorted(ids) and meta["finished"]
+
+
+def test_the_run_meta_reads_while_its_only_shard_finalizes(tmp_path, monkeypatch):
+    from symbolkg.jobs.pipeline.store import read_run_meta
+
+    out, _ = _finalized_between_listing_and_reading(tmp_path, monkeypatch, shards=1)
+    assert read_run_meta(out) == {k: v for k, v in read_run(out)[1].items() if k in read_run_meta(out)}
+
+
+def test_a_resumed_shard_counts_its_rows_while_another_shard_finalizes(tmp_path, monkeypatch):
+    from symbolkg.jobs.core.ids import Shard
+
+    out, ids = _finalized_between_listing_and_reading(tmp_path, monkeypatch, shards=2)
+    assert ResultStore(out, shard=Shard(0, 2)).done_ids() == {pid for pid in ids if Shard(0, 2).takes(pid)}
