@@ -15,15 +15,27 @@ One process, one model (default ``qwen2.5-coder-1.5b``, vLLM's CPU build here):
    time (after one warm-up request). This is the most the engine can do with these requests here:
    all of them known up front, none waiting for a solver or for its own earlier round.
 
+3. **The ceiling wave by wave.** The same offline engine gets the kept requests in waves: every
+   problem's first request at once, then every problem's second, and so on (a problem's requests
+   are in sequence: a repair waits for the program it repairs). Its rate: generated tokens over
+   the sum of the waves' wall times. This is what the refine loop's dependencies alone leave of the
+   ceiling, without any plumbing: it is not a strict bound (the job may start a problem's repair
+   while another problem's first program is still being written; the waves may not).
+
 The ratio job / ceiling is what the job's plumbing (a problem's rounds in sequence, the solver in
-between, the asyncio pipeline, the engine thread) costs. Greedy decoding: both sides generate the same
-tokens up to vLLM's CPU batching, which is not bit-exact (the token totals are both reported).
+between, the asyncio pipeline, the engine thread) costs. It splits into job / waves (the plumbing
+under the same dependencies) and waves / ceiling (the dependencies: few repairs decoded nearly
+alone at the end). The job's first wave (every first request, submitted at once: its tokens over
+the span from the first submission to the last of them answered) is also compared with the offline
+first wave, the same requests on both sides; repairs the job starts inside that span compete with
+it, so the job's side is a lower bound there. Greedy decoding: both sides generate the same tokens up
+to vLLM's CPU batching, which is not bit-exact (the token totals are both reported).
 
     python benchmarks/llm_ceiling.py [--model qwen2.5-coder-1.5b] [--dataset logiclm/prontoqa] [--limit 12]
                                      [--data-dir DIR]
 
 Writes ``benchmarks/out/llm_ceiling.json`` and ``.png``. Budget with the 1.5B model on 2 cores: about
-15 minutes at ``--limit 12`` (two engine starts, the job, the ceiling). Run it alone: two vLLM engines,
+20 minutes at ``--limit 12`` (two engine starts, the job, the ceiling twice). Run it alone: two vLLM engines,
 or one beside a test suite, do not fit this machine's memory.
 """
 
@@ -85,6 +97,10 @@ def run_job(engine: LLMEngine, problems: list, limit_note: str) -> dict:
     records = metered.records
     span = max(r.finished for r in records) - min(r.submitted for r in records)
     generated = sum(r.completion_tokens for r in records)
+    first_ids = {r.request_id for r in waves(keeping.requests)[0]}
+    first = [r for r in records if r.request_id in first_ids]
+    first_span = max(r.finished for r in first) - min(r.submitted for r in first)
+    first_generated = sum(r.completion_tokens for r in first)
     return {
         "requests": keeping.requests,
         "problems": len(rows),
@@ -97,16 +113,42 @@ def run_job(engine: LLMEngine, problems: list, limit_note: str) -> dict:
         "job_wall_s": round(wall, 2),
         "generated_tok_s": round(generated / span, 2),
         "generated_tok_s_whole_job": round(generated / wall, 2),
+        "first_wave": {
+            "llm_requests": len(first),
+            "generated_tokens": first_generated,
+            "span_s": round(first_span, 2),
+            "generated_tok_s": round(first_generated / first_span, 2),
+        },
     }
 
 
-def run_ceiling(llm: Any, inputs: list) -> dict:
-    """Phase 2: every kept request in one offline ``LLM.generate`` call."""
-    prompts = [p for p, _ in inputs]
-    params = [s for _, s in inputs]
-    llm.generate(prompts[:1], params[:1], use_tqdm=False)  # warm-up, as the job's engine had
+def waves(requests: list[ChatRequest]) -> list[list[ChatRequest]]:
+    """``requests`` by their place in their problem's sequence: every first request, every second, ...
+
+    A problem's requests arrive in order (a repair is asked after the program it repairs), so the
+    k-th request of a problem can be answered only after its (k-1)-th.
+    """
+    seen: dict[str, int] = {}
+    out: list[list[ChatRequest]] = []
+    for r in requests:
+        k = seen.get(r.problem_id, 0)
+        seen[r.problem_id] = k + 1
+        if k == len(out):
+            out.append([])
+        out[k].append(r)
+    return out
+
+
+def preemptions(llm: Any) -> int:
+    """vLLM's count of preempted requests so far (its KV cache was full: their work is recomputed)."""
+    return int(sum(m.value for m in llm.get_metrics() if m.name == "vllm:num_preemptions"))
+
+
+def offline_generate(llm: Any, inputs: list) -> dict:
+    """``inputs`` (prompt, sampling) in one offline ``LLM.generate`` call: requests, tokens, wall, rate."""
+    before = preemptions(llm)
     t0 = time.perf_counter()
-    outs = llm.generate(prompts, params, use_tqdm=False)
+    outs = llm.generate([p for p, _ in inputs], [s for _, s in inputs], use_tqdm=False)
     wall = time.perf_counter() - t0
     generated = sum(len(o.outputs[0].token_ids) for o in outs)
     return {
@@ -114,7 +156,24 @@ def run_ceiling(llm: Any, inputs: list) -> dict:
         "generated_tokens": generated,
         "wall_s": round(wall, 2),
         "generated_tok_s": round(generated / wall, 2),
+        "preemptions": preemptions(llm) - before,
     }
+
+
+def run_ceiling(llm: Any, inputs: list, wave_inputs: list[list]) -> tuple[dict, dict]:
+    """Phases 2 and 3: every kept request in one ``LLM.generate`` call; then wave by wave."""
+    llm.generate([inputs[0][0]], [inputs[0][1]], use_tqdm=False)  # warm-up, as the job's engine had
+    ceiling = offline_generate(llm, inputs)
+    per_wave = [offline_generate(llm, w) for w in wave_inputs]
+    wall = sum(w["wall_s"] for w in per_wave)
+    generated = sum(w["generated_tokens"] for w in per_wave)
+    by_waves = {
+        "waves": per_wave,
+        "generated_tokens": generated,
+        "wall_s": round(wall, 2),
+        "generated_tok_s": round(generated / wall, 2),
+    }
+    return ceiling, by_waves
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -129,17 +188,22 @@ def main(argv: list[str] | None = None) -> int:
     from symbolkg.jobs.datasets.registry import load_problems
 
     problems = load_problems(args.dataset, args.data_dir, limit=args.limit).problems
-    engine = VLLMEngine(VLLMConfig(model=args.model))  # what `symbolkg solve --model M` builds
+    # what `symbolkg solve --model M` builds, with vLLM's statistics on: the job's engine logs its
+    # running/waiting requests, KV-cache use and preemptions every few seconds, the offline one counts them
+    engine = VLLMEngine(VLLMConfig(model=args.model, log_stats=True))
     print(f"engine loaded in {engine.load_s:.0f} s", file=sys.stderr, flush=True)
     warm = ChatRequest((Message("user", "Say OK."),), SamplingParams(max_tokens=4), purpose="warm-up")
     asyncio.run(engine.generate([warm]))
     job = run_job(engine, problems, f"{args.dataset} first {args.limit}")
     print(f"job: {json.dumps({k: v for k, v in job.items() if k != 'requests'})}", file=sys.stderr, flush=True)
-    inputs = [engine.offline_inputs(r) for r in job.pop("requests")]
+    requests = job.pop("requests")
+    inputs = [engine.offline_inputs(r) for r in requests]
+    wave_inputs = [[engine.offline_inputs(r) for r in w] for w in waves(requests)]
     engine.shutdown()
     llm = engine.offline_llm()
-    ceiling = run_ceiling(llm, inputs)
+    ceiling, by_waves = run_ceiling(llm, inputs, wave_inputs)
     print(f"ceiling: {json.dumps(ceiling)}", file=sys.stderr, flush=True)
+    print(f"waves: {json.dumps(by_waves)}", file=sys.stderr, flush=True)
     result = {
         "command": "python benchmarks/llm_ceiling.py " + " ".join(argv if argv is not None else sys.argv[1:]),
         "machine": f"{platform.node()} ({os.cpu_count()} cores), Python {platform.python_version()}",
@@ -149,8 +213,14 @@ def main(argv: list[str] | None = None) -> int:
         "limit": args.limit,
         "job": job,
         "ceiling": ceiling,
+        "ceiling_by_waves": by_waves,
         "ratio": round(job["generated_tok_s"] / ceiling["generated_tok_s"], 3),
         "ratio_whole_job": round(job["generated_tok_s_whole_job"] / ceiling["generated_tok_s"], 3),
+        # the split: the plumbing under the loop's dependencies, and the dependencies themselves
+        "ratio_job_to_waves": round(job["generated_tok_s"] / by_waves["generated_tok_s"], 3),
+        "ratio_waves_to_ceiling": round(by_waves["generated_tok_s"] / ceiling["generated_tok_s"], 3),
+        # the same first requests, submitted at once on both sides
+        "ratio_first_wave": round(job["first_wave"]["generated_tok_s"] / by_waves["waves"][0]["generated_tok_s"], 3),
     }
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -159,7 +229,9 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"{args.model} on {args.dataset} (first {args.limit}): job {job['generated_tok_s']} generated tok/s over its "
         f"LLM span ({job['generated_tok_s_whole_job']} over the whole job), offline LLM.generate "
-        f"{ceiling['generated_tok_s']} tok/s: ratio {result['ratio']} ({result['ratio_whole_job']})"
+        f"{ceiling['generated_tok_s']} tok/s: ratio {result['ratio']} ({result['ratio_whole_job']}); wave by wave "
+        f"{by_waves['generated_tok_s']} tok/s: job / waves {result['ratio_job_to_waves']}, waves / ceiling "
+        f"{result['ratio_waves_to_ceiling']}; first wave alone: job / offline {result['ratio_first_wave']}"
     )
     return 0
 
@@ -170,14 +242,22 @@ def plot(result: dict, path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    labels = ["job (LLM span)", "job (whole)", "LLM.generate"]
+    labels = [
+        "job\n(LLM span)",
+        "LLM.generate\nwave by wave",
+        "LLM.generate\nall at once",
+        "job\nfirst wave",
+        "offline\nfirst wave",
+    ]
     values = [
         result["job"]["generated_tok_s"],
-        result["job"]["generated_tok_s_whole_job"],
+        result["ceiling_by_waves"]["generated_tok_s"],
         result["ceiling"]["generated_tok_s"],
+        result["job"]["first_wave"]["generated_tok_s"],
+        result["ceiling_by_waves"]["waves"][0]["generated_tok_s"],
     ]
-    fig, ax = plt.subplots(figsize=(6, 3.2))
-    ax.bar(labels, values, color=["#4C72B0", "#8FAADC", "#55A868"])
+    fig, ax = plt.subplots(figsize=(7.5, 3.4))
+    ax.bar(labels, values, color=["#4C72B0", "#8FAADC", "#55A868", "#4C72B0", "#55A868"])
     ax.set_ylabel("generated tokens / s")
     ax.set_title(f"{result['model']}: logiclm job vs offline ceiling (ratio {result['ratio']})")
     fig.tight_layout()

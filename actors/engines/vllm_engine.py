@@ -110,7 +110,8 @@ class VLLMConfig:
             vLLM's processes when they are installed, as vLLM's CPU guide recommends. Off by
             default: on the 2-core development box it gave no consistent gain, and it changes
             the allocator and OpenMP runtime of every process vLLM starts.
-        log_stats: let vLLM log throughput statistics every few seconds.
+        log_stats: let vLLM log its statistics every :attr:`VLLMEngine.STATS_INTERVAL_S` seconds
+            (throughput, running and waiting requests, KV-cache use, preemptions) while requests run.
         shutdown_timeout_s: seconds :meth:`VLLMEngine.close` waits for vLLM's processes.
     """
 
@@ -217,6 +218,16 @@ class VLLMEngine:
         enforce_eager: whether vLLM runs eagerly (``config.enforce_eager`` resolved).
         load_s: seconds the construction took (model resolution and vLLM start).
 
+    Per-request seeds on CPU: vLLM's CPU build gives a seeded request its own CPU
+    ``torch.Generator``, and when such a request's prompt is prefilled in chunks (many requests at
+    once) vLLM rewinds that generator with ``set_offset``, which a CPU generator does not have: the
+    engine dies (``RuntimeError: CPU Generator does not use offset``; found by five sampled programs
+    a problem, 75 requests at once). So on CPU the seed is not passed to vLLM: a seeded request is
+    sampled from the engine's generator (``VLLMConfig.seed``). Requests that differ only in their
+    seed still get independent samples, and the seed stays in the request, so a completion cache
+    keys and replays each one; what is lost is that a seed alone reproduces a sample without the
+    cache (on CPU it did not across batch compositions either: CPU batching is not bit-exact).
+
     Example:
         >>> engine = VLLMEngine(VLLMConfig())                                    # doctest: +SKIP
         >>> req = ChatRequest((Message("user", "Is 7 prime? Answer A) yes B) no"),),
@@ -226,6 +237,8 @@ class VLLMEngine:
     """
 
     supports_structured = True
+    #: seconds between two logs of vLLM's statistics (``VLLMConfig.log_stats``), as its server logs them
+    STATS_INTERVAL_S = 10.0
 
     def __init__(self, config: VLLMConfig | None = None) -> None:
         """Resolve the model, start vLLM and wait until it is ready.
@@ -258,6 +271,7 @@ class VLLMEngine:
         self._ids = itertools.count()
         self._inflight: set[asyncio.Task[Any]] = set()
         self._engine: Any = None  # vllm AsyncLLM, set by _start
+        self._stats_task: asyncio.Future[None] | None = None  # with log_stats: :meth:`_log_stats`
         self._tokenizer: Any = None
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="vllm-engine-loop", daemon=True)
@@ -390,12 +404,20 @@ class VLLMEngine:
         self._tokenizer = self._engine.get_tokenizer()
         #: the tokens one scheduler step may batch, as vLLM settled it (for :meth:`offline_llm`)
         self.max_num_batched_tokens = self._engine.vllm_config.scheduler_config.max_num_batched_tokens
+        if cfg.log_stats:  # vLLM's server calls this on a timer; an engine used as a library must do it
+            self._stats_task = asyncio.ensure_future(self._log_stats())
         if cfg.chat_template is None and not getattr(self._tokenizer, "chat_template", None):
             self._engine.shutdown()
             self._engine = None
             raise ValueError(
                 f"the tokenizer of {self.spec.path} has no chat template; pass VLLMConfig(chat_template=...)"
             )
+
+    async def _log_stats(self) -> None:
+        while self._engine is not None:
+            await asyncio.sleep(self.STATS_INTERVAL_S)
+            if self._engine is not None:
+                await self._engine.do_log_stats()
 
     async def _one(self, request: ChatRequest) -> Completion:
         task = asyncio.current_task()
@@ -461,6 +483,8 @@ class VLLMEngine:
         )
 
     async def _shutdown(self) -> None:
+        if self._stats_task is not None:
+            self._stats_task.cancel()
         pending = list(self._inflight)
         for task in pending:
             task.cancel()  # vLLM aborts each cancelled request
@@ -493,7 +517,7 @@ class VLLMEngine:
             temperature=p.temperature,
             top_p=p.top_p,
             stop=list(p.stop) or None,
-            seed=p.seed,
+            seed=None if self._is_cpu else p.seed,  # CPU: the class docstring says why
             structured_outputs=structured_outputs_params(request.structured),
         )
 
