@@ -303,15 +303,58 @@ def _running(p) -> bool:
         return False
 
 
-@pytest.mark.slow
-def test_log_stats_logs_vllms_statistics_while_requests_run(monkeypatch):
-    """vLLM's server logs its statistics on a timer; the engine, a library user, must call for them itself."""
+@pytest.fixture(scope="module")
+def small_step_engine():
+    """A second engine: a step budget of 256 tokens (a longer prompt is prefilled in chunks) and
+    vLLM's statistics logged every 0.25 s."""
     pytest.importorskip("vllm", reason="vLLM is not installed")
-    import logging
-
     if not models.is_prepared(models.DEFAULT_MODEL):
         pytest.skip("the embedded model is not converted")
     from symbolkg.actors.engines.vllm_engine import VLLMEngine
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(VLLMEngine, "STATS_INTERVAL_S", 0.25)
+        eng = VLLMEngine(
+            VLLMConfig(
+                max_num_seqs=4,
+                max_model_len=1024,
+                max_num_batched_tokens=256,
+                kv_cache_memory_bytes=128 << 20,
+                log_stats=True,
+            )
+        )
+        try:
+            yield eng
+        finally:
+            eng.shutdown()
+
+
+@pytest.mark.slow
+def test_seeded_samples_with_prompts_longer_than_a_step_complete(small_step_engine):
+    """K sampled programs a problem (``--logiclm-samples``) are seeded requests. A prompt longer than
+    one step's token budget is prefilled in chunks, and with the seed passed to vLLM's CPU build that
+    killed the engine (``CPU Generator does not use offset``: the class docstring); they complete."""
+    from dataclasses import replace
+
+    eng = small_step_engine
+    facts = " ".join(f"Fact {i}: item {i} is red." for i in range(60))
+    requests = [
+        replace(
+            chat(f"{facts}\nName one red item.", max_tokens=6, pid=f"p{seed}"),
+            params=SamplingParams(max_tokens=6, temperature=0.8, seed=seed),
+        )
+        for seed in (1, 2, 3)
+    ]
+    longest = max(len(eng.offline_inputs(r)[0]["prompt_token_ids"]) for r in requests)
+    assert longest > eng.max_num_batched_tokens == 256, "a prompt must not fit one step"
+    out = run(eng.generate(requests))
+    assert [c.completion_tokens > 0 for c in out] == [True] * 3
+
+
+@pytest.mark.slow
+def test_log_stats_logs_vllms_statistics_while_requests_run(small_step_engine):
+    """vLLM's server logs its statistics on a timer; the engine, a library user, must call for them itself."""
+    import logging
 
     class Keep(logging.Handler):
         def __init__(self) -> None:
@@ -322,44 +365,9 @@ def test_log_stats_logs_vllms_statistics_while_requests_run(monkeypatch):
             self.lines.append(record.getMessage())
 
     keep = Keep()
-    monkeypatch.setattr(VLLMEngine, "STATS_INTERVAL_S", 0.25)
-    eng = VLLMEngine(VLLMConfig(log_stats=True, max_num_seqs=4, max_model_len=512, kv_cache_memory_bytes=128 << 20))
     logging.getLogger("vllm").addHandler(keep)
     try:
-        run(eng.generate([chat("Count from one to fifty in words.", max_tokens=96)]))
+        run(small_step_engine.generate([chat("Count from one to fifty in words.", max_tokens=96)]))
     finally:
         logging.getLogger("vllm").removeHandler(keep)
-        run(eng.close())
     assert any("Avg generation throughput" in line and "KV cache usage" in line for line in keep.lines), keep.lines
-
-
-@pytest.mark.slow
-def test_seeded_samples_with_prompts_longer_than_a_step_complete():
-    """K sampled programs a problem (``--logiclm-samples``) are seeded requests. A prompt longer than
-    one step's token budget is prefilled in chunks, and with the seed passed to vLLM's CPU build that
-    killed the engine (``CPU Generator does not use offset``: the class docstring); they complete."""
-    pytest.importorskip("vllm", reason="vLLM is not installed")
-    if not models.is_prepared(models.DEFAULT_MODEL):
-        pytest.skip("the embedded model is not converted")
-    from dataclasses import replace
-
-    from symbolkg.actors.engines.vllm_engine import VLLMEngine
-
-    eng = VLLMEngine(
-        VLLMConfig(max_num_seqs=4, max_model_len=1024, max_num_batched_tokens=256, kv_cache_memory_bytes=128 << 20)
-    )
-    try:
-        facts = " ".join(f"Fact {i}: item {i} is red." for i in range(60))
-        requests = [
-            replace(
-                chat(f"{facts}\nName one red item.", max_tokens=6, pid=f"p{seed}"),
-                params=SamplingParams(max_tokens=6, temperature=0.8, seed=seed),
-            )
-            for seed in (1, 2, 3)
-        ]
-        longest = max(len(eng.offline_inputs(r)[0]["prompt_token_ids"]) for r in requests)
-        assert longest > eng.max_num_batched_tokens == 256, "a prompt must not fit one step"
-        out = run(eng.generate(requests))
-        assert [c.completion_tokens > 0 for c in out] == [True] * 3
-    finally:
-        eng.shutdown()
