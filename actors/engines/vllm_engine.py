@@ -219,14 +219,15 @@ class VLLMEngine:
         load_s: seconds the construction took (model resolution and vLLM start).
 
     Per-request seeds on CPU: vLLM's CPU build gives a seeded request its own CPU
-    ``torch.Generator``, and when such a request's prompt is prefilled in chunks (many requests at
-    once) vLLM rewinds that generator with ``set_offset``, which a CPU generator does not have: the
-    engine dies (``RuntimeError: CPU Generator does not use offset``; found by five sampled programs
-    a problem, 75 requests at once). So on CPU the seed is not passed to vLLM: a seeded request is
-    sampled from the engine's generator (``VLLMConfig.seed``). Requests that differ only in their
-    seed still get independent samples, and the seed stays in the request, so a completion cache
-    keys and replays each one; what is lost is that a seed alone reproduces a sample without the
-    cache (on CPU it did not across batch compositions either: CPU batching is not bit-exact).
+    ``torch.Generator``, and when such a request's prompt is prefilled in chunks (it does not fit
+    what is left of a step's token budget) vLLM rewinds that generator with ``set_offset``, which a
+    CPU generator does not have: the engine dies (``RuntimeError: CPU Generator does not use
+    offset``; found by three sampled programs a problem, 75 requests at once). So on CPU the seed
+    is not passed to vLLM: a seeded request is sampled from the engine's generator
+    (``VLLMConfig.seed``). Requests that differ only in their seed still get independent samples,
+    and the seed stays in the request, so a completion cache keys and replays each one; what is
+    lost is that a seed alone reproduces a sample without the cache (on CPU it did not across batch
+    compositions either: CPU batching is not bit-exact).
 
     Example:
         >>> engine = VLLMEngine(VLLMConfig())                                    # doctest: +SKIP
