@@ -145,11 +145,16 @@ def call_costs(cache: Path = CACHE) -> dict[str, tuple[int, int]]:
 
 
 def row_tokens(row: dict, costs: dict[str, tuple[int, int]]) -> tuple[int, int]:
-    """(prompt, completion) tokens of every LLM call of a row, a cached call at what it cost the model."""
+    """(prompt, completion) tokens of every LLM call of a row, a cached call at what it cost the model.
+
+    A method whose attempts log keeps no tokens per call (``direct``: one call, its answer) is
+    counted from the row's own totals, where a call the cache answered counts zero.
+    """
+    attempts = [a for a in json.loads(row["attempts_log"] or "[]") if "completion" in a]  # not errors, corrections
+    if any("prompt_tokens" not in a and not a.get("cached") for a in attempts):
+        return int(row["prompt_tokens"] or 0), int(row["completion_tokens"] or 0)
     prompt = completion = 0
-    for attempt in json.loads(row["attempts_log"] or "[]"):
-        if "completion" not in attempt:  # an engine error, or the post-loop correction step
-            continue
+    for attempt in attempts:
         if attempt.get("cached"):
             p, c = costs.get(attempt["completion"], (0, 0))
         else:
