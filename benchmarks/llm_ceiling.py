@@ -11,7 +11,8 @@ One process, one model (default ``qwen2.5-coder-1.5b``, vLLM's CPU build here):
 2. **The ceiling.** The engine is shut down, and vLLM's offline ``LLM`` starts with exactly the same
    engine arguments (:meth:`VLLMEngine.offline_llm`) and gets every one of those requests at once in
    one ``LLM.generate`` call: the same prompt tokens, the same sampling and structured-output
-   settings (:meth:`VLLMEngine.offline_inputs`). Its rate: generated tokens over that call's wall
+   settings (:meth:`VLLMEngine.offline_inputs`; a completion the job's repeat stop ended is decoded
+   to the same length: :func:`as_decoded`). Its rate: generated tokens over that call's wall
    time (after one warm-up request). This is the most the engine can do with these requests here:
    all of them known up front, none waiting for a solver or for its own earlier round.
 
@@ -49,10 +50,12 @@ import platform
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from symbolkg.actors.engines.base import ChatRequest, Completion, LLMEngine, Message, SamplingParams
+from symbolkg.actors.engines.repeats import FINISH_REASON as REPEAT
 
 OUT = Path(__file__).resolve().parent / "out"
 
@@ -66,10 +69,23 @@ class KeepingEngine:
         self.engine = engine
         self.model = engine.model
         self.requests: list[ChatRequest] = []
+        self.finish_reasons: dict[str, int] = {}
 
     async def generate(self, requests: list[ChatRequest]) -> list[Completion]:
-        self.requests.extend(requests)
-        return await self.engine.generate(requests)
+        completions = await self.engine.generate(requests)
+        self.requests.extend(as_decoded(r, c) for r, c in zip(requests, completions, strict=True))
+        for c in completions:
+            self.finish_reasons[c.finish_reason] = self.finish_reasons.get(c.finish_reason, 0) + 1
+        return completions
+
+
+def as_decoded(request: ChatRequest, completion: Completion) -> ChatRequest:
+    """``request`` as the offline engine gets it: a completion the repeat stop ended
+    (``finish_reason="repeat"``, :mod:`symbolkg.actors.engines.repeats`) decodes exactly as many tokens
+    offline (vLLM's offline ``LLM`` has no such stop), so both sides decode the same tokens."""
+    if completion.finish_reason != REPEAT:
+        return request
+    return replace(request, params=replace(request.params, max_tokens=max(1, completion.completion_tokens)))
 
     async def close(self) -> None:  # the benchmark shuts the engine down itself, after the job
         return None
@@ -107,6 +123,7 @@ def run_job(engine: LLMEngine, problems: list, limit_note: str) -> dict:
         "correct": sum(bool(r["correct"]) for r in rows),
         "executed": sum(bool(r["executed"]) for r in rows),
         "llm_requests": len(records),
+        "finish_reasons": keeping.finish_reasons,
         "prompt_tokens": sum(r.prompt_tokens for r in records),
         "generated_tokens": generated,
         "llm_span_s": round(span, 2),

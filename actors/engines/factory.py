@@ -43,6 +43,9 @@ class EngineOptions:
             one node (see :class:`~symbolkg.actors.llm_actor.LLMActorConfig`).
         placement_timeout_s: with ``actor`` and ``tensor_parallel_size`` > 1: seconds to wait for
             an engine's GPUs to be placed before the build fails.
+        repeat_stop: vllm: stop a completion that ends in one block repeated (a loop) instead of
+            decoding it to ``max_tokens`` (:mod:`symbolkg.actors.engines.repeats`); False: decode every
+            completion to its end.
         data_dir: gold: the benchmark data folder whose SymBa gold programs answer the calls.
             (``pararule-template`` needs nothing: it translates the prompt's own text.)
     """
@@ -59,6 +62,7 @@ class EngineOptions:
     actor: bool = False
     ray_address: str | None = None
     restarts: int = 2
+    repeat_stop: bool = True
     actors: int = 1
     placement_strategy: str = "STRICT_PACK"
     placement_timeout_s: float = 300.0
@@ -262,6 +266,8 @@ def _vllm_engine(opts: EngineOptions) -> LLMEngine:
     }
     if opts.model:
         kwargs["model"] = opts.model
+    if not opts.repeat_stop:
+        kwargs["repeat_stop"] = None
     config = VLLMConfig(**kwargs)
     if not opts.actor:
         return LazyEngine(

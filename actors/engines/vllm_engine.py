@@ -43,6 +43,8 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from symbolkg.actors.engines.base import ChatRequest, Completion, EngineDeadError, EngineError, StructuredOutput
 from symbolkg.actors.engines.models import DEFAULT_MODEL, ModelSpec, resolve_model
+from symbolkg.actors.engines.repeats import FINISH_REASON as REPEAT
+from symbolkg.actors.engines.repeats import RepeatStop
 
 if TYPE_CHECKING:  # vLLM is imported only when an engine is built
     from vllm.sampling_params import SamplingParams as VllmSamplingParams
@@ -110,6 +112,10 @@ class VLLMConfig:
             vLLM's processes when they are installed, as vLLM's CPU guide recommends. Off by
             default: on the 2-core development box it gave no consistent gain, and it changes
             the allocator and OpenMP runtime of every process vLLM starts.
+        repeat_stop: stop a completion whose tokens end in one block repeated (a small model's loop,
+            :mod:`symbolkg.actors.engines.repeats`) instead of decoding it to ``max_tokens``: the
+            request is aborted and the completion returned with ``finish_reason="repeat"``. None: off
+            (for requests that ask for a repetition on purpose).
         log_stats: let vLLM log its statistics every :attr:`VLLMEngine.STATS_INTERVAL_S` seconds
             (throughput, running and waiting requests, KV-cache use, preemptions) while requests run.
         shutdown_timeout_s: seconds :meth:`VLLMEngine.close` waits for vLLM's processes.
@@ -133,6 +139,7 @@ class VLLMConfig:
     distributed_executor_backend: Literal["mp", "ray"] | None = None
     cpu_omp_threads_bind: str = "all"
     cpu_preload_libs: bool = False
+    repeat_stop: RepeatStop | None = RepeatStop()
     log_stats: bool = False
     shutdown_timeout_s: float = 30.0
 
@@ -447,11 +454,12 @@ class VLLMEngine:
         from vllm.v1.engine.exceptions import EngineDeadError as VllmEngineDeadError
 
         request_id = f"{request.request_id or request.problem_id or 'req'}#{next(self._ids)}"
-        final = None
+        final, repeated = None, False
         failure: tuple[bool, str, VLLMFailure] | None = None
         try:
-            async for out in self._engine.generate(tokens_input(prompt_ids, prompt=prompt_text), params, request_id):
-                final = out
+            final, repeated = await self._drain(
+                self._engine.generate(tokens_input(prompt_ids, prompt=prompt_text), params, request_id)
+            )
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # noqa: BLE001 - recorded as this request's failure, raised below
@@ -469,19 +477,42 @@ class VLLMEngine:
         if final is None or not final.outputs:
             raise EngineError(f"vLLM returned no output for request {request_id!r}")
         choice = final.outputs[0]
-        if choice.finish_reason not in ("stop", "length"):
+        finish_reason = REPEAT if repeated else choice.finish_reason
+        if finish_reason not in ("stop", "length", REPEAT):
             raise EngineError(f"vLLM ended request {request_id!r} with finish_reason={choice.finish_reason!r}")
         return Completion(
             text=choice.text,
             prompt_tokens=len(final.prompt_token_ids or prompt_ids),
             completion_tokens=len(choice.token_ids),
             latency_s=time.perf_counter() - t0,
-            finish_reason=choice.finish_reason,
+            finish_reason=finish_reason,
             model=self.model,
             cached=False,
             structured=request.structured is not None,
             cached_prompt_tokens=final.num_cached_tokens,
         )
+
+    async def _drain(self, stream: Any) -> tuple[Any, bool]:
+        """The last output of vLLM's ``stream`` for one request, and whether the repeat stop ended it.
+
+        With ``config.repeat_stop`` set, the tokens generated so far are looked at every
+        ``check_every`` tokens; when they end in a loop the stream is closed, which makes vLLM abort
+        the request (its ``generate`` does so on the generator's exit), and the output so far is
+        the completion.
+        """
+        stop = self.config.repeat_stop
+        final, looked = None, 0
+        async for out in stream:
+            final = out
+            if stop is None or not out.outputs:
+                continue
+            ids = out.outputs[0].token_ids
+            if stop.due(len(ids), looked):
+                looked = len(ids)
+                if stop.period(ids) is not None:
+                    await stream.aclose()
+                    return final, True
+        return final, False
 
     async def _shutdown(self) -> None:
         if self._stats_task is not None:

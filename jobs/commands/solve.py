@@ -240,6 +240,13 @@ def _add_serving_options(g: argparse._ArgumentGroup) -> None:
     g.add_argument("--max-model-len", type=int, help="vLLM context length")
     g.add_argument("--max-num-seqs", type=int, help="vLLM batch: sequences one engine runs at once")
     g.add_argument(
+        "--no-repeat-stop",
+        dest="repeat_stop",
+        action="store_false",
+        help="vLLM: decode a completion that repeats one block over and over (a small model's loop) to "
+        "--max-tokens instead of stopping it (finish_reason 'repeat'); for prompts that ask for repetition",
+    )
+    g.add_argument(
         "--llm-actor",
         action="store_true",
         help="host the vLLM engine in a Ray actor (a GPU node of the cluster) instead of this process",
@@ -407,6 +414,7 @@ def _engine_options(args: argparse.Namespace) -> EngineOptions:
         gpu_memory_utilization=args.gpu_memory_utilization,
         max_model_len=args.max_model_len,
         max_num_seqs=args.max_num_seqs,
+        repeat_stop=args.repeat_stop,
         actor=args.llm_actor,
         ray_address=args.ray_address,
         restarts=args.llm_restarts,

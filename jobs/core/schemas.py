@@ -252,6 +252,7 @@ LOOP_ROUND: JsonSchema = _obj(
         "completion": STR,
         "prompt_tokens": INT,
         "completion_tokens": INT,
+        "finish_reason": STR,
         "llm_seconds": NUM,
         "cached": BOOL,
         "outcome": OUTCOME_ENTRY,

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 
 from symbolkg.actors.engines.base import (
     ChatRequest,
+    Completion,
     EngineDeadError,
     EngineError,
     LLMEngine,
@@ -31,6 +32,7 @@ from symbolkg.actors.engines.base import (
     SamplingParams,
     StructuredOutput,
 )
+from symbolkg.actors.engines.repeats import FINISH_REASON as REPEAT
 from symbolkg.jobs.core.results import Ledger
 from symbolkg.jobs.core.rows import Problem
 from symbolkg.retrieval.lkg.extract import (
@@ -117,6 +119,18 @@ def spent(record: ContextRecord) -> Ledger:
     )
 
 
+def _cut_issue(completion: Completion) -> ValidationIssue | None:
+    """Why a completion ended before its object did: the token limit, or a loop the engine stopped."""
+    if completion.finish_reason == "length":
+        what, fix = "(the token limit)", "write a shorter object"
+    elif completion.finish_reason == REPEAT:
+        what, fix = "(it repeated one block over and over)", "write each item once"
+    else:
+        return None
+    cut_at = completion.completion_tokens
+    return ValidationIssue("$", "too_long", f"the output was cut at {cut_at} tokens {what}; {fix}")
+
+
 async def _extract_chunk(
     text: str,
     sentences: Sequence[str],
@@ -155,14 +169,9 @@ async def _extract_chunk(
             return best[0], best[1] + (issue,)
         ledger.add(completion)
         result = parse_extraction(completion.text, text, key, sentence_offset=first_sentence)
-        if completion.finish_reason == "length" and not result.ok:
-            # say why the JSON is broken: the model ran out of tokens, not out of syntax
-            cut = ValidationIssue(
-                "$",
-                "too_long",
-                f"the output was cut at {completion.completion_tokens} tokens "
-                "(the token limit); write a shorter object",
-            )
+        cut = _cut_issue(completion)
+        if cut is not None and not result.ok:
+            # say why the JSON is broken: the model ran out of tokens or into a loop, not out of syntax
             result = ValidationResult(result.graph, (cut, *result.errors))
         # Keep the round with the fewest issues (a repair can make things worse); ties go to
         # the later round, whose graph was made with the issue list in view.

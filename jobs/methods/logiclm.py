@@ -278,6 +278,7 @@ class _Round:
             "completion": c.text,
             "prompt_tokens": c.prompt_tokens,
             "completion_tokens": c.completion_tokens,
+            "finish_reason": c.finish_reason,
             "llm_seconds": round(c.latency_s, 4),
             "cached": c.cached,
             "outcome": self.outcome.log_entry(),

@@ -212,6 +212,29 @@ def test_greedy_decoding_is_deterministic(engine):
 
 
 @pytest.mark.slow
+def test_a_completion_that_loops_is_stopped_and_the_engine_goes_on(engine, monkeypatch):
+    """The embedded model, greedy and alone, repeats one sentence over and over for this prompt: the
+    repeat stop ends it long before max_tokens (vLLM aborts the request); the engine goes on, and
+    without the stop the same request decodes to the cap through the same text."""
+    from dataclasses import replace
+
+    from symbolkg.actors.engines.repeats import RepeatStop
+
+    loop = ChatRequest(
+        (Message("user", "Write a list of facts about red things in Prolog."),), SamplingParams(max_tokens=300)
+    )
+    (stopped,) = run(engine.generate([loop]))
+    assert stopped.finish_reason == "repeat" and stopped.completion_tokens < 300, stopped
+    ids = engine._tokenizer.encode(stopped.text, add_special_tokens=False)
+    assert RepeatStop().period(ids) is not None  # it ends in the loop that stopped it
+    with monkeypatch.context() as m:
+        m.setattr(engine, "config", replace(engine.config, repeat_stop=None))
+        (full,) = run(engine.generate([loop]))
+    assert (full.finish_reason, full.completion_tokens) == ("length", 300)
+    assert full.text.startswith(stopped.text)
+
+
+@pytest.mark.slow
 def test_bad_requests_fail_alone_and_the_engine_goes_on(engine):
     with pytest.raises(EngineError, match="maximum model length") as too_long:
         run(engine.generate([chat("word " * 2000)]))
