@@ -31,6 +31,10 @@ and the certified vote; ``vote5``'s first three samples are ``vote3``'s, from th
 that ask the same requests share them through the cache (``solver-feedback`` asks the skeleton's
 formulations), so a variant run costs only its new calls.
 
+Methods written for other benchmarks run on their own sets (:data:`METHOD_SETS`): ``symba`` on SymBa's
+seven, ``prolog-agent`` on PARARULE-Plus's three depths, ``multipath`` on LogicGraph's two tiers
+(``--methods symba --limit 5``: the first 5 of each).
+
 Per method x variant x set it reports accuracy (unexecuted = wrong), execution rate, answers with a
 certificate, tokens per correct answer (every call of the rows, a call the cache answered at what it
 cost the model: :func:`row_tokens`) and wall seconds per correct answer (the wall time of the
@@ -64,6 +68,23 @@ ANCHORS = {
     "Logic-LM, Llama-3-8B": {"prontoqa": 31, "proofwriter": 17, "folio": 9, "logicaldeduction": 35, "ar-lsat": 2},
     "Logic-LM, Llama-3-70B": {"prontoqa": 35, "proofwriter": 34, "folio": 24, "logicaldeduction": 39, "ar-lsat": 0},
 }
+#: The sets of the methods written for another benchmark's problems (registry names); every other
+#: method runs on the five Logic-LM sets (:data:`SETS`).
+METHOD_SETS = {
+    "symba": tuple(
+        f"symba/{s}"
+        for s in ("proofwriter_dep5", "birdselectricity", "pararules", "prontoqa", "clutrr", "gsm8k", "mawps")
+    ),
+    "prolog-agent": ("pararule_plus/depth2", "pararule_plus/depth3", "pararule_plus/depth4"),
+    "multipath": ("logicgraph/small", "logicgraph/medium"),
+}
+
+
+def sets_of(method: str) -> tuple[str, ...]:
+    """The sets ``method`` runs on: :data:`METHOD_SETS`, else the Logic-LM sets."""
+    return METHOD_SETS.get(method, SETS)
+
+
 #: Each variant's flags (beside the method's defaults).
 VARIANTS = {
     "skeleton": [],  # the section skeleton as a regex (the default)
@@ -81,7 +102,7 @@ def solve_argv(method: str, variant: str, limit: int, data_dir: str | None, engi
         "--method",
         method,
         "--dataset",
-        ",".join(SETS),
+        ",".join(sets_of(method)),
         "--limit",
         str(limit),
         "--model",
@@ -147,11 +168,12 @@ def call_costs(cache: Path = CACHE) -> dict[str, tuple[int, int]]:
 def row_tokens(row: dict, costs: dict[str, tuple[int, int]]) -> tuple[int, int]:
     """(prompt, completion) tokens of every LLM call of a row, a cached call at what it cost the model.
 
-    A method whose attempts log keeps no tokens per call (``direct``: one call, its answer) is
-    counted from the row's own totals, where a call the cache answered counts zero.
+    A method whose attempts log keeps no tokens per call (``direct``: one call, its answer) or no
+    completions (``symba``: its calls are in the trace) is counted from the row's own totals, where a
+    call the cache answered counts zero.
     """
     attempts = [a for a in json.loads(row["attempts_log"] or "[]") if "completion" in a]  # not errors, corrections
-    if any("prompt_tokens" not in a and not a.get("cached") for a in attempts):
+    if not attempts or any("prompt_tokens" not in a and not a.get("cached") for a in attempts):
         return int(row["prompt_tokens"] or 0), int(row["completion_tokens"] or 0)
     prompt = completion = 0
     for attempt in attempts:
@@ -163,14 +185,16 @@ def row_tokens(row: dict, costs: dict[str, tuple[int, int]]) -> tuple[int, int]:
     return prompt, completion
 
 
-def first_ids(k: int, data_dir: str | None) -> set[str]:
-    """The ids of the first ``k`` problems of each set (the slices two runs of different sizes share)."""
+def first_ids(k: int, data_dir: str | None, method: str = "logiclm") -> set[str]:
+    """The ids of the first ``k`` problems of each of ``method``'s sets (the slices two runs of different
+    sizes share)."""
     from symbolkg.jobs.datasets.registry import load_problems
 
-    return {p.id for ds in SETS for p in load_problems(f"logiclm/{ds}", data_dir, limit=k).problems}
+    names = [ds if "/" in ds else f"logiclm/{ds}" for ds in sets_of(method)]
+    return {p.id for ds in names for p in load_problems(ds, data_dir, limit=k).problems}
 
 
-def table(path: Path, ids: set[str] | None = None) -> dict:
+def table(path: Path, ids: set[str] | None = None, method: str = "logiclm") -> dict:
     """Per set: problems, executed, correct, certified, tokens, the run's wall share (``ids``: only those rows)."""
     from symbolkg.jobs.pipeline.store import read_run
 
@@ -179,8 +203,12 @@ def table(path: Path, ids: set[str] | None = None) -> dict:
     wall = float(meta.get("wall_seconds") or 0.0)
     costs = call_costs()
     out = {}
-    for ds in SETS:
-        part = [r for r in rows if r["dataset"].endswith("/" + ds) and (ids is None or r["problem_id"] in ids)]
+    for ds in sets_of(method):
+        part = [
+            r
+            for r in rows
+            if (r["dataset"] == ds or r["dataset"].endswith("/" + ds)) and (ids is None or r["problem_id"] in ids)
+        ]
         if not part:
             continue
         correct = sum(bool(r["correct"]) for r in part)
@@ -272,7 +300,6 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--data-dir", default=os.environ.get("SYMBOLKG_DATA"))
     args = ap.parse_args(argv)
-    ids = first_ids(args.first, args.data_dir) if args.first else None
     QWEN.mkdir(parents=True, exist_ok=True)
     results: dict = {
         "machine": f"{platform.node()} ({os.cpu_count()} cores), Python {sys.version.split()[0]}",
@@ -308,13 +335,15 @@ def main(argv: list[str] | None = None) -> int:
                 code, wall = run_job(cmd)
             if code != 0:
                 raise SystemExit(f"{name} failed with exit code {code}")
+            ids = first_ids(args.first, args.data_dir, method) if args.first else None
             results["runs"][name] = {
                 "command": "symbolkg " + " ".join(cmd),
                 "seconds_this_session": round(wall, 1),
-                "sets": table(out, ids),
+                "sets": table(out, ids, method),
             }
             for ds, row in results["runs"][name]["sets"].items():
-                anchor = "" if ids else f" (Llama-3-8B {ANCHORS['Logic-LM, Llama-3-8B'][ds]:2d})"
+                eight_b = ANCHORS["Logic-LM, Llama-3-8B"].get(ds)
+                anchor = "" if ids or eight_b is None else f" (Llama-3-8B {eight_b:2d})"
                 print(
                     f"{name:22s} {ds:17s} correct {row['correct']:2d}/{row['problems']}{anchor}  "
                     f"executed {row['executed']:2d}  certified {row['certified']:2d}  tokens/correct "
@@ -341,7 +370,7 @@ def plot(results: dict, path: Path) -> None:
             {ds: 100 * r["correct"] / r["problems"] for ds, r in run["sets"].items()},
         )
         for name, run in results["runs"].items()
-        if run["sets"]
+        if set(run["sets"]) & set(SETS)  # the Logic-LM sets only: SymBa's and the others have no anchor
     ]
     series += [(f"{label} (first 50)", {ds: 2 * c for ds, c in row.items()}) for label, row in ANCHORS.items()]
     width = 0.8 / max(1, len(series))
