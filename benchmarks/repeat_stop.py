@@ -7,7 +7,10 @@ and looks at them as :class:`~symbolkg.actors.engines.vllm_engine.VLLMEngine` do
 ``min_tokens`` on). Reports, per finish reason (``length``: decoded to the cap; ``stop``: ended by
 itself), how many completions the stop would end and how many generated tokens it would not decode,
 and shows the ``stop`` completions it would end (those ended by themselves later: the stop changes
-their text). Re-tokenized text is the generated tokens up to tokenizer merges at a few boundaries.
+their text). Capped completions it does not end are counted where they go on with the conversation
+(``Human:`` and the next turn, written by the model). Re-tokenized text is the generated tokens up to
+the tokenizer's merges: a run of one letter (``kkkk...``) becomes a few long tokens when re-tokenized,
+so a loop the engine sees in the generated tokens can escape this count.
 
     python benchmarks/repeat_stop.py [--cache DIR] [--model qwen2.5-coder-1.5b]
 
@@ -20,12 +23,15 @@ import argparse
 import json
 import os
 import platform
+import re
 import sqlite3
 import sys
 import time
 from pathlib import Path
 
 OUT = Path(__file__).resolve().parent / "out"
+#: A completion that writes the next turn of the conversation itself (the model plays the user).
+TURN = re.compile(r"(?:^|\n|\.)\s*(?:Human|User):", re.IGNORECASE)
 CACHE = OUT / "qwen" / "completions"
 
 
@@ -78,6 +84,8 @@ def main(argv: list[str] | None = None) -> int:
         r["generated_tokens"] += generated
         hit = where_it_stops(ids, stop)
         if hit is None:
+            if reason == "length" and TURN.search(text):
+                r["capped_going_on_with_the_conversation"] = r.get("capped_going_on_with_the_conversation", 0) + 1
             continue
         end, p = hit
         r["stopped"] += 1
