@@ -600,3 +600,18 @@ def test_cli_build_needs_exactly_one_input(tmp_path, capsys):
     assert cli_main(["lkg", "build", "--store", str(store)]) == 2
     assert "exactly one of --dataset NAME and --corpus FILE" in capsys.readouterr().err
     assert not store.exists()
+
+
+@pytest.mark.parametrize(
+    "finish_reason, says",
+    [("length", "(the token limit); write a shorter object"), ("repeat", "over and over); write each item once")],
+)
+def test_a_cut_extraction_says_why_it_was_cut(finish_reason, says):
+    """A repair is told that the JSON broke off at the token limit, or at a loop the engine stopped."""
+    from symbolkg.actors.engines.base import Completion
+    from symbolkg.jobs.methods.lkg_extract import _cut_issue
+
+    issue = _cut_issue(Completion('{"entities": [', completion_tokens=300, finish_reason=finish_reason))
+    assert issue is not None and issue.kind == "too_long"
+    assert issue.message.startswith("the output was cut at 300 tokens") and issue.message.endswith(says)
+    assert _cut_issue(Completion("{}", completion_tokens=2, finish_reason="stop")) is None
