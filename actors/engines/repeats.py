@@ -21,7 +21,10 @@ chosen on the kept completions of the qwen2.5-coder-1.5b runs (``benchmarks/repe
 the 204 that ran to the cap, blocks of up to 64 tokens repeated four times end 102, blocks of up to
 256 repeated three times 132 (a loop of seven fact lines is a block of about 100 tokens); either ends
 3 of the 1,133 that ended by themselves, each after a run of junk lines (``Footer...`` forty times).
-A request that asks for a repetition on purpose holds it too: such a job turns the stop off
+A request decoded to a JSON schema is exempt: the schema bounds what it admits, so a loop inside it
+ends with a valid object at the bound (SmolLM2's LKG extractions repeat items and still validate),
+which a stop would cut. A request that asks for a repetition on purpose holds it too: such a job
+turns the stop off
 (``VLLMConfig(repeat_stop=None)``, ``symbolkg solve --no-repeat-stop``).
 """
 

@@ -114,8 +114,9 @@ class VLLMConfig:
             the allocator and OpenMP runtime of every process vLLM starts.
         repeat_stop: stop a completion whose tokens end in one block repeated (a small model's loop,
             :mod:`symbolkg.actors.engines.repeats`) instead of decoding it to ``max_tokens``: the
-            request is aborted and the completion returned with ``finish_reason="repeat"``. None: off
-            (for requests that ask for a repetition on purpose).
+            request is aborted and the completion returned with ``finish_reason="repeat"``. Requests
+            decoded to a JSON schema are exempt (the schema bounds them). None: off (for requests
+            that ask for a repetition on purpose).
         log_stats: let vLLM log its statistics every :attr:`VLLMEngine.STATS_INTERVAL_S` seconds
             (throughput, running and waiting requests, KV-cache use, preemptions) while requests run.
         shutdown_timeout_s: seconds :meth:`VLLMEngine.close` waits for vLLM's processes.
@@ -458,7 +459,8 @@ class VLLMEngine:
         failure: tuple[bool, str, VLLMFailure] | None = None
         try:
             final, repeated = await self._drain(
-                self._engine.generate(tokens_input(prompt_ids, prompt=prompt_text), params, request_id)
+                self._engine.generate(tokens_input(prompt_ids, prompt=prompt_text), params, request_id),
+                self._repeat_stop_for(request),
             )
         except asyncio.CancelledError:
             raise
@@ -492,15 +494,22 @@ class VLLMEngine:
             cached_prompt_tokens=final.num_cached_tokens,
         )
 
-    async def _drain(self, stream: Any) -> tuple[Any, bool]:
-        """The last output of vLLM's ``stream`` for one request, and whether the repeat stop ended it.
+    def _repeat_stop_for(self, request: ChatRequest) -> RepeatStop | None:
+        """``config.repeat_stop``, except for a request decoded to a JSON schema: a schema bounds what
+        it admits (the project's schemas cap every array with maxItems), so a loop inside it ends at the
+        bound with a valid object, which a stop would cut into an invalid one (SmolLM2's LKG
+        extractions repeat items and still validate)."""
+        if request.structured is not None and request.structured.json_schema is not None:
+            return None
+        return self.config.repeat_stop
 
-        With ``config.repeat_stop`` set, the tokens generated so far are looked at every
-        ``check_every`` tokens; when they end in a loop the stream is closed, which makes vLLM abort
-        the request (its ``generate`` does so on the generator's exit), and the output so far is
-        the completion.
+    async def _drain(self, stream: Any, stop: RepeatStop | None) -> tuple[Any, bool]:
+        """The last output of vLLM's ``stream`` for one request, and whether the repeat ``stop`` ended it.
+
+        With a ``stop``, the tokens generated so far are looked at every ``check_every`` tokens; when
+        they end in a loop the stream is closed, which makes vLLM abort the request (its ``generate``
+        does so on the generator's exit), and the output so far is the completion.
         """
-        stop = self.config.repeat_stop
         final, looked = None, 0
         async for out in stream:
             final = out
