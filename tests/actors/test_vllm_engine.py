@@ -63,6 +63,22 @@ def test_config_rejects_bad_values_naming_them(kwargs, match):
         VLLMConfig(**kwargs)
 
 
+def test_the_repeat_stop_spares_requests_decoded_to_a_json_schema():
+    """A schema bounds what it admits, so a loop inside one ends as a valid object; programs (a regex
+    skeleton, a grammar) and free text stay under the stop, and a config without it stops nothing."""
+    from types import SimpleNamespace
+
+    from symbolkg.actors.engines.repeats import RepeatStop
+    from symbolkg.actors.engines.vllm_engine import VLLMEngine
+
+    on, off = SimpleNamespace(config=VLLMConfig()), SimpleNamespace(config=VLLMConfig(repeat_stop=None))
+    schema = StructuredOutput(json_schema={"type": "array", "maxItems": 3})
+    for structured, stopped in [(None, True), (StructuredOutput(regex="a+"), True), (schema, False)]:
+        request = chat("x", structured=structured)
+        assert (VLLMEngine._repeat_stop_for(on, request) == RepeatStop()) is stopped, structured
+        assert VLLMEngine._repeat_stop_for(off, request) is None
+
+
 def test_cpu_list_syntax():
     assert cpu_list([0]) == "0"
     assert cpu_list([0, 1]) == "0-1"
