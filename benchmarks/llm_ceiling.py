@@ -78,6 +78,9 @@ class KeepingEngine:
             self.finish_reasons[c.finish_reason] = self.finish_reasons.get(c.finish_reason, 0) + 1
         return completions
 
+    async def close(self) -> None:  # the benchmark shuts the engine down itself, after the job
+        return None
+
 
 def as_decoded(request: ChatRequest, completion: Completion) -> ChatRequest:
     """``request`` as the offline engine gets it: a completion the repeat stop ended
@@ -86,9 +89,6 @@ def as_decoded(request: ChatRequest, completion: Completion) -> ChatRequest:
     if completion.finish_reason != REPEAT:
         return request
     return replace(request, params=replace(request.params, max_tokens=max(1, completion.completion_tokens)))
-
-    async def close(self) -> None:  # the benchmark shuts the engine down itself, after the job
-        return None
 
 
 def run_job(engine: LLMEngine, problems: list, limit_note: str) -> dict:
