@@ -92,17 +92,27 @@ VARIANTS = {
     "solver-feedback": ["--logiclm-feedback", "solver"],  # Logic-LM's refiner: the solver's message only
     "vote3": ["--logiclm-samples", "3"],  # three sampled loops (T=0.7, seeds 1..3), the certified vote
     "vote5": ["--logiclm-samples", "5"],  # five: seeds 1..3 are vote3's, from the cache
+    # the greedy loop (the skeleton's requests); vote3's three samples only where its program did not run
+    "vote3-on-failure": ["--logiclm-samples", "3", "--logiclm-sample-on", "failure"],
 }
 
 
-def solve_argv(method: str, variant: str, limit: int, data_dir: str | None, engine: str, out: Path) -> list[str]:
-    """The ``symbolkg solve`` arguments of one (method, variant) job."""
+def solve_argv(
+    method: str,
+    variant: str,
+    limit: int,
+    data_dir: str | None,
+    engine: str,
+    out: Path,
+    sets: tuple[str, ...] | None = None,
+) -> list[str]:
+    """The ``symbolkg solve`` arguments of one (method, variant) job, on ``sets`` (default the method's)."""
     argv = [
         "solve",
         "--method",
         method,
         "--dataset",
-        ",".join(sets_of(method)),
+        ",".join(sets or sets_of(method)),
         "--limit",
         str(limit),
         "--model",
@@ -291,6 +301,11 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="only tabulate the results files that exist (never run a job or load the model)",
     )
+    ap.add_argument(
+        "--sets",
+        help="comma list: run only these of the method's sets (the results file gains their rows; a later "
+        "run without it adds the rest)",
+    )
     ap.add_argument("--first", type=int, help="with --tabulate: only the first K problems of each set")
     ap.add_argument(
         "--regenerate",
@@ -312,8 +327,15 @@ def main(argv: list[str] | None = None) -> int:
         for variant in args.variants.split(",") if method == "logiclm" else ["default"]:
             name = f"{method}-{variant}"
             out = QWEN / f"{name}.parquet" if args.engine == "vllm" else QWEN / f"{name}-replay.parquet"
+            sets = tuple(args.sets.split(",")) if args.sets else None
             cmd = solve_argv(
-                method, variant if variant in VARIANTS else "skeleton", args.limit, args.data_dir, args.engine, out
+                method,
+                variant if variant in VARIANTS else "skeleton",
+                args.limit,
+                args.data_dir,
+                args.engine,
+                out,
+                sets,
             )
             if args.regenerate and out.exists():
                 rows = regenerate(method, variant, out, args.data_dir)
@@ -327,7 +349,9 @@ def main(argv: list[str] | None = None) -> int:
                 limit = (read_run_meta(out).get("config") or {}).get("limit", args.limit)
                 cmd = solve_argv(method, variant, limit, args.data_dir, args.engine, out)
                 code, wall = 0, 0.0
-            elif args.engine == "vllm" and finished(out, args.limit):  # nothing to ask: never load the model
+            elif (
+                args.engine == "vllm" and sets is None and finished(out, args.limit)
+            ):  # nothing to ask: never load the model
                 print(f"== {name}: {out} is complete; tabulating it", file=sys.stderr, flush=True)
                 code, wall = 0, 0.0
             else:

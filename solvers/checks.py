@@ -107,6 +107,16 @@ Each check is stated for the language, not for a dataset:
     passes), the correction rewrites every option's check to the asked one (programs with
     ``is_accurate_list`` options are left alone: a list question is its own kind).
 
+``unstated_facts`` (logiclm-lp; error, corrects; found by running, not by parsing)
+    A program that derives its query both ways has no answer. When the contradiction rests on
+    facts that no sentence of the context states (a small model writes the chain's conclusions
+    as facts, and their opposites as often), those facts give way: :func:`revise` drops them and
+    runs again, until the program is consistent (:mod:`symbolkg.solvers.lp.revision` says when a
+    fact counts as stated). Facts the text states are never dropped, and a contradiction that
+    rests on stated facts only is left as it is. It is the one correction that needs the
+    program's run, so the worker makes it after solving, and only when the request asks for
+    corrections (:func:`symbolkg.solvers.registry.run`).
+
 A :class:`~symbolkg.solvers.findings.Finding` says what is wrong, where and what the text says, in words
 an LLM can act on; the refine loop (:func:`symbolkg.jobs.methods.logiclm.formalize_solve_refine`) sends the errors
 back as it sends solver errors, and the recorded path (:func:`symbolkg.jobs.pipeline.programs_job.run_solve`)
@@ -131,6 +141,7 @@ from symbolkg.solvers.csp import checks as csp_checks
 from symbolkg.solvers.findings import CHECKS, Finding, ProblemText
 from symbolkg.solvers.fol import checks as fol_checks
 from symbolkg.solvers.lp import checks as lp_checks
+from symbolkg.solvers.lp import revision as lp_revision
 from symbolkg.solvers.outcomes import CheckFinding, CheckReport, ProgramError
 from symbolkg.solvers.smt import lsat_checks
 
@@ -220,6 +231,53 @@ def check_report(program_text: str, corrected: Corrected, *, corrections: bool) 
         original_program=program_text if done else None,
         program=corrected.text if done else None,
         remaining=tuple(f.record() for f in corrected.remaining) if done else (),
+    )
+
+
+def revise(language: str, program_text: str, context: str) -> Finding | None:
+    """``unstated_facts`` on a program whose run was inconsistent: the finding, its correction the revised program.
+
+    Args:
+        language: the program's language; only ``logiclm-lp`` has a revision (None for others).
+        program_text: the program that was solved (after the checks' corrections).
+        context: the premises the program formalizes (empty: no revision).
+
+    Returns:
+        The finding, or None when the language has no revision, the context is empty, the program does not parse, or
+        the text does not resolve the contradiction (:func:`symbolkg.solvers.lp.revision.revise`).
+    """
+    if language != "logiclm-lp" or not context.strip():
+        return None
+    try:
+        revision = lp_revision.revise(program_text, context)
+    except ProgramError:
+        return None
+    if revision is None:
+        return None
+    facts = ", ".join(revision.dropped)
+    return Finding(
+        "unstated_facts",
+        "error",
+        f"the program derives its query both ways, and the contradiction rests on facts the text does not "
+        f"state: {facts}; state only what the text says (conclusions follow from the rules)",
+        revision.lines[0],
+        revision.program,
+    )
+
+
+def with_revision(
+    report: CheckReport, given: str, finding: Finding, language: str, problem: ProblemText
+) -> CheckReport:
+    """``report`` after :func:`revise`'s correction was applied to the program it solved: the finding joins
+    the findings, ``unstated_facts`` the corrections, and ``remaining`` is checked on the revised program."""
+    program = finding.correction or ""
+    return CheckReport(
+        findings=(*report.findings, finding.record()),
+        corrected=True,
+        corrections=(*report.corrections, finding.check),
+        original_program=given,
+        program=program,
+        remaining=tuple(f.record() for f in check_program(language, program, problem)),
     )
 
 

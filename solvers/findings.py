@@ -34,6 +34,7 @@ CHECKS = (
     "free_variables",
     "unused_symbols",
     "disconnected_premises",
+    "unstated_facts",
 )
 
 

@@ -128,13 +128,17 @@ class CheckSpec:
         question: the problem's question (the checks compare the program's query with it).
         options: the problem's answer options, ``"A) ..."``.
         corrections: solve the program as the checks corrected it (query polarity, option position,
-            option modality, one name: what the text resolves); False solves it as written (the
-            findings are still returned).
+            option modality, one name: what the text resolves), and revise it when its run is
+            inconsistent (``unstated_facts``); False solves it as written (the findings are still
+            returned).
+        context: the problem's premises (``unstated_facts`` compares a program's facts with them);
+            empty: no revision.
     """
 
     question: str
     options: tuple[str, ...] = ()
     corrections: bool = True
+    context: str = ""
 
 
 @dataclass(frozen=True)
@@ -172,6 +176,7 @@ class SolveRequest:
                 "question": self.checks.question,
                 "options": list(self.checks.options),
                 "corrections": self.checks.corrections,
+                "context": self.checks.context,
             }
         return json.dumps(d)  # ASCII (non-ASCII escaped): right whatever the pipe's text encoding
 
@@ -190,7 +195,9 @@ class SolveRequest:
                 language=d["language"],
                 text=d["text"],
                 limits=Limits(**d["limits"]),
-                checks=CheckSpec(checks["question"], tuple(checks["options"]), checks["corrections"])
+                checks=CheckSpec(
+                    checks["question"], tuple(checks["options"]), checks["corrections"], checks.get("context", "")
+                )
                 if checks
                 else None,
             )

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 from symbolkg.solvers import checks
-from symbolkg.solvers.outcomes import ErrorKind, Limits, Outcome, SolveRequest, Status
+from symbolkg.solvers.outcomes import CheckSpec, ErrorKind, Limits, Outcome, SolveRequest, Status
 
 #: language name -> (module, what it is)
 LANGUAGES: dict[str, tuple[str, str]] = {
@@ -83,11 +83,29 @@ def parse(language: str, text: str) -> Any:
     return language_module(language).parse(text)
 
 
+def _checked(request: SolveRequest, spec: CheckSpec, solve: Callable[[str, Limits], Outcome]) -> Outcome:
+    """The checks on ``request``'s program, its solve (as corrected when ``spec`` asks), and when that run is
+    inconsistent and ``unstated_facts`` resolves it (:func:`symbolkg.solvers.checks.revise`), the revised run."""
+    steps = 16 if spec.corrections else 0  # without corrections: the findings only
+    corrected = checks.correct_program(request.language, request.text, spec, max_steps=steps)
+    report = checks.check_report(request.text, corrected, corrections=spec.corrections)
+    solved = report.program if report.corrected and report.program is not None else request.text
+    outcome = solve(solved, request.limits)
+    if spec.corrections and outcome.error_kind == ErrorKind.INCONSISTENT.value:
+        finding = checks.revise(request.language, solved, spec.context)
+        revised = solve(finding.correction, request.limits) if finding and finding.correction else None
+        if finding is not None and revised is not None and revised.error_kind != ErrorKind.INCONSISTENT.value:
+            outcome = revised
+            report = checks.with_revision(report, request.text, finding, request.language, spec)
+    return dataclasses.replace(outcome, checks=report)
+
+
 def run(request: SolveRequest) -> Outcome:
     """Run one program in this process. Never raises for a bad program.
 
     With ``request.checks``, the formalization checks run first (parse only) and the program is
-    solved as they corrected it (when the spec asks for corrections); the outcome's ``checks``
+    solved as they corrected it (when the spec asks for corrections; an inconsistent LP run is then
+    revised, ``unstated_facts``); the outcome's ``checks``
     holds their typed report (:func:`symbolkg.solvers.checks.check_report`).
 
     This is what a solver worker process calls; the orchestrator never calls it
@@ -101,11 +119,7 @@ def run(request: SolveRequest) -> Outcome:
         solve: Callable[[str, Limits], Outcome] = language_module(request.language).solve
         if request.checks is None:
             return solve(request.text, request.limits)
-        steps = 16 if request.checks.corrections else 0  # without corrections: the findings only
-        corrected = checks.correct_program(request.language, request.text, request.checks, max_steps=steps)
-        report = checks.check_report(request.text, corrected, corrections=request.checks.corrections)
-        outcome = solve(report.program if report.corrected else request.text, request.limits)
-        return dataclasses.replace(outcome, checks=report)
+        return _checked(request, request.checks, solve)
     except MemoryError:
         return Outcome.error(Status.MEMORY, ErrorKind.MEMORY, "out of memory (worker memory limit reached)")
     except RecursionError:

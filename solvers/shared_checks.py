@@ -10,7 +10,7 @@ defined in :mod:`symbolkg.solvers.checks`; each language's ``checks`` module app
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -112,6 +112,30 @@ def _covered(name_words: list[str], sentence: list[str]) -> bool:
 def _same_concept(a: str, b: str) -> bool:
     la, lb = a.lower(), b.lower()
     return a != b and (la == lb or lb in (la + "s", la + "es") or la in (lb + "s", lb + "es"))
+
+
+def states(sentences: Sequence[str], predicate: str, args: Sequence[object], value: bool) -> bool:
+    """Whether one of ``sentences`` states the atom ``predicate(args..., value)`` in its own words.
+
+    Every word of every argument and every content word of the predicate's name occur in the
+    sentence (plural and verb ``s`` endings aside), and the sentence is negated exactly when the
+    atom is false; a negation in the name (``NotHot``) counts as one (:mod:`symbolkg.solvers.lp.revision`).
+
+    >>> states(["Alex is not small."], "Small", ["alex"], False), states(["Alex is small."], "NotSmall", ["alex"], True)
+    (True, False)
+    """
+    name = _words(predicate)
+    negated_name = sum(w in _NAME_NEGATIONS for w in name) % 2 == 1
+    concept = [w for w in _content(name) if w not in _NAME_NEGATIONS]
+    required = concept + [w for a in args for w in _words(str(a))]
+    if not concept:
+        return False
+    for sentence in sentences:
+        words = _words(sentence)
+        negated = sum(w in _NEGATIONS or w in _NAME_NEGATIONS for w in words) % 2 == 1
+        if negated == (value == negated_name) and all(any(_same_word(r, w) for w in words) for r in required):
+            return True
+    return False
 
 
 @dataclass(frozen=True)

@@ -33,11 +33,11 @@ def check_spec(problem: Problem, *, corrections: bool) -> CheckSpec:
     """The formalization checks the worker runs on ``problem``'s program with its solve.
 
     Args:
-        problem: its question and options are what the checks compare the program against.
+        problem: its question, options and context are what the checks compare the program against.
         corrections: solve the program as the checks corrected it (False: as written; the checks
             still run and are recorded).
     """
-    return CheckSpec(problem.question, tuple(problem.options), corrections)
+    return CheckSpec(problem.question, tuple(problem.options), corrections, problem.context)
 
 
 @dataclass

@@ -56,6 +56,8 @@ from symbolkg.solvers.outcomes import CheckFinding, ErrorKind, Outcome, SolveReq
 #: back, with the solver's message alone. (A program that ran to no unique answer is not sent back
 #: under either.)
 FEEDBACK = ("checks", "solver")
+#: When the K sampled loops of ``--logiclm-samples K`` run (:class:`LogicLMConfig`).
+SAMPLE_ON = ("always", "failure")
 
 
 def language_for(problem: Problem) -> str | None:
@@ -388,10 +390,13 @@ async def _correct_kept_round(problem: Problem, ctx: MethodContext, out: Formali
     program, its outcome and the corrections become what ``out`` holds; ``out.checks`` stays the
     findings on the program as the model wrote it, and the step is one more entry of ``attempts``.
     The worker corrects and solves in one call, asked only when a finding of the kept round has a
-    correction (``corrects``); when it applied none (a correction that does not parse), or returned
-    no checks (it was stopped first), the kept round stands.
+    correction (``corrects``), or when the kept program's run was inconsistent (the worker then revises
+    it: ``unstated_facts``, :func:`symbolkg.solvers.checks.revise`); when it applied none (a correction
+    that does not parse, a contradiction the text does not resolve), or returned no checks (it was
+    stopped first), the kept round stands.
     """
-    if not any(f.corrects for f in out.checks):
+    inconsistent = out.outcome is not None and out.outcome.error_kind == ErrorKind.INCONSISTENT.value
+    if not inconsistent and not any(f.corrects for f in out.checks):
         return
     t0 = time.perf_counter()
     request = SolveRequest(
@@ -403,6 +408,8 @@ async def _correct_kept_round(problem: Problem, ctx: MethodContext, out: Formali
     if report is None or not report.corrected:
         return
     out.corrections, out.remaining = list(report.corrections), list(report.remaining)
+    # the same checks on the same program, plus what only its run shows (``unstated_facts``)
+    out.checks = list(report.findings)
     out.original_program = out.program
     out.outcome, out.program = result.outcome, report.program
     out.worker, out.pool_attempts = result.worker, result.attempts
@@ -434,12 +441,18 @@ class LogicLMConfig:
             ``i`` (1..K) has seed ``i``, so a rerun asks the same calls and a cache replays them.
         feedback: what a repair is told (:data:`FEEDBACK`): ``"checks"`` (the default) or
             ``"solver"`` (Logic-LM's refiner).
+        sample_on: when the sampled loops run (:data:`SAMPLE_ON`; only with ``samples > 1``):
+            ``"always"`` (the default: the vote of K sampled loops answers every problem) or
+            ``"failure"`` (the greedy loop first, its requests those of ``samples=1``; the K sampled
+            loops and their vote only when its program did not execute, the greedy loop then in the
+            row as sample 0). Samples cost K loops; with ``failure`` only where one loop got nothing.
     """
 
     grammar: str = "skeleton"
     samples: int = 1
     temperature: float = 0.7
     feedback: str = "checks"
+    sample_on: str = "always"
 
     def __post_init__(self) -> None:
         if self.grammar not in prompts.PROGRAM_CONSTRAINTS:
@@ -449,6 +462,10 @@ class LogicLMConfig:
             raise ValueError(f"--logiclm-samples must be an integer >= 1, got {self.samples!r}")
         if self.feedback not in FEEDBACK:
             raise ValueError(f"--logiclm-feedback must be one of {', '.join(FEEDBACK)}, got {self.feedback!r}")
+        if self.sample_on not in SAMPLE_ON:
+            raise ValueError(f"--logiclm-sample-on must be one of {', '.join(SAMPLE_ON)}, got {self.sample_on!r}")
+        if self.sample_on != "always" and self.samples == 1:
+            raise ValueError(f"--logiclm-sample-on {self.sample_on} needs --logiclm-samples K > 1")
         if not 0.0 <= self.temperature <= 5.0:
             raise ValueError(f"--logiclm-temperature must be in [0, 5], got {self.temperature!r}")
         if self.samples > 1 and self.temperature == 0.0:
@@ -463,7 +480,8 @@ class Sample:
     """One sampled loop of a vote (``--logiclm-samples K``): its seed, what it produced, its answer.
 
     Attributes:
-        seed: the sample's seed (1..K), also the tag of its request ids and attempts.
+        seed: the sample's seed (1..K), also the tag of its request ids and attempts; 0 is the greedy
+            loop that failed before the samples ran (``--logiclm-sample-on failure``).
         formalized: the loop's result (its kept program, outcome, checks, attempts).
         predicted: the outcome's answer on the problem's answer space (an option letter), None when
             the kept program did not execute or its answer maps onto no option.
@@ -640,9 +658,15 @@ class LogicLM(Method):
     needs_solver = True
 
     def __init__(
-        self, *, grammar: str = "skeleton", samples: int = 1, temperature: float = 0.7, feedback: str = "checks"
+        self,
+        *,
+        grammar: str = "skeleton",
+        samples: int = 1,
+        temperature: float = 0.7,
+        feedback: str = "checks",
+        sample_on: str = "always",
     ) -> None:
-        self.config = LogicLMConfig(grammar, samples, temperature, feedback)
+        self.config = LogicLMConfig(grammar, samples, temperature, feedback, sample_on)
 
     @property
     def grammar(self) -> str:
@@ -667,6 +691,13 @@ class LogicLM(Method):
             help="programs sampled per problem, each with its own repairs; the answer is the one most of the "
             "samples that executed with clean formalization checks agree on, unanswered on a tie "
             f"(default {d.samples}: one greedy loop, the requests as without this flag)",
+        )
+        group.add_argument(
+            "--logiclm-sample-on",
+            choices=SAMPLE_ON,
+            default=d.sample_on,
+            help="with --logiclm-samples K > 1: 'always' (default) votes K sampled loops on every problem; "
+            "'failure' runs the greedy loop first and samples only when its program did not execute",
         )
         group.add_argument(
             "--logiclm-temperature",
@@ -694,6 +725,7 @@ class LogicLM(Method):
             samples=_given(getattr(args, "logiclm_samples", None), d.samples),
             temperature=_given(getattr(args, "logiclm_temperature", None), d.temperature),
             feedback=getattr(args, "logiclm_feedback", None) or d.feedback,
+            sample_on=getattr(args, "logiclm_sample_on", None) or d.sample_on,
         )
 
     def run_info(self) -> dict[str, Any]:
@@ -709,12 +741,16 @@ class LogicLM(Method):
                 f"logiclm has no formalization language for dataset {problem.dataset!r}",
             )
             return ctx.row(problem, outcome, predicted=None)
-        if self.config.samples > 1:
+        if self.config.samples > 1 and self.config.sample_on == "always":
             return _vote_row(problem, ctx, language, await run_samples(problem, ctx, self.config, language), t0)
         f = await formalize_solve_refine(
             problem, ctx, language=language, grammar=self.config.grammar, feedback=self.config.feedback
         )
-        return f.row(problem, ctx, language=language, latency_s=time.monotonic() - t0)
+        greedy = f.final_outcome()
+        if self.config.samples == 1 or greedy.executed:
+            return f.row(problem, ctx, language=language, latency_s=time.monotonic() - t0)
+        samples = [Sample(0, f, None), *await run_samples(problem, ctx, self.config, language)]
+        return _vote_row(problem, ctx, language, samples, t0)
 
 
 def _given(value: Any, default: Any) -> Any:

@@ -55,6 +55,7 @@ __all__ = [
     "Derivation",
     "Fixpoint",
     "GroundAtom",
+    "contradiction",
     "derivation_certificate",
     "forward_chain",
     "parse",
@@ -276,6 +277,12 @@ def _answer(program: LPProgram, fixpoint: Fixpoint) -> tuple[Status, GroundAtom 
     if has_neg:
         return Status.DISPROVED, negative, None
     return Status.UNKNOWN, None, None
+
+
+def contradiction(program: LPProgram, fixpoint: Fixpoint) -> tuple[GroundAtom, GroundAtom] | None:
+    """The query atom and its negation when the program derives both (it is inconsistent); else None."""
+    _, first, second = _answer(program, fixpoint)
+    return None if first is None or second is None else (first, second)
 
 
 _ANSWERS = {Status.PROVED: ANSWER_TRUE, Status.DISPROVED: ANSWER_FALSE, Status.UNKNOWN: ANSWER_UNKNOWN}

@@ -82,6 +82,22 @@ def test_a_check_error_the_checks_correct_is_not_sent_back_but_corrected(pool):
     assert (trace["corrected"], trace["corrections"], trace["original_program"]) == (True, ["query_polarity"], FLIPPED)
 
 
+def test_an_inconsistent_program_resting_on_an_unstated_fact_is_revised_after_the_loop(pool):
+    # the model states the question as a fact: the rules derive the opposite, so no answer as written
+    invented = RIGHT.replace("Facts:\n", "Facts:\nSour(Max, True) ::: Max is sour.\n")
+    engine = ScriptedEngine(lambda request: invented)
+    row = asyncio.run(run_problem(problem(), MethodConfig("logiclm"), engine, pool))
+    assert len(engine.requests) == 1  # an inconsistent program ran: it is revised, not sent back
+    assert row.correct and row.predicted == "B" and row.status == "disproved"
+    assert row.program.count("Sour(Max, True) ::: Max is sour.") == 1 and row.certificate is not None  # the query
+    log = json.loads(row.attempts_log)
+    assert log[0]["outcome"]["error_kind"] == "inconsistent"
+    assert log[-1]["purpose"] == "correct" and log[-1]["corrections"] == ["unstated_facts"]
+    trace = json.loads(row.trace)
+    assert trace["corrections"] == ["unstated_facts"] and trace["original_program"] == invented
+    assert "Sour(Max, True)" in next(f["message"] for f in trace["checks"] if f["check"] == "unstated_facts")
+
+
 def test_a_repair_that_makes_things_worse_does_not_replace_the_better_round(pool):
     # Round 1 runs (with a check error the text does not resolve); the repair comes back
     # unparseable: round 1 is kept, as written.

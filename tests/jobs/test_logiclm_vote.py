@@ -227,10 +227,16 @@ def test_the_flags_their_config_keys_and_their_checks():
     method = LogicLM.from_args(
         parser.parse_args(["solve", "--method", "logiclm", "--logiclm-samples", "5", "--logiclm-temperature", "0.9"])
     )
-    assert method.run_info() == {"grammar": "skeleton", "samples": 5, "temperature": 0.9, "feedback": "checks"}
+    assert method.run_info() == {
+        "grammar": "skeleton",
+        "samples": 5,
+        "temperature": 0.9,
+        "feedback": "checks",
+        "sample_on": "always",
+    }
     assert LogicLM.from_args(parser.parse_args(["solve", "--method", "logiclm"])).run_info()["samples"] == 1
     config = resolve(schema(), {}, file=Source("run.yaml", {"method": "logiclm", "logiclm": {"samples": 3}}))
-    expected = {"grammar": "skeleton", "samples": 3, "temperature": 0.7, "feedback": "checks"}
+    expected = {"grammar": "skeleton", "samples": 3, "temperature": 0.7, "feedback": "checks", "sample_on": "always"}
     assert config.document()["logiclm"] == expected
     assert LogicLM.from_args(config.namespace()).config.samples == 3
     with pytest.raises(ValueError, match="--logiclm-samples must be an integer >= 1, got 0"):
@@ -238,6 +244,41 @@ def test_the_flags_their_config_keys_and_their_checks():
     with pytest.raises(ValueError, match="--logiclm-temperature 0 with --logiclm-samples 3"):
         LogicLM(samples=3, temperature=0.0)
     LogicLM(samples=1, temperature=0.0)  # unused with one sample: allowed
+    with pytest.raises(ValueError, match="--logiclm-sample-on failure needs --logiclm-samples K > 1"):
+        LogicLM(sample_on="failure")
+    with pytest.raises(ValueError, match="--logiclm-sample-on must be one of always, failure"):
+        LogicLM(samples=3, sample_on="sometimes")
+    on_failure = ["solve", "--method", "logiclm", "--logiclm-samples", "3", "--logiclm-sample-on", "failure"]
+    assert LogicLM.from_args(parser.parse_args(on_failure)).config.sample_on == "failure"
+
+
+# --------------------------------------------------------------------------- samples only on failure
+
+
+def solve_on_failure(programs: dict, pool, *, rounds: int = 0):
+    """``--logiclm-samples K --logiclm-sample-on failure``; ``programs[None]`` is the greedy loop's."""
+    engine = by_seed(programs)
+    method = LogicLM(samples=len(programs) - 1, sample_on="failure")
+    row = asyncio.run(run_problem(problem(), MethodConfig("logiclm", max_refine_rounds=rounds), engine, pool, method))
+    return row, engine, json.loads(row.trace)
+
+
+def test_on_failure_a_greedy_program_that_runs_is_the_answer_and_nothing_is_sampled(pool):
+    row, engine, trace = solve_on_failure({None: WRONG, 1: RIGHT, 2: RIGHT, 3: RIGHT}, pool, rounds=1)
+    assert [r.request_id for r in engine.requests] == ["p1/formulate/1"]
+    assert (row.predicted, row.program) == ("A", WRONG) and "samples" not in trace
+
+
+def test_on_failure_the_samples_vote_and_the_greedy_loop_is_sample_0(pool):
+    row, engine, trace = solve_on_failure({None: BAD, 1: RIGHT, 2: WRONG, 3: RIGHT}, pool, rounds=1)
+    # the greedy loop's requests are those of one greedy loop (a cache of it replays), then the samples'
+    assert [r.request_id for r in engine.requests[:2]] == ["p1/formulate/1", "p1/refine/2"]
+    assert {r.request_id for r in engine.requests[2:]} == {f"p1/formulate/1/seed{i}" for i in (1, 2, 3)}
+    assert (row.predicted, row.correct, row.program) == ("B", True, RIGHT)
+    assert [(s["seed"], s["counted"]) for s in trace["samples"]] == [(0, False), (1, True), (2, True), (3, True)]
+    assert trace["samples"][0]["excluded"] == "not executed (syntax)"
+    assert trace["vote"]["counts"] == {"B": 2, "A": 1} and trace["vote"]["samples"] == 4
+    assert [a["seed"] for a in json.loads(row.attempts_log)][:2] == [0, 0]
 
 
 # --------------------------------------------------------------------------- symbolkg view

@@ -162,7 +162,10 @@ def test_a_planted_bad_row_fails_and_the_writer_refuses_it(runs, tmp_path):
         "trace: not JSON (Expecting property name enclosed in double quotes: line 1 column 2 (char 1))"
     ]
     store = ResultStore(tmp_path / "bad.parquet", flush_rows=1)
-    with pytest.raises(schemas.RowSchemaError, match=r"'p1' \(method 'logiclm'\).*samples\[0\]\.rounds"):
+    # the first row the concurrent job wrote (p1 or p2: both have a certificate)
+    with pytest.raises(
+        schemas.RowSchemaError, match=rf"'{vote.problem_id}' \(method 'logiclm'\).*samples\[0\]\.rounds"
+    ):
         store.append(bad["trace"])
     assert not (tmp_path / "bad.parquet").exists()
 
