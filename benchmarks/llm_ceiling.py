@@ -177,10 +177,12 @@ def offline_generate(llm: Any, inputs: list) -> dict:
     }
 
 
-def run_ceiling(llm: Any, inputs: list, wave_inputs: list[list]) -> tuple[dict, dict]:
-    """Phases 2 and 3: every kept request in one ``LLM.generate`` call; then wave by wave."""
+def run_ceiling(llm: Any, inputs: list, wave_inputs: list[list] | None) -> tuple[dict, dict | None]:
+    """Phases 2 and 3: every kept request in one ``LLM.generate`` call; then wave by wave (None: skipped)."""
     llm.generate([inputs[0][0]], [inputs[0][1]], use_tqdm=False)  # warm-up, as the job's engine had
     ceiling = offline_generate(llm, inputs)
+    if wave_inputs is None:
+        return ceiling, None
     per_wave = [offline_generate(llm, w) for w in wave_inputs]
     wall = sum(w["wall_s"] for w in per_wave)
     generated = sum(w["generated_tokens"] for w in per_wave)
@@ -200,6 +202,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--limit", type=int, default=12)
     ap.add_argument("--data-dir", default=os.environ.get("SYMBOLKG_DATA"))
     ap.add_argument("--out", default=str(OUT / "llm_ceiling.json"))
+    ap.add_argument(
+        "--no-waves",
+        action="store_true",
+        help="skip phase 3 (the ceiling wave by wave): on a big job it costs as much model time as the job",
+    )
     args = ap.parse_args(argv)
     from symbolkg.actors.engines.vllm_engine import VLLMConfig, VLLMEngine
     from symbolkg.jobs.datasets.registry import load_problems
@@ -215,7 +222,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"job: {json.dumps({k: v for k, v in job.items() if k != 'requests'})}", file=sys.stderr, flush=True)
     requests = job.pop("requests")
     inputs = [engine.offline_inputs(r) for r in requests]
-    wave_inputs = [[engine.offline_inputs(r) for r in w] for w in waves(requests)]
+    wave_inputs = None if args.no_waves else [[engine.offline_inputs(r) for r in w] for w in waves(requests)]
     engine.shutdown()
     llm = engine.offline_llm()
     ceiling, by_waves = run_ceiling(llm, inputs, wave_inputs)
@@ -233,24 +240,35 @@ def main(argv: list[str] | None = None) -> int:
         "ceiling_by_waves": by_waves,
         "ratio": round(job["generated_tok_s"] / ceiling["generated_tok_s"], 3),
         "ratio_whole_job": round(job["generated_tok_s_whole_job"] / ceiling["generated_tok_s"], 3),
-        # the split: the plumbing under the loop's dependencies, and the dependencies themselves
-        "ratio_job_to_waves": round(job["generated_tok_s"] / by_waves["generated_tok_s"], 3),
-        "ratio_waves_to_ceiling": round(by_waves["generated_tok_s"] / ceiling["generated_tok_s"], 3),
-        # the same first requests, submitted at once on both sides
-        "ratio_first_wave": round(job["first_wave"]["generated_tok_s"] / by_waves["waves"][0]["generated_tok_s"], 3),
+        **(_wave_ratios(job, ceiling, by_waves) if by_waves is not None else {}),
     }
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=2))
     plot(result, out.with_suffix(".png"))
-    print(
+    line = (
         f"{args.model} on {args.dataset} (first {args.limit}): job {job['generated_tok_s']} generated tok/s over its "
         f"LLM span ({job['generated_tok_s_whole_job']} over the whole job), offline LLM.generate "
-        f"{ceiling['generated_tok_s']} tok/s: ratio {result['ratio']} ({result['ratio_whole_job']}); wave by wave "
-        f"{by_waves['generated_tok_s']} tok/s: job / waves {result['ratio_job_to_waves']}, waves / ceiling "
-        f"{result['ratio_waves_to_ceiling']}; first wave alone: job / offline {result['ratio_first_wave']}"
+        f"{ceiling['generated_tok_s']} tok/s: ratio {result['ratio']} ({result['ratio_whole_job']})"
     )
+    if by_waves is not None:
+        line += (
+            f"; wave by wave {by_waves['generated_tok_s']} tok/s: job / waves {result['ratio_job_to_waves']}, "
+            f"waves / ceiling {result['ratio_waves_to_ceiling']}; first wave alone: job / offline "
+            f"{result['ratio_first_wave']}"
+        )
+    print(line)
     return 0
+
+
+def _wave_ratios(job: dict, ceiling: dict, by_waves: dict) -> dict:
+    """The split of the ratio: the plumbing under the loop's dependencies, and the dependencies themselves;
+    and the same first requests, submitted at once on both sides."""
+    return {
+        "ratio_job_to_waves": round(job["generated_tok_s"] / by_waves["generated_tok_s"], 3),
+        "ratio_waves_to_ceiling": round(by_waves["generated_tok_s"] / ceiling["generated_tok_s"], 3),
+        "ratio_first_wave": round(job["first_wave"]["generated_tok_s"] / by_waves["waves"][0]["generated_tok_s"], 3),
+    }
 
 
 def plot(result: dict, path: Path) -> None:
@@ -259,22 +277,17 @@ def plot(result: dict, path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    labels = [
-        "job\n(LLM span)",
-        "LLM.generate\nwave by wave",
-        "LLM.generate\nall at once",
-        "job\nfirst wave",
-        "offline\nfirst wave",
+    by_waves = result["ceiling_by_waves"]
+    bars = [
+        ("job\n(LLM span)", result["job"]["generated_tok_s"], "#4C72B0"),
+        ("LLM.generate\nwave by wave", by_waves["generated_tok_s"] if by_waves else None, "#8FAADC"),
+        ("LLM.generate\nall at once", result["ceiling"]["generated_tok_s"], "#55A868"),
+        ("job\nfirst wave", result["job"]["first_wave"]["generated_tok_s"], "#4C72B0"),
+        ("offline\nfirst wave", by_waves["waves"][0]["generated_tok_s"] if by_waves else None, "#55A868"),
     ]
-    values = [
-        result["job"]["generated_tok_s"],
-        result["ceiling_by_waves"]["generated_tok_s"],
-        result["ceiling"]["generated_tok_s"],
-        result["job"]["first_wave"]["generated_tok_s"],
-        result["ceiling_by_waves"]["waves"][0]["generated_tok_s"],
-    ]
+    bars = [b for b in bars if b[1] is not None]  # --no-waves: no wave bars
     fig, ax = plt.subplots(figsize=(7.5, 3.4))
-    ax.bar(labels, values, color=["#4C72B0", "#8FAADC", "#55A868", "#4C72B0", "#55A868"])
+    ax.bar([b[0] for b in bars], [b[1] for b in bars], color=[b[2] for b in bars])
     ax.set_ylabel("generated tokens / s")
     ax.set_title(f"{result['model']}: logiclm job vs offline ceiling (ratio {result['ratio']})")
     fig.tight_layout()

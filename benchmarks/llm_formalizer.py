@@ -258,11 +258,13 @@ def regenerate(method: str, variant: str, out: Path, data_dir: str | None) -> in
 
     meta = read_run_meta(out)
     limit = (meta.get("config") or {}).get("limit")
+    held = set(read_run(out)[0].column("dataset").to_pylist())
+    sets = tuple(ds for ds in sets_of(method) if ds in held or f"logiclm/{ds}" in held)  # a file run with --sets
     with tempfile.TemporaryDirectory() as tmp:
         cache = Path(tmp) / "completions"
         shutil.copytree(CACHE, cache, ignore=shutil.ignore_patterns("*-wal", "*-shm"))
         replayed = Path(tmp) / "replay.parquet"
-        argv = solve_argv(method, variant, limit, data_dir, "replay", replayed)
+        argv = solve_argv(method, variant, limit, data_dir, "replay", replayed, sets)
         argv[argv.index("--cache") + 1] = str(cache)
         code, wall = run_job(argv)
         if code != 0:

@@ -2,7 +2,7 @@
 
 ``benchmarks/llm_formalizer.py`` ran the ``logiclm`` method with the model on the first 50 problems
 of each Logic-LM set and kept every completion in ``benchmarks/out/qwen/completions`` and the rows in
-``benchmarks/out/qwen/logiclm-<variant>.parquet``. Here one set is replayed through ``symbolkg solve
+``benchmarks/out/qwen/logiclm-<variant>.parquet``. Here a set of a variant is replayed through ``symbolkg solve
 --engine replay`` (the same command, no model: every request must be in the cache) and each row's
 program, status, answer and correctness must equal the kept row's: the numbers in
 benchmarks/RESULTS.md are what these completions give on this code.
@@ -22,20 +22,34 @@ QWEN = Path(__file__).resolve().parents[2] / "benchmarks" / "out" / "qwen"
 COMPARED = ("program", "status", "answer", "predicted", "correct", "rounds", "error_kind")
 
 
+#: The variants' flags (``benchmarks/llm_formalizer.py``'s ``VARIANTS``) replayed here.
+FLAGS = {
+    "skeleton": [],
+    "vote3-on-failure": ["--logiclm-samples", "3", "--logiclm-sample-on", "failure"],
+}
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("variant", ["skeleton"])
-def test_replaying_the_kept_completions_gives_the_kept_rows(variant, tmp_path):
+@pytest.mark.parametrize(
+    ("variant", "dataset"),
+    [
+        ("skeleton", "prontoqa"),  # with the revision of inconsistent programs (`unstated_facts`)
+        ("vote3-on-failure", "proofwriter"),  # the greedy loop, and three sampled loops where it failed
+    ],
+)
+def test_replaying_the_kept_completions_gives_the_kept_rows(variant, dataset, tmp_path):
     from symbolkg.jobs.pipeline.store import read_run
 
     kept_path = QWEN / f"logiclm-{variant}.parquet"
     if not (DATA / "logiclm").is_dir():
         pytest.skip(f"shared data not found under {DATA}")
-    kept = {r["problem_id"]: r for r in read_run(kept_path)[0].to_pylist() if r["dataset"] == "logiclm/prontoqa"}
+    rows = read_run(kept_path)[0].to_pylist()
+    kept = {r["problem_id"]: r for r in rows if r["dataset"] == f"logiclm/{dataset}"}
     assert len(kept) == 50
     out = tmp_path / "replay.parquet"
     cache = tmp_path / "completions"  # a copy: SQLite writes beside the file it opens, and this one is shipped
     shutil.copytree(QWEN / "completions", cache)
-    flags = ["--logiclm-grammar", "full"] if variant == "grammar" else []
+    flags = FLAGS[variant]
     assert (
         main(
             [
@@ -43,7 +57,7 @@ def test_replaying_the_kept_completions_gives_the_kept_rows(variant, tmp_path):
                 "--method",
                 "logiclm",
                 "--dataset",
-                "prontoqa",
+                dataset,
                 "--limit",
                 "50",
                 "--engine",
