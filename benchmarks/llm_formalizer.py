@@ -22,12 +22,15 @@ their packager states no licence)::
 Then::
 
     python benchmarks/llm_formalizer.py [--methods logiclm] [--variants skeleton,grammar] [--limit 50]
-                                        [--engine vllm|replay] [--data-dir DIR]
+                                        [--sets prontoqa,folio] [--engine vllm|replay] [--data-dir DIR]
 
 Variants of ``logiclm`` (:data:`VARIANTS`): ``skeleton`` (the default decoding), ``grammar`` (the
 language's whole grammar), ``solver-feedback`` (Logic-LM's refiner: only programs that did not
 execute go back, with the solver's message alone), ``vote3`` / ``vote5`` (three or five sampled loops
-and the certified vote; ``vote5``'s first three samples are ``vote3``'s, from the cache). Variants
+and the certified vote; ``vote5``'s first three samples are ``vote3``'s, from the cache),
+``vote3-on-failure`` (the skeleton's greedy loop, and ``vote3``'s three samples only where its program
+did not execute). ``--sets`` runs some of the sets into the same results file (a long variant run set
+by set; ``--regenerate`` replays the sets a file holds). Variants
 that ask the same requests share them through the cache (``solver-feedback`` asks the skeleton's
 formulations), so a variant run costs only its new calls.
 
