@@ -601,21 +601,35 @@ def _no_winner_outcome(result: Vote, samples: list[Sample]) -> Outcome:
     return Outcome.error(status, result.error_kind or "", message, backend="vote")
 
 
-def _vote_row(problem: Problem, ctx: MethodContext, language: str, samples: list[Sample], t0: float) -> ResultRow:
+def _vote_row(
+    problem: Problem,
+    ctx: MethodContext,
+    language: str,
+    samples: list[Sample],
+    t0: float,
+    before: Formalized | None = None,
+) -> ResultRow:
     """The row of a vote: the first winning sample's outcome, program and certificate, or unanswered.
 
     Every sample is in ``trace["samples"]`` (:meth:`Sample.entry`) and the count in ``trace["vote"]``;
     ``attempts_log`` holds every sample's attempts in seed order, each tagged with its ``seed``;
     ``rounds`` counts the programs of every sample; ``stage_seconds`` is the slowest sample's per
-    stage (the loops overlap, so a sum would count the same seconds K times).
+    stage (the loops overlap, so a sum would count the same seconds K times), plus the greedy loop's
+    when one ran before them (``before``, ``--logiclm-sample-on failure``: it is sample 0, and it failed).
     """
+    sampled = samples
+    if before is not None:
+        samples = [Sample(0, before, None), *sampled]
     result = vote([s.predicted if s.excluded is None else None for s in samples])
     winner = samples[result.first] if result.first is not None else None
     trace = winner.formalized.trace() if winner else {"checks": [], "corrected": False}
     trace["samples"] = [s.entry() for s in samples]
     trace["vote"] = {**result.to_dict(), "seed": winner.seed if winner else None}
     attempts = [{"seed": s.seed, **a} for s in samples for a in s.formalized.attempts]
-    seconds = {k: max(s.formalized.seconds[k] for s in samples) for k in samples[0].formalized.seconds}
+    seconds = {
+        k: max(s.formalized.seconds[k] for s in sampled) + (before.seconds[k] if before is not None else 0.0)
+        for k in sampled[0].formalized.seconds
+    }
     common = dict(
         language=language,
         rounds=sum(s.formalized.rounds for s in samples),
@@ -749,8 +763,7 @@ class LogicLM(Method):
         greedy = f.final_outcome()
         if self.config.samples == 1 or greedy.executed:
             return f.row(problem, ctx, language=language, latency_s=time.monotonic() - t0)
-        samples = [Sample(0, f, None), *await run_samples(problem, ctx, self.config, language)]
-        return _vote_row(problem, ctx, language, samples, t0)
+        return _vote_row(problem, ctx, language, await run_samples(problem, ctx, self.config, language), t0, before=f)
 
 
 def _given(value: Any, default: Any) -> Any:
