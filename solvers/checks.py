@@ -142,7 +142,7 @@ from symbolkg.solvers.findings import CHECKS, Finding, ProblemText
 from symbolkg.solvers.fol import checks as fol_checks
 from symbolkg.solvers.lp import checks as lp_checks
 from symbolkg.solvers.lp import revision as lp_revision
-from symbolkg.solvers.outcomes import CheckFinding, CheckReport, ProgramError
+from symbolkg.solvers.outcomes import CheckFinding, CheckReport, Limits, ProgramError
 from symbolkg.solvers.smt import lsat_checks
 
 
@@ -234,13 +234,14 @@ def check_report(program_text: str, corrected: Corrected, *, corrections: bool) 
     )
 
 
-def revise(language: str, program_text: str, context: str) -> Finding | None:
+def revise(language: str, program_text: str, context: str, limits: Limits | None = None) -> Finding | None:
     """``unstated_facts`` on a program whose run was inconsistent: the finding, its correction the revised program.
 
     Args:
         language: the program's language; only ``logiclm-lp`` has a revision (None for others).
         program_text: the program that was solved (after the checks' corrections).
         context: the premises the program formalizes (empty: no revision).
+        limits: bound the revision's runs (:func:`symbolkg.solvers.lp.revision.revise`).
 
     Returns:
         The finding, or None when the language has no revision, the context is empty, the program does not parse, or
@@ -249,7 +250,7 @@ def revise(language: str, program_text: str, context: str) -> Finding | None:
     if language != "logiclm-lp" or not context.strip():
         return None
     try:
-        revision = lp_revision.revise(program_text, context)
+        revision = lp_revision.revise(program_text, context, limits)
     except ProgramError:
         return None
     if revision is None:

@@ -92,7 +92,7 @@ def _checked(request: SolveRequest, spec: CheckSpec, solve: Callable[[str, Limit
     solved = report.program if report.corrected and report.program is not None else request.text
     outcome = solve(solved, request.limits)
     if spec.corrections and outcome.error_kind == ErrorKind.INCONSISTENT.value:
-        finding = checks.revise(request.language, solved, spec.context)
+        finding = checks.revise(request.language, solved, spec.context, request.limits)
         revised = solve(finding.correction, request.limits) if finding and finding.correction else None
         if finding is not None and revised is not None and revised.error_kind != ErrorKind.INCONSISTENT.value:
             outcome = revised

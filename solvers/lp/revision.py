@@ -42,10 +42,13 @@ Example:
 from __future__ import annotations
 
 import re
+import time
+from collections import Counter
 from dataclasses import dataclass
 
 from symbolkg.solvers.lp import syntax as lp
-from symbolkg.solvers.lp.engine import Fixpoint, contradiction, forward_chain
+from symbolkg.solvers.lp.engine import ChainingTimeout, Fixpoint, TooManyAtoms, contradiction, forward_chain
+from symbolkg.solvers.outcomes import Limits
 from symbolkg.solvers.shared_checks import states
 
 #: Most rounds of dropping and running again (each drops at least one fact).
@@ -68,34 +71,43 @@ class Revision:
     lines: tuple[int, ...]
 
 
-def revise(text: str, context: str, *, max_steps: int = MAX_STEPS) -> Revision | None:
+def revise(text: str, context: str, limits: Limits | None = None, *, max_steps: int = MAX_STEPS) -> Revision | None:
     """Drop the unstated facts an inconsistent program's contradiction rests on (module docstring).
 
     Args:
         text: an LP program that parses.
         context: the premises the program formalizes.
+        limits: bound every run of the forward chainer together, as :func:`~symbolkg.solvers.lp.engine.solve`
+            bounds one (default :class:`~symbolkg.solvers.outcomes.Limits`).
         max_steps: most rounds of dropping.
 
     Returns:
         The revision, or None when the program is consistent as given, when the contradiction
-        rests on stated facts only, or when ``max_steps`` rounds do not end it.
+        rests on stated facts only (or on a line holding more than one fact, which cannot lose one
+        alone), or when ``max_steps`` rounds or ``limits`` do not end it.
 
     Raises:
         ProgramError: ``text`` does not parse.
     """
+    limits = limits or Limits()
+    deadline = time.perf_counter() + limits.timeout_s
     sentences = [s for s in _SENTENCE_END.split(context) if s.strip()]
     lines = text.splitlines()
     dropped: list[lp.Atom] = []
     for _ in range(max_steps):
         program = lp.parse("\n".join(lines))
-        fixpoint = forward_chain(program)
+        try:
+            fixpoint = forward_chain(program, deadline=deadline, max_facts=limits.memory_mb * 2000)
+        except (ChainingTimeout, TooManyAtoms):
+            return None
         both = contradiction(program, fixpoint)
         if both is None:
             if not dropped:
                 return None
             return Revision("\n".join(lines), tuple(str(a) for a in dropped), tuple(a.line for a in dropped))
         unstated = _unstated_support(program, fixpoint, both, sentences)
-        if unstated is None:
+        shared = Counter(f.line for f in program.facts)
+        if unstated is None or any(shared[f.line] > 1 for f in unstated):
             return None
         for fact in unstated:
             lines[fact.line - 1] = ""

@@ -86,6 +86,20 @@ def test_a_consistent_program_and_an_empty_context_get_no_revision():
     assert checks.revise("logiclm-lp", "Facts:\nSour(Max,", CONTEXT) is None  # does not parse
 
 
+def test_a_fact_sharing_its_line_with_a_stated_one_is_not_dropped_with_it():
+    # `Jompus(alex, True) && Vumpus(alex, False)` on one line: emptying it would drop a stated fact too
+    program = INVENTED.replace("Vumpus(alex, False) ::: Alex is not a vumpus.\n", "").replace(
+        "Jompus(alex, True) ::: Alex is a jompus.", "Jompus(alex, True) && Vumpus(alex, False)"
+    )
+    assert solve(program, Limits()).error_kind == "inconsistent"
+    assert revise(program, CONTEXT) is None
+
+
+def test_the_runs_of_a_revision_are_bounded_by_the_requests_limits():
+    assert revise(INVENTED, CONTEXT, Limits(timeout_s=1e-9)) is None  # no time for a single run
+    assert revise(INVENTED, CONTEXT, Limits(timeout_s=5.0)) is not None
+
+
 def test_relations_multiword_constants_and_a_negated_name_are_matched_in_the_text():
     sentences = ["The bald eagle does not chase the cat.", "The cat is not cold.", "Bob is big."]
     assert states(sentences, "Chases", ["bald eagle", "cat"], False)
