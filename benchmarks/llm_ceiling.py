@@ -12,9 +12,11 @@ One process, one model (default ``qwen2.5-coder-1.5b``, vLLM's CPU build here):
    engine arguments (:meth:`VLLMEngine.offline_llm`) and gets every one of those requests at once in
    one ``LLM.generate`` call: the same prompt tokens, the same sampling and structured-output
    settings (:meth:`VLLMEngine.offline_inputs`; a completion the job's repeat stop ended is decoded
-   to the same length: :func:`as_decoded`). Its rate: generated tokens over that call's wall
-   time (after one warm-up request). This is the most the engine can do with these requests here:
-   all of them known up front, none waiting for a solver or for its own earlier round.
+   to the same length: :func:`as_decoded`), the same priorities (each problem's admission number:
+   the engine's queue serves lower first when more requests wait than ``--max-num-seqs`` runs).
+   Its rate: generated tokens over that call's wall time (after one warm-up request). This is the
+   most the engine can do with these requests here: all of them known up front, none waiting for a
+   solver or for its own earlier round.
 
 3. **The ceiling wave by wave.** The same offline engine gets the kept requests in waves: every
    problem's first request at once, then every problem's second, and so on (a problem's requests
@@ -33,7 +35,7 @@ it, so the job's side is a lower bound there. Greedy decoding: both sides genera
 to vLLM's CPU batching, which is not bit-exact (the token totals are both reported).
 
     python benchmarks/llm_ceiling.py [--model qwen2.5-coder-1.5b] [--dataset logiclm/prontoqa] [--limit 12]
-                                     [--data-dir DIR]
+                                     [--max-num-seqs 64] [--max-in-flight 64] [--no-waves] [--data-dir DIR]
 
 Writes ``benchmarks/out/llm_ceiling.json`` and ``.png``. Budget with the 1.5B model on 2 cores: about
 20 minutes at ``--limit 12`` (two engine starts, the job, the ceiling twice). Run it alone: two vLLM engines,
@@ -91,8 +93,8 @@ def as_decoded(request: ChatRequest, completion: Completion) -> ChatRequest:
     return replace(request, params=replace(request.params, max_tokens=max(1, completion.completion_tokens)))
 
 
-def run_job(engine: LLMEngine, problems: list, limit_note: str) -> dict:
-    """Phase 1: the logiclm job on ``problems``; its requests and their span."""
+def run_job(engine: LLMEngine, problems: list, limit_note: str, max_in_flight: int = 64) -> dict:
+    """Phase 1: the logiclm job on ``problems``, ``max_in_flight`` at a time; its requests and their span."""
     from symbolkg.actors.engines.metered import MeteredEngine
     from symbolkg.jobs.methods import MethodConfig
     from symbolkg.jobs.methods.logiclm import LogicLM
@@ -106,7 +108,16 @@ def run_job(engine: LLMEngine, problems: list, limit_note: str) -> dict:
         store = ResultStore(Path(tmp) / "run.parquet", run_info={"source": limit_note})
         t0 = time.perf_counter()
         asyncio.run(
-            run_method_job(problems, store, MethodConfig("logiclm"), metered, pool, progress=False, method=LogicLM())
+            run_method_job(
+                problems,
+                store,
+                MethodConfig("logiclm"),
+                metered,
+                pool,
+                max_in_flight=max_in_flight,
+                progress=False,
+                method=LogicLM(),
+            )
         )
         wall = time.perf_counter() - t0
         rows = read_run(Path(tmp) / "run.parquet")[0].to_pylist()
@@ -156,16 +167,23 @@ def waves(requests: list[ChatRequest]) -> list[list[ChatRequest]]:
     return out
 
 
+def offline_input(engine: Any, request: ChatRequest) -> tuple[Any, Any, int]:
+    """What the offline ``LLM.generate`` takes for ``request``: prompt, sampling, priority."""
+    prompt, params = engine.offline_inputs(request)
+    return prompt, params, request.priority
+
+
 def preemptions(llm: Any) -> int:
     """vLLM's count of preempted requests so far (its KV cache was full: their work is recomputed)."""
     return int(sum(m.value for m in llm.get_metrics() if m.name == "vllm:num_preemptions"))
 
 
 def offline_generate(llm: Any, inputs: list) -> dict:
-    """``inputs`` (prompt, sampling) in one offline ``LLM.generate`` call: requests, tokens, wall, rate."""
+    """``inputs`` (prompt, sampling, priority) in one offline ``LLM.generate`` call: requests, tokens, wall, rate."""
     before = preemptions(llm)
     t0 = time.perf_counter()
-    outs = llm.generate([p for p, _ in inputs], [s for _, s in inputs], use_tqdm=False)
+    prompts, params, priorities = (list(x) for x in zip(*inputs, strict=True))
+    outs = llm.generate(prompts, params, use_tqdm=False, priority=priorities)
     wall = time.perf_counter() - t0
     generated = sum(len(o.outputs[0].token_ids) for o in outs)
     return {
@@ -203,6 +221,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--data-dir", default=os.environ.get("SYMBOLKG_DATA"))
     ap.add_argument("--out", default=str(OUT / "llm_ceiling.json"))
     ap.add_argument(
+        "--max-num-seqs",
+        type=int,
+        default=64,
+        help="the engine's batch, both sides (default 64, as `symbolkg solve`)",
+    )
+    ap.add_argument(
+        "--max-in-flight",
+        type=int,
+        default=64,
+        help="the job's problems in flight (default 64, as `symbolkg solve`); above --max-num-seqs the "
+        "engine's queue serves started problems first (ChatRequest.priority)",
+    )
+    ap.add_argument(
         "--no-waves",
         action="store_true",
         help="skip phase 3 (the ceiling wave by wave): on a big job it costs as much model time as the job",
@@ -214,15 +245,15 @@ def main(argv: list[str] | None = None) -> int:
     problems = load_problems(args.dataset, args.data_dir, limit=args.limit).problems
     # what `symbolkg solve --model M` builds, with vLLM's statistics on: the job's engine logs its
     # running/waiting requests, KV-cache use and preemptions every few seconds, the offline one counts them
-    engine = VLLMEngine(VLLMConfig(model=args.model, log_stats=True))
+    engine = VLLMEngine(VLLMConfig(model=args.model, max_num_seqs=args.max_num_seqs, log_stats=True))
     print(f"engine loaded in {engine.load_s:.0f} s", file=sys.stderr, flush=True)
     warm = ChatRequest((Message("user", "Say OK."),), SamplingParams(max_tokens=4), purpose="warm-up")
     asyncio.run(engine.generate([warm]))
-    job = run_job(engine, problems, f"{args.dataset} first {args.limit}")
+    job = run_job(engine, problems, f"{args.dataset} first {args.limit}", args.max_in_flight)
     print(f"job: {json.dumps({k: v for k, v in job.items() if k != 'requests'})}", file=sys.stderr, flush=True)
     requests = job.pop("requests")
-    inputs = [engine.offline_inputs(r) for r in requests]
-    wave_inputs = None if args.no_waves else [[engine.offline_inputs(r) for r in w] for w in waves(requests)]
+    inputs = [offline_input(engine, r) for r in requests]
+    wave_inputs = None if args.no_waves else [[offline_input(engine, r) for r in w] for w in waves(requests)]
     engine.shutdown()
     llm = engine.offline_llm()
     ceiling, by_waves = run_ceiling(llm, inputs, wave_inputs)
@@ -235,6 +266,9 @@ def main(argv: list[str] | None = None) -> int:
         "model": args.model,
         "dataset": args.dataset,
         "limit": args.limit,
+        "max_num_seqs": args.max_num_seqs,
+        "max_in_flight": args.max_in_flight,
+        "scheduling_policy": engine.config.scheduling_policy,
         "job": job,
         "ceiling": ceiling,
         "ceiling_by_waves": by_waves,

@@ -63,6 +63,7 @@ from pathlib import Path
 OUT = Path(__file__).resolve().parent / "out"
 QWEN = OUT / "qwen"
 CACHE = QWEN / "completions"
+LKG = QWEN / "lkg"
 MODEL = "qwen2.5-coder-1.5b"
 SETS = ("prontoqa", "proofwriter", "folio", "logicaldeduction", "ar-lsat")
 #: The public reproduction of Logic-LM with open-weights models: correct answers of 50 on the first
@@ -134,6 +135,8 @@ def solve_argv(
         argv += ["--engine", engine]
     if data_dir:
         argv += ["--data-dir", data_dir]
+    if method == "symbolkg":  # this model's graphs, kept beside its completions
+        argv += ["--lkg-store", str(LKG)]
     return argv + (VARIANTS[variant] if method == "logiclm" else [])
 
 

@@ -29,7 +29,7 @@ import hashlib
 import json
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Literal, Protocol
 
 
@@ -115,6 +115,11 @@ class ChatRequest:
         purpose: what the caller asks for: ``"formulate"``, ``"refine"``, ``"answer"``, ...
             (the recorded engine only answers ``"formulate"``).
         request_id: unique within a run (problem id + purpose + round).
+        priority: the engine's order when requests wait for a batch slot: lower first, equal by
+            arrival (a method job gives every request of a problem the problem's admission number:
+            :class:`Prioritized`). Only a vLLM engine with ``scheduling_policy="priority"`` reads
+            it; it changes when a request is decoded, never what is decoded, so it is not part
+            of the cache key.
     """
 
     messages: tuple[Message, ...]
@@ -123,6 +128,7 @@ class ChatRequest:
     problem_id: str = ""
     purpose: str = "answer"
     request_id: str = ""
+    priority: int = 0
 
     def __post_init__(self) -> None:
         if not self.messages:
@@ -132,8 +138,8 @@ class ChatRequest:
     def cache_key(self, model: str) -> str:
         """Content address of (model, messages, params, structured): what the replay cache keys on.
 
-        ``problem_id``/``purpose``/``request_id`` are deliberately not part of it: the same
-        prompt gives the same completion whoever asks.
+        ``problem_id``/``purpose``/``request_id``/``priority`` are deliberately not part of it: the
+        same prompt gives the same completion whoever asks, and whenever.
         """
         payload = {
             "model": model,
@@ -227,3 +233,26 @@ class CodeEngine:
 
     async def close(self) -> None:
         return None
+
+
+class Prioritized:
+    """``engine`` with every request given one ``priority`` (:attr:`ChatRequest.priority`).
+
+    A method job wraps its engine in one per problem, numbered in the order the problems are
+    admitted: when more requests are in flight than the engine batches, a started problem's next
+    round (a repair waiting on its program) goes before a later problem's first request, so
+    problems finish in about the order they started and the job does not end with a tail of
+    postponed repair chains. ``model`` and ``supports_structured`` are the wrapped engine's own.
+    """
+
+    def __init__(self, engine: LLMEngine, priority: int) -> None:
+        self.engine = engine
+        self.priority = priority
+        self.model = engine.model
+        self.supports_structured = engine.supports_structured
+
+    async def generate(self, requests: Sequence[ChatRequest]) -> list[Completion]:
+        return await self.engine.generate([replace(r, priority=self.priority) for r in requests])
+
+    async def close(self) -> None:
+        """Nothing: the engine is shared by every problem; the job closes it."""

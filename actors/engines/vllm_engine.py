@@ -117,6 +117,11 @@ class VLLMConfig:
             request is aborted and the completion returned with ``finish_reason="repeat"``. Requests
             decoded to a JSON schema are exempt (the schema bounds them). None: off (for requests
             that ask for a repetition on purpose).
+        scheduling_policy: the order of requests that wait for a batch slot. ``"priority"``: by
+            :attr:`~symbolkg.actors.engines.base.ChatRequest.priority` (a method job's admission
+            order per problem: a started problem's repair before a later problem's first request),
+            equal priorities first come, first served; ``"fcfs"``: by arrival alone. Either only
+            matters when more requests are in flight than ``max_num_seqs``.
         log_stats: let vLLM log its statistics every :attr:`VLLMEngine.STATS_INTERVAL_S` seconds
             (throughput, running and waiting requests, KV-cache use, preemptions) while requests run.
         shutdown_timeout_s: seconds :meth:`VLLMEngine.close` waits for vLLM's processes.
@@ -141,6 +146,7 @@ class VLLMConfig:
     cpu_omp_threads_bind: str = "all"
     cpu_preload_libs: bool = False
     repeat_stop: RepeatStop | None = RepeatStop()
+    scheduling_policy: Literal["fcfs", "priority"] = "priority"
     log_stats: bool = False
     shutdown_timeout_s: float = 30.0
 
@@ -174,6 +180,8 @@ class VLLMConfig:
             raise ValueError("cpu_omp_threads_bind must be 'all', 'auto', 'nobind' or a CPU list such as '0-3'")
         if self.block_size is not None and self.block_size < 1:
             raise ValueError(f"block_size must be >= 1 or None, got {self.block_size}")
+        if self.scheduling_policy not in ("fcfs", "priority"):
+            raise ValueError(f"scheduling_policy must be 'fcfs' or 'priority', got {self.scheduling_policy!r}")
         if self.shutdown_timeout_s <= 0:
             raise ValueError(f"shutdown_timeout_s must be > 0, got {self.shutdown_timeout_s}")
 
@@ -396,6 +404,7 @@ class VLLMEngine:
             block_size=cfg.block_size if cfg.block_size is not None else (CPU_BLOCK_SIZE if self._is_cpu else None),
             trust_remote_code=cfg.trust_remote_code,
             distributed_executor_backend=cfg.distributed_executor_backend,
+            scheduling_policy=cfg.scheduling_policy,
             disable_log_stats=not cfg.log_stats,
         )
 
@@ -459,7 +468,9 @@ class VLLMEngine:
         failure: tuple[bool, str, VLLMFailure] | None = None
         try:
             final, repeated = await self._drain(
-                self._engine.generate(tokens_input(prompt_ids, prompt=prompt_text), params, request_id),
+                self._engine.generate(
+                    tokens_input(prompt_ids, prompt=prompt_text), params, request_id, priority=request.priority
+                ),
                 self._repeat_stop_for(request),
             )
         except asyncio.CancelledError:

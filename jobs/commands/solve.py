@@ -198,7 +198,13 @@ def _add_llm_options(g: argparse._ArgumentGroup) -> None:
         help="most generated tokens per program (formulation, repair) or chain of thought "
         "(default 1024 for programs, 512 for cot; direct answers always 16)",
     )
-    g.add_argument("--max-in-flight", type=int, default=64, help="problems processed concurrently (default 64)")
+    g.add_argument(
+        "--max-in-flight",
+        type=int,
+        default=64,
+        help="problems processed concurrently (default 64); above --max-num-seqs their requests wait in vLLM's "
+        "queue, which serves a started problem's repair before a later problem's first request",
+    )
     g.add_argument(
         "--stage-limit",
         default="",

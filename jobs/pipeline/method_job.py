@@ -13,6 +13,12 @@ problem is taken (backpressure). The gates' events go beside the run
 (``RUN.parquet.gates/``, read by ``symbolkg profile``) and their summary into the
 returned :class:`symbolkg.jobs.pipeline.programs_job.SolveSummary`.
 
+Every request of a problem carries the problem's admission number as its priority
+(:class:`~symbolkg.actors.engines.base.Prioritized`): when more requests are in flight than the
+engine batches, vLLM's queue (``VLLMConfig.scheduling_policy="priority"``) serves a started
+problem's repair before a later problem's first request, so problems finish in about the order
+they started instead of leaving their repair chains for the end of the job.
+
 Problems that share a context are taken next to each other (:func:`group_by_context`): every
 prompt puts its fixed instructions and examples first, then the context, then the question, so
 questions on one context share the longest prompt prefix, and the engine's prefix cache still
@@ -35,10 +41,10 @@ import sys
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from itertools import islice
+from itertools import count, islice
 from typing import Any
 
-from symbolkg.actors.engines.base import EngineDeadError, LLMEngine
+from symbolkg.actors.engines.base import EngineDeadError, LLMEngine, Prioritized
 from symbolkg.jobs import methods
 from symbolkg.jobs.core.concurrency import for_each_in_flight
 from symbolkg.jobs.core.rows import Problem, ResultRow
@@ -110,10 +116,12 @@ async def run_method_job(
     log = GateLog(spill_to=store.path) if gate_log else None
     gates, gated_engine, gated_solver = _gated(engine, solver, (stage_limits or StageLimits()).resolve(solver), log)
     unique = UniqueIds(store)
+    admitted = count()
 
     async def solve(problem: Problem) -> None:
+        engine_of_problem = Prioritized(gated_engine, next(admitted))  # started problems first
         with unique.running(problem.id):
-            row = await run_problem(problem, cfg, gated_engine, gated_solver, method)
+            row = await run_problem(problem, cfg, engine_of_problem, gated_solver, method)
         store.append(row)
         tally.wrote(row)
 

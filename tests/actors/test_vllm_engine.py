@@ -56,6 +56,7 @@ def chat(text: str, *, max_tokens: int = 32, structured: StructuredOutput | None
         ({"kv_cache_memory_bytes": 2}, "unit is bytes"),
         ({"model": ""}, "model"),
         ({"shutdown_timeout_s": 0}, "shutdown_timeout_s"),
+        ({"scheduling_policy": "lifo"}, "scheduling_policy"),
     ],
 )
 def test_config_rejects_bad_values_naming_them(kwargs, match):
@@ -290,6 +291,7 @@ def test_offline_llm_with_this_engines_inputs_writes_what_the_engine_wrote(engin
     # the step budget is the async engine's, not the offline class's own default
     budget = llm.llm_engine.vllm_config.scheduler_config.max_num_batched_tokens
     assert budget == engine.max_num_batched_tokens > 0
+    assert llm.llm_engine.vllm_config.scheduler_config.policy == engine.config.scheduling_policy == "priority"
     try:
         (out,) = llm.generate([prompt], [params], use_tqdm=False)
         assert out.outputs[0].text == completion.text
@@ -410,3 +412,21 @@ def test_log_stats_logs_vllms_statistics_while_requests_run(small_step_engine):
     finally:
         logging.getLogger("vllm").removeHandler(keep)
     assert any("Avg generation throughput" in line and "KV cache usage" in line for line in keep.lines), keep.lines
+
+
+@pytest.mark.slow
+def test_waiting_requests_are_served_by_priority_not_arrival(small_step_engine):
+    """Four long requests fill the engine's four slots and free them one at a time; behind them wait
+    two requests of priority 5 and, arrived after them, two of priority 0. The priority-0 pair takes
+    the first two freed slots, so it finishes first; first come, first served would serve the
+    priority-5 pair first (its requests arrived first)."""
+    from dataclasses import replace
+
+    count = "Write a long story about a dragon who learns to bake bread."
+    blockers = [chat(count, max_tokens=n, pid=f"b{n}") for n in (24, 48, 72, 96)]
+    late = [replace(chat(count, max_tokens=12, pid=f"late{i}"), priority=5) for i in range(2)]
+    urgent = [replace(chat(count, max_tokens=12, pid=f"urgent{i}"), priority=0) for i in range(2)]
+    out = run(small_step_engine.generate(blockers + late + urgent))
+    assert all(c.completion_tokens == 12 for c in out[4:]), "the waiting requests must decode to their cap"
+    late_s, urgent_s = [c.latency_s for c in out[4:6]], [c.latency_s for c in out[6:]]
+    assert max(urgent_s) < min(late_s), (urgent_s, late_s)
