@@ -13,7 +13,8 @@ One process, one model (default ``qwen2.5-coder-1.5b``, vLLM's CPU build here):
    one ``LLM.generate`` call: the same prompt tokens, the same sampling and structured-output
    settings (:meth:`VLLMEngine.offline_inputs`; a completion the job's repeat stop ended is decoded
    to the same length: :func:`as_decoded`), the same priorities (each problem's admission number:
-   the engine's queue serves lower first when more requests wait than ``--max-num-seqs`` runs).
+   with ``--scheduling-policy priority`` the engine's queue serves lower first when more requests
+   wait than ``--max-num-seqs`` runs).
    Its rate: generated tokens over that call's wall time (after one warm-up request). This is the
    most the engine can do with these requests here: all of them known up front, none waiting for a
    solver or for its own earlier round.
@@ -35,7 +36,8 @@ it, so the job's side is a lower bound there. Greedy decoding: both sides genera
 to vLLM's CPU batching, which is not bit-exact (the token totals are both reported).
 
     python benchmarks/llm_ceiling.py [--model qwen2.5-coder-1.5b] [--dataset logiclm/prontoqa] [--limit 12]
-                                     [--max-num-seqs 64] [--max-in-flight 64] [--no-waves] [--data-dir DIR]
+                                     [--max-num-seqs 64] [--max-in-flight 64] [--scheduling-policy fcfs]
+                                     [--no-waves] [--data-dir DIR]
 
 Writes ``benchmarks/out/llm_ceiling.json`` and ``.png``. Budget with the 1.5B model on 2 cores: about
 20 minutes at ``--limit 12`` (two engine starts, the job, the ceiling twice). Run it alone: two vLLM engines,
@@ -230,8 +232,13 @@ def main(argv: list[str] | None = None) -> int:
         "--max-in-flight",
         type=int,
         default=64,
-        help="the job's problems in flight (default 64, as `symbolkg solve`); above --max-num-seqs the "
-        "engine's queue serves started problems first (ChatRequest.priority)",
+        help="the job's problems in flight (default 64, as `symbolkg solve`)",
+    )
+    ap.add_argument(
+        "--scheduling-policy",
+        choices=("fcfs", "priority"),
+        default="fcfs",
+        help="how the engine's queue serves requests waiting for a batch slot (VLLMConfig.scheduling_policy)",
     )
     ap.add_argument(
         "--no-waves",
@@ -245,7 +252,14 @@ def main(argv: list[str] | None = None) -> int:
     problems = load_problems(args.dataset, args.data_dir, limit=args.limit).problems
     # what `symbolkg solve --model M` builds, with vLLM's statistics on: the job's engine logs its
     # running/waiting requests, KV-cache use and preemptions every few seconds, the offline one counts them
-    engine = VLLMEngine(VLLMConfig(model=args.model, max_num_seqs=args.max_num_seqs, log_stats=True))
+    engine = VLLMEngine(
+        VLLMConfig(
+            model=args.model,
+            max_num_seqs=args.max_num_seqs,
+            scheduling_policy=args.scheduling_policy,
+            log_stats=True,
+        )
+    )
     print(f"engine loaded in {engine.load_s:.0f} s", file=sys.stderr, flush=True)
     warm = ChatRequest((Message("user", "Say OK."),), SamplingParams(max_tokens=4), purpose="warm-up")
     asyncio.run(engine.generate([warm]))

@@ -239,10 +239,10 @@ class Prioritized:
     """``engine`` with every request given one ``priority`` (:attr:`ChatRequest.priority`).
 
     A method job wraps its engine in one per problem, numbered in the order the problems are
-    admitted: when more requests are in flight than the engine batches, a started problem's next
-    round (a repair waiting on its program) goes before a later problem's first request, so
-    problems finish in about the order they started and the job does not end with a tail of
-    postponed repair chains. ``model`` and ``supports_structured`` are the wrapped engine's own.
+    admitted. With a vLLM engine scheduling by priority, when more requests are in flight than it
+    batches, a started problem's next round (a repair waiting on its program) goes before a later
+    problem's first request, so problems finish in about the order they started.
+    ``model`` and ``supports_structured`` are the wrapped engine's own.
     """
 
     def __init__(self, engine: LLMEngine, priority: int) -> None:

@@ -117,11 +117,16 @@ class VLLMConfig:
             request is aborted and the completion returned with ``finish_reason="repeat"``. Requests
             decoded to a JSON schema are exempt (the schema bounds them). None: off (for requests
             that ask for a repetition on purpose).
-        scheduling_policy: the order of requests that wait for a batch slot. ``"priority"``: by
-            :attr:`~symbolkg.actors.engines.base.ChatRequest.priority` (a method job's admission
-            order per problem: a started problem's repair before a later problem's first request),
-            equal priorities first come, first served; ``"fcfs"``: by arrival alone. Either only
-            matters when more requests are in flight than ``max_num_seqs``.
+        scheduling_policy: the order of requests that wait for a batch slot; it only matters when
+            more requests are in flight than ``max_num_seqs``. ``"fcfs"`` (vLLM's default): by
+            arrival. ``"priority"``: by :attr:`~symbolkg.actors.engines.base.ChatRequest.priority`
+            (a method job's admission number per problem: a started problem's repair goes before a
+            later problem's first request, so problems finish in about the order they started),
+            equal priorities by arrival. First come, first served is the default because a batch
+            job's throughput is what it is for: in a simulation of the kept ProntoQA request
+            lengths (benchmarks/RESULTS.md), priority ended small jobs with their last problems'
+            repair chains alone and lost 3-5% of the tokens/s; it is for runs where a problem's
+            latency counts.
         log_stats: let vLLM log its statistics every :attr:`VLLMEngine.STATS_INTERVAL_S` seconds
             (throughput, running and waiting requests, KV-cache use, preemptions) while requests run.
         shutdown_timeout_s: seconds :meth:`VLLMEngine.close` waits for vLLM's processes.
@@ -146,7 +151,7 @@ class VLLMConfig:
     cpu_omp_threads_bind: str = "all"
     cpu_preload_libs: bool = False
     repeat_stop: RepeatStop | None = RepeatStop()
-    scheduling_policy: Literal["fcfs", "priority"] = "priority"
+    scheduling_policy: Literal["fcfs", "priority"] = "fcfs"
     log_stats: bool = False
     shutdown_timeout_s: float = 30.0
 

@@ -202,8 +202,7 @@ def _add_llm_options(g: argparse._ArgumentGroup) -> None:
         "--max-in-flight",
         type=int,
         default=64,
-        help="problems processed concurrently (default 64); above --max-num-seqs their requests wait in vLLM's "
-        "queue, which serves a started problem's repair before a later problem's first request",
+        help="problems processed concurrently (default 64); above --max-num-seqs their requests wait in vLLM's queue",
     )
     g.add_argument(
         "--stage-limit",

@@ -14,10 +14,10 @@ problem is taken (backpressure). The gates' events go beside the run
 returned :class:`symbolkg.jobs.pipeline.programs_job.SolveSummary`.
 
 Every request of a problem carries the problem's admission number as its priority
-(:class:`~symbolkg.actors.engines.base.Prioritized`): when more requests are in flight than the
-engine batches, vLLM's queue (``VLLMConfig.scheduling_policy="priority"``) serves a started
-problem's repair before a later problem's first request, so problems finish in about the order
-they started instead of leaving their repair chains for the end of the job.
+(:class:`~symbolkg.actors.engines.base.Prioritized`). A vLLM engine started with
+``VLLMConfig.scheduling_policy="priority"`` serves the requests waiting for a batch slot by it (a
+started problem's repair before a later problem's first request, so problems finish in about the
+order they started); the default, first come first served, ignores it.
 
 Problems that share a context are taken next to each other (:func:`group_by_context`): every
 prompt puts its fixed instructions and examples first, then the context, then the question, so
@@ -119,7 +119,7 @@ async def run_method_job(
     admitted = count()
 
     async def solve(problem: Problem) -> None:
-        engine_of_problem = Prioritized(gated_engine, next(admitted))  # started problems first
+        engine_of_problem = Prioritized(gated_engine, next(admitted))
         with unique.running(problem.id):
             row = await run_problem(problem, cfg, engine_of_problem, gated_solver, method)
         store.append(row)

@@ -291,7 +291,7 @@ def test_offline_llm_with_this_engines_inputs_writes_what_the_engine_wrote(engin
     # the step budget is the async engine's, not the offline class's own default
     budget = llm.llm_engine.vllm_config.scheduler_config.max_num_batched_tokens
     assert budget == engine.max_num_batched_tokens > 0
-    assert llm.llm_engine.vllm_config.scheduler_config.policy == engine.config.scheduling_policy == "priority"
+    assert llm.llm_engine.vllm_config.scheduler_config.policy == engine.config.scheduling_policy == "fcfs"
     try:
         (out,) = llm.generate([prompt], [params], use_tqdm=False)
         assert out.outputs[0].text == completion.text
@@ -346,8 +346,8 @@ def _running(p) -> bool:
 
 @pytest.fixture(scope="module")
 def small_step_engine():
-    """A second engine: a step budget of 256 tokens (a longer prompt is prefilled in chunks) and
-    vLLM's statistics logged every 0.25 s."""
+    """A second engine: a step budget of 256 tokens (a longer prompt is prefilled in chunks),
+    vLLM's statistics logged every 0.25 s, and requests waiting for a slot served by priority."""
     pytest.importorskip("vllm", reason="vLLM is not installed")
     if not models.is_prepared(models.DEFAULT_MODEL):
         pytest.skip("the embedded model is not converted")
@@ -361,6 +361,7 @@ def small_step_engine():
                 max_model_len=1024,
                 max_num_batched_tokens=256,
                 kv_cache_memory_bytes=128 << 20,
+                scheduling_policy="priority",
                 log_stats=True,
             )
         )

@@ -1,0 +1,190 @@
+"""How the engine's queue policy and the batch size move the logiclm job's ratio to its offline ceiling: a simulation.
+
+The real measurement is ``benchmarks/llm_ceiling.py`` (about 45 minutes of model time per point on
+this machine); this script asks the cheaper question of which settings are worth a real run. It
+replays the *lengths* of the requests a kept run sent (default: qwen's logiclm run on ProntoQA,
+``benchmarks/out/qwen/logiclm-skeleton.parquet.requests/``): each problem is a chain of completions,
+a repair waiting on the program before it. A job of ``N`` problems is ``N`` chains drawn with
+replacement (seeded). Two engines are stepped one decode step at a time, each step costing what
+``--step-rates`` says a batch of that size decodes on this CPU (tokens/s at a few batch sizes,
+interpolated linearly between them and beyond the last):
+
+* **the job**: ``--max-in-flight`` problems admitted, a finished problem admits the next; a finished
+  request releases its problem's next one; the engine runs at most ``max_num_seqs`` requests and the
+  rest wait, first come first served or by their problem's admission number (``priority``);
+* **the ceiling**: every request of the job known at once, in one queue, same batch and policy.
+
+Ratio: the job's tokens/s over the ceiling's. Left out: prefill (and the prefix cache), the solver's
+time between rounds, grammar compilation, preemption. So it ranks settings; it does not predict the
+measured ratio (at 72 problems it says 0.87-0.93 where the real run measured 0.83).
+
+    python benchmarks/scheduling_sim.py [--requests DIR] [--dataset-prefix ProntoQA] [--sizes 72,144,288]
+
+Writes ``benchmarks/out/scheduling_sim.json`` and ``.png``; runs in seconds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import heapq
+import json
+import random
+import statistics
+import time
+from pathlib import Path
+
+OUT = Path(__file__).resolve().parent / "out"
+REQUESTS = OUT / "qwen" / "logiclm-skeleton.parquet.requests"
+#: batch size -> generated tokens/s of the 1.5B model on this 2-core CPU (benchmarks/RESULTS.md:
+#: about 6.5 tokens/s for one sequence, 60-75 at 24 running, ~60 decoding at 64)
+STEP_RATES = "1:6.5,24:70,64:60"
+#: (max_num_seqs, max_in_flight or None for all N, policy)
+SETTINGS = ((64, 64, "fcfs"), (32, None, "fcfs"), (32, None, "priority"), (48, None, "priority"))
+
+
+def chains_of(requests: Path, prefix: str) -> list[list[int]]:
+    """Completion lengths per problem, in the order they were asked, of the requests the model answered."""
+    import pyarrow.parquet as pq
+
+    rows = [r for f in sorted(requests.glob("*.parquet")) for r in pq.read_table(f).to_pylist()]
+    chains: dict[str, list[int]] = {}
+    for r in sorted(rows, key=lambda r: r["submitted"]):
+        if r["problem_id"].startswith(prefix) and not r["cached"] and r["completion_tokens"] > 0:
+            chains.setdefault(r["problem_id"], []).append(r["completion_tokens"])
+    return list(chains.values())
+
+
+def step_seconds(rates: list[tuple[int, float]]):
+    """Seconds per decode step at batch size ``b``, from tokens/s at a few batch sizes."""
+    points = [(b, b / rate) for b, rate in rates]
+
+    def seconds(b: int) -> float:
+        for (b0, t0), (b1, t1) in zip(points, points[1:], strict=False):
+            if b <= b1:
+                return t0 + (t1 - t0) * (b - b0) / (b1 - b0)
+        (b0, t0), (b1, t1) = points[-2:]
+        return t1 + (t1 - t0) * (b - b1) / (b1 - b0)
+
+    return seconds
+
+
+def simulate(chains: list[list[int]], seqs: int, in_flight: int, policy: str, seconds, dependent: bool) -> float:
+    """Tokens/s of one engine over ``chains``: the job (``dependent``) or every request at once."""
+    waiting: list[tuple[int, int, int, int]] = []  # (priority, arrival, problem, round)
+    arrival = admitted = tokens = 0
+    clock = 0.0
+
+    def push(problem: int, k: int) -> None:
+        nonlocal arrival
+        heapq.heappush(waiting, (problem if policy == "priority" else 0, arrival, problem, k))
+        arrival += 1
+
+    if dependent:
+        for admitted in range(1, min(in_flight, len(chains)) + 1):
+            push(admitted - 1, 0)
+    else:
+        for p, chain in enumerate(chains):
+            for k in range(len(chain)):
+                push(p, k)
+    running: dict[tuple[int, int], int] = {}
+    while waiting or running:
+        while waiting and len(running) < seqs:
+            _, _, p, k = heapq.heappop(waiting)
+            running[(p, k)] = chains[p][k]
+        clock += seconds(len(running))
+        tokens += len(running)
+        for p, k in [key for key, left in running.items() if left == 1]:
+            del running[(p, k)]
+            if dependent and k + 1 < len(chains[p]):
+                push(p, k + 1)
+            elif dependent and admitted < len(chains):
+                push(admitted, 0)
+                admitted += 1
+        running = {key: left - 1 for key, left in running.items()}
+    return tokens / clock
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--requests", default=str(REQUESTS), help="a run's request logs (RUN.parquet.requests)")
+    ap.add_argument("--dataset-prefix", default="ProntoQA", help="problems whose id starts so")
+    ap.add_argument("--sizes", default="72,144,288", help="problems per simulated job")
+    ap.add_argument("--seeds", type=int, default=5, help="jobs drawn per size (default 5)")
+    ap.add_argument("--step-rates", default=STEP_RATES, help=f"batch:tokens/s,... (default {STEP_RATES})")
+    ap.add_argument("--out", default=str(OUT / "scheduling_sim.json"))
+    args = ap.parse_args(argv)
+    chains = chains_of(Path(args.requests), args.dataset_prefix)
+    if not chains:
+        raise SystemExit(f"no answered requests of problems starting with {args.dataset_prefix!r} in {args.requests}")
+    rates = [(int(b), float(r)) for b, r in (part.split(":") for part in args.step_rates.split(","))]
+    seconds = step_seconds(rates)
+    results = []
+    for n in (int(x) for x in args.sizes.split(",")):
+        for seqs, in_flight, policy in SETTINGS:
+            ratios = []
+            for seed in range(args.seeds):
+                rnd = random.Random(seed)
+                job = [rnd.choice(chains) for _ in range(n)]
+                flight = in_flight or n
+                ratios.append(
+                    simulate(job, seqs, flight, policy, seconds, True)
+                    / simulate(job, seqs, flight, policy, seconds, False)
+                )
+            row = {
+                "problems": n,
+                "max_num_seqs": seqs,
+                "max_in_flight": in_flight or n,
+                "setting": f"batch {seqs}, {in_flight or 'all'} in flight, {policy}",
+                "policy": policy,
+                "ratio_mean": round(statistics.mean(ratios), 3),
+                "ratio_min": round(min(ratios), 3),
+                "ratio_max": round(max(ratios), 3),
+            }
+            results.append(row)
+            print(
+                f"{n:4d} problems, batch {seqs}, {row['max_in_flight']} in flight, {policy:8s}: job / ceiling "
+                f"{row['ratio_mean']:.3f} ({row['ratio_min']:.3f}-{row['ratio_max']:.3f})"
+            )
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    result = {
+        "command": "python benchmarks/scheduling_sim.py" + (" " + " ".join(argv) if argv else ""),
+        "date": time.strftime("%Y-%m-%d"),
+        "requests": args.requests,
+        "chains": len(chains),
+        "step_rates": args.step_rates,
+        "results": results,
+    }
+    out.write_text(json.dumps(result, indent=2))
+    plot(results, out.with_suffix(".png"))
+    return 0
+
+
+def plot(results: list[dict], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 3.6))
+    for label in dict.fromkeys(r["setting"] for r in results):
+        rows = [r for r in results if r["setting"] == label]
+        ax.errorbar(
+            [r["problems"] for r in rows],
+            [r["ratio_mean"] for r in rows],
+            yerr=[[r["ratio_mean"] - r["ratio_min"] for r in rows], [r["ratio_max"] - r["ratio_mean"] for r in rows]],
+            marker="o",
+            capsize=3,
+            label=label,
+        )
+    ax.axhline(0.9, color="grey", linestyle=":", linewidth=1)
+    ax.set_xlabel("problems in the job")
+    ax.set_ylabel("job / ceiling (simulated)")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
