@@ -43,6 +43,8 @@ class EngineOptions:
             one node (see :class:`~symbolkg.actors.llm_actor.LLMActorConfig`).
         placement_timeout_s: with ``actor`` and ``tensor_parallel_size`` > 1: seconds to wait for
             an engine's GPUs to be placed before the build fails.
+        scheduling_policy: vllm: how requests waiting for a batch slot are served (``"fcfs"`` or
+            ``"priority"``: :attr:`~symbolkg.actors.engines.vllm_engine.VLLMConfig.scheduling_policy`).
         repeat_stop: vllm: stop a completion that ends in one block repeated (a loop) instead of
             decoding it to ``max_tokens`` (:mod:`symbolkg.actors.engines.repeats`); False: decode every
             completion to its end.
@@ -59,6 +61,7 @@ class EngineOptions:
     gpu_memory_utilization: float | None = None
     max_model_len: int | None = None
     max_num_seqs: int | None = None
+    scheduling_policy: str = "fcfs"
     actor: bool = False
     ray_address: str | None = None
     restarts: int = 2
@@ -268,7 +271,7 @@ def _vllm_engine(opts: EngineOptions) -> LLMEngine:
         kwargs["model"] = opts.model
     if not opts.repeat_stop:
         kwargs["repeat_stop"] = None
-    config = VLLMConfig(**kwargs)
+    config = VLLMConfig(**kwargs, scheduling_policy=opts.scheduling_policy)
     if not opts.actor:
         return LazyEngine(
             lambda: VLLMEngine(config),

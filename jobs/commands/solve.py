@@ -245,6 +245,14 @@ def _add_serving_options(g: argparse._ArgumentGroup) -> None:
     g.add_argument("--max-model-len", type=int, help="vLLM context length")
     g.add_argument("--max-num-seqs", type=int, help="vLLM batch: sequences one engine runs at once")
     g.add_argument(
+        "--scheduling-policy",
+        choices=("fcfs", "priority"),
+        default="fcfs",
+        help="vLLM: the order of requests waiting for a batch slot: first come first served (default), or "
+        "priority: a started problem's requests before a later problem's (problems finish in about the "
+        "order they started)",
+    )
+    g.add_argument(
         "--no-repeat-stop",
         dest="repeat_stop",
         action="store_false",
@@ -419,6 +427,7 @@ def _engine_options(args: argparse.Namespace) -> EngineOptions:
         gpu_memory_utilization=args.gpu_memory_utilization,
         max_model_len=args.max_model_len,
         max_num_seqs=args.max_num_seqs,
+        scheduling_policy=args.scheduling_policy,
         repeat_stop=args.repeat_stop,
         actor=args.llm_actor,
         ray_address=args.ray_address,
