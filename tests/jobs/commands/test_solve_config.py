@@ -288,3 +288,16 @@ def test_a_vllm_run_records_the_model_name_and_its_files_hash(tmp_path, monkeypa
     assert model["source"] == "embedded"
     assert model["files_sha256"] == models.folder_sha256(models.model_dir("smollm2-135m"))
     assert meta["provenance"]["seed"]["engine"] == 0 and "direct/direct" in meta["provenance"]["prompts"]
+
+
+
+@pytest.mark.parametrize("policy", ["fcfs", "priority"])
+def test_the_scheduling_policy_reaches_the_vllm_config(monkeypatch, policy):
+    """`--scheduling-policy`'s engine option, to the VLLMConfig the lazy engine builds (no model loads)."""
+    from symbolkg.actors.engines import factory, vllm_engine
+
+    assert factory.EngineOptions("vllm").scheduling_policy == "fcfs"  # vLLM's own default
+    built = []
+    monkeypatch.setattr(vllm_engine, "VLLMEngine", lambda config: built.append(config))
+    factory.make_engine(factory.EngineOptions("vllm", scheduling_policy=policy))._build()
+    assert [c.scheduling_policy for c in built] == [policy]
