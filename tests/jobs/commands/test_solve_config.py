@@ -290,7 +290,6 @@ def test_a_vllm_run_records_the_model_name_and_its_files_hash(tmp_path, monkeypa
     assert meta["provenance"]["seed"]["engine"] == 0 and "direct/direct" in meta["provenance"]["prompts"]
 
 
-
 @pytest.mark.parametrize("policy", ["fcfs", "priority"])
 def test_the_scheduling_policy_reaches_the_vllm_config(monkeypatch, policy):
     """`--scheduling-policy`'s engine option, to the VLLMConfig the lazy engine builds (no model loads)."""
