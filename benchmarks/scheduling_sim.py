@@ -14,11 +14,12 @@ interpolated linearly between them and beyond the last):
   rest wait, first come first served or by their problem's admission number (``priority``);
 * **the ceiling**: every request of the job known at once, in one queue, same batch and policy.
 
-Ratio: the job's tokens/s over the ceiling's. Left out: prefill (and the prefix cache), the solver's
+Ratio: the job's tokens/s over the ceiling's. The plot also marks the ratios ``llm_ceiling.py``
+measured (its JSON files in ``benchmarks/out/``). Left out: prefill (and the prefix cache), the solver's
 time between rounds, grammar compilation, preemption. So it ranks settings; it does not predict the
 measured ratio (at 72 problems it says 0.87-0.93 where the real run measured 0.83).
 
-    python benchmarks/scheduling_sim.py [--requests DIR] [--dataset-prefix ProntoQA] [--sizes 72,144,288]
+    python benchmarks/scheduling_sim.py [--requests DIR] [--dataset-prefix ProntoQA] [--sizes 24,48,72,96,144,288]
 
 Writes ``benchmarks/out/scheduling_sim.json`` and ``.png``; runs in seconds.
 """
@@ -28,6 +29,7 @@ from __future__ import annotations
 import argparse
 import heapq
 import json
+import os
 import random
 import statistics
 import time
@@ -108,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--requests", default=str(REQUESTS), help="a run's request logs (RUN.parquet.requests)")
     ap.add_argument("--dataset-prefix", default="ProntoQA", help="problems whose id starts so")
-    ap.add_argument("--sizes", default="72,144,288", help="problems per simulated job")
+    ap.add_argument("--sizes", default="24,48,72,96,144,288", help="problems per simulated job")
     ap.add_argument("--seeds", type=int, default=5, help="jobs drawn per size (default 5)")
     ap.add_argument("--step-rates", default=STEP_RATES, help=f"batch:tokens/s,... (default {STEP_RATES})")
     ap.add_argument("--out", default=str(OUT / "scheduling_sim.json"))
@@ -150,7 +152,7 @@ def main(argv: list[str] | None = None) -> int:
     result = {
         "command": "python benchmarks/scheduling_sim.py" + (" " + " ".join(argv) if argv else ""),
         "date": time.strftime("%Y-%m-%d"),
-        "requests": args.requests,
+        "requests": os.path.relpath(args.requests, OUT.parent.parent),
         "chains": len(chains),
         "step_rates": args.step_rates,
         "results": results,
@@ -177,6 +179,13 @@ def plot(results: list[dict], path: Path) -> None:
             capsize=3,
             label=label,
         )
+    measured = sorted(
+        (d["limit"], d["ratio"])
+        for d in (json.loads(f.read_text()) for f in OUT.glob("llm_ceiling*.json"))
+        if d.get("max_num_seqs", 64) == 64 and d.get("scheduling_policy", "fcfs") == "fcfs"
+    )
+    if measured:
+        ax.plot(*zip(*measured, strict=True), "kx", markersize=8, label="measured: llm_ceiling.py, batch 64, fcfs")
     ax.axhline(0.9, color="grey", linestyle=":", linewidth=1)
     ax.set_xlabel("problems in the job")
     ax.set_ylabel("job / ceiling (simulated)")
