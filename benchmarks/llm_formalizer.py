@@ -34,6 +34,10 @@ by set; ``--regenerate`` replays the sets a file holds). Variants
 that ask the same requests share them through the cache (``solver-feedback`` asks the skeleton's
 formulations), so a variant run costs only its new calls.
 
+Variants of ``symbolkg`` (:data:`METHOD_VARIANTS`): ``default`` and ``no-retrieval`` (the whole
+context formalized instead of the premises retrieved from the LKG; the graphs still give the route
+and the symbol hints). Every other method runs as ``default``.
+
 Methods written for other benchmarks run on their own sets (:data:`METHOD_SETS`): ``symba`` on SymBa's
 seven, ``prolog-agent`` on PARARULE-Plus's three depths, ``multipath`` on LogicGraph's two tiers
 (``--methods symba --limit 5``: the first 5 of each).
@@ -99,6 +103,17 @@ VARIANTS = {
     # the greedy loop (the skeleton's requests); vote3's three samples only where its program did not run
     "vote3-on-failure": ["--logiclm-samples", "3", "--logiclm-sample-on", "failure"],
 }
+#: The variants of the methods that have some (each its flags); every other method runs as ``default``.
+METHOD_VARIANTS = {
+    "logiclm": VARIANTS,
+    "symbolkg": {"default": [], "no-retrieval": ["--no-retrieval"]},  # the whole context, not the retrieved premises
+}
+
+
+def variants_of(method: str, asked: list[str]) -> list[str]:
+    """The asked variants that ``method`` has, in order; a method without any of them runs its first."""
+    table = METHOD_VARIANTS.get(method, {"default": []})
+    return [v for v in asked if v in table] or [next(iter(table))]
 
 
 def solve_argv(
@@ -137,7 +152,7 @@ def solve_argv(
         argv += ["--data-dir", data_dir]
     if method == "symbolkg":  # this model's graphs, kept beside its completions
         argv += ["--lkg-store", str(LKG)]
-    return argv + (VARIANTS[variant] if method == "logiclm" else [])
+    return argv + METHOD_VARIANTS.get(method, {}).get(variant, [])
 
 
 def run_job(argv: list[str]) -> tuple[int, float]:
@@ -332,13 +347,13 @@ def main(argv: list[str] | None = None) -> int:
         "anchors": ANCHORS,
     }
     for method in args.methods.split(","):
-        for variant in args.variants.split(",") if method == "logiclm" else ["default"]:
+        for variant in variants_of(method, args.variants.split(",")):
             name = f"{method}-{variant}"
             out = QWEN / f"{name}.parquet" if args.engine == "vllm" else QWEN / f"{name}-replay.parquet"
             sets = tuple(args.sets.split(",")) if args.sets else None
             cmd = solve_argv(
                 method,
-                variant if variant in VARIANTS else "skeleton",
+                variant,
                 args.limit,
                 args.data_dir,
                 args.engine,

@@ -119,16 +119,22 @@ def spent(record: ContextRecord) -> Ledger:
     )
 
 
-def _cut_issue(completion: Completion) -> ValidationIssue | None:
-    """Why a completion ended before its object did: the token limit, or a loop the engine stopped."""
+def _cut_issue(completion: Completion, max_tokens: int) -> ValidationIssue | None:
+    """Why a completion ended before its object did: the token limit (``max_tokens``), or a loop the engine stopped.
+
+    A completion the cache answered carries no token count (it cost nothing this time), so the
+    limit is said from the request, and a loop's length only when the completion knows it.
+    """
     if completion.finish_reason == "length":
-        what, fix = "(the token limit)", "write a shorter object"
-    elif completion.finish_reason == REPEAT:
-        what, fix = "(it repeated one block over and over)", "write each item once"
-    else:
-        return None
-    cut_at = completion.completion_tokens
-    return ValidationIssue("$", "too_long", f"the output was cut at {cut_at} tokens {what}; {fix}")
+        return ValidationIssue(
+            "$", "too_long", f"the output was cut at {max_tokens} tokens (the token limit); write a shorter object"
+        )
+    if completion.finish_reason == REPEAT:
+        at = f" at {completion.completion_tokens} tokens" if completion.completion_tokens else ""
+        return ValidationIssue(
+            "$", "too_long", f"the output was cut{at} (it repeated one block over and over); write each item once"
+        )
+    return None
 
 
 async def _extract_chunk(
@@ -169,7 +175,7 @@ async def _extract_chunk(
             return best[0], best[1] + (issue,)
         ledger.add(completion)
         result = parse_extraction(completion.text, text, key, sentence_offset=first_sentence)
-        cut = _cut_issue(completion)
+        cut = _cut_issue(completion, request.params.max_tokens)
         if cut is not None and not result.ok:
             # say why the JSON is broken: the model ran out of tokens or into a loop, not out of syntax
             result = ValidationResult(result.graph, (cut, *result.errors))

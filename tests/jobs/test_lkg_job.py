@@ -611,7 +611,19 @@ def test_a_cut_extraction_says_why_it_was_cut(finish_reason, says):
     from symbolkg.actors.engines.base import Completion
     from symbolkg.jobs.methods.lkg_extract import _cut_issue
 
-    issue = _cut_issue(Completion('{"entities": [', completion_tokens=300, finish_reason=finish_reason))
+    issue = _cut_issue(Completion('{"entities": [', completion_tokens=300, finish_reason=finish_reason), 300)
     assert issue is not None and issue.kind == "too_long"
     assert issue.message.startswith("the output was cut at 300 tokens") and issue.message.endswith(says)
-    assert _cut_issue(Completion("{}", completion_tokens=2, finish_reason="stop")) is None
+    assert _cut_issue(Completion("{}", completion_tokens=2, finish_reason="stop"), 300) is None
+
+
+def test_a_cut_completion_from_the_cache_still_says_the_limit():
+    """A cached completion carries no token count (it was free): the limit comes from the request.
+    (A qwen run's store said "cut at 0 tokens" where a repair round repeated an earlier prompt.)"""
+    from symbolkg.actors.engines.base import Completion
+    from symbolkg.jobs.methods.lkg_extract import _cut_issue
+
+    cached = Completion('{"entities": [', completion_tokens=0, finish_reason="length", cached=True)
+    assert _cut_issue(cached, 1024).message.startswith("the output was cut at 1024 tokens (the token limit)")
+    looped = Completion('{"entities": [', completion_tokens=0, finish_reason="repeat", cached=True)
+    assert _cut_issue(looped, 1024).message.startswith("the output was cut (it repeated one block")
