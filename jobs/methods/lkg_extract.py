@@ -154,6 +154,7 @@ async def _extract_chunk(
         structured = StructuredOutput(json_schema=chunk_schema(sentences))
     pairs = extraction_messages(text)
     best: tuple[Graph, tuple[ValidationIssue, ...]] | None = None
+    previous = None  # the last round's text
     for round_no in range(1, cfg.max_repair_rounds + 2):
         request = ChatRequest(
             tuple(Message(r, c) for r, c in pairs),
@@ -185,6 +186,9 @@ async def _extract_chunk(
             best = (result.graph, tuple(result.errors))
         if result.ok:
             break
+        if round_no > 1 and completion.text == previous and request.params.temperature == 0:
+            break  # the repair wrote what it was shown: the next prompt would be this one again, answered alike
+        previous = completion.text
         if round_no <= cfg.max_repair_rounds:
             pairs = repair_messages(text, completion.text, result.errors)
     assert best is not None  # the loop runs at least once

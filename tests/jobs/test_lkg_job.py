@@ -261,6 +261,19 @@ def test_repair_round_fixes_a_bad_first_output(tmp_path, bad):
     assert fresh.graph_for_problem("FOLIO_dev_156") == expected_graph(entry)
 
 
+def test_a_repair_that_writes_the_same_output_again_ends_the_repairs(tmp_path):
+    """Greedy decoding: a repair that returns the object it was shown would be shown it again, with
+    the same issues, and write it a third time. It stops there (a qwen run asked 18 such repeats)."""
+    greek = BY_ID["FOLIO_dev_156"]
+    ext = copy.deepcopy(greek["extraction"])
+    ext["rules"][0]["raw_text"] = "All humans are immortal."  # a quote the text does not have
+    broken = json.dumps(ext)
+    engine = ScriptedEngine({key_of(greek["context"]): [broken, broken, broken]}, model=MODEL)
+    report = build(problems_of([greek]), tmp_path, engine, LKGConfig(max_repair_rounds=2))
+    assert (report.invalid, report.llm_calls) == (1, 2)
+    assert LKGStore(tmp_path).context(key_of(greek["context"])).rounds == 2
+
+
 def test_output_that_never_validates_is_stored_invalid_with_its_issues(tmp_path):
     greek, airport = BY_ID["FOLIO_dev_156"], BY_ID["FOLIO_dev_180"]
     ext = copy.deepcopy(greek["extraction"])
