@@ -118,7 +118,9 @@ def main(argv: list[str] | None = None) -> int:
     chains = chains_of(Path(args.requests), args.dataset_prefix)
     if not chains:
         raise SystemExit(f"no answered requests of problems starting with {args.dataset_prefix!r} in {args.requests}")
-    rates = [(int(b), float(r)) for b, r in (part.split(":") for part in args.step_rates.split(","))]
+    rates = sorted((int(b), float(r)) for b, r in (part.split(":") for part in args.step_rates.split(",")))
+    if len(rates) < 2 or any(b < 1 or r <= 0 for b, r in rates):
+        raise SystemExit(f"--step-rates needs two or more batch:tokens/s pairs, positive, got {args.step_rates!r}")
     seconds = step_seconds(rates)
     results = []
     for n in (int(x) for x in args.sizes.split(",")):
