@@ -15,11 +15,21 @@ interpolated linearly between them and beyond the last):
 * **the ceiling**: every request of the job known at once, in one queue, same batch and policy.
 
 Ratio: the job's tokens/s over the ceiling's. The plot also marks the ratios ``llm_ceiling.py``
-measured (its JSON files in ``benchmarks/out/``). Left out: prefill (and the prefix cache), the solver's
-time between rounds, grammar compilation, preemption. So it ranks settings; it does not predict the
-measured ratio (at 72 problems it says 0.87-0.93 where the real run measured 0.83).
+measured (its JSON files in ``benchmarks/out/``, marked by date). Left out: prefill (and the prefix
+cache), the solver's time between rounds, grammar compilation, preemption. So it ranks settings; how
+close it comes to the measured ratio depends on how well ``--step-rates`` match the machine: the
+default rates, read on the VM of 2026-12-06, say 0.90 at 72 problems where that VM measured 0.83;
+the rates read off the VM of 2026-12-07 (``1:5,6:24,30:80,64:115``: it decodes twice as fast in a
+full batch and slower alone) say 0.82 at 150 where it measured 0.85 (benchmarks/RESULTS.md).
+
+``--settings`` picks the engine settings compared (``max_num_seqs:max_in_flight:policy``, ``all``
+for every problem in flight); ``--order longest-first`` admits the problems with the longest chains
+first: an oracle (no job knows a chain's length before it runs) that shows what the order of the long
+chains is worth.
 
     python benchmarks/scheduling_sim.py [--requests DIR] [--dataset-prefix ProntoQA] [--sizes 24,48,72,96,144,288]
+                                        [--step-rates 1:6.5,24:70,64:60] [--settings 64:64:fcfs,32:all:priority]
+                                        [--order drawn|longest-first] [--out FILE]
 
 Writes ``benchmarks/out/scheduling_sim.json`` and ``.png``; runs in seconds.
 """
@@ -32,6 +42,7 @@ import json
 import os
 import random
 import statistics
+import sys
 import time
 from pathlib import Path
 
@@ -42,6 +53,32 @@ REQUESTS = OUT / "qwen" / "logiclm-skeleton.parquet.requests"
 STEP_RATES = "1:6.5,24:70,64:60"
 #: (max_num_seqs, max_in_flight or None for all N, policy)
 SETTINGS = ((64, 64, "fcfs"), (32, None, "fcfs"), (32, None, "priority"), (48, None, "priority"))
+#: admission orders: as drawn; longest chain (most tokens in all its rounds) first
+ORDERS = ("drawn", "longest-first")
+
+
+def in_order(job: list[list[int]], order: str) -> list[list[int]]:
+    """``job``'s chains in the admission ``order`` (:data:`ORDERS`); ties keep their drawn order."""
+    if order == "longest-first":
+        return sorted(job, key=sum, reverse=True)
+    return job
+
+
+def parse_settings(text: str) -> list[tuple[int, int | None, str]]:
+    """``--settings``: ``max_num_seqs:max_in_flight:policy,...``; ``all`` in flight is None (every problem)."""
+    out = []
+    for part in text.split(","):
+        try:
+            seqs, flight, policy = part.split(":")
+            row = (int(seqs), None if flight == "all" else int(flight), policy)
+        except ValueError:
+            raise SystemExit(
+                f"--settings: {part!r} is not max_num_seqs:max_in_flight:policy (e.g. 64:all:fcfs)"
+            ) from None
+        if policy not in ("fcfs", "priority") or row[0] < 1 or (row[1] is not None and row[1] < 1):
+            raise SystemExit(f"--settings: {part!r}: sizes must be >= 1 and the policy fcfs or priority")
+        out.append(row)
+    return out
 
 
 def chains_of(requests: Path, prefix: str) -> list[list[int]]:
@@ -113,6 +150,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sizes", default="24,48,72,96,144,288", help="problems per simulated job")
     ap.add_argument("--seeds", type=int, default=5, help="jobs drawn per size (default 5)")
     ap.add_argument("--step-rates", default=STEP_RATES, help=f"batch:tokens/s,... (default {STEP_RATES})")
+    ap.add_argument(
+        "--settings",
+        default=",".join(f"{s}:{f or 'all'}:{p}" for s, f, p in SETTINGS),
+        help="max_num_seqs:max_in_flight (a number or all):policy,... (default: the four in the table)",
+    )
+    ap.add_argument(
+        "--order",
+        choices=ORDERS,
+        default="drawn",
+        help="admission order: as drawn, or longest chain first (an oracle: a job cannot know a chain's "
+        "length before it runs; it shows what the order of the long chains is worth)",
+    )
     ap.add_argument("--out", default=str(OUT / "scheduling_sim.json"))
     args = ap.parse_args(argv)
     chains = chains_of(Path(args.requests), args.dataset_prefix)
@@ -122,13 +171,15 @@ def main(argv: list[str] | None = None) -> int:
     if len(rates) < 2 or any(b < 1 or r <= 0 for b, r in rates):
         raise SystemExit(f"--step-rates needs two or more batch:tokens/s pairs, positive, got {args.step_rates!r}")
     seconds = step_seconds(rates)
+    settings = parse_settings(args.settings)
     results = []
     for n in (int(x) for x in args.sizes.split(",")):
-        for seqs, in_flight, policy in SETTINGS:
+        for seqs, in_flight, policy in settings:
             ratios = []
             for seed in range(args.seeds):
                 rnd = random.Random(seed)
                 job = [rnd.choice(chains) for _ in range(n)]
+                job = in_order(job, args.order)
                 flight = in_flight or n
                 ratios.append(
                     simulate(job, seqs, flight, policy, seconds, True)
@@ -138,21 +189,23 @@ def main(argv: list[str] | None = None) -> int:
                 "problems": n,
                 "max_num_seqs": seqs,
                 "max_in_flight": in_flight or n,
-                "setting": f"batch {seqs}, {in_flight or 'all'} in flight, {policy}",
+                "setting": f"batch {seqs}, {in_flight or 'all'} in flight, {policy}"
+                + (", longest first" if args.order == "longest-first" else ""),
                 "policy": policy,
+                "order": args.order,
                 "ratio_mean": round(statistics.mean(ratios), 3),
                 "ratio_min": round(min(ratios), 3),
                 "ratio_max": round(max(ratios), 3),
             }
             results.append(row)
             print(
-                f"{n:4d} problems, batch {seqs}, {row['max_in_flight']} in flight, {policy:8s}: job / ceiling "
+                f"{n:4d} problems, {row['setting']}: job / ceiling "
                 f"{row['ratio_mean']:.3f} ({row['ratio_min']:.3f}-{row['ratio_max']:.3f})"
             )
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     result = {
-        "command": "python benchmarks/scheduling_sim.py" + (" " + " ".join(argv) if argv else ""),
+        "command": " ".join(["python benchmarks/scheduling_sim.py", *(sys.argv[1:] if argv is None else argv)]),
         "date": time.strftime("%Y-%m-%d"),
         "requests": os.path.relpath(args.requests, OUT.parent.parent),
         "chains": len(chains),
@@ -181,13 +234,14 @@ def plot(results: list[dict], path: Path) -> None:
             capsize=3,
             label=label,
         )
-    measured = sorted(
-        (d["limit"], d["ratio"])
-        for d in (json.loads(f.read_text()) for f in OUT.glob("llm_ceiling*.json"))
-        if d.get("max_num_seqs", 64) == 64 and d.get("scheduling_policy", "fcfs") == "fcfs"
-    )
-    if measured:
-        ax.plot(*zip(*measured, strict=True), "kx", markersize=8, label="measured: llm_ceiling.py, batch 64, fcfs")
+    # measured points by date: the VMs of different days decode at different rates (benchmarks/RESULTS.md)
+    measured: dict[str, list[tuple[int, float]]] = {}
+    for d in (json.loads(f.read_text()) for f in sorted(OUT.glob("llm_ceiling*.json"))):
+        if d.get("max_num_seqs", 64) == 64 and d.get("scheduling_policy", "fcfs") == "fcfs":
+            measured.setdefault(d["date"], []).append((d["limit"], d["ratio"]))
+    for (day, points), marker in zip(sorted(measured.items()), "xP^v", strict=False):
+        label = f"measured {day}: llm_ceiling.py, batch 64, fcfs"
+        ax.plot(*zip(*sorted(points), strict=True), "k" + marker, markersize=8, label=label)
     ax.axhline(0.9, color="grey", linestyle=":", linewidth=1)
     ax.set_xlabel("problems in the job")
     ax.set_ylabel("job / ceiling (simulated)")

@@ -33,3 +33,55 @@ def test_a_chain_costs_the_job_its_rounds_in_sequence():
     assert sim.simulate([[3], [3]], 1, 2, "priority", flat, True) == pytest.approx(1.0)
     # one in flight admits the second problem only when the first is done
     assert sim.simulate([[3], [3]], 2, 1, "fcfs", flat, True) == pytest.approx(1.0)
+
+
+def test_longest_first_admits_the_long_chain_before_the_short_ones():
+    def flat(b: int) -> float:
+        return 1.0
+
+    job = [[1], [1], [4]]
+    assert sim.in_order(job, "drawn") == job
+    assert sim.in_order(job, "longest-first") == [[4], [1], [1]]
+    # two in flight: drawn, the short pair ends at step 1 and the long chain then runs alone (5 steps);
+    # longest first, the short ones ride beside it (4 steps); 6 tokens either way
+    assert sim.simulate(job, 2, 2, "fcfs", flat, True) == pytest.approx(6 / 5)
+    assert sim.simulate(sim.in_order(job, "longest-first"), 2, 2, "fcfs", flat, True) == pytest.approx(6 / 4)
+
+
+def test_settings_parse_and_bad_ones_say_the_form():
+    assert sim.parse_settings("64:all:fcfs,32:48:priority") == [(64, None, "fcfs"), (32, 48, "priority")]
+    for bad in ("64:all", "64:all:lifo", "0:all:fcfs", "x:1:fcfs"):
+        with pytest.raises(SystemExit, match="--settings"):
+            sim.parse_settings(bad)
+
+
+def test_a_run_records_its_order_settings_and_command(tmp_path):
+    import json
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    requests = tmp_path / "run.parquet.requests"
+    requests.mkdir()
+    rows = [("ProntoQA_1", 3, 0.0), ("ProntoQA_2", 5, 1.0), ("ProntoQA_2", 2, 2.0), ("FOLIO_1", 9, 3.0)]
+    pq.write_table(
+        pa.table(
+            {
+                "problem_id": [r[0] for r in rows],
+                "completion_tokens": [r[1] for r in rows],
+                "submitted": [r[2] for r in rows],
+                "cached": [False] * len(rows),
+            }
+        ),
+        requests / "part-0.parquet",
+    )
+    out = tmp_path / "sim.json"
+    argv = ["--requests", str(requests), "--sizes", "4", "--seeds", "2", "--step-rates", "1:1,2:2"]
+    argv += ["--settings", "2:all:fcfs", "--order", "longest-first", "--out", str(out)]
+    assert sim.main(argv) == 0
+    result = json.loads(out.read_text())
+    assert result["command"] == "python benchmarks/scheduling_sim.py " + " ".join(argv)
+    [row] = result["results"]
+    assert row["setting"] == "batch 2, all in flight, fcfs, longest first" and row["order"] == "longest-first"
+    assert row["max_in_flight"] == 4 and 0 < row["ratio_min"] <= row["ratio_mean"] <= row["ratio_max"]
+    assert out.with_suffix(".png").exists()
