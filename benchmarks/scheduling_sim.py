@@ -19,8 +19,8 @@ measured (its JSON files in ``benchmarks/out/``, marked by date). Left out: pref
 cache), the solver's time between rounds, grammar compilation, preemption. So it ranks settings; how
 close it comes to the measured ratio depends on how well ``--step-rates`` match the machine: the
 default rates, read on the VM of 2026-12-06, say 0.90 at 72 problems where that VM measured 0.83;
-the rates read off the VM of 2026-12-07 (``1:5,6:24,30:80,64:115``: it decodes twice as fast in a
-full batch and slower alone) say 0.82 at 150 where it measured 0.85 (benchmarks/RESULTS.md).
+the rates read off the VM of 2026-12-07 (``1:5,6:24,30:80,64:110``: it decodes twice as fast in a
+full batch and slower alone) say 0.83 at 150 where it measured 0.85 (benchmarks/RESULTS.md).
 
 ``--settings`` picks the engine settings compared (``max_num_seqs:max_in_flight:policy``, ``all``
 for every problem in flight); ``--order longest-first`` admits the problems with the longest chains
