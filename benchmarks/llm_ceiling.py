@@ -39,9 +39,11 @@ to vLLM's CPU batching, which is not bit-exact (the token totals are both report
                                      [--max-num-seqs 64] [--max-in-flight 64] [--scheduling-policy fcfs]
                                      [--no-waves] [--data-dir DIR]
 
-Writes ``benchmarks/out/llm_ceiling.json`` and ``.png``. Budget with the 1.5B model on 2 cores: about
-20 minutes at ``--limit 12`` (two engine starts, the job, the ceiling twice). Run it alone: two vLLM engines,
-or one beside a test suite, do not fit this machine's memory.
+Writes ``benchmarks/out/llm_ceiling.json`` and ``.png``, and the job's request log (each request's problem,
+submission and answer times, tokens) in ``llm_ceiling.parquet.requests/``, which
+``scheduling_sim.py --requests`` replays (its chains are this machine's, not the kept float32 run's).
+Budget with the 1.5B model on 2 cores: about 20 minutes at ``--limit 12`` (two engine starts, the job, the
+ceiling twice). Run it alone: two vLLM engines, or one beside a test suite, do not fit this machine's memory.
 """
 
 from __future__ import annotations
@@ -51,6 +53,7 @@ import asyncio
 import json
 import os
 import platform
+import shutil
 import sys
 import tempfile
 import time
@@ -95,9 +98,15 @@ def as_decoded(request: ChatRequest, completion: Completion) -> ChatRequest:
     return replace(request, params=replace(request.params, max_tokens=max(1, completion.completion_tokens)))
 
 
-def run_job(engine: LLMEngine, problems: list, limit_note: str, max_in_flight: int = 64) -> dict:
-    """Phase 1: the logiclm job on ``problems``, ``max_in_flight`` at a time; its requests and their span."""
-    from symbolkg.actors.engines.metered import MeteredEngine
+def run_job(
+    engine: LLMEngine, problems: list, limit_note: str, max_in_flight: int = 64, log_to: Path | None = None
+) -> dict:
+    """Phase 1: the logiclm job on ``problems``, ``max_in_flight`` at a time; its requests and their span.
+
+    With ``log_to`` (a results path), the job's request records (problem, round, submitted and
+    answered, tokens) are written to its request-log folder, which ``scheduling_sim.py --requests``
+    replays; a log there from an earlier run is replaced."""
+    from symbolkg.actors.engines.metered import MeteredEngine, request_log_dir
     from symbolkg.jobs.methods import MethodConfig
     from symbolkg.jobs.methods.logiclm import LogicLM
     from symbolkg.jobs.pipeline.method_job import run_method_job
@@ -105,7 +114,9 @@ def run_job(engine: LLMEngine, problems: list, limit_note: str, max_in_flight: i
     from symbolkg.solvers.runtime.local_pool import LocalSolverPool
 
     keeping = KeepingEngine(engine)
-    metered = MeteredEngine(keeping)
+    if log_to is not None:
+        shutil.rmtree(request_log_dir(log_to), ignore_errors=True)
+    metered = MeteredEngine(keeping, log_to=log_to, flush_records=len(problems) * 64)  # written once, at the end
     with tempfile.TemporaryDirectory() as tmp, LocalSolverPool(2) as pool:
         store = ResultStore(Path(tmp) / "run.parquet", run_info={"source": limit_note})
         t0 = time.perf_counter()
@@ -123,7 +134,8 @@ def run_job(engine: LLMEngine, problems: list, limit_note: str, max_in_flight: i
         )
         wall = time.perf_counter() - t0
         rows = read_run(Path(tmp) / "run.parquet")[0].to_pylist()
-    records = metered.records
+    records = list(metered.records)
+    metered.flush_log()
     span = max(r.finished for r in records) - min(r.submitted for r in records)
     generated = sum(r.completion_tokens for r in records)
     first_ids = {r.request_id for r in waves(keeping.requests)[0]}
@@ -263,7 +275,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"engine loaded in {engine.load_s:.0f} s", file=sys.stderr, flush=True)
     warm = ChatRequest((Message("user", "Say OK."),), SamplingParams(max_tokens=4), purpose="warm-up")
     asyncio.run(engine.generate([warm]))
-    job = run_job(engine, problems, f"{args.dataset} first {args.limit}", args.max_in_flight)
+    out = Path(args.out)
+    log_to = out.with_suffix(".parquet")  # its request log: OUT.parquet.requests/
+    job = run_job(engine, problems, f"{args.dataset} first {args.limit}", args.max_in_flight, log_to)
     print(f"job: {json.dumps({k: v for k, v in job.items() if k != 'requests'})}", file=sys.stderr, flush=True)
     requests = job.pop("requests")
     inputs = [offline_input(engine, r) for r in requests]
@@ -290,7 +304,6 @@ def main(argv: list[str] | None = None) -> int:
         "ratio_whole_job": round(job["generated_tok_s_whole_job"] / ceiling["generated_tok_s"], 3),
         **(_wave_ratios(job, ceiling, by_waves) if by_waves is not None else {}),
     }
-    out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=2))
     plot(result, out.with_suffix(".png"))
