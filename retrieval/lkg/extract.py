@@ -26,7 +26,11 @@ The prompt has one hand-written few-shot example (:data:`EXAMPLE_CONTEXT`,
 matches the schema and validates without issues). The extraction and repair
 prompts share their prefix (system message and example) so that an engine with
 prefix caching computes it once. Change :data:`PROMPT_VERSION` whenever the
-prompt, the schema or the example change: it is part of the store's cache key.
+prompt, the schema or the example change: it is part of the store's cache key. One
+exception, made once: :data:`RELATION_PATTERN` left out ``APPLIES_TO`` and ``MENTIONS``
+after ``lkg-extract-4``, ruling out during decoding only edges that validation always
+rejected (``bad_endpoint``); every graph stored under 4 is one the current rules accept,
+so the version stayed and precomputed stores (the kept qwen runs' among them) stay valid.
 """
 
 from __future__ import annotations
@@ -300,14 +304,13 @@ def extraction_schema(
     * an edge is one of four shapes (``anyOf``) whose endpoint ids are of the node
       types its type allows (:data:`symbolkg.retrieval.lkg.schema.EDGE_ENDPOINTS`): ``IS_A``
       from an entity or concept to a concept, ``HAS`` and UPPER_SNAKE relations between
-      entities and concepts, ``APPLIES_TO`` and ``MENTIONS`` from a rule or constraint,
-      ``RELATED_TO`` between any;
+      entities and concepts (:data:`RELATION_PATTERN`: never ``APPLIES_TO`` or ``MENTIONS``),
+      ``APPLIES_TO`` and ``MENTIONS`` from a rule or constraint, ``RELATED_TO`` between any;
     * every other string has a ``maxLength`` (:data:`FIELD_MAX_CHARS`).
 
     What it cannot rule out, validation still catches: an edge to an id the output never
     defined (``dangling_edge``), two items that are one node with clashing attributes
-    (``conflict``), a relation spelled like a structural type between entities
-    (``bad_endpoint``), and a cut output (``truncated``).
+    (``conflict``), and a cut output (``truncated``).
 
     Args:
         limits: the caps to mirror; :class:`ValidationLimits` defaults when None.
@@ -369,6 +372,55 @@ def _ids(prefix: str, n: int) -> list[str]:
     return [f"{prefix}{i}" for i in range(1, n + 1)]
 
 
+_UPPER = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+_UPPER_DIGIT = _UPPER + "0123456789"
+
+
+def _word_except(excluded: Sequence[str], first: str, rest: str, min_len: int, max_len: int) -> str:
+    """A regex (no lookaround: xgrammar has none) for a word of ``min_len``-``max_len`` characters, the
+    first from ``first``, the others from ``rest``, that is none of ``excluded``: a walk down the trie of
+    the excluded words, leaving it at any character the trie does not go on with, or ending early."""
+
+    def chars(allowed: str) -> str:
+        return "[" + allowed + "]"
+
+    def walk(prefix: str, depth: int) -> str:
+        allowed = first if depth == 0 else rest
+        children = sorted({w[depth] for w in excluded if len(w) > depth and w.startswith(prefix)})
+        options = []
+        if depth >= min_len and prefix not in excluded:
+            options.append("")  # the word ends here
+        if depth < max_len:
+            other = "".join(c for c in allowed if c not in children)
+            lo, hi = max(0, min_len - depth - 1), max_len - depth - 1
+            if other:
+                options.append(chars(other) + (f"{chars(rest)}{{{lo},{hi}}}" if hi > 0 else ""))
+            options.extend(c + walk(prefix + c, depth + 1) for c in children)
+        return "(" + "|".join(options) + ")" if len(options) > 1 else options[0]
+
+    return walk("", 0)
+
+
+def _relation_pattern() -> str:
+    """UPPER_SNAKE relation names of at most 64 characters (a first word of 1-16, then up to three
+    ``_`` parts of 2-16, so never ``IS_A``), except ``MENTIONS`` and ``APPLIES_TO``: those are structural
+    types from a rule or constraint only, and between entities and concepts validation rejects them
+    (``bad_endpoint``). Flat alternatives: xgrammar 0.1 admits ``A_TO`` for ``^A(_X(_Y){0,2})?$`` where
+    ``_X`` excludes ``_TO`` (a repetition nested in an optional group), and none of the flat form."""
+    part = f"_[{_UPPER_DIGIT}]{{2,15}}"
+    first_word = _word_except(("MENTIONS", "APPLIES"), _UPPER, _UPPER_DIGIT, 1, 16)
+    not_to = "_" + _word_except(("TO",), _UPPER_DIGIT, _UPPER_DIGIT, 2, 15)
+    names = [first_word + part * n for n in range(4)]
+    names += ["MENTIONS" + part * n for n in range(1, 4)]
+    names += ["APPLIES"] + ["APPLIES" + not_to + part * n for n in range(3)]
+    names += ["APPLIES_TO" + part * n for n in range(1, 3)]
+    return "^(" + "|".join(names) + ")$"
+
+
+#: The JSON-schema pattern of a typed relation's name in the text-specific extraction schema.
+RELATION_PATTERN = _relation_pattern()
+
+
 def _text_schema(b: SchemaBounds, sentences: Sequence[str]) -> dict[str, Any]:
     """:func:`extraction_schema` specific to the text of ``sentences`` (see its docstring)."""
     e_ids, c_ids = _ids("e", b.entities), _ids("c", b.concepts)
@@ -427,8 +479,7 @@ def _text_schema(b: SchemaBounds, sentences: Sequence[str]) -> dict[str, Any]:
         return _object({"source": _one_of(sources), "target": _one_of(targets), "type": edge_type, "raw_text": quote})
 
     things = e_ids + c_ids
-    # UPPER_SNAKE of at most 64 characters; parts after the first have two or more (so never IS_A)
-    relation = {"type": "string", "pattern": "^[A-Z][A-Z0-9]{0,15}(_[A-Z0-9]{2,15}){0,3}$"}
+    relation = {"type": "string", "pattern": RELATION_PATTERN}
     shapes = [
         edge(_one_of(["IS_A"]), things, c_ids),
         edge(_one_of(["APPLIES_TO", "MENTIONS"]), r_ids + k_ids, things),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import itertools
 import json
 
 import jsonschema
@@ -14,6 +15,7 @@ from symbolkg.retrieval.lkg.extract import (
     EXAMPLE_OUTPUT,
     MAX_OUTPUT_CHARS,
     PROMPT_VERSION,
+    RELATION_PATTERN,
     SchemaBounds,
     chunk_context,
     chunk_schema,
@@ -81,6 +83,37 @@ def test_text_specific_schema_admits_only_verbatim_sentences_and_prompt_ids():
         jsonschema.validate(bad, extraction_schema())  # the generic schema admits it; validation catches it
 
 
+def relation_names() -> set[str]:
+    """Names near the edges of the relation pattern: the structural types' words and their neighbours
+    (one character more, less or changed), joined by underscores, and words at the length bounds."""
+    words = ["MENTIONS", "APPLIES", "TO", "MENTION", "MENTIONSX", "APPLIE", "APPLIESS", "APPLIEZ", "T", "TOO", "T0"]
+    words += ["OT", "HAS", "IS", "A", "ALL", "RELATED", "OF", "X" * 15, "X" * 16, "X" * 17]
+    names = {"_".join(c) for n in (1, 2, 3) for c in itertools.product(words, repeat=n)}
+    return names | {"_".join(c) for c in itertools.product(["LEFT", "AB", "TO"], repeat=4)} | {"", "_TO", "A_"}
+
+
+def test_relation_names_are_upper_snake_except_the_structural_types_a_rule_sends():
+    """The schema's relation pattern, by Python's regex engine and by xgrammar's (what vLLM decodes
+    with), admits exactly the UPPER_SNAKE names of the relation shape but APPLIES_TO and MENTIONS."""
+    import re
+
+    xgr = pytest.importorskip("xgrammar")
+    upper_snake = re.compile(r"^[A-Z][A-Z0-9]{0,15}(_[A-Z0-9]{2,15}){0,3}$")
+    compiled = xgr.GrammarCompiler(xgr.TokenizerInfo([]), cache_enabled=False).compile_json_schema(
+        json.dumps({"type": "string", "pattern": RELATION_PATTERN})
+    )
+
+    def decodes(name: str) -> bool:
+        matcher = xgr.GrammarMatcher(compiled, terminate_without_stop_token=True)
+        return matcher.accept_string(json.dumps(name)) and matcher.is_terminated()
+
+    names = relation_names()
+    expected = {n for n in names if upper_snake.match(n) and n not in ("APPLIES_TO", "MENTIONS")}
+    assert {"APPLIES_TO", "MENTIONS", "IS_A", "APPLIES_TO_ALL", "MENTIONS_OF", "HAS"} <= names
+    assert {n for n in names if re.match(RELATION_PATTERN, n)} == expected
+    assert {n for n in names if decodes(n)} == expected
+
+
 def test_text_schema_constrains_names_ids_and_edge_endpoints():
     sentences = split_sentences(EXAMPLE_CONTEXT)
     schema = chunk_schema(sentences)
@@ -106,11 +139,15 @@ def test_text_schema_constrains_names_ids_and_edge_endpoints():
         holder[path[-1]] = value
         with pytest.raises(jsonschema.ValidationError):
             jsonschema.validate(bad, schema)
-    # the gap validation closes: a relation spelled like APPLIES_TO between entities fits the relation shape
-    gap = copy.deepcopy(EXAMPLE_OUTPUT)
-    gap["edges"][3]["source"] = "e1"
-    jsonschema.validate(gap, schema)
-    assert parse_extraction(json.dumps(gap), EXAMPLE_CONTEXT, "k").errors[0].kind == "bad_endpoint"
+    # a structural type that only a rule or constraint may send, between entities: the relation shape's
+    # names leave out APPLIES_TO and MENTIONS, so the schema rules it out; validation still catches it
+    # where the output was not decoded to this schema
+    for structural in ("APPLIES_TO", "MENTIONS"):
+        gap = copy.deepcopy(EXAMPLE_OUTPUT)
+        gap["edges"][3]["source"], gap["edges"][3]["type"] = "e1", structural
+        with pytest.raises(jsonschema.ValidationError):
+            jsonschema.validate(gap, schema)
+        assert parse_extraction(json.dumps(gap), EXAMPLE_CONTEXT, "k").errors[0].kind == "bad_endpoint"
     # the shapes still admit every legal edge type
     ok = copy.deepcopy(EXAMPLE_OUTPUT)
     ok["edges"] += [
