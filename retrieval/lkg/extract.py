@@ -384,7 +384,7 @@ def _word_except(excluded: Sequence[str], first: str, rest: str, min_len: int, m
     def chars(allowed: str) -> str:
         return "[" + allowed + "]"
 
-    def walk(prefix: str, depth: int) -> str:
+    def walk(prefix: str, depth: int) -> str | None:  # None: no word goes on from here
         allowed = first if depth == 0 else rest
         children = sorted({w[depth] for w in excluded if len(w) > depth and w.startswith(prefix)})
         options = []
@@ -395,10 +395,15 @@ def _word_except(excluded: Sequence[str], first: str, rest: str, min_len: int, m
             lo, hi = max(0, min_len - depth - 1), max_len - depth - 1
             if other:
                 options.append(chars(other) + (f"{chars(rest)}{{{lo},{hi}}}" if hi > 0 else ""))
-            options.extend(c + walk(prefix + c, depth + 1) for c in children)
+            options.extend(c + tail for c in children if (tail := walk(prefix + c, depth + 1)) is not None)
+        if not options:
+            return None
         return "(" + "|".join(options) + ")" if len(options) > 1 else options[0]
 
-    return walk("", 0)
+    word = walk("", 0)
+    if word is None:
+        raise ValueError(f"no word of {min_len}-{max_len} characters is left once {list(excluded)} are excluded")
+    return word
 
 
 def _relation_pattern() -> str:

@@ -313,3 +313,14 @@ def test_a_truncated_output_keeps_the_items_completed_before_the_cut():
     # broken in the middle (not a truncation): not salvaged
     broken = text.replace('"concepts": [', '"concepts": [}', 1)
     assert [e.kind for e in parse_extraction(broken, EXAMPLE_CONTEXT, "k").errors] == ["invalid_json"]
+
+
+def test_a_word_except_some_words_at_its_length_bounds():
+    import re
+
+    from symbolkg.retrieval.lkg.extract import _word_except
+
+    pattern = _word_except(("AB", "A"), "AB", "AB", 1, 2)  # an excluded word as long as the longest word
+    assert [w for w in ("A", "B", "AA", "AB", "BA", "BB", "ABA") if re.fullmatch(pattern, w)] == ["B", "AA", "BA", "BB"]
+    with pytest.raises(ValueError, match="no word"):
+        _word_except(("A", "B"), "AB", "AB", 1, 1)
