@@ -238,10 +238,11 @@ def plot(results: list[dict], path: Path) -> None:
     measured: dict[str, list[tuple[int, float]]] = {}
     for d in (json.loads(f.read_text()) for f in sorted(OUT.glob("llm_ceiling*.json"))):
         # a ratio above 1 is an offline side slower than the job: no ceiling (the 300-problem run, RESULTS.md)
-        if d.get("max_num_seqs", 64) == 64 and d.get("scheduling_policy", "fcfs") == "fcfs" and d["ratio"] <= 1:
+        default = (d.get("max_num_seqs", 64), d.get("max_in_flight", 64), d.get("scheduling_policy", "fcfs"))
+        if default == (64, 64, "fcfs") and d["ratio"] <= 1:
             measured.setdefault(d["date"], []).append((d["limit"], d["ratio"]))
     for (day, points), marker in zip(sorted(measured.items()), "xP^v", strict=False):
-        label = f"measured {day}: llm_ceiling.py, batch 64, fcfs"
+        label = f"measured {day}: llm_ceiling.py, batch 64, 64 in flight, fcfs"
         ax.plot(*zip(*sorted(points), strict=True), "k" + marker, markersize=8, label=label)
     ax.axhline(0.9, color="grey", linestyle=":", linewidth=1)
     ax.set_xlabel("problems in the job")
