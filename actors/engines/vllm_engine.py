@@ -127,6 +127,10 @@ class VLLMConfig:
             lengths (benchmarks/RESULTS.md), priority ended small jobs with their last problems'
             repair chains alone and lost 3-5% of the tokens/s; it is for runs where a problem's
             latency counts.
+        speculative_config: vLLM's speculative decoding settings (its ``speculative_config``, e.g.
+            ``{"method": "ngram", "num_speculative_tokens": 8, "prompt_lookup_max": 5}``); None: off.
+            On the 2-core CPU it loses: n-gram drafts decode a lone repair 2.5 times faster, but a full
+            batch of 64 at 0.37-0.62 of its speed (benchmarks/spec_decode_probe.py, RESULTS.md).
         log_stats: let vLLM log its statistics every :attr:`VLLMEngine.STATS_INTERVAL_S` seconds
             (throughput, running and waiting requests, KV-cache use, preemptions) while requests run.
         shutdown_timeout_s: seconds :meth:`VLLMEngine.close` waits for vLLM's processes.
@@ -152,6 +156,7 @@ class VLLMConfig:
     cpu_preload_libs: bool = False
     repeat_stop: RepeatStop | None = RepeatStop()
     scheduling_policy: Literal["fcfs", "priority"] = "fcfs"
+    speculative_config: dict[str, Any] | None = None
     log_stats: bool = False
     shutdown_timeout_s: float = 30.0
 
@@ -410,6 +415,7 @@ class VLLMEngine:
             trust_remote_code=cfg.trust_remote_code,
             distributed_executor_backend=cfg.distributed_executor_backend,
             scheduling_policy=cfg.scheduling_policy,
+            speculative_config=cfg.speculative_config,
             disable_log_stats=not cfg.log_stats,
         )
 

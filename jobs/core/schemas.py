@@ -171,7 +171,9 @@ _MCP_CALL: JsonSchema = _obj({"tool": STR, "ok": BOOL, "seconds": NUM, "error": 
 #: method -> the schema of its rows' ``trace``.
 TRACE_SCHEMAS: dict[str, JsonSchema] = {
     "recorded": _obj({**_COMMON_TRACE, **_CHECKS_TRACE, "cross_check": _CROSS_CHECK}),
-    "logiclm": _obj({**_COMMON_TRACE, **_CHECKS_TRACE, "samples": _list(SAMPLE), "vote": _VOTE}),
+    "logiclm": _obj(
+        {**_COMMON_TRACE, **_CHECKS_TRACE, "refine_fixed_point": INT, "samples": _list(SAMPLE), "vote": _VOTE}
+    ),
     "symbolkg": _obj(
         {
             **_COMMON_TRACE,
@@ -196,6 +198,7 @@ TRACE_SCHEMAS: dict[str, JsonSchema] = {
             "route": _ROUTE,
             "route_vote_error": STR,
             "hints": STR,
+            "refine_fixed_point": INT,
         }
     ),
     "symba": _obj(

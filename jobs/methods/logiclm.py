@@ -87,6 +87,14 @@ class Formalized:
             program after the loop (then ``program`` and ``outcome`` are the corrected program's and
             ``original_program`` the program as written); empty when none applied.
         remaining: with ``corrections``, the findings on the corrected program.
+        fixed_point: the round after which the loop stopped because its repair would have asked the
+            model exactly what that round asked (its program came back unchanged, with the same
+            error); None when it did not. Decoded greedily, that round and every one after it would
+            write the same program again. Logic-LM refines until the program runs or the rounds are
+            spent; stopping here gives the same kept program and answer. In the kept qwen runs such
+            repeats were 16-30% of the rows' completion text. The completion cache served them there,
+            but a job without one decodes each again, late in the job and nearly alone
+            (benchmarks/RESULTS.md). A sampled loop (temperature > 0) goes on: its next sample may differ.
     """
 
     outcome: Outcome | None = None
@@ -101,6 +109,7 @@ class Formalized:
     corrections: list[str] = field(default_factory=list)
     original_program: str | None = None
     remaining: list[CheckFinding] = field(default_factory=list)
+    fixed_point: int | None = None
     _kept_rank: int = field(default=-1, repr=False)
 
     def trace(self) -> dict:
@@ -113,6 +122,8 @@ class Formalized:
             entries["corrections"] = self.corrections
             entries["original_program"] = self.original_program
             entries["remaining"] = [f.to_dict() for f in self.remaining]
+        if self.fixed_point is not None:
+            entries["refine_fixed_point"] = self.fixed_point
         return entries
 
     def keep_if_best(self, one: _Round) -> None:
@@ -181,6 +192,8 @@ async def formalize_solve_refine(
     program, outcome and findings are what :class:`Formalized` holds (every round stays in ``attempts``).
     When the repairs leave a finding that the text resolves, the kept round's program is corrected and
     solved as the direct path does (:func:`_correct_kept_round`): a file's program or a model's, one answer.
+    A greedy repair that returns the program it was shown, failing the same way, ends the loop: the
+    rounds after it could only repeat it (:attr:`Formalized.fixed_point`).
 
     Args:
         problem: the problem (its question and options are always shown).
@@ -206,11 +219,7 @@ async def formalize_solve_refine(
     context = problem.context if context is None else context
     run_as = run_as or language
     pairs = prompts.formulation_messages(language, context, problem.question, problem.options, hints)
-    asking = _Asking(
-        params or cfg.formulate_params,
-        ctx.structured(prompts.program_structured_output(language, grammar)),
-        request_tag,
-    )
+    asking = _Asking.of(ctx, language, grammar, params, request_tag)
     out = Formalized()
     for round_no in range(1, cfg.max_refine_rounds + 2):
         purpose = "formulate" if round_no == 1 else "refine"
@@ -225,7 +234,11 @@ async def formalize_solve_refine(
         out.attempts.append(one.attempt())
         if not one.needs_repair(feedback) or round_no > cfg.max_refine_rounds:
             break
-        pairs = _repair_messages(language, context, problem, one, hints, completion.text, feedback)
+        repair = _repair_messages(language, context, problem, one, hints, completion.text, feedback)
+        if asking.repeats(pairs, repair):
+            out.fixed_point = round_no
+            break
+        pairs = repair
     if out.program is not None:
         await _correct_kept_round(problem, ctx, out, run_as)
     return out
@@ -295,6 +308,17 @@ class _Asking:
     params: SamplingParams
     structured: StructuredOutput | None
     tag: str = ""
+
+    @classmethod
+    def of(cls, ctx: MethodContext, language: str, grammar: str, params: SamplingParams | None, tag: str) -> _Asking:
+        """The loop's asking: ``params`` (default the context's ``formulate_params``), ``grammar``'s constraint."""
+        structured = ctx.structured(prompts.program_structured_output(language, grammar))
+        return cls(params or ctx.config.formulate_params, structured, tag)
+
+    def repeats(self, pairs: prompts.Messages, following: prompts.Messages) -> bool:
+        """Whether asking ``following`` after ``pairs`` can only get the same completion again: the
+        same messages, decoded greedily (a sampled request may get another)."""
+        return following == pairs and self.params.temperature == 0
 
     def request(
         self, ctx: MethodContext, problem: Problem, pairs: prompts.Messages, round_no: int, purpose: str

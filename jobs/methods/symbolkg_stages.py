@@ -498,6 +498,8 @@ async def run_symbolkg(problem: Problem, ctx: MethodContext, kg: SymbolKG) -> Re
         problem, ctx, language=target.language, run_as=target.run_as, context=premises.context, hints=hints
     )
     seconds.update(f.seconds)
+    if f.fixed_point is not None:
+        trace["refine_fixed_point"] = f.fixed_point
     return f.row(
         problem,
         ctx,

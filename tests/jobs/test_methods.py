@@ -8,7 +8,7 @@ import json
 import pyarrow.parquet as pq
 import pytest
 
-from symbolkg.actors.engines.base import EngineDeadError, EngineError
+from symbolkg.actors.engines.base import EngineDeadError, EngineError, SamplingParams
 from symbolkg.actors.engines.scripted import ScriptedEngine
 from symbolkg.jobs.core.rows import Problem
 from symbolkg.jobs.inspection.report import summarize
@@ -61,11 +61,39 @@ def test_refine_loop_fixes_a_syntax_error_in_round_two(pool):
 
 
 def test_refine_rounds_are_bounded_and_no_answer_is_guessed(pool):
-    engine = ScriptedEngine(lambda req: BAD_LP)
+    asked: list[int] = []
+
+    def script(req):  # a new broken program every round (its comment differs), so no round repeats one
+        asked.append(1)
+        return BAD_LP.replace("Bob is big.", f"Bob is big (try {len(asked)}).")
+
+    engine = ScriptedEngine(script)
     row = asyncio.run(run_problem(problem(), MethodConfig("logiclm", max_refine_rounds=2), engine, pool))
-    assert row.rounds == 3 and row.success_round is None
+    assert row.rounds == 3 and row.success_round is None and len(engine.requests) == 3
     assert not row.executed and row.predicted is None and not row.correct
     assert row.status == "parse_error" and row.error_line is not None
+    assert "refine_fixed_point" not in json.loads(row.trace)
+
+
+def test_a_repair_that_returns_its_program_unchanged_ends_the_greedy_loop(pool):
+    # Round 2 writes round 1's program again and it fails the same way: round 3 would be round 2's
+    # request word for word, which greedy decoding answers the same way. The loop stops after round 2,
+    # and its row is what the full four rounds would have given.
+    engine = ScriptedEngine(lambda req: BAD_LP)
+    row = asyncio.run(run_problem(problem(), MethodConfig("logiclm"), engine, pool))
+    assert len(engine.requests) == 2 and row.rounds == 2 and row.llm_calls == 2
+    assert engine.requests[0].messages != engine.requests[1].messages  # round 2 was a real repair
+    assert json.loads(row.trace)["refine_fixed_point"] == 2
+    assert row.program == BAD_LP and row.status == "parse_error" and row.predicted is None
+
+
+def test_a_sampled_loop_goes_on_past_a_repeated_program(pool):
+    # Sampled at temperature > 0, the same request may get another program: every round is asked.
+    engine = ScriptedEngine(lambda req: BAD_LP)
+    config = MethodConfig("logiclm", formulate_params=SamplingParams(max_tokens=256, temperature=0.7))
+    row = asyncio.run(run_problem(problem(), config, engine, pool))
+    assert len(engine.requests) == 4 and row.rounds == 4
+    assert "refine_fixed_point" not in json.loads(row.trace)
 
 
 def test_engine_error_keeps_the_last_outcome(pool):
