@@ -128,6 +128,7 @@ SAMPLE: JsonSchema = _obj(
         "excluded": _opt(STR),
         "kept_round": _opt(INT),
         "rounds": {"type": "integer", "minimum": 0},
+        "fixed_point": _opt(INT),
         "status": {"enum": [s.value for s in Status]},
         "error_kind": _opt(STR),
         "error_message": _opt(STR),
@@ -223,6 +224,7 @@ TRACE_SCHEMAS: dict[str, JsonSchema] = {
             "sldnf_closure": _opt(STR),
             "sldnf": _opt(OBJ),
             "rederived": _opt(OBJ),
+            "refine_fixed_point": INT,
         }
     ),
     "multipath": _obj(

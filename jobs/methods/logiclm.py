@@ -559,6 +559,7 @@ class Sample:
             "excluded": self.excluded,
             "kept_round": f.kept_round,
             "rounds": f.rounds,
+            "fixed_point": f.fixed_point,
             "status": outcome.status.value,
             "error_kind": outcome.error_kind,
             "error_message": outcome.error_message,

@@ -160,6 +160,10 @@ class Attempts:
         program: the last program that ran, with its goal as a final ``?- goal.`` line.
         success_round: the attempt that reached a verdict (None if none did).
         reused: attempts that reused a consulted session.
+        fixed_point: the attempt after which the repairs stopped because the next repair request
+            would have been this attempt's request again, word for word (the model wrote back the
+            answer it was shown, which failed the same way): greedy decoding would answer it the
+            same way until the attempts ran out. None when it did not happen.
     """
 
     log: list[dict[str, Any]] = field(default_factory=list)
@@ -169,6 +173,7 @@ class Attempts:
     program: str | None = None
     success_round: int | None = None
     reused: int = 0
+    fixed_point: int | None = None
 
     def row(self, problem: Problem, ctx: MethodContext, *, latency_s: float, trace: dict[str, Any]) -> ResultRow:
         """The problem's row: the last outcome interpreted, the last program, every attempt."""
@@ -313,6 +318,8 @@ class PrologAgent(Method):
             "sldnf": sldnf,
             "rederived": rederived,
         }
+        if tries.fixed_point is not None:
+            trace["refine_fixed_point"] = tries.fixed_point
         return tries.row(problem, ctx, latency_s=time.monotonic() - t0, trace=trace)
 
     async def _attempts(
@@ -320,7 +327,8 @@ class PrologAgent(Method):
     ) -> Attempts:
         """Formalize, then repair after each failed consult or goal, up to ``max_attempts`` times.
 
-        A repair request is the first request, the model's last answer and that answer's error.
+        A repair request is the first request, the model's last answer and that answer's error; when it
+        would be the request just asked, the attempts stop (:attr:`Attempts.fixed_point`).
         """
         base = P.formalize_messages(problem.context, problem.question)
         messages = list(base)
@@ -331,13 +339,16 @@ class PrologAgent(Method):
             completion = await self._ask(problem, ctx, messages, tries)
             if completion is None:
                 break
-            # a repair shows the model its last answer and that answer's error only (not every earlier
-            # attempt): the conversation stays within a small model's context
-            messages = [*base, ("assistant", completion.text[:_ECHO_CHARS])]
             repair = await self._try_answer(completion.text, connection, sessions, tries)
             if repair is None:
                 break
-            messages.append(("user", repair))
+            # a repair shows the model its last answer and that answer's error only (not every earlier
+            # attempt): the conversation stays within a small model's context
+            following = [*base, ("assistant", completion.text[:_ECHO_CHARS]), ("user", repair)]
+            if following == messages:  # greedy decoding would write this attempt's answer again
+                tries.fixed_point = number
+                break
+            messages = following
         assert tries.outcome is not None  # max_attempts >= 1
         return tries
 

@@ -281,6 +281,18 @@ def test_on_failure_the_samples_vote_and_the_greedy_loop_is_sample_0(pool):
     assert [a["seed"] for a in json.loads(row.attempts_log)][:2] == [0, 0]
 
 
+def test_on_failure_a_greedy_loop_stuck_on_one_program_stops_before_the_samples(pool):
+    # The greedy repair writes the same broken program again: round 3 would be round 2's request word
+    # for word, so the greedy loop stops at round 2 of 4 (recorded in sample 0), and the samples run.
+    row, engine, trace = solve_on_failure({None: BAD, 1: RIGHT, 2: WRONG, 3: RIGHT}, pool, rounds=3)
+    assert [r.request_id for r in engine.requests[:2]] == ["p1/formulate/1", "p1/refine/2"]
+    assert {r.request_id for r in engine.requests[2:]} == {f"p1/formulate/1/seed{i}" for i in (1, 2, 3)}
+    greedy = trace["samples"][0]
+    assert (greedy["rounds"], greedy["fixed_point"]) == (2, 2)
+    assert [s["fixed_point"] for s in trace["samples"][1:]] == [None, None, None]
+    assert (row.predicted, row.correct) == ("B", True)
+
+
 # --------------------------------------------------------------------------- symbolkg view
 
 

@@ -196,18 +196,38 @@ def test_an_unknown_predicate_in_the_goal_is_an_existence_error_sent_back(tmp_pa
 
 
 def test_attempts_are_capped(tmp_path):
-    engine = ScriptedEngine(lambda request: "<prolog>\nbig(anne.\n</prolog>\n<goal_true>big(anne)</goal_true>")
+    asked: list[int] = []
+
+    def broken(request):  # a new broken program each attempt (a fact more each time), so none repeats one
+        asked.append(1)
+        facts = "".join(f"small(b{i}).\n" for i in range(len(asked)))
+        return f"<prolog>\n{facts}big(anne.\n</prolog>\n<goal_true>big(anne)</goal_true>"
+
+    engine = ScriptedEngine(broken)
     _, _, rows = run_job([problem("p1", "Anne is big.", "A")], engine, tmp_path / "c.parquet")
     row = rows[0]
     assert len(engine.requests) == 5 and row["rounds"] == 5 and row["llm_calls"] == 5
     assert row["predicted"] is None and not row["correct"] and row["success_round"] is None
     assert row["status"] == "parse_error" and "syntax_error" in row["error_message"]
+    assert "refine_fixed_point" not in json.loads(row["trace"])
 
     engine = ScriptedEngine(lambda request: "no tags")
     _, _, rows = run_job(
         [problem("p1", "Anne is big.", "A")], engine, tmp_path / "d.parquet", PrologAgentConfig(max_attempts=2)
     )
     assert len(engine.requests) == 2 and rows[0]["rounds"] == 2 and rows[0]["predicted"] is None
+
+
+def test_an_answer_written_back_unchanged_ends_the_attempts(tmp_path):
+    # Attempt 2 writes attempt 1's answer again, and it fails the same way: attempt 3 would be
+    # attempt 2's request word for word, which greedy decoding answers the same way.
+    engine = ScriptedEngine(lambda request: "<prolog>\nbig(anne.\n</prolog>\n<goal_true>big(anne)</goal_true>")
+    _, _, rows = run_job([problem("p1", "Anne is big.", "A")], engine, tmp_path / "f.parquet")
+    row = rows[0]
+    assert len(engine.requests) == 2 and row["rounds"] == 2 and row["llm_calls"] == 2
+    assert engine.requests[0].messages != engine.requests[1].messages  # attempt 2 was a real repair
+    assert json.loads(row["trace"])["refine_fixed_point"] == 2
+    assert row["status"] == "parse_error" and "syntax_error" in row["error_message"] and row["predicted"] is None
 
 
 def test_config_is_validated():
