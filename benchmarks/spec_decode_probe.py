@@ -50,12 +50,10 @@ def repair_requests(problems: dict, language: str, structured, k: int) -> list:
     out = []
     for row in pq.read_table(KEPT).to_pylist():
         log = [a for a in json.loads(row["attempts_log"] or "[]") if "completion" in a]
-        if row["problem_id"] not in problems or len(log) < 2 or log[0]["outcome"]["status"] == "ok":
+        if row["problem_id"] not in problems or len(log) < 2 or log[0]["outcome"].get("answer") is not None:
             continue
         p, first = problems[row["problem_id"]], log[0]
         o = first["outcome"]
-        if o.get("answer") is not None:
-            continue
         pairs = prompts.refine_messages(
             language, p.context, p.question, p.options, first["program"], o.get("error_kind"),
             o.get("error_message") or o["status"], o.get("error_line"), reply=first["completion"],
