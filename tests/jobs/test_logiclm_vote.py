@@ -336,3 +336,22 @@ def test_the_problem_page_shows_every_sample_and_the_vote(tmp_path, pool):
     # each sample's attempt has its own anchor, and the table links to it
     assert all(f'id="attempt-s{seed}-1"' in html and f'href="#attempt-s{seed}-1"' in html for seed in (1, 2, 3))
     assert "sample 3 #1 formulate" in text_of(html)
+
+
+def test_the_problem_page_says_where_a_greedy_loop_stopped_on_a_repeat(tmp_path, pool):
+    from tests.jobs.test_view import Server, text_of
+
+    out = tmp_path / "runs" / "stuck.parquet"
+    out.parent.mkdir()
+    store = ResultStore(out, run_info={"source": "custom", "method": "logiclm", "engine": "scripted"})
+    engine = ScriptedEngine(lambda request: BAD)  # every repair writes the same broken program back
+    asyncio.run(run_method_job([problem()], store, MethodConfig("logiclm"), engine, pool, progress=False))
+    [row] = read_run(out)[0].to_pylist()
+    assert row["rounds"] == 2 and json.loads(row["trace"])["refine_fixed_point"] == 2
+    server = Server([out.parent])
+    try:
+        status, html = server.get("/run/stuck/problem/p1")
+    finally:
+        server.close()
+    assert status == 200, html
+    assert "The loop stopped after round 2: its program came back unchanged with the same error" in text_of(html)
