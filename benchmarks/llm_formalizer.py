@@ -30,7 +30,8 @@ execute go back, with the solver's message alone), ``vote3`` / ``vote5`` (three 
 and the certified vote; ``vote5``'s first three samples are ``vote3``'s, from the cache),
 ``vote3-on-failure`` (the skeleton's greedy loop, and ``vote3``'s three samples only where its program
 did not execute). ``--sets`` runs some of the sets into the same results file (a long variant run set
-by set; ``--regenerate`` replays the sets a file holds). Variants
+by set; ``--regenerate`` replays the sets a file holds; with ``--ask-misses`` it asks the model what the
+kept completions do not answer, so that rows whose prompts changed are rebuilt too). Variants
 that ask the same requests share them through the cache (``solver-feedback`` asks the skeleton's
 formulations), so a variant run costs only its new calls.
 
@@ -260,14 +261,15 @@ def table(path: Path, ids: set[str] | None = None, method: str = "logiclm") -> d
     return out
 
 
-def regenerate(method: str, variant: str, out: Path, data_dir: str | None) -> int:
-    """Rebuild a results file's rows with this code from the kept completions (no model).
+def regenerate(method: str, variant: str, out: Path, data_dir: str | None, ask_misses: bool = False) -> int:
+    """Rebuild a results file's rows with this code from the kept completions.
 
     When the method's code changes, the completions stay what the model wrote; replaying them gives
     the rows this code makes of them, as long as every request this code asks was asked before (a
-    miss means the model has to run: the command says so). The file keeps its metadata (the model
-    sessions' wall time among it) with a ``regenerated`` entry saying when and from which commit.
-    Returns the number of rows.
+    miss means the model has to run: the command says so). With ``ask_misses`` the job runs the model
+    behind the kept cache instead, so only what it misses is decoded (and kept); that session's wall
+    time joins the file's sessions. The file keeps its metadata (the model sessions' wall time among
+    it) with a ``regenerated`` entry saying when and from which commit. Returns the number of rows.
     """
     import shutil
     import tempfile
@@ -282,11 +284,12 @@ def regenerate(method: str, variant: str, out: Path, data_dir: str | None) -> in
     held = set(read_run(out)[0].column("dataset").to_pylist())
     sets = tuple(ds for ds in sets_of(method) if ds in held or f"logiclm/{ds}" in held)  # a file run with --sets
     with tempfile.TemporaryDirectory() as tmp:
-        cache = Path(tmp) / "completions"
-        shutil.copytree(CACHE, cache, ignore=shutil.ignore_patterns("*-wal", "*-shm"))
         replayed = Path(tmp) / "replay.parquet"
-        argv = solve_argv(method, variant, limit, data_dir, "replay", replayed, sets)
-        argv[argv.index("--cache") + 1] = str(cache)
+        argv = solve_argv(method, variant, limit, data_dir, "vllm" if ask_misses else "replay", replayed, sets)
+        if not ask_misses:  # a copy: a replay never writes to the kept cache
+            cache = Path(tmp) / "completions"
+            shutil.copytree(CACHE, cache, ignore=shutil.ignore_patterns("*-wal", "*-shm"))
+            argv[argv.index("--cache") + 1] = str(cache)
         code, wall = run_job(argv)
         if code != 0:
             raise SystemExit(f"replaying {out.name} failed with exit code {code}")
@@ -294,10 +297,13 @@ def regenerate(method: str, variant: str, out: Path, data_dir: str | None) -> in
     misses = [r for r in table.column("error_message").to_pylist() if r and "replay miss" in r]
     if misses:
         raise SystemExit(
-            f"{out.name}: {len(misses)} rows ask what the model never answered; run the model: "
-            f"python benchmarks/llm_formalizer.py --variants {variant} --limit {limit}"
+            f"{out.name}: {len(misses)} rows ask what the model never answered; ask the model for them: "
+            f"python benchmarks/llm_formalizer.py --methods {method} --variants {variant} --regenerate --ask-misses"
         )
     build = build_info()
+    if ask_misses:
+        meta["sessions"] = {**meta.get("sessions", {}), f"regenerate-asked-{time.strftime('%Y%m%d-%H%M%S')}": wall}
+        meta["wall_seconds"] = sum(meta["sessions"].values())
     meta["regenerated"] = {
         "date": time.strftime("%Y-%m-%d"),
         "git_commit": build["git_commit"],
@@ -336,6 +342,12 @@ def main(argv: list[str] | None = None) -> int:
         help="rebuild the rows of the existing results files with this code from the kept completions "
         "(no model; stops if a row asks what the model never answered), then tabulate",
     )
+    ap.add_argument(
+        "--ask-misses",
+        action="store_true",
+        help="with --regenerate: run the model behind the kept completions, so that a request they do not "
+        "answer (a prompt this code changed) is asked and kept; the session's wall time joins the file's",
+    )
     ap.add_argument("--data-dir", default=os.environ.get("SYMBOLKG_DATA"))
     args = ap.parse_args(argv)
     QWEN.mkdir(parents=True, exist_ok=True)
@@ -361,7 +373,7 @@ def main(argv: list[str] | None = None) -> int:
                 sets,
             )
             if args.regenerate and out.exists():
-                rows = regenerate(method, variant, out, args.data_dir)
+                rows = regenerate(method, variant, out, args.data_dir, args.ask_misses)
                 print(f"== {name}: {rows} rows regenerated from the kept completions", file=sys.stderr, flush=True)
             if args.tabulate or args.regenerate:
                 if not out.exists():

@@ -11,7 +11,8 @@ interpolated linearly between them and beyond the last):
 
 * **the job**: ``--max-in-flight`` problems admitted, a finished problem admits the next; a finished
   request releases its problem's next one; the engine runs at most ``max_num_seqs`` requests and the
-  rest wait, first come first served or by their problem's admission number (``priority``);
+  rest wait, first come first served, by their problem's admission number (``priority``), or
+  deepest round first (``depth``: a repair before any first program, then first come);
 * **the ceiling**: every request of the job known at once, in one queue, same batch and policy.
 
 Ratio: the job's tokens/s over the ceiling's. The plot also marks the ratios ``llm_ceiling.py``
@@ -25,11 +26,13 @@ full batch and slower alone) say 0.83 at 150 where it measured 0.85 (benchmarks/
 ``--settings`` picks the engine settings compared (``max_num_seqs:max_in_flight:policy``, ``all``
 for every problem in flight); ``--order longest-first`` admits the problems with the longest chains
 first: an oracle (no job knows a chain's length before it runs) that shows what the order of the long
-chains is worth.
+chains is worth. ``--repair-cap N`` cuts every repair of the replayed chains to at most ``N`` tokens:
+what a bound on a repair's length would be worth to the ratio (only that: a cut repair would fail
+and might cost a round more, which the replay cannot know).
 
     python benchmarks/scheduling_sim.py [--requests DIR] [--dataset-prefix ProntoQA] [--sizes 24,48,72,96,144,288]
                                         [--step-rates 1:6.5,24:70,64:60] [--settings 64:64:fcfs,32:all:priority]
-                                        [--order drawn|longest-first] [--out FILE]
+                                        [--order drawn|longest-first] [--repair-cap N] [--out FILE]
 
 Writes ``benchmarks/out/scheduling_sim.json`` and ``.png``; runs in seconds.
 """
@@ -55,6 +58,13 @@ STEP_RATES = "1:6.5,24:70,64:60"
 SETTINGS = ((64, 64, "fcfs"), (32, None, "fcfs"), (32, None, "priority"), (48, None, "priority"))
 #: admission orders: as drawn; longest chain (most tokens in all its rounds) first
 ORDERS = ("drawn", "longest-first")
+#: the engine's queue: first come first served; the problem's admission number; deepest round first
+POLICIES = ("fcfs", "priority", "depth")
+
+
+def rank(policy: str, problem: int, k: int) -> int:
+    """A waiting request's place in the queue under ``policy`` (lower first; ties first come)."""
+    return {"fcfs": 0, "priority": problem, "depth": -k}[policy]
 
 
 def in_order(job: list[list[int]], order: str) -> list[list[int]]:
@@ -75,8 +85,8 @@ def parse_settings(text: str) -> list[tuple[int, int | None, str]]:
             raise SystemExit(
                 f"--settings: {part!r} is not max_num_seqs:max_in_flight:policy (e.g. 64:all:fcfs)"
             ) from None
-        if policy not in ("fcfs", "priority") or row[0] < 1 or (row[1] is not None and row[1] < 1):
-            raise SystemExit(f"--settings: {part!r}: sizes must be >= 1 and the policy fcfs or priority")
+        if policy not in POLICIES or row[0] < 1 or (row[1] is not None and row[1] < 1):
+            raise SystemExit(f"--settings: {part!r}: sizes must be >= 1 and the policy one of {', '.join(POLICIES)}")
         out.append(row)
     return out
 
@@ -91,6 +101,11 @@ def chains_of(requests: Path, prefix: str) -> list[list[int]]:
         if r["problem_id"].startswith(prefix) and not r["cached"] and r["completion_tokens"] > 0:
             chains.setdefault(r["problem_id"], []).append(r["completion_tokens"])
     return list(chains.values())
+
+
+def cut_repairs(chains: list[list[int]], cap: int) -> list[list[int]]:
+    """Every repair (a chain's second round on) cut to at most ``cap`` tokens; first programs whole."""
+    return [[chain[0], *(min(n, cap) for n in chain[1:])] for chain in chains]
 
 
 def step_seconds(rates: list[tuple[int, float]]):
@@ -115,7 +130,7 @@ def simulate(chains: list[list[int]], seqs: int, in_flight: int, policy: str, se
 
     def push(problem: int, k: int) -> None:
         nonlocal arrival
-        heapq.heappush(waiting, (problem if policy == "priority" else 0, arrival, problem, k))
+        heapq.heappush(waiting, (rank(policy, problem, k), arrival, problem, k))
         arrival += 1
 
     if dependent:
@@ -162,11 +177,21 @@ def main(argv: list[str] | None = None) -> int:
         help="admission order: as drawn, or longest chain first (an oracle: a job cannot know a chain's "
         "length before it runs; it shows what the order of the long chains is worth)",
     )
+    ap.add_argument(
+        "--repair-cap",
+        type=int,
+        help="cut every repair of the replayed chains to at most this many tokens (what a bound on a "
+        "repair's length is worth; the first program of a chain is kept whole)",
+    )
     ap.add_argument("--out", default=str(OUT / "scheduling_sim.json"))
     args = ap.parse_args(argv)
     chains = chains_of(Path(args.requests), args.dataset_prefix)
     if not chains:
         raise SystemExit(f"no answered requests of problems starting with {args.dataset_prefix!r} in {args.requests}")
+    if args.repair_cap is not None:
+        if args.repair_cap < 1:
+            raise SystemExit(f"--repair-cap must be >= 1, got {args.repair_cap}")
+        chains = cut_repairs(chains, args.repair_cap)
     rates = sorted((int(b), float(r)) for b, r in (part.split(":") for part in args.step_rates.split(",")))
     if len(rates) < 2 or any(b < 1 or r <= 0 for b, r in rates):
         raise SystemExit(f"--step-rates needs two or more batch:tokens/s pairs, positive, got {args.step_rates!r}")
@@ -190,7 +215,8 @@ def main(argv: list[str] | None = None) -> int:
                 "max_num_seqs": seqs,
                 "max_in_flight": in_flight or n,
                 "setting": f"batch {seqs}, {in_flight or 'all'} in flight, {policy}"
-                + (", longest first" if args.order == "longest-first" else ""),
+                + (", longest first" if args.order == "longest-first" else "")
+                + (f", repairs cut to {args.repair_cap}" if args.repair_cap else ""),
                 "policy": policy,
                 "order": args.order,
                 "ratio_mean": round(statistics.mean(ratios), 3),
@@ -210,6 +236,7 @@ def main(argv: list[str] | None = None) -> int:
         "requests": os.path.relpath(args.requests, OUT.parent.parent),
         "chains": len(chains),
         "step_rates": args.step_rates,
+        "repair_cap": args.repair_cap,
         "results": results,
     }
     out.write_text(json.dumps(result, indent=2))

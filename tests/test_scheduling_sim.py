@@ -85,3 +85,48 @@ def test_a_run_records_its_order_settings_and_command(tmp_path):
     assert row["setting"] == "batch 2, all in flight, fcfs, longest first" and row["order"] == "longest-first"
     assert row["max_in_flight"] == 4 and 0 < row["ratio_min"] <= row["ratio_mean"] <= row["ratio_max"]
     assert out.with_suffix(".png").exists()
+
+
+def test_depth_serves_a_repair_before_a_waiting_first_program():
+    def flat(b: int) -> float:
+        return 1.0
+
+    # batch 2, three in flight: problem 0's first program (1 token) ends at step 1, and its repair (2)
+    # waits beside problem 2's first program (3). fcfs serves problem 2 first: {1, 2} to step 3, then
+    # {2, repair} to step 4 and the repair alone at step 5. depth serves the repair: {1, repair} to step
+    # 3, then problem 2 alone for three steps, 6 in all. 9 tokens either way.
+    job = [[1, 2], [3], [3]]
+    assert sim.simulate(job, 2, 3, "fcfs", flat, True) == pytest.approx(9 / 5)
+    assert sim.simulate(job, 2, 3, "depth", flat, True) == pytest.approx(9 / 6)
+    assert sim.rank("depth", 5, 2) < sim.rank("depth", 0, 0) and sim.rank("priority", 1, 0) < sim.rank("priority", 2, 0)
+
+
+def test_repair_cap_cuts_repairs_only(tmp_path):
+    import json
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    requests = tmp_path / "run.parquet.requests"
+    requests.mkdir()
+    rows = [("ProntoQA_1", 900, 0.0), ("ProntoQA_1", 1024, 1.0), ("ProntoQA_1", 100, 2.0)]
+    pq.write_table(
+        pa.table(
+            {
+                "problem_id": [r[0] for r in rows],
+                "completion_tokens": [r[1] for r in rows],
+                "submitted": [r[2] for r in rows],
+                "cached": [False] * len(rows),
+            }
+        ),
+        requests / "part-0.parquet",
+    )
+    out = tmp_path / "sim.json"
+    base = ["--requests", str(requests), "--sizes", "1", "--seeds", "1", "--step-rates", "1:1,2:1"]
+    base += ["--settings", "1:all:fcfs", "--out", str(out)]
+    sim.main([*base, "--repair-cap", "300"])
+    got = json.loads(out.read_text())
+    assert got["repair_cap"] == 300 and "repairs cut to 300" in got["results"][0]["setting"]
+    assert sim.cut_repairs([[900, 1024, 100], [2000]], 300) == [[900, 300, 100], [2000]]
+    with pytest.raises(SystemExit, match="--repair-cap"):
+        sim.main([*base, "--repair-cap", "0"])

@@ -164,7 +164,10 @@ class PrologToolError(Exception):
     Attributes:
         kind: one of :data:`ERROR_KINDS`.
         message: human-readable text (for the model that wrote the goal).
-        prolog_term: the Prolog error term printed with ``writeq``, when there is one.
+        prolog_term: the Prolog error term printed with ``writeq``, when there is one, without the
+            session module's own qualifier (``heavy(_)``, not ``s_3f…:heavy(_)``): that name is new in
+            every session, and a term that names it would read differently each run (a repair prompt
+            built from it could never be replayed from a completion cache).
     """
 
     def __init__(self, kind: str, message: str, prolog_term: str | None = None) -> None:
@@ -586,10 +589,11 @@ class PrologSession:
             self._generation += 1
         if not reply.get("ok"):
             err = reply.get("error") or {}
+            term = err.get("prolog_term")
             raise PrologToolError(
                 str(err.get("kind", "execution_exception")),
                 str(err.get("message", "SWI-Prolog reported an error")),
-                err.get("prolog_term"),
+                re.sub(rf"(?<![A-Za-z0-9_]){re.escape(self.module_name)}:", "", term) if term else term,
             )
         return reply
 

@@ -228,6 +228,20 @@ def test_error_carries_prolog_term(shared: PrologSession) -> None:
     assert set(d) == {"kind", "message", "prolog_term"}
 
 
+def test_error_term_reads_the_same_in_every_session() -> None:
+    """The session module's name is new each time; an error term carries none of it (prompts replay)."""
+    terms = []
+    for _ in range(2):
+        with PrologSession() as s:
+            s.consult_text("small(X) :- cute(X).\n")
+            with pytest.raises(PrologToolError) as exc:
+                s.run_goal("small(dog)")
+            assert exc.value.kind == "existence_error"
+            assert s.module_name not in exc.value.prolog_term, exc.value.prolog_term
+            terms.append(exc.value.prolog_term)
+    assert terms[0] == terms[1] and "cute(" in terms[0], terms
+
+
 # --------------------------------------------------------------------------- isolation
 
 
