@@ -35,9 +35,10 @@ kept completions do not answer, so that rows whose prompts changed are rebuilt t
 that ask the same requests share them through the cache (``solver-feedback`` asks the skeleton's
 formulations), so a variant run costs only its new calls.
 
-Variants of ``symbolkg`` (:data:`METHOD_VARIANTS`): ``default`` and ``no-retrieval`` (the whole
+Variants of ``symbolkg`` (:data:`METHOD_VARIANTS`): ``default``, ``no-retrieval`` (the whole
 context formalized instead of the premises retrieved from the LKG; the graphs still give the route
-and the symbol hints). Every other method runs as ``default``.
+and the symbol hints) and ``chunks400`` (each context extracted 400 characters at a time, into its
+own graph store). Every other method runs as ``default``.
 
 Methods written for other benchmarks run on their own sets (:data:`METHOD_SETS`): ``symba`` on SymBa's
 seven, ``prolog-agent`` on PARARULE-Plus's three depths, ``multipath`` on LogicGraph's two tiers
@@ -107,7 +108,13 @@ VARIANTS = {
 #: The variants of the methods that have some (each its flags); every other method runs as ``default``.
 METHOD_VARIANTS = {
     "logiclm": VARIANTS,
-    "symbolkg": {"default": [], "no-retrieval": ["--no-retrieval"]},  # the whole context, not the retrieved premises
+    "symbolkg": {
+        "default": [],
+        "no-retrieval": ["--no-retrieval"],  # the whole context, not the retrieved premises
+        # the context extracted 400 characters at a time (the default 2,000 runs past the token limit
+        # with this model), into a store of its own: graphs are looked up by context, not by settings
+        "chunks400": ["--lkg-chunk-chars", "400", "--lkg-store", str(QWEN / "lkg-chunks400")],
+    },
 }
 
 
@@ -200,16 +207,18 @@ def call_costs(cache: Path = CACHE) -> dict[str, tuple[int, int]]:
 def row_tokens(row: dict, costs: dict[str, tuple[int, int]]) -> tuple[int, int]:
     """(prompt, completion) tokens of every LLM call of a row, a cached call at what it cost the model.
 
-    A method whose attempts log keeps no tokens per call (``direct``: one call, its answer) or no
-    completions (``symba``: its calls are in the trace) is counted from the row's own totals, where a
-    call the cache answered counts zero.
+    A method whose attempts log keeps no completions (``symba``: its calls are in the trace) is counted
+    from the row's own totals, where a call the cache answered counts zero; so is one whose log keeps
+    no tokens per call (``direct``, ``prolog-agent``) when the model answered every call of the row
+    (its totals are then exact). Otherwise an attempt without its own counts is costed from the cache.
     """
     attempts = [a for a in json.loads(row["attempts_log"] or "[]") if "completion" in a]  # not errors, corrections
-    if not attempts or any("prompt_tokens" not in a and not a.get("cached") for a in attempts):
+    untallied = any("prompt_tokens" not in a and not a.get("cached") for a in attempts)
+    if not attempts or (untallied and not row.get("cached_calls")):
         return int(row["prompt_tokens"] or 0), int(row["completion_tokens"] or 0)
     prompt = completion = 0
     for attempt in attempts:
-        if attempt.get("cached"):
+        if attempt.get("cached") or "prompt_tokens" not in attempt:
             p, c = costs.get(attempt["completion"], (0, 0))
         else:
             p, c = attempt["prompt_tokens"], attempt["completion_tokens"]
