@@ -14,6 +14,23 @@ sim = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(sim)
 
 
+def request_log(tmp_path: Path, rows: list[tuple[str, int, float]]) -> Path:
+    """A run's request log with ``(problem_id, completion_tokens, submitted)`` rows, none cached."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    requests = tmp_path / "run.parquet.requests"
+    requests.mkdir()
+    columns = {
+        "problem_id": [r[0] for r in rows],
+        "completion_tokens": [r[1] for r in rows],
+        "submitted": [r[2] for r in rows],
+        "cached": [False] * len(rows),
+    }
+    pq.write_table(pa.table(columns), requests / "part-0.parquet")
+    return requests
+
+
 def test_step_seconds_interpolates_tokens_per_second():
     seconds = sim.step_seconds([(1, 10.0), (3, 20.0)])
     assert seconds(1) == pytest.approx(0.1) and seconds(3) == pytest.approx(0.15)
@@ -58,22 +75,8 @@ def test_settings_parse_and_bad_ones_say_the_form():
 def test_a_run_records_its_order_settings_and_command(tmp_path):
     import json
 
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    requests = tmp_path / "run.parquet.requests"
-    requests.mkdir()
-    rows = [("ProntoQA_1", 3, 0.0), ("ProntoQA_2", 5, 1.0), ("ProntoQA_2", 2, 2.0), ("FOLIO_1", 9, 3.0)]
-    pq.write_table(
-        pa.table(
-            {
-                "problem_id": [r[0] for r in rows],
-                "completion_tokens": [r[1] for r in rows],
-                "submitted": [r[2] for r in rows],
-                "cached": [False] * len(rows),
-            }
-        ),
-        requests / "part-0.parquet",
+    requests = request_log(
+        tmp_path, [("ProntoQA_1", 3, 0.0), ("ProntoQA_2", 5, 1.0), ("ProntoQA_2", 2, 2.0), ("FOLIO_1", 9, 3.0)]
     )
     out = tmp_path / "sim.json"
     argv = ["--requests", str(requests), "--sizes", "4", "--seeds", "2", "--step-rates", "1:1,2:2"]
@@ -104,23 +107,7 @@ def test_depth_serves_a_repair_before_a_waiting_first_program():
 def test_repair_cap_cuts_repairs_only(tmp_path):
     import json
 
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    requests = tmp_path / "run.parquet.requests"
-    requests.mkdir()
-    rows = [("ProntoQA_1", 900, 0.0), ("ProntoQA_1", 1024, 1.0), ("ProntoQA_1", 100, 2.0)]
-    pq.write_table(
-        pa.table(
-            {
-                "problem_id": [r[0] for r in rows],
-                "completion_tokens": [r[1] for r in rows],
-                "submitted": [r[2] for r in rows],
-                "cached": [False] * len(rows),
-            }
-        ),
-        requests / "part-0.parquet",
-    )
+    requests = request_log(tmp_path, [("ProntoQA_1", 900, 0.0), ("ProntoQA_1", 1024, 1.0), ("ProntoQA_1", 100, 2.0)])
     out = tmp_path / "sim.json"
     base = ["--requests", str(requests), "--sizes", "1", "--seeds", "1", "--step-rates", "1:1,2:1"]
     base += ["--settings", "1:all:fcfs", "--out", str(out)]
