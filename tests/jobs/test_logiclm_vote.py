@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from pathlib import Path
 
 import pytest
 
@@ -297,7 +298,7 @@ def test_on_failure_a_greedy_loop_stuck_on_one_program_stops_before_the_samples(
 
 
 def test_the_problem_page_shows_every_sample_and_the_vote(tmp_path, pool):
-    from tests.jobs.test_view import Server, text_of
+    from tests.jobs.test_view import text_of
 
     out = tmp_path / "runs" / "vote.parquet"
     out.parent.mkdir()
@@ -319,12 +320,7 @@ def test_the_problem_page_shows_every_sample_and_the_vote(tmp_path, pool):
     )
     [row] = read_run(out)[0].to_pylist()
     assert row["predicted"] == "B"
-    server = Server([out.parent])
-    try:
-        status, html = server.get("/run/vote/problem/p1")
-    finally:
-        server.close()
-    assert status == 200, html
+    html = problem_page(out, "p1")
     vote_line = text_of(html.split('id="vote"')[1].split("</p>")[0])
     assert "answer B : 2 of 2 counted sample(s) agree (agreement 1.0; 3 sampled)" in vote_line
     assert "seed 2's" in vote_line
@@ -339,7 +335,7 @@ def test_the_problem_page_shows_every_sample_and_the_vote(tmp_path, pool):
 
 
 def test_the_problem_page_says_where_a_greedy_loop_stopped_on_a_repeat(tmp_path, pool):
-    from tests.jobs.test_view import Server, text_of
+    from tests.jobs.test_view import text_of
 
     out = tmp_path / "runs" / "stuck.parquet"
     out.parent.mkdir()
@@ -348,10 +344,18 @@ def test_the_problem_page_says_where_a_greedy_loop_stopped_on_a_repeat(tmp_path,
     asyncio.run(run_method_job([problem()], store, MethodConfig("logiclm"), engine, pool, progress=False))
     [row] = read_run(out)[0].to_pylist()
     assert row["rounds"] == 2 and json.loads(row["trace"])["refine_fixed_point"] == 2
-    server = Server([out.parent])
+    html = problem_page(out, "p1")
+    assert "The loop stopped after round 2: its program came back unchanged with the same error" in text_of(html)
+
+
+def problem_page(run: Path, problem_id: str) -> str:
+    """``symbolkg view``'s page of one problem of the run at ``run`` (served from its folder)."""
+    from tests.jobs.test_view import Server
+
+    server = Server([run.parent])
     try:
-        status, html = server.get("/run/stuck/problem/p1")
+        status, html = server.get(f"/run/{run.stem}/problem/{problem_id}")
     finally:
         server.close()
     assert status == 200, html
-    assert "The loop stopped after round 2: its program came back unchanged with the same error" in text_of(html)
+    return html
