@@ -37,7 +37,7 @@ to vLLM's CPU batching, which is not bit-exact (the token totals are both report
 
     python benchmarks/llm_ceiling.py [--model qwen2.5-coder-1.5b] [--dataset logiclm/prontoqa] [--limit 12]
                                      [--max-num-seqs 64] [--max-in-flight 64] [--scheduling-policy fcfs]
-                                     [--no-waves] [--data-dir DIR]
+                                     [--repair-max-tokens N] [--no-waves] [--data-dir DIR]
 
 Writes ``benchmarks/out/llm_ceiling.json`` and ``.png``, and the job's request log (each request's problem,
 submission and answer times, tokens) in ``llm_ceiling.parquet.requests/``, which
@@ -99,9 +99,17 @@ def as_decoded(request: ChatRequest, completion: Completion) -> ChatRequest:
 
 
 def run_job(
-    engine: LLMEngine, problems: list, limit_note: str, max_in_flight: int = 64, log_to: Path | None = None
+    engine: LLMEngine,
+    problems: list,
+    limit_note: str,
+    max_in_flight: int = 64,
+    log_to: Path | None = None,
+    repair_max_tokens: int | None = None,
 ) -> dict:
     """Phase 1: the logiclm job on ``problems``, ``max_in_flight`` at a time; its requests and their span.
+
+    ``repair_max_tokens`` bounds each repair's budget (``symbolkg solve --repair-max-tokens``; None: the
+    program's, as Logic-LM); the offline side gets the requests as the job sent them, bound included.
 
     With ``log_to`` (a results path), the job's request records (problem, round, submitted and
     answered, tokens) are written to its request-log folder, which ``scheduling_sim.py --requests``
@@ -124,7 +132,7 @@ def run_job(
             run_method_job(
                 problems,
                 store,
-                MethodConfig("logiclm"),
+                MethodConfig("logiclm", repair_max_tokens=repair_max_tokens),
                 metered,
                 pool,
                 max_in_flight=max_in_flight,
@@ -253,6 +261,12 @@ def main(argv: list[str] | None = None) -> int:
         help="how the engine's queue serves requests waiting for a batch slot (VLLMConfig.scheduling_policy)",
     )
     ap.add_argument(
+        "--repair-max-tokens",
+        type=int,
+        help="the job's bound on a repair's budget (symbolkg solve --repair-max-tokens; default none: the "
+        "program's, as Logic-LM)",
+    )
+    ap.add_argument(
         "--no-waves",
         action="store_true",
         help="skip phase 3 (the ceiling wave by wave): on a big job it costs as much model time as the job",
@@ -277,7 +291,9 @@ def main(argv: list[str] | None = None) -> int:
     asyncio.run(engine.generate([warm]))
     out = Path(args.out)
     log_to = out.with_suffix(".parquet")  # its request log: OUT.parquet.requests/
-    job = run_job(engine, problems, f"{args.dataset} first {args.limit}", args.max_in_flight, log_to)
+    job = run_job(
+        engine, problems, f"{args.dataset} first {args.limit}", args.max_in_flight, log_to, args.repair_max_tokens
+    )
     print(f"job: {json.dumps({k: v for k, v in job.items() if k != 'requests'})}", file=sys.stderr, flush=True)
     requests = job.pop("requests")
     inputs = [offline_input(engine, r) for r in requests]
@@ -297,6 +313,7 @@ def main(argv: list[str] | None = None) -> int:
         "max_num_seqs": args.max_num_seqs,
         "max_in_flight": args.max_in_flight,
         "scheduling_policy": engine.config.scheduling_policy,
+        "repair_max_tokens": args.repair_max_tokens,
         "job": job,
         "ceiling": ceiling,
         "ceiling_by_waves": by_waves,

@@ -210,7 +210,10 @@ def row_tokens(row: dict, costs: dict[str, tuple[int, int]]) -> tuple[int, int]:
     A method whose attempts log keeps no completions (``symba``: its calls are in the trace) is counted
     from the row's own totals, where a call the cache answered counts zero; so is one whose log keeps
     no tokens per call (``direct``, ``prolog-agent``) when the model answered every call of the row
-    (its totals are then exact). Otherwise an attempt without its own counts is costed from the cache.
+    (its totals are then exact). Otherwise an attempt without its own counts is costed at what the
+    model spent on the request that answered it (``stored_tokens``, kept in the log since 2026-12-07),
+    and in rows written before that from the cache by its completion text (the first request that
+    wrote that text: a repair that wrote back its formulation's program reads as the formulation).
     """
     attempts = [a for a in json.loads(row["attempts_log"] or "[]") if "completion" in a]  # not errors, corrections
     untallied = any("prompt_tokens" not in a and not a.get("cached") for a in attempts)
@@ -218,7 +221,9 @@ def row_tokens(row: dict, costs: dict[str, tuple[int, int]]) -> tuple[int, int]:
         return int(row["prompt_tokens"] or 0), int(row["completion_tokens"] or 0)
     prompt = completion = 0
     for attempt in attempts:
-        if attempt.get("cached") or "prompt_tokens" not in attempt:
+        if "stored_tokens" in attempt:
+            p, c = attempt["stored_tokens"]
+        elif attempt.get("cached") or "prompt_tokens" not in attempt:
             p, c = costs.get(attempt["completion"], (0, 0))
         else:
             p, c = attempt["prompt_tokens"], attempt["completion_tokens"]

@@ -168,6 +168,9 @@ class Completion:
             automatic prefix caching: the KV blocks of a prompt beginning it has seen), as the
             engine counted them; None when the backend cannot tell (and for replay-cache hits,
             which reach no engine).
+        stored_tokens: for a cache hit, the (prompt, completion) tokens the model spent when it
+            answered this request first (the cache's record of that call); None for a fresh
+            completion, whose own counts are what it cost.
     """
 
     text: str
@@ -179,6 +182,7 @@ class Completion:
     cached: bool = False
     structured: bool = False
     cached_prompt_tokens: int | None = None
+    stored_tokens: tuple[int, int] | None = None
 
 
 class EngineError(RuntimeError):

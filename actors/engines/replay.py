@@ -100,7 +100,8 @@ class CachedCompletion:
         )
 
     def to_completion(self, *, latency_s: float = 0.0) -> Completion:
-        """This record served as a cache hit: ``cached=True`` and zero tokens (a replay is free).
+        """This record served as a cache hit: ``cached=True`` and zero tokens (a replay is free); what
+        the model spent on it first is kept as ``stored_tokens``.
 
         Args:
             latency_s: the time the lookup took (not the original generation's).
@@ -114,6 +115,7 @@ class CachedCompletion:
             model=self.model,
             cached=True,
             structured=self.structured,
+            stored_tokens=(self.prompt_tokens, self.completion_tokens),
         )
 
 
@@ -407,8 +409,10 @@ def _describe(request: ChatRequest) -> str:
 
 
 def _as_replay(completion: Completion) -> Completion:
-    """A completion handed out again without a new generation: cached, and free."""
-    return dataclasses.replace(completion, cached=True, prompt_tokens=0, completion_tokens=0)
+    """A completion handed out again without a new generation: cached, and free (what the model spent
+    on it stays in ``stored_tokens``)."""
+    stored = completion.stored_tokens or (completion.prompt_tokens, completion.completion_tokens)
+    return dataclasses.replace(completion, cached=True, prompt_tokens=0, completion_tokens=0, stored_tokens=stored)
 
 
 class ReplayEngine:

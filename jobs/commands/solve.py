@@ -190,6 +190,12 @@ def _add_llm_options(g: argparse._ArgumentGroup) -> None:
     g.add_argument("--openai-url", help="base URL of an OpenAI-compatible server (--engine openai)")
     g.add_argument("--max-refine-rounds", type=int, default=3, help="logiclm repair rounds after the first program")
     g.add_argument(
+        "--repair-max-tokens",
+        type=int,
+        help="most generated tokens per repair request (default: the program's, --max-tokens, as Logic-LM); "
+        "a smaller bound ends a repair that would run on to the budget sooner",
+    )
+    g.add_argument(
         "--fallback", choices=("direct", "cot"), help="answer unanswered problems with this method (reported apart)"
     )
     g.add_argument(
@@ -455,6 +461,7 @@ def _method_config(args: argparse.Namespace) -> MethodConfig:
         limits=Limits(timeout_s=args.timeout_s, memory_mb=args.memory_mb),
         structured=not args.no_structured,
         fallback=args.fallback,
+        repair_max_tokens=args.repair_max_tokens,
         **budget,
     )
 
@@ -476,6 +483,7 @@ def _run_info(
         "workers": args.workers,
         "max_refine_rounds": cfg.max_refine_rounds,
         "max_tokens": args.max_tokens,
+        "repair_max_tokens": cfg.repair_max_tokens,
         "stage_limits": {"llm": stage_limits.llm, "solve": stage_limits.solve},
         "config": config.document(),
         "provenance": {"input": _input(args), "prompts": prompts, **sampling(cfg, opts)},

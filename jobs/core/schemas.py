@@ -260,6 +260,7 @@ LOOP_ROUND: JsonSchema = _obj(
         "finish_reason": STR,
         "llm_seconds": NUM,
         "cached": BOOL,
+        "stored_tokens": _list(INT),
         "outcome": OUTCOME_ENTRY,
         "checks": _list(FINDING),
         "corrections": _list(STR),
@@ -292,6 +293,7 @@ ATTEMPTS_SCHEMAS: dict[str, JsonSchema] = {
                 "goal": STR,
                 "reused_session": BOOL,
                 "outcome": STR,
+                "stored_tokens": _list(INT),
             },
             required=("attempt",),
         )
@@ -305,6 +307,7 @@ ATTEMPTS_SCHEMAS: dict[str, JsonSchema] = {
                 "parse_errors": _list(STR),
                 "finish_reason": _opt(STR),
                 "cached": BOOL,
+                "stored_tokens": _list(INT),
                 "prompt_version": STR,
             },
             required=("round", "purpose", "completion"),

@@ -71,6 +71,11 @@ class MethodConfig:
             most ``1 + max_refine_rounds`` programs per problem.
         limits: solver limits per program.
         formulate_params: sampling for formulation and repair requests.
+        repair_max_tokens: the most tokens a repair request may generate (``--repair-max-tokens``);
+            None (the default) gives a repair the program's budget (``formulate_params``), as
+            Logic-LM does. A bound below it is a departure: with qwen2.5-coder-1.5b no repair longer
+            than 311 tokens ever gave a program that ran, and the repairs that run to the budget are
+            what a job's last minutes decode nearly alone (benchmarks/RESULTS.md, the ceiling).
         answer_params: sampling for direct answers; ``cot_params`` for chains of thought.
         structured: use structured decoding where the engine supports it and the
             language has a constraint that keeps programs well-formed.
@@ -86,12 +91,15 @@ class MethodConfig:
     cot_params: SamplingParams = field(default_factory=lambda: SamplingParams(max_tokens=512))
     structured: bool = True
     fallback: str | None = None
+    repair_max_tokens: int | None = None
 
     def __post_init__(self) -> None:
         if not self.method or not isinstance(self.method, str):
             raise ValueError(f"method must be a registered method name, got {self.method!r}")
         if self.max_refine_rounds < 0:
             raise ValueError(f"max_refine_rounds must be >= 0, got {self.max_refine_rounds}")
+        if self.repair_max_tokens is not None and self.repair_max_tokens < 1:
+            raise ValueError(f"--repair-max-tokens must be >= 1, got {self.repair_max_tokens}")
         if self.fallback is not None and self.fallback not in ("direct", "cot"):
             raise ValueError(f"fallback must be 'direct' or 'cot', got {self.fallback!r}")
 

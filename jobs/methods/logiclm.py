@@ -286,7 +286,7 @@ class _Round:
     def attempt(self) -> dict:
         """The round's entry of the row's ``attempts_log``."""
         c = self.completion
-        return {
+        entry = {
             "round": self.number,
             "purpose": self.purpose,
             "program": self.program,
@@ -299,6 +299,9 @@ class _Round:
             "outcome": self.outcome.log_entry(),
             "checks": [f.to_dict() for f in self.findings],
         }
+        if c.stored_tokens is not None:  # a cache hit: what the model spent on it when it answered
+            entry["stored_tokens"] = list(c.stored_tokens)
+        return entry
 
 
 @dataclass(frozen=True)
@@ -323,12 +326,16 @@ class _Asking:
     def request(
         self, ctx: MethodContext, problem: Problem, pairs: prompts.Messages, round_no: int, purpose: str
     ) -> ChatRequest:
-        """Round ``round_no``'s request (its id ``problem/purpose/round`` plus the tag)."""
+        """Round ``round_no``'s request (its id ``problem/purpose/round`` plus the tag); a repair's budget
+        is bounded by ``repair_max_tokens`` where the config sets one."""
+        params, bound = self.params, ctx.config.repair_max_tokens
+        if purpose == "refine" and bound is not None and bound < params.max_tokens:
+            params = replace(params, max_tokens=bound)
         return ctx.chat(
             problem,
             purpose,
             pairs,
-            params=self.params,
+            params=params,
             structured=self.structured,
             request_id=f"{problem.id}/{purpose}/{round_no}{self.tag}",
         )

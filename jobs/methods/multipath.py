@@ -194,6 +194,8 @@ class Multipath(Method):
                 "prompt_version": PROMPT_VERSION,
             }
         ]
+        if completion.stored_tokens is not None:  # a cache hit: what the model spent on it
+            attempts[0]["stored_tokens"] = list(completion.stored_tokens)
         return ctx.row(
             problem,
             outcome,

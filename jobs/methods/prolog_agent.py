@@ -371,6 +371,8 @@ class PrologAgent(Method):
             tries.outcome = Outcome.error(Status.RUNTIME_ERROR, ErrorKind.LLM, reply.error or "", backend=BACKEND)
             return None
         tries.log[-1]["completion"] = reply.completion.text
+        if reply.completion.stored_tokens is not None:  # a cache hit: what the model spent on it
+            tries.log[-1]["stored_tokens"] = list(reply.completion.stored_tokens)
         return reply.completion
 
     async def _try_answer(

@@ -296,6 +296,7 @@ def test_cache_put_get_len_and_reopen_keeps_original_counts(tmp_path: Path) -> N
         assert abs(record.created_at - time.time()) < 60
         hit = record.to_completion()
         assert hit.cached and hit.prompt_tokens == 0 and hit.completion_tokens == 0 and hit.text == "text"
+        assert hit.stored_tokens == (12, 3), "a hit keeps what the model spent on it first"
 
 
 def test_cache_rejects_cached_completions_and_empty_keys(tmp_path: Path) -> None:
@@ -432,6 +433,8 @@ def test_caching_engine_second_run_costs_nothing(tmp_path: Path) -> None:
         assert [c.text for c in second] == [c.text for c in first]
         assert all(c.cached for c in second)
         assert sum(c.completion_tokens + c.prompt_tokens for c in second) == 0
+        assert [c.stored_tokens for c in second] == [(c.prompt_tokens, c.completion_tokens) for c in first]
+        assert all(c.stored_tokens is None for c in first), "a fresh completion's own counts are its cost"
         assert (engine.hits, engine.misses) == (5, 5)
 
 
@@ -457,6 +460,7 @@ def test_caching_engine_same_prompt_for_two_problems_is_generated_once(tmp_path:
         assert out[0].text == out[1].text
         assert (out[0].cached, out[1].cached) == (False, True)
         assert out[1].completion_tokens == 0 and out[0].completion_tokens > 0
+        assert out[1].stored_tokens == (out[0].prompt_tokens, out[0].completion_tokens)
 
 
 def test_caching_engine_forwards_identity_and_close(tmp_path: Path) -> None:
@@ -548,6 +552,7 @@ def test_replay_engine_replays_a_cached_run_after_reopening(tmp_path: Path) -> N
         out = run(engine.generate(requests))
         assert [c.text for c in out] == [c.text for c in originals]
         assert all(c.cached and c.prompt_tokens == 0 and c.completion_tokens == 0 for c in out)
+        assert [c.stored_tokens for c in out] == [(c.prompt_tokens, c.completion_tokens) for c in originals]
         assert all(c.model == "m" for c in out)
         with pytest.raises(EngineError, match="replay miss"):
             run(ReplayEngine(cache, "another-model").generate(requests[:1]))

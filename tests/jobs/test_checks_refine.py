@@ -133,6 +133,32 @@ def test_logiclm_feedback_solver_gives_the_solvers_message_without_the_line(pool
         assert ("\nLine " in refine) is quoted, refine
 
 
+def test_a_repair_budget_bounds_only_the_repairs(pool):
+    # every repair writes a different broken program, so the loop runs all its rounds
+    def answer(request):
+        return (
+            RIGHT.replace("Sour(Max, True)", "Sour(Max True")
+            if request.purpose == "formulate"
+            else f"Facts:\n{request.request_id}("
+        )
+
+    engine = ScriptedEngine(answer)
+    cfg = MethodConfig("logiclm", max_refine_rounds=2, repair_max_tokens=64)
+    row = asyncio.run(run_problem(problem(), cfg, engine, pool))
+    assert row.rounds == 3
+    budgets = [(r.purpose, r.params.max_tokens) for r in engine.requests]
+    assert budgets == [("formulate", 1024), ("refine", 64), ("refine", 64)]
+    # by default a repair has the program's budget (Logic-LM); a bound above it changes nothing
+    for bound in (None, 4096):
+        engine.requests.clear()
+        asyncio.run(
+            run_problem(problem(), MethodConfig("logiclm", max_refine_rounds=1, repair_max_tokens=bound), engine, pool)
+        )
+        assert [r.params.max_tokens for r in engine.requests] == [1024, 1024]
+    with pytest.raises(ValueError, match="--repair-max-tokens must be >= 1, got 0"):
+        MethodConfig("logiclm", repair_max_tokens=0)
+
+
 def test_logiclm_feedback_is_validated():
     with pytest.raises(ValueError, match="--logiclm-feedback must be one of checks, solver, got 'hints'"):
         LogicLM(feedback="hints")

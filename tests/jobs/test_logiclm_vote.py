@@ -359,3 +359,21 @@ def problem_page(run: Path, problem_id: str) -> str:
         server.close()
     assert status == 200, html
     return html
+
+
+def test_the_problem_page_says_what_a_cached_call_cost_the_model(tmp_path, pool):
+    from tests.jobs.test_view import text_of
+
+    cache = CompletionCache(tmp_path / "cache")
+    engine = CachingEngine(ScriptedEngine(lambda request: RIGHT), cache)
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    for name in ("first", "again"):  # the second run's one call is the first run's, from the cache
+        store = ResultStore(runs / f"{name}.parquet", run_info={"source": "custom", "method": "logiclm"})
+        asyncio.run(run_method_job([problem()], store, MethodConfig("logiclm"), engine, pool, progress=False))
+    [first] = json.loads(read_run(runs / "first.parquet")[0].to_pylist()[0]["attempts_log"])
+    [again] = json.loads(read_run(runs / "again.parquet")[0].to_pylist()[0]["attempts_log"])
+    paid = [first["prompt_tokens"], first["completion_tokens"]]
+    assert again["cached"] and again["stored_tokens"] == paid and min(paid) > 0
+    line = f"0 + 0 tokens, {again['llm_seconds']} s, from cache (the model spent {paid[0]} + {paid[1]})"
+    assert line in text_of(problem_page(runs / "again.parquet", "p1"))

@@ -192,6 +192,16 @@ def test_cached_rerun_costs_zero_tokens_and_gives_the_same_answers(tmp_path, poo
         sorted((r["problem_id"], r["predicted"]) for r in read_run(p)[0].to_pylist()) for p in (first, second, third)
     ]
     assert answers[0] == answers[1] == answers[2]
+    # every replayed call keeps what the model spent on it, so a replayed row costs what the first run's did
+    spent = {
+        p: {r["problem_id"]: json.loads(r["attempts_log"]) for r in read_run(p)[0].to_pylist()} for p in (first, third)
+    }
+    for pid, attempts in spent[first].items():
+        paid = [
+            a.get("stored_tokens", [a["prompt_tokens"], a["completion_tokens"]]) for a in attempts if "completion" in a
+        ]
+        assert paid and all(p > 0 and c > 0 for p, c in paid)
+        assert [a["stored_tokens"] for a in spent[third][pid] if "completion" in a] == paid
 
 
 def test_unsupported_dataset_for_logiclm_is_recorded(pool):

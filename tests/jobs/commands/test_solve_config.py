@@ -216,7 +216,7 @@ def test_rerun_with_the_replay_engine_reproduces_the_rows(logiclm):
     original, replayed = rows(logiclm["flags"]), rows(logiclm["rerun"])
     assert len(original) == 3 and all(r["executed"] for r in original.values())
     assert all(r["cached_calls"] == r["llm_calls"] == 1 for r in replayed.values())  # no model: all from the cache
-    served = frozenset({"cached_calls", "cached"})
+    served = frozenset({"cached_calls", "cached", "stored_tokens"})  # what being served from the cache changes
     assert rows(logiclm["rerun"], also=served) == rows(logiclm["flags"], also=served)
     assert rows(logiclm["replay-flags"]) == replayed  # a replay from flags is the same replay
     meta = read_run_meta(logiclm["rerun"])
@@ -243,6 +243,7 @@ def test_logiclm_metadata_names_the_model_its_files_prompts_sampling_and_input(l
     assert {Path(f["path"]).name for f in prov["input"]["files"]} == {"dev.json", "ProntoQA_dev_gpt-4.json"}
     assert prov["input"]["limit"] == 3 and prov["input"]["datasets"] == ["logiclm/prontoqa"]
     assert meta["config"]["method"] == "logiclm" and meta["config"]["max_tokens"] is None  # defaults stored too
+    assert meta["config"]["repair_max_tokens"] is None and meta["repair_max_tokens"] is None  # Logic-LM's: none
     assert {r["model"] for r in rows(logiclm["flags"]).values()} == {meta["model"]}
 
 
