@@ -39,7 +39,8 @@ to vLLM's CPU batching, which is not bit-exact (the token totals are both report
                                      [--max-num-seqs 64] [--max-in-flight 64] [--scheduling-policy fcfs]
                                      [--repair-max-tokens N] [--no-waves] [--data-dir DIR]
 
-Writes ``benchmarks/out/llm_ceiling.json`` and ``.png``, and the job's request log (each request's problem,
+Writes ``benchmarks/out/llm_ceiling.json`` and ``.png``, the job's rows in ``llm_ceiling.parquet`` (correct,
+executed, every attempt: ``symbolkg view``), and its request log (each request's problem,
 submission and answer times, tokens) in ``llm_ceiling.parquet.requests/``, which
 ``scheduling_sim.py --requests`` replays (its chains are this machine's, not the kept float32 run's).
 Budget with the 1.5B model on 2 cores: about 20 minutes at ``--limit 12`` (two engine starts, the job, the
@@ -111,9 +112,10 @@ def run_job(
     ``repair_max_tokens`` bounds each repair's budget (``symbolkg solve --repair-max-tokens``; None: the
     program's, as Logic-LM); the offline side gets the requests as the job sent them, bound included.
 
-    With ``log_to`` (a results path), the job's request records (problem, round, submitted and
-    answered, tokens) are written to its request-log folder, which ``scheduling_sim.py --requests``
-    replays; a log there from an earlier run is replaced."""
+    With ``log_to`` (a results path), the job's rows are kept there (``symbolkg view`` opens them), and
+    its request records (problem, round, submitted and answered, tokens) in its request-log folder,
+    which ``scheduling_sim.py --requests`` replays; rows and a log there from an earlier run are
+    replaced (the job always starts afresh: no cache, nothing resumed)."""
     from symbolkg.actors.engines.metered import MeteredEngine, request_log_dir
     from symbolkg.jobs.methods import MethodConfig
     from symbolkg.jobs.methods.logiclm import LogicLM
@@ -123,10 +125,13 @@ def run_job(
 
     keeping = KeepingEngine(engine)
     if log_to is not None:
-        shutil.rmtree(request_log_dir(log_to), ignore_errors=True)
+        log_to.unlink(missing_ok=True)
+        for kept in (request_log_dir(log_to), *log_to.parent.glob(log_to.name + ".*")):
+            shutil.rmtree(kept, ignore_errors=True)
     metered = MeteredEngine(keeping, log_to=log_to, flush_records=len(problems) * 64)  # written once, at the end
     with tempfile.TemporaryDirectory() as tmp, LocalSolverPool(2) as pool:
-        store = ResultStore(Path(tmp) / "run.parquet", run_info={"source": limit_note})
+        rows_at = log_to if log_to is not None else Path(tmp) / "run.parquet"
+        store = ResultStore(rows_at, run_info={"source": limit_note, "repair_max_tokens": repair_max_tokens})
         t0 = time.perf_counter()
         asyncio.run(
             run_method_job(
@@ -141,7 +146,7 @@ def run_job(
             )
         )
         wall = time.perf_counter() - t0
-        rows = read_run(Path(tmp) / "run.parquet")[0].to_pylist()
+        rows = read_run(rows_at)[0].to_pylist()
     records = list(metered.records)
     metered.flush_log()
     span = max(r.finished for r in records) - min(r.submitted for r in records)

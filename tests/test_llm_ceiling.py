@@ -28,3 +28,16 @@ def test_the_job_bounds_repairs_only_when_told_and_the_ceiling_gets_the_requests
         budgets = sorted({(r.purpose, r.params.max_tokens) for r in job["requests"]})
         assert budgets == [("formulate", 1024), ("refine", repair_budget)]
         assert (job["problems"], job["llm_requests"], job["correct"]) == (2, 5, 1)  # p1: 1 + 3 repairs; p2 runs
+
+
+def test_the_job_keeps_its_rows_and_request_log_beside_the_results_and_a_rerun_replaces_them(tmp_path):
+    from symbolkg.jobs.pipeline.store import read_run, read_run_meta
+
+    out = tmp_path / "ceiling.parquet"
+    for run in range(2):  # the second run starts afresh: nothing resumed from the first
+        job = ceiling.run_job(ScriptedEngine(broken), [problem("p1"), problem("p2")], "two", log_to=out)
+        assert job["llm_requests"] == 5
+        rows = {r["problem_id"]: r for r in read_run(out)[0].to_pylist()}
+        assert sorted(rows) == ["p1", "p2"] and rows["p2"]["correct"] and rows["p1"]["rounds"] == 4
+        assert read_run_meta(out)["repair_max_tokens"] is None
+        assert (tmp_path / "ceiling.parquet.requests").is_dir()
