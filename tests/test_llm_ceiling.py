@@ -34,7 +34,7 @@ def test_the_job_keeps_its_rows_and_request_log_beside_the_results_and_a_rerun_r
     from symbolkg.jobs.pipeline.store import read_run, read_run_meta
 
     out = tmp_path / "ceiling.parquet"
-    for run in range(2):  # the second run starts afresh: nothing resumed from the first
+    for _ in range(2):  # the second run starts afresh: nothing resumed from the first
         job = ceiling.run_job(ScriptedEngine(broken), [problem("p1"), problem("p2")], "two", log_to=out)
         assert job["llm_requests"] == 5
         rows = {r["problem_id"]: r for r in read_run(out)[0].to_pylist()}
