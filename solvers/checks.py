@@ -118,7 +118,7 @@ Each check is stated for the language, not for a dataset:
     corrections (:func:`symbolkg.solvers.registry.run`).
 
 A :class:`~symbolkg.solvers.findings.Finding` says what is wrong, where and what the text says, in words
-an LLM can act on; the refine loop (:func:`symbolkg.jobs.methods.logiclm.formalize_solve_refine`) sends the errors
+an LLM can act on; the refine loop (:func:`symbolkg.jobs.methods.refine.formalize_solve_refine`) sends the errors
 back as it sends solver errors, and the recorded path (:func:`symbolkg.jobs.pipeline.programs_job.run_solve`)
 records them in the row's ``trace``, solving the corrected program unless corrections are off.
 

@@ -19,7 +19,7 @@ at once, so the engine batches their LLM calls):
    LLM vote; a forced solver for ablations. :func:`symbolkg.solvers.router.target_for` turns the
    solver into the program language the LLM writes and the one the pool runs;
 5. **formalize / solve / refine**: the loop shared with ``logiclm``
-   (:func:`symbolkg.jobs.methods.logiclm.formalize_solve_refine`), with the premises as the context and the
+   (:func:`symbolkg.jobs.methods.refine.formalize_solve_refine`), with the premises as the context and the
    subgraph's symbols (entities -> constants or variables, concepts -> predicates or sorts,
    rules, constraints) shown as hints.
 
@@ -56,7 +56,7 @@ from symbolkg.jobs.core.results import Ledger
 from symbolkg.jobs.core.rows import Problem, ResultRow
 from symbolkg.jobs.methods.base import MethodContext
 from symbolkg.jobs.methods.lkg_extract import ContextJob, LKGConfig, extract_context, spent
-from symbolkg.jobs.methods.logiclm import formalize_solve_refine
+from symbolkg.jobs.methods.refine import formalize_solve_refine
 from symbolkg.jobs.methods.symbolkg_retrieve import RetrieveOutcome, retrieve
 from symbolkg.retrieval.embed import Embedder, ModelNotFoundError, make_embedder
 from symbolkg.retrieval.hull import HullConfig

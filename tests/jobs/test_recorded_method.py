@@ -4,7 +4,7 @@ The method path is real (prompts, extraction, solver pool, refine logic, the tex
 corrections, interpretation); only the engine is recorded: it answers each formulation request
 with Logic-LM's GPT-4 program for that problem and declines repair requests. The direct path is
 ``symbolkg solve --programs FILE`` with its default, corrections on. A correction that the text
-resolves is applied on both paths the same way (:func:`symbolkg.jobs.methods.logiclm.formalize_solve_refine`
+resolves is applied on both paths the same way (:func:`symbolkg.jobs.methods.refine.formalize_solve_refine`
 applies it to its kept round when the model's repairs do not fix the finding), so the two agree per
 problem: answer, correctness, the program that ran and the checks' trace.
 
