@@ -29,8 +29,9 @@ language's whole grammar), ``solver-feedback`` (Logic-LM's refiner: only program
 execute go back, with the solver's message alone), ``vote3`` / ``vote5`` (three or five sampled loops
 and the certified vote; ``vote5``'s first three samples are ``vote3``'s, from the cache),
 ``vote3-on-failure`` (the skeleton's greedy loop, and ``vote3``'s three samples only where its program
-did not execute). ``--sets`` runs some of the sets into the same results file (a long variant run set
-by set; ``--regenerate`` replays the sets a file holds; with ``--ask-misses`` it asks the model what the
+did not execute), ``repair512`` (the skeleton's loop with each repair bounded at 512 tokens).
+``--sets`` runs some of the sets into the same results file (a long variant run set by set;
+``--regenerate`` replays the sets a file holds; with ``--ask-misses`` it asks the model what the
 kept completions do not answer, so that rows whose prompts changed are rebuilt too). Variants
 that ask the same requests share them through the cache (``solver-feedback`` asks the skeleton's
 formulations), so a variant run costs only its new calls.
@@ -104,6 +105,9 @@ VARIANTS = {
     "vote5": ["--logiclm-samples", "5"],  # five: seeds 1..3 are vote3's, from the cache
     # the greedy loop (the skeleton's requests); vote3's three samples only where its program did not run
     "vote3-on-failure": ["--logiclm-samples", "3", "--logiclm-sample-on", "failure"],
+    # the skeleton's loop with every repair bounded at 512 tokens (--repair-max-tokens, a departure from
+    # Logic-LM): its formulations are the skeleton's, from the cache, so the rows compare problem by problem
+    "repair512": ["--repair-max-tokens", "512"],
 }
 #: The variants of the methods that have some (each its flags); every other method runs as ``default``.
 METHOD_VARIANTS = {
