@@ -349,32 +349,15 @@ def _repair_messages(
     """The next round's conversation: the checks' errors when the program ran, else the solver's error
     with the line it names (``feedback="solver"``, Logic-LM's refiner: the solver's message alone; a
     program that ran is not sent back under it, :meth:`_Round.needs_repair`)."""
-    program, outcome = one.program, one.outcome
+    outcome = one.outcome
     if outcome.executed:  # it ran, but it does not say what the problem says
         errors = one.check_errors
-        return prompts.refine_messages(
-            language,
-            context,
-            problem.question,
-            problem.options,
-            program,
-            "formalization",
-            checks.refine_message(errors),
-            errors[0].line,
-            hints,
-            reply=reply,
-        )
+        kind, message, line = "formalization", checks.refine_message(errors), errors[0].line
+    else:
+        kind, message = outcome.error_kind, outcome.error_message or outcome.status.value
+        line = None if feedback == "solver" else outcome.error_line
     return prompts.refine_messages(
-        language,
-        context,
-        problem.question,
-        problem.options,
-        program,
-        outcome.error_kind,
-        outcome.error_message or outcome.status.value,
-        None if feedback == "solver" else outcome.error_line,
-        hints,
-        reply=reply,
+        language, context, problem.question, problem.options, one.program, kind, message, line, hints, reply=reply
     )
 
 
