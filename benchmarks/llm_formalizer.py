@@ -52,7 +52,8 @@ sessions that wrote the file, apportioned to the set by its share of problems; c
 another variant are counted where the model answered them), beside the public reproduction of
 Logic-LM with open-weights models on the same first-50 slices (their recorded runs, unexecuted =
 wrong). Results files: ``benchmarks/out/qwen/<method>-<variant>.parquet``; summary:
-``benchmarks/out/llm_formalizer.json`` and ``.png``.
+``benchmarks/out/llm_formalizer.json``, ``.md`` (every run as one Markdown table, a row per method x
+variant x set: :func:`markdown`) and ``.png``.
 """
 
 from __future__ import annotations
@@ -429,9 +430,42 @@ def main(argv: list[str] | None = None) -> int:
                 )
     results["first"] = args.first
     (OUT / "llm_formalizer.json").write_text(json.dumps(results, indent=2))
+    (OUT / "llm_formalizer.md").write_text(markdown(results))
     plot(results, OUT / "llm_formalizer.png")
-    print(f"wrote {OUT / 'llm_formalizer.json'} and .png", file=sys.stderr)
+    print(f"wrote {OUT / 'llm_formalizer.json'}, .md (the table) and .png", file=sys.stderr)
     return 0
+
+
+def markdown(results: dict) -> str:
+    """Every tabulated run as one Markdown table, a row per method x variant x set, beside the anchors.
+
+    What RESULTS.md shows at the head of its section on this model: written to
+    ``benchmarks/out/llm_formalizer.md`` by every tabulation, so the table is the command's output,
+    never typed by hand.
+    """
+    eight_b, seventy_b = (ANCHORS[k] for k in ("Logic-LM, Llama-3-8B", "Logic-LM, Llama-3-70B"))
+    lines = [
+        f"Model `{results['model']}`; {results['machine']}; tabulated {results['date']}"
+        + (f"; only the first {results['first']} problems of each set" if results.get("first") else "")
+        + ". Unexecuted = wrong; tokens and seconds per correct answer as the section says.",
+        "",
+        "| method (variant) | set | correct | of | executed | certified | tokens / correct "
+        "| seconds / correct | Logic-LM, Llama-3-8B | Llama-3-70B |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+
+    def number(value: float | None) -> str:
+        return "n/a" if value is None else f"{value:,.0f}"
+
+    for name, run in results["runs"].items():
+        for ds, row in run["sets"].items():
+            anchors = [str(a[ds]) if ds in a and row["problems"] == 50 else "" for a in (eight_b, seventy_b)]
+            lines.append(
+                f"| {name} | {ds} | {row['correct']} | {row['problems']} | {row['executed']} | "
+                f"{row['certified']} | {number(row['tokens_per_correct'])} | "
+                f"{number(row['seconds_per_correct'])} | {anchors[0]} | {anchors[1]} |"
+            )
+    return "\n".join(lines) + "\n"
 
 
 def plot(results: dict, path: Path) -> None:
