@@ -38,8 +38,11 @@ formulations), so a variant run costs only its new calls.
 
 Variants of ``symbolkg`` (:data:`METHOD_VARIANTS`): ``default``, ``no-retrieval`` (the whole
 context formalized instead of the premises retrieved from the LKG; the graphs still give the route
-and the symbol hints) and ``chunks400`` (each context extracted 400 characters at a time, into its
-own graph store). Every other method runs as ``default``.
+and the symbol hints), ``chunks400`` (each context extracted 400 characters at a time, into its
+own graph store), ``hints-valid`` (the graph's symbols shown only where the graph passed validation),
+``no-hints`` (no symbols shown), ``router-only`` (the whole context and no symbols: the graph
+only feeds the router) and ``skip-invalid`` (a graph that failed validation is not used at all;
+a valid one as in ``default``). Every other method runs as ``default``.
 
 Methods written for other benchmarks run on their own sets (:data:`METHOD_SETS`): ``symba`` on SymBa's
 seven, ``prolog-agent`` on PARARULE-Plus's three depths, ``multipath`` on LogicGraph's two tiers
@@ -119,6 +122,13 @@ METHOD_VARIANTS = {
         # the context extracted 400 characters at a time (the default 2,000 runs past the token limit
         # with this model), into a store of its own: graphs are looked up by context, not by settings
         "chunks400": ["--lkg-chunk-chars", "400", "--lkg-store", str(QWEN / "lkg-chunks400")],
+        # the retrieved premises, and the graph's symbols only where the graph passed validation
+        "hints-valid": ["--lkg-hints", "valid"],
+        "no-hints": ["--lkg-hints", "none"],  # the retrieved premises, no symbols shown
+        # the whole context and no symbols: the graph only routes (its counts are router features)
+        "router-only": ["--no-retrieval", "--lkg-hints", "none"],
+        # a graph that failed validation is not used at all (the whole context, no symbols); a valid one as default
+        "skip-invalid": ["--invalid-lkg", "skip"],
     },
 }
 

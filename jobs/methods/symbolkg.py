@@ -71,6 +71,20 @@ class SymbolKGMethod(Method):
         )
         g.add_argument("--hops", type=int, default=4, help="logical hull depth k (default 4)")
         g.add_argument("--no-retrieval", action="store_true", help="formalize the whole context (ablation)")
+        g.add_argument(
+            "--lkg-hints",
+            choices=("all", "valid", "none"),
+            default="all",
+            help="which graphs show their symbols in the formalization prompt: all (default), valid (only a "
+            "graph that passed validation), none (ablation: the prompt is logiclm's)",
+        )
+        g.add_argument(
+            "--invalid-lkg",
+            choices=("use", "skip"),
+            default="use",
+            help="what a graph that failed validation is used for: use (default: searched, routed on and "
+            "shown like a valid one) or skip (the whole context, routed on its text, no symbols)",
+        )
         g.add_argument("--no-prune", action="store_true", help="keep the whole logical hull (ablation)")
         g.add_argument("--prune-cap", type=int, default=24, help="most nodes the pruning keeps (default 24)")
         g.add_argument(
@@ -132,6 +146,8 @@ class SymbolKGMethod(Method):
             "force_solver": c.force_solver,
             "llm_vote": c.llm_vote,
             "option_features": c.option_features,
+            "hints": c.hints,
+            "invalid_lkg": c.invalid_lkg,
             **self.extra_info,
         }
 

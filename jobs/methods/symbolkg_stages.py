@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import functools
 import os
 import re
@@ -88,6 +89,10 @@ from symbolkg.solvers.router import (
 #: Retrievers (FAISS indexes of one context's graph) kept per retrieval host, least recently used dropped first.
 MAX_RETRIEVERS = 256
 
+#: Which graphs show their symbols in the formalization prompt (``--lkg-hints``): every one, only a
+#: graph that passed validation, none.
+HINTS: tuple[str, ...] = ("all", "valid", "none")
+
 #: Stages in pipeline order (the keys of ``stage_seconds``).
 STAGES: tuple[str, ...] = ("lkg", "retrieve", "route", "formalize", "solve", "refine")
 
@@ -108,6 +113,11 @@ class SymbolKGConfig:
         option_features: let the router read the answer options.
         stage_max_tokens: budget of the query-entity, pruning and vote requests.
         lkg: extraction settings for contexts the store does not hold.
+        hints: which graphs show their symbols in the formalization prompt (:data:`HINTS`):
+            ``all`` (default), ``valid`` (only a graph that passed validation; an invalid one is
+            what survived a cut or a bad output), ``none`` (ablation: the prompt is logiclm's).
+        invalid_lkg: what an invalid graph is used for: ``use`` (default: like a valid one) or
+            ``skip`` (nothing: the whole context, routed on its text, no symbols, as for an empty LKG).
     """
 
     retrieval: bool = True
@@ -119,6 +129,8 @@ class SymbolKGConfig:
     option_features: bool = True
     stage_max_tokens: int = 256
     lkg: LKGConfig = field(default_factory=LKGConfig)
+    hints: str = "all"
+    invalid_lkg: str = "use"
 
     def host_config(self, store_path: str | os.PathLike[str], embedder: EmbedderSpec | None = None) -> HostConfig:
         """The retrieval hosts' settings: the hull of ``hops`` cut to what pruning may show,
@@ -133,6 +145,10 @@ class SymbolKGConfig:
     def __post_init__(self) -> None:
         if self.force_solver is not None and self.force_solver not in SOLVERS:
             raise ValueError(f"force_solver must be one of {', '.join(SOLVERS)}, got {self.force_solver!r}")
+        if self.hints not in HINTS:
+            raise ValueError(f"hints must be one of {', '.join(HINTS)}, got {self.hints!r}")
+        if self.invalid_lkg not in ("use", "skip"):
+            raise ValueError(f"invalid_lkg must be use or skip, got {self.invalid_lkg!r}")
         if self.hops < 0:
             raise ValueError(f"hops must be >= 0, got {self.hops}")
         if self.stage_max_tokens < 1:
@@ -420,6 +436,9 @@ async def retrieve_premises(problem: Problem, ctx: MethodContext, kg: SymbolKG, 
         EngineDeadError: the engine is gone.
     """
     opts = kg.config
+    if opts.invalid_lkg == "skip" and pg.record is not None and pg.record.status == "invalid":
+        whole = choose_premises(problem, Graph(pg.key), None, opts.retrieval)
+        return dataclasses.replace(whole, trace={**whole.trace, "source": "whole: invalid LKG skipped"})
     if not (opts.retrieval and pg.graph.nodes):
         return choose_premises(problem, pg.graph, None, opts.retrieval)
     out = await retrieve(
@@ -493,7 +512,9 @@ async def run_symbolkg(problem: Problem, ctx: MethodContext, kg: SymbolKG) -> Re
     seconds["route"] = time.perf_counter() - t0
 
     target = routed.target
-    trace["hints"] = hints = subgraph_hints(premises.sub, target.language)
+    valid = pg.record is not None and pg.record.status == "valid"
+    shown = kg.config.hints == "all" or (kg.config.hints == "valid" and valid)
+    trace["hints"] = hints = subgraph_hints(premises.sub, target.language) if shown else ""
     f = await formalize_solve_refine(
         problem, ctx, language=target.language, run_as=target.run_as, context=premises.context, hints=hints
     )
@@ -534,6 +555,8 @@ def config_from_args(args: argparse.Namespace) -> SymbolKGConfig:
         option_features=not args.no_option_features,
         stage_max_tokens=args.stage_max_tokens,
         lkg=lkg,
+        hints=args.lkg_hints,
+        invalid_lkg=args.invalid_lkg,
     )
 
 

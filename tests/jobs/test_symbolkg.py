@@ -120,8 +120,9 @@ def problem(pid: str) -> Problem:
 class Script:
     """The scripted LLM: answers each request by its purpose (and counts them)."""
 
-    def __init__(self, fail_extraction: bool = False, vote: str = "prolog") -> None:
+    def __init__(self, fail_extraction: bool = False, vote: str = "prolog", dangling_edge: bool = False) -> None:
         self.fail_extraction = fail_extraction
+        self.dangling_edge = dangling_edge  # every extraction also has an edge to an id it never defines
         self.vote = vote
         self.requests: list[ChatRequest] = []
         self.formulations: dict[str, int] = {}
@@ -131,11 +132,16 @@ class Script:
         user = request.messages[-1].content
         self.seen.append((request.purpose, request.problem_id))
         self.requests.append(request)
-        if request.purpose == "lkg-extract":
+        if request.purpose in ("lkg-extract", "lkg-repair"):  # a repair writes the same object again
             if self.fail_extraction:
                 raise EngineError("scripted extraction failure")
-            entry = next(e for e in ENTRIES.values() if split_sentences(e["context"])[0] in user)
-            return json.dumps(entry["extraction"])
+            asked = "\n".join(m.content for m in request.messages)
+            entry = next(e for e in ENTRIES.values() if split_sentences(e["context"])[0] in asked)
+            extraction = entry["extraction"]
+            if self.dangling_edge:
+                edge = {**extraction["edges"][0], "target": "e99"}
+                extraction = {**extraction, "edges": [*extraction["edges"], edge]}
+            return json.dumps(extraction)
         if request.purpose == "query-entities":
             return json.dumps({"entities": QUERY_ENTITIES.get(request.problem_id, [])})
         if request.purpose == "prune":
@@ -353,6 +359,41 @@ def test_no_retrieval_ablation_formalizes_the_whole_context(tmp_path):
     assert not {"query-entities", "prune"} & {p for p, _ in script.seen}
     formulate = next(r for r in script.requests if r.purpose == "formulate").messages[-1].content
     assert "Each tumpus is opaque." in formulate and t["route"]["solver"] == "prolog" and rows[0]["correct"]
+
+
+@pytest.mark.parametrize(
+    ("hints", "invalid", "shown"),
+    [("all", True, True), ("valid", False, True), ("valid", True, False), ("none", False, False)],
+)
+def test_lkg_hints_decides_which_graphs_show_their_symbols(tmp_path, hints, invalid, shown):
+    script = Script(dangling_edge=invalid)
+    rows = run_job(tmp_path, [problem("ProntoQA_14")], script, SymbolKGConfig(hops=10, hints=hints))
+    t = trace(rows[0])
+    assert t["lkg"]["status"] == ("invalid" if invalid else "valid") and t["lkg"]["nodes"] > 0
+    formulate = next(r for r in script.requests if r.purpose == "formulate").messages[-1].content
+    assert ("Knowledge graph of these premises" in formulate) is shown is bool(t["hints"])
+    assert t["retrieve"] is not None  # the setting is about the symbols, not the premises
+
+
+def test_lkg_hints_must_be_a_known_setting():
+    with pytest.raises(ValueError, match="hints must be one of all, valid, none"):
+        SymbolKGConfig(hints="some")
+    with pytest.raises(ValueError, match="invalid_lkg must be use or skip"):
+        SymbolKGConfig(invalid_lkg="repair")
+
+
+@pytest.mark.parametrize("invalid", [True, False])
+def test_a_skipped_invalid_lkg_is_neither_searched_nor_shown(tmp_path, invalid):
+    script = Script(dangling_edge=invalid)
+    rows = run_job(tmp_path, [problem("ProntoQA_14")], script, SymbolKGConfig(hops=10, invalid_lkg="skip"))
+    t = trace(rows[0])
+    asked = {p for p, _ in script.seen}
+    if invalid:  # the whole context, no query entities or pruning asked, no symbols; still answered
+        assert t["premises"] == {"source": "whole: invalid LKG skipped", "sentences": [], "of": 12}
+        assert t["retrieve"] is None and not {"query-entities", "prune"} & asked and t["hints"] == ""
+        assert t["route"]["features"]["graph_rules"] == 0 and rows[0]["correct"]
+    else:  # a valid graph is used as by default
+        assert t["premises"]["source"] == "subgraph" and t["retrieve"] is not None and t["hints"]
 
 
 def test_no_prune_ablation_keeps_the_hull(tmp_path):
