@@ -42,7 +42,8 @@ and the symbol hints), ``chunks400`` (each context extracted 400 characters at a
 own graph store), ``hints-valid`` (the graph's symbols shown only where the graph passed validation),
 ``no-hints`` (no symbols shown), ``router-only`` (the whole context and no symbols: the graph
 only feeds the router) and ``skip-invalid`` (a graph that failed validation is not used at all;
-a valid one as in ``default``). Every other method runs as ``default``.
+a valid one as in ``default``) and ``lkg3072-no-hints`` (``no-hints`` over graphs extracted with
+3,072 tokens each, no repair rounds, a 6,144-token context, into a graph store of their own). Every other method runs as ``default``.
 
 Methods written for other benchmarks run on their own sets (:data:`METHOD_SETS`): ``symba`` on SymBa's
 seven, ``prolog-agent`` on PARARULE-Plus's three depths, ``multipath`` on LogicGraph's two tiers
@@ -129,6 +130,20 @@ METHOD_VARIANTS = {
         "router-only": ["--no-retrieval", "--lkg-hints", "none"],
         # a graph that failed validation is not used at all (the whole context, no symbols); a valid one as default
         "skip-invalid": ["--invalid-lkg", "skip"],
+        # no-hints over graphs with room to finish: 3,072 tokens per extraction in a 6,144-token context, no
+        # repair rounds (with this model no repair ever turned a cut graph into a valid one), a store of its own
+        "lkg3072-no-hints": [
+            "--lkg-hints",
+            "none",
+            "--lkg-max-tokens",
+            "3072",
+            "--lkg-repair-rounds",
+            "0",
+            "--max-model-len",
+            "6144",
+            "--lkg-store",
+            str(QWEN / "lkg-3072"),
+        ],
     },
 }
 

@@ -107,7 +107,7 @@ Each check is stated for the language, not for a dataset:
     passes), the correction rewrites every option's check to the asked one (programs with
     ``is_accurate_list`` options are left alone: a list question is its own kind).
 
-``unstated_facts`` (logiclm-lp; error, corrects; found by running, not by parsing)
+``unstated_facts`` (logiclm-lp and logiclm-lp-swipl; error, corrects; found by running, not by parsing)
     A program that derives its query both ways has no answer. When the contradiction rests on
     facts that no sentence of the context states (a small model writes the chain's conclusions
     as facts, and their opposites as often), those facts give way: :func:`revise` drops them and
@@ -234,11 +234,16 @@ def check_report(program_text: str, corrected: Corrected, *, corrections: bool) 
     )
 
 
+#: The LP language, as run by our engine and by SWI-Prolog: the languages :func:`revise` revises.
+LP_LANGUAGES: tuple[str, ...] = ("logiclm-lp", "logiclm-lp-swipl")
+
+
 def revise(language: str, program_text: str, context: str, limits: Limits | None = None) -> Finding | None:
     """``unstated_facts`` on a program whose run was inconsistent: the finding, its correction the revised program.
 
     Args:
-        language: the program's language; only ``logiclm-lp`` has a revision (None for others).
+        language: the program's language; only the LP language has a revision (:data:`LP_LANGUAGES`: run by
+            our engine or by SWI-Prolog; the revision is of the program's text, found with our engine's run).
         program_text: the program that was solved (after the checks' corrections).
         context: the premises the program formalizes (empty: no revision).
         limits: bound the revision's runs (:func:`symbolkg.solvers.lp.revision.revise`).
@@ -247,7 +252,7 @@ def revise(language: str, program_text: str, context: str, limits: Limits | None
         The finding, or None when the language has no revision, the context is empty, the program does not parse, or
         the text does not resolve the contradiction (:func:`symbolkg.solvers.lp.revision.revise`).
     """
-    if language != "logiclm-lp" or not context.strip():
+    if language not in LP_LANGUAGES or not context.strip():
         return None
     try:
         revision = lp_revision.revise(program_text, context, limits)

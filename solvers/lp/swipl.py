@@ -177,7 +177,7 @@ def solve(text: str, limits: Limits) -> Outcome:
         return Outcome(
             status=Status.UNSAT,
             proof=f"Answer = {answer}",
-            error_kind=ErrorKind.NO_ANSWER.value,
+            error_kind=ErrorKind.INCONSISTENT.value,  # as our engine says it: the worker may revise it
             error_message=f"the program is inconsistent: it derives both {program.query} and its negation",
             error_line=program.query.line,
             seconds=sw.seconds,

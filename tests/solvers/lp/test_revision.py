@@ -129,6 +129,18 @@ def test_the_worker_revises_only_when_corrections_are_asked_and_says_what_it_dro
     assert as_written.error_kind == "inconsistent" and not as_written.checks.corrected
 
 
+def test_the_lp_language_run_by_swi_prolog_is_revised_alike():
+    # the symbolkg router's Prolog route runs LP programs in SWI-Prolog: the same program, the same revision
+    spec = CheckSpec(QUESTION, ("A) True", "B) False"), True, CONTEXT)
+    out = registry.run(SolveRequest("p1", "logiclm-lp-swipl", INVENTED, Limits(), spec))
+    assert (out.status.value, out.answer) == ("proved", "True") and out.backend == "swipl"
+    assert out.checks is not None and out.checks.corrections == ("unstated_facts",)
+    as_written = registry.run(
+        SolveRequest("p1", "logiclm-lp-swipl", INVENTED, Limits(), CheckSpec(QUESTION, (), False, CONTEXT))
+    )
+    assert as_written.error_kind == "inconsistent"
+
+
 def test_a_request_written_before_the_context_existed_still_reads():
     old = {"question": "q", "options": [], "corrections": True}
     wire = json.dumps({"problem_id": "p", "language": "logiclm-lp", "text": "x", "limits": {}, "checks": old})
