@@ -43,7 +43,8 @@ own graph store), ``hints-valid`` (the graph's symbols shown only where the grap
 ``no-hints`` (no symbols shown), ``router-only`` (the whole context and no symbols: the graph
 only feeds the router) and ``skip-invalid`` (a graph that failed validation is not used at all;
 a valid one as in ``default``) and ``lkg3072-no-hints`` (``no-hints`` over graphs extracted with
-3,072 tokens each, no repair rounds, a 6,144-token context, into a graph store of their own). Every other method runs as ``default``.
+3,072 tokens each, no repair rounds, a 6,144-token context, into a graph store of their own).
+Every other method runs as ``default``.
 
 Methods written for other benchmarks run on their own sets (:data:`METHOD_SETS`): ``symba`` on SymBa's
 seven, ``prolog-agent`` on PARARULE-Plus's three depths, ``multipath`` on LogicGraph's two tiers
