@@ -20,13 +20,6 @@ from symbolkg.jobs.methods.base import Method, MethodContext
 if TYPE_CHECKING:
     from symbolkg.jobs.methods.symbolkg_stages import SymbolKG
 
-#: Which graphs show their symbols in the formalization prompt (``--lkg-hints``): every one, only a
-#: graph that passed validation, none.
-HINTS: tuple[str, ...] = ("all", "valid", "none")
-
-#: What a graph that failed validation is used for (``--invalid-lkg``): like a valid one, or nothing.
-INVALID_LKG: tuple[str, ...] = ("use", "skip")
-
 
 class SymbolKGMethod(Method):
     """SymbolLKG's pipeline as a method: lkg -> retrieve -> route -> formalize -> solve -> refine.
@@ -80,14 +73,14 @@ class SymbolKGMethod(Method):
         g.add_argument("--no-retrieval", action="store_true", help="formalize the whole context (ablation)")
         g.add_argument(
             "--lkg-hints",
-            choices=HINTS,
+            choices=("all", "valid", "none"),
             default="all",
             help="which graphs show their symbols in the formalization prompt: all (default), valid (only a "
             "graph that passed validation), none (ablation: the prompt is logiclm's)",
         )
         g.add_argument(
             "--invalid-lkg",
-            choices=INVALID_LKG,
+            choices=("use", "skip"),
             default="use",
             help="what a graph that failed validation is used for: use (default: searched, routed on and "
             "shown like a valid one) or skip (the whole context, routed on its text, no symbols)",

@@ -58,7 +58,6 @@ from symbolkg.jobs.core.rows import Problem, ResultRow
 from symbolkg.jobs.methods.base import MethodContext
 from symbolkg.jobs.methods.lkg_extract import ContextJob, LKGConfig, extract_context, spent
 from symbolkg.jobs.methods.refine import formalize_solve_refine
-from symbolkg.jobs.methods.symbolkg import HINTS, INVALID_LKG
 from symbolkg.jobs.methods.symbolkg_retrieve import RetrieveOutcome, retrieve
 from symbolkg.retrieval.embed import Embedder, ModelNotFoundError, make_embedder
 from symbolkg.retrieval.hull import HullConfig
@@ -89,6 +88,10 @@ from symbolkg.solvers.router import (
 
 #: Retrievers (FAISS indexes of one context's graph) kept per retrieval host, least recently used dropped first.
 MAX_RETRIEVERS = 256
+
+#: Which graphs show their symbols in the formalization prompt (``--lkg-hints``): every one, only a
+#: graph that passed validation, none.
+HINTS: tuple[str, ...] = ("all", "valid", "none")
 
 #: Stages in pipeline order (the keys of ``stage_seconds``).
 STAGES: tuple[str, ...] = ("lkg", "retrieve", "route", "formalize", "solve", "refine")
@@ -144,8 +147,8 @@ class SymbolKGConfig:
             raise ValueError(f"force_solver must be one of {', '.join(SOLVERS)}, got {self.force_solver!r}")
         if self.hints not in HINTS:
             raise ValueError(f"hints must be one of {', '.join(HINTS)}, got {self.hints!r}")
-        if self.invalid_lkg not in INVALID_LKG:
-            raise ValueError(f"invalid_lkg must be one of {', '.join(INVALID_LKG)}, got {self.invalid_lkg!r}")
+        if self.invalid_lkg not in ("use", "skip"):
+            raise ValueError(f"invalid_lkg must be use or skip, got {self.invalid_lkg!r}")
         if self.hops < 0:
             raise ValueError(f"hops must be >= 0, got {self.hops}")
         if self.stage_max_tokens < 1:
