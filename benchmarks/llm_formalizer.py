@@ -41,7 +41,7 @@ context formalized instead of the premises retrieved from the LKG; the graphs st
 and the symbol hints), ``chunks400`` (each context extracted 400 characters at a time, into its
 own graph store), ``hints-valid`` (the graph's symbols shown only where the graph passed validation),
 ``no-hints`` (no symbols shown), ``router-only`` (the whole context and no symbols: the graph
-only feeds the router) and ``skip-invalid`` (a graph that failed validation is not used at all;
+only feeds the router), ``skip-invalid`` (a graph that failed validation is not used at all;
 a valid one as in ``default``) and ``lkg3072-no-hints`` (``no-hints`` over graphs extracted with
 3,072 tokens each, no repair rounds, a 6,144-token context, into a graph store of their own).
 Every other method runs as ``default``.
