@@ -42,8 +42,9 @@ and the symbol hints), ``chunks400`` (each context extracted 400 characters at a
 own graph store), ``hints-valid`` (the graph's symbols shown only where the graph passed validation),
 ``no-hints`` (no symbols shown), ``router-only`` (the whole context and no symbols: the graph
 only feeds the router), ``skip-invalid`` (a graph that failed validation is not used at all;
-a valid one as in ``default``) and ``lkg3072-no-hints`` (``no-hints`` over graphs extracted with
-3,072 tokens each, no repair rounds, a 6,144-token context, into a graph store of their own).
+a valid one as in ``default``), ``skip-invalid-no-hints`` (the same, and no symbols shown) and
+``lkg3072-no-hints`` (``no-hints`` over graphs extracted with 3,072 tokens each, no repair rounds,
+a 6,144-token context, into a graph store of their own).
 Every other method runs as ``default``.
 
 Methods written for other benchmarks run on their own sets (:data:`METHOD_SETS`): ``symba`` on SymBa's
@@ -131,6 +132,9 @@ METHOD_VARIANTS = {
         "router-only": ["--no-retrieval", "--lkg-hints", "none"],
         # a graph that failed validation is not used at all (the whole context, no symbols); a valid one as default
         "skip-invalid": ["--invalid-lkg", "skip"],
+        # the same and no symbols: retrieval only over graphs that passed validation (on the first 10 a set
+        # every request it asks was kept by other variants: the replay found all 98)
+        "skip-invalid-no-hints": ["--invalid-lkg", "skip", "--lkg-hints", "none"],
         # no-hints over graphs with room to finish: 3,072 tokens per extraction in a 6,144-token context, no
         # repair rounds (with this model no repair ever turned a cut graph into a valid one), a store of its own
         "lkg3072-no-hints": [
@@ -147,6 +151,18 @@ METHOD_VARIANTS = {
         ],
     },
 }
+
+
+def unknown_variants(asked: list[str]) -> list[str]:
+    """The asked variants that no method has (a typo would otherwise run each method's first)."""
+    known = {"default"}.union(*METHOD_VARIANTS.values())
+    return [v for v in asked if v not in known]
+
+
+def variants_help() -> str:
+    """``--variants``' help: each method's variants."""
+    each = "; ".join(f"{m}: {', '.join(table)}" for m, table in METHOD_VARIANTS.items())
+    return f"comma list of variants ({each}; every other method: default). Default skeleton,grammar"
 
 
 def variants_of(method: str, asked: list[str]) -> list[str]:
@@ -362,7 +378,7 @@ def regenerate(method: str, variant: str, out: Path, data_dir: str | None, ask_m
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--methods", default="logiclm", help="comma list of methods (default logiclm)")
-    ap.add_argument("--variants", default="skeleton,grammar", help=f"comma list of {', '.join(VARIANTS)}")
+    ap.add_argument("--variants", default="skeleton,grammar", help=variants_help())
     ap.add_argument("--limit", type=int, default=50, help="problems of each set (default 50)")
     ap.add_argument(
         "--engine",
@@ -395,6 +411,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--data-dir", default=os.environ.get("SYMBOLKG_DATA"))
     args = ap.parse_args(argv)
+    unknown = unknown_variants(args.variants.split(","))
+    if unknown:
+        ap.error(f"--variants: no method has {', '.join(unknown)}; {variants_help()}")
     QWEN.mkdir(parents=True, exist_ok=True)
     results: dict = {
         "machine": f"{platform.node()} ({os.cpu_count()} cores), Python {sys.version.split()[0]}",

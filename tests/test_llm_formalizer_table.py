@@ -51,3 +51,16 @@ def test_a_row_per_run_and_set_with_the_anchors_only_beside_whole_slices():
 
 def test_a_table_of_the_first_k_problems_says_so():
     assert "only the first 10 problems of each set" in formalizer.markdown(results(first=10)).splitlines()[0]
+
+
+def test_a_variant_no_method_has_is_refused_before_anything_runs(tmp_path, capsys):
+    import pytest
+
+    with pytest.raises(SystemExit) as stop:
+        formalizer.main(["--methods", "symbolkg", "--variants", "no-hints,no-hint", "--tabulate"])
+    assert stop.value.code == 2
+    err = capsys.readouterr().err
+    assert "no method has no-hint;" in err and "symbolkg: default, no-retrieval" in err
+    # a variant of another method is no typo: a mixed call runs each method's own (or its first)
+    assert formalizer.unknown_variants(["skeleton", "no-hints", "default"]) == []
+    assert formalizer.variants_of("symba", ["skeleton", "no-hints"]) == ["default"]

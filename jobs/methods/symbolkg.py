@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 from symbolkg.jobs.core.rows import Problem, ResultRow
 from symbolkg.jobs.methods.base import Method, MethodContext
+from symbolkg.jobs.methods.symbolkg_choices import HINTS, INVALID_LKG
+from symbolkg.solvers.router import SOLVERS
 
 if TYPE_CHECKING:
     from symbolkg.jobs.methods.symbolkg_stages import SymbolKG
@@ -73,23 +75,21 @@ class SymbolKGMethod(Method):
         g.add_argument("--no-retrieval", action="store_true", help="formalize the whole context (ablation)")
         g.add_argument(
             "--lkg-hints",
-            choices=("all", "valid", "none"),
-            default="all",
+            choices=HINTS,
+            default=HINTS[0],
             help="which graphs show their symbols in the formalization prompt: all (default), valid (only a "
             "graph that passed validation), none (ablation: the prompt is logiclm's)",
         )
         g.add_argument(
             "--invalid-lkg",
-            choices=("use", "skip"),
-            default="use",
+            choices=INVALID_LKG,
+            default=INVALID_LKG[0],
             help="what a graph that failed validation is used for: use (default: searched, routed on and "
             "shown like a valid one) or skip (the whole context, routed on its text, no symbols)",
         )
         g.add_argument("--no-prune", action="store_true", help="keep the whole logical hull (ablation)")
         g.add_argument("--prune-cap", type=int, default=24, help="most nodes the pruning keeps (default 24)")
-        g.add_argument(
-            "--force-solver", choices=("z3", "prover9", "prolog"), help="route every problem here (ablation)"
-        )
+        g.add_argument("--force-solver", choices=SOLVERS, help="route every problem here (ablation)")
         g.add_argument("--llm-vote", action="store_true", help="ask the LLM too; it overrules only weak router rules")
         g.add_argument("--no-option-features", action="store_true", help="the router does not read the answer options")
         g.add_argument(

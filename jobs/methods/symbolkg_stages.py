@@ -58,6 +58,7 @@ from symbolkg.jobs.core.rows import Problem, ResultRow
 from symbolkg.jobs.methods.base import MethodContext
 from symbolkg.jobs.methods.lkg_extract import ContextJob, LKGConfig, extract_context, spent
 from symbolkg.jobs.methods.refine import formalize_solve_refine
+from symbolkg.jobs.methods.symbolkg_choices import HINTS, INVALID_LKG
 from symbolkg.jobs.methods.symbolkg_retrieve import RetrieveOutcome, retrieve
 from symbolkg.retrieval.embed import Embedder, ModelNotFoundError, make_embedder
 from symbolkg.retrieval.hull import HullConfig
@@ -89,10 +90,6 @@ from symbolkg.solvers.router import (
 #: Retrievers (FAISS indexes of one context's graph) kept per retrieval host, least recently used dropped first.
 MAX_RETRIEVERS = 256
 
-#: Which graphs show their symbols in the formalization prompt (``--lkg-hints``): every one, only a
-#: graph that passed validation, none.
-HINTS: tuple[str, ...] = ("all", "valid", "none")
-
 #: Stages in pipeline order (the keys of ``stage_seconds``).
 STAGES: tuple[str, ...] = ("lkg", "retrieve", "route", "formalize", "solve", "refine")
 
@@ -113,10 +110,12 @@ class SymbolKGConfig:
         option_features: let the router read the answer options.
         stage_max_tokens: budget of the query-entity, pruning and vote requests.
         lkg: extraction settings for contexts the store does not hold.
-        hints: which graphs show their symbols in the formalization prompt (:data:`HINTS`):
+        hints: which graphs show their symbols in the formalization prompt
+            (:data:`~symbolkg.jobs.methods.symbolkg_choices.HINTS`):
             ``all`` (default), ``valid`` (only a graph that passed validation; an invalid one is
             what survived a cut or a bad output), ``none`` (ablation: the prompt is logiclm's).
-        invalid_lkg: what an invalid graph is used for: ``use`` (default: like a valid one) or
+        invalid_lkg: what an invalid graph is used for
+            (:data:`~symbolkg.jobs.methods.symbolkg_choices.INVALID_LKG`): ``use`` (default: like a valid one) or
             ``skip`` (nothing: the whole context, routed on its text, no symbols, as for an empty LKG).
     """
 
@@ -147,8 +146,8 @@ class SymbolKGConfig:
             raise ValueError(f"force_solver must be one of {', '.join(SOLVERS)}, got {self.force_solver!r}")
         if self.hints not in HINTS:
             raise ValueError(f"hints must be one of {', '.join(HINTS)}, got {self.hints!r}")
-        if self.invalid_lkg not in ("use", "skip"):
-            raise ValueError(f"invalid_lkg must be use or skip, got {self.invalid_lkg!r}")
+        if self.invalid_lkg not in INVALID_LKG:
+            raise ValueError(f"invalid_lkg must be one of {', '.join(INVALID_LKG)}, got {self.invalid_lkg!r}")
         if self.hops < 0:
             raise ValueError(f"hops must be >= 0, got {self.hops}")
         if self.stage_max_tokens < 1:

@@ -378,7 +378,7 @@ def test_lkg_hints_decides_which_graphs_show_their_symbols(tmp_path, hints, inva
 def test_lkg_hints_must_be_a_known_setting():
     with pytest.raises(ValueError, match="hints must be one of all, valid, none"):
         SymbolKGConfig(hints="some")
-    with pytest.raises(ValueError, match="invalid_lkg must be use or skip"):
+    with pytest.raises(ValueError, match="invalid_lkg must be one of use, skip"):
         SymbolKGConfig(invalid_lkg="repair")
 
 
