@@ -5,6 +5,8 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
+import pytest
+
 _spec = importlib.util.spec_from_file_location(
     "llm_formalizer", Path(__file__).resolve().parents[1] / "benchmarks" / "llm_formalizer.py"
 )
@@ -53,9 +55,7 @@ def test_a_table_of_the_first_k_problems_says_so():
     assert "only the first 10 problems of each set" in formalizer.markdown(results(first=10)).splitlines()[0]
 
 
-def test_a_variant_no_method_has_is_refused_before_anything_runs(tmp_path, capsys):
-    import pytest
-
+def test_a_variant_no_method_has_is_refused_before_anything_runs(capsys):
     with pytest.raises(SystemExit) as stop:
         formalizer.main(["--methods", "symbolkg", "--variants", "no-hints,no-hint", "--tabulate"])
     assert stop.value.code == 2
